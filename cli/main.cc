@@ -1,0 +1,32 @@
+// shardgnn: one binary, one subcommand per stage of the workflow.
+#include <cstdio>
+
+#include "CLI/CLI.hpp"
+#include "cli/commands.h"
+#include "common/progress.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"shardgnn: distributed graph neural network training", "shardgnn"};
+  app.require_subcommand(1);
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet, "No progress lines");
+  app.set_version_flag("--version", "shardgnn 0.1.0");
+
+  absl::Status result;
+  shardgnn::cli::AddDatasetCommand(app, &result);
+  shardgnn::cli::AddPartitionCommand(app, &result);
+  shardgnn::cli::AddInfoCommand(app, &result);
+  shardgnn::cli::AddServeCommand(app, &result);
+  app.parse_complete_callback([&] { shardgnn::Progress::SetQuietByDefault(quiet); });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (!result.ok()) {
+    std::fprintf(stderr, "shardgnn: error: %s\n", std::string(result.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
