@@ -1,0 +1,37 @@
+# Shared by scripts/run.sh and scripts/test.sh: install what is missing, configure, build.
+# Sourced, not run. Idempotent: a second run installs nothing and rebuilds only what changed.
+
+SHARDGNN_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SHARDGNN_BUILD="${SHARDGNN_BUILD:-$SHARDGNN_ROOT/build}"
+
+# Every dependency is a Debian 12 package.
+SHARDGNN_PACKAGES=(
+  g++ cmake ninja-build pkg-config
+  libabsl-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libtorch-dev libopenblas0-pthread librocksdb-dev libmetis-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcli11-dev zlib1g-dev libxxhash-dev
+)
+
+shardgnn_install_deps() {
+  local missing=()
+  for p in "${SHARDGNN_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    return 0
+  fi
+  echo "shardgnn: installing ${#missing[@]} missing Debian packages: ${missing[*]}"
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+shardgnn_build() {
+  if [ ! -f "$SHARDGNN_BUILD/build.ninja" ]; then
+    cmake -S "$SHARDGNN_ROOT" -B "$SHARDGNN_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release
+  fi
+  # Two cores: LibTorch translation units need ~1.5 GB each, so -j2 is safe on the 24 GiB machines.
+  cmake --build "$SHARDGNN_BUILD" -- -j"$(nproc)"
+}
