@@ -1,0 +1,105 @@
+#include "datasets/internal/dataset_dir.h"
+
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/checksum.h"
+#include "common/file_util.h"
+#include "common/status.h"
+#include "nlohmann/json.hpp"
+
+namespace shardgnn::datasets_internal {
+namespace {
+
+constexpr char kFormat[] = "shardgnn-dataset";
+constexpr int kVersion = 1;
+
+}  // namespace
+
+std::string ManifestToJson(const DatasetManifest& manifest) {
+  nlohmann::json json;
+  json["format"] = kFormat;
+  json["version"] = kVersion;
+  json["name"] = manifest.name;
+  json["num_nodes"] = manifest.num_nodes;
+  json["num_edges"] = manifest.num_edges;
+  json["directed"] = manifest.directed;
+  json["feature_dim"] = manifest.feature_dim;
+  json["feature_dtype"] = manifest.feature_dtype;
+  json["num_classes"] = manifest.num_classes;
+  json["splits"] = manifest.splits;
+  json["files"] = manifest.files;
+  json["source"] = manifest.source;
+  return json.dump(2) + "\n";
+}
+
+absl::StatusOr<DatasetManifest> ManifestFromJson(const std::string& text,
+                                                 const std::string& path) {
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not valid JSON: ", e.what()));
+  }
+  if (!json.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": expected a JSON object"));
+  }
+  if (json.value("format", std::string()) != kFormat) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": \"format\" is not \"", kFormat,
+                     "\"; this is not a shardgnn dataset manifest"));
+  }
+  DatasetManifest manifest;
+  try {
+    int version = json.at("version").get<int>();
+    if (version != kVersion) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": unsupported version ", version,
+                       " (this build reads version ", kVersion, ")"));
+    }
+    manifest.name = json.at("name").get<std::string>();
+    manifest.num_nodes = json.at("num_nodes").get<int64_t>();
+    manifest.num_edges = json.at("num_edges").get<int64_t>();
+    manifest.directed = json.at("directed").get<bool>();
+    manifest.feature_dim = json.at("feature_dim").get<int64_t>();
+    manifest.feature_dtype = json.at("feature_dtype").get<std::string>();
+    manifest.num_classes = json.at("num_classes").get<int64_t>();
+    manifest.splits = json.at("splits").get<std::map<std::string, int64_t>>();
+    manifest.files = json.at("files").get<std::map<std::string, std::string>>();
+    manifest.source = json.value("source", std::string());
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": missing or malformed field: ", e.what()));
+  }
+  if (manifest.num_nodes < 0 || manifest.num_edges < 0 ||
+      manifest.feature_dim < 0 || manifest.num_classes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": negative count"));
+  }
+  if (manifest.feature_dtype != "float32") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": feature_dtype \"", manifest.feature_dtype,
+                     "\" is not supported (only float32)"));
+  }
+  return manifest;
+}
+
+absl::Status FinishDatasetDir(const std::string& dir,
+                              DatasetManifest manifest) {
+  std::vector<std::string> names = {kIndptrFile, kIndicesFile, kFeaturesFile,
+                                    kLabelsFile};
+  for (const auto& [split, count] : manifest.splits) {
+    names.push_back(SplitFileName(split));
+  }
+  manifest.files.clear();
+  for (const std::string& name : names) {
+    ASSIGN_OR_RETURN(manifest.files[name], ChecksumFile(JoinPath(dir, name)));
+  }
+  return WriteFileAtomic(JoinPath(dir, kDatasetManifestFile),
+                         ManifestToJson(manifest));
+}
+
+}  // namespace shardgnn::datasets_internal

@@ -1,0 +1,170 @@
+#include "datasets/dataset.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "common/file_util.h"
+#include "common/npy.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardgnn {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A 4-node undirected path 0-1-2-3 with 2 features and 2 classes.
+Dataset TinyDataset() {
+  Dataset d;
+  d.manifest.name = "tiny";
+  d.manifest.feature_dim = 2;
+  d.manifest.num_classes = 2;
+  d.manifest.source = "test";
+  d.indptr = {0, 1, 3, 5, 6};
+  d.indices = {1, 0, 2, 1, 3, 2};
+  d.features = {0, 1, 2, 3, 4, 5, 6, 7};
+  d.labels = {0, 1, -1, 1};
+  d.splits["train"] = {0, 1};
+  d.splits["test"] = {3};
+  return d;
+}
+
+bool LeavesNothingBut(const std::string& dir, int expected_entries) {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++n;
+  return n == expected_entries;
+}
+
+TEST(DatasetTest, WriteThenLoadRoundTrips) {
+  testing::TempDir tmp;
+  Dataset d = TinyDataset();
+  ASSERT_OK(WriteDataset(d, tmp.Sub("out")));
+  ASSERT_OK_AND_ASSIGN(Dataset loaded, LoadDataset(tmp.Sub("out")));
+  EXPECT_EQ(loaded.indptr, d.indptr);
+  EXPECT_EQ(loaded.indices, d.indices);
+  EXPECT_EQ(loaded.features, d.features);
+  EXPECT_EQ(loaded.labels, d.labels);
+  EXPECT_EQ(loaded.splits, d.splits);
+  EXPECT_EQ(loaded.manifest.num_nodes, 4);
+  EXPECT_EQ(loaded.manifest.num_edges, 6);
+  EXPECT_EQ(loaded.manifest.splits.at("train"), 2);
+  EXPECT_EQ(loaded.manifest.files.size(), 6u);
+  EXPECT_EQ(loaded.manifest.name, "tiny");
+  EXPECT_TRUE(LeavesNothingBut(tmp.path(), 1));
+}
+
+TEST(DatasetTest, ManifestHasFormatAndVersion) {
+  testing::TempDir tmp;
+  ASSERT_OK(WriteDataset(TinyDataset(), tmp.Sub("out")));
+  ASSERT_OK_AND_ASSIGN(std::string text,
+                       ReadFileToString(tmp.Sub("out/manifest.json")));
+  EXPECT_NE(text.find("\"format\": \"shardgnn-dataset\""), std::string::npos);
+  EXPECT_NE(text.find("\"version\": 1"), std::string::npos);
+  ASSERT_OK_AND_ASSIGN(DatasetManifest m, ReadDatasetManifest(tmp.Sub("out")));
+  EXPECT_EQ(m.feature_dim, 2);
+  EXPECT_EQ(m.num_classes, 2);
+  EXPECT_FALSE(m.directed);
+}
+
+TEST(DatasetTest, LoadWithoutFeatures) {
+  testing::TempDir tmp;
+  ASSERT_OK(WriteDataset(TinyDataset(), tmp.Sub("out")));
+  LoadDatasetOptions options;
+  options.load_features = false;
+  ASSERT_OK_AND_ASSIGN(Dataset loaded, LoadDataset(tmp.Sub("out"), options));
+  EXPECT_TRUE(loaded.features.empty());
+  EXPECT_EQ(loaded.num_edges(), 6);
+}
+
+TEST(DatasetTest, RefusesExistingOutput) {
+  testing::TempDir tmp;
+  fs::create_directory(tmp.Sub("out"));
+  absl::Status s = WriteDataset(TinyDataset(), tmp.Sub("out"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(s.message().find("out"), absl::string_view::npos);
+  EXPECT_TRUE(LeavesNothingBut(tmp.path(), 1));
+}
+
+TEST(DatasetTest, RefusesInvalidDataAndLeavesNothing) {
+  testing::TempDir tmp;
+  Dataset d = TinyDataset();
+  d.indices[2] = 9;
+  absl::Status s = WriteDataset(d, tmp.Sub("out"));
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("indices.npy"), absl::string_view::npos) << s;
+  EXPECT_TRUE(LeavesNothingBut(tmp.path(), 0));
+}
+
+TEST(DatasetTest, ValidateCatchesEachInvariant) {
+  EXPECT_OK(ValidateDataset([] {
+    Dataset d = TinyDataset();
+    d.manifest.num_nodes = 4;
+    d.manifest.num_edges = 6;
+    d.manifest.splits = {{"train", 2}, {"test", 1}};
+    return d;
+  }()));
+  auto broken = [](auto mutate) {
+    Dataset d = TinyDataset();
+    d.manifest.num_nodes = 4;
+    d.manifest.num_edges = 6;
+    d.manifest.splits = {{"train", 2}, {"test", 1}};
+    mutate(d);
+    return ValidateDataset(d);
+  };
+  EXPECT_FALSE(broken([](Dataset& d) { d.indptr[2] = 0; }).ok());
+  EXPECT_FALSE(broken([](Dataset& d) {
+                 d.indices[1] = 2;
+                 d.indices[2] = 0;
+               }).ok());
+  EXPECT_FALSE(broken([](Dataset& d) { d.labels[0] = 2; }).ok());
+  EXPECT_FALSE(broken([](Dataset& d) { d.features.pop_back(); }).ok());
+  EXPECT_FALSE(broken([](Dataset& d) { d.splits["test"] = {7}; }).ok());
+  EXPECT_FALSE(broken([](Dataset& d) { d.splits["train"] = {1, 0}; }).ok());
+  EXPECT_FALSE(broken([](Dataset& d) { d.manifest.num_edges = 5; }).ok());
+}
+
+TEST(DatasetTest, DetectsDamagedFile) {
+  testing::TempDir tmp;
+  ASSERT_OK(WriteDataset(TinyDataset(), tmp.Sub("out")));
+  {
+    std::fstream f(tmp.Sub("out/labels.npy"),
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-1, std::ios::end);
+    f.put('\x7f');
+  }
+  absl::StatusOr<Dataset> loaded = LoadDataset(tmp.Sub("out"));
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(loaded.status().message().find("labels.npy"),
+            absl::string_view::npos);
+  // Without checksum verification the bad label is still caught.
+  LoadDatasetOptions options;
+  options.verify_checksums = false;
+  loaded = LoadDataset(tmp.Sub("out"), options);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("labels.npy"),
+            absl::string_view::npos);
+}
+
+TEST(DatasetTest, RejectsForeignManifest) {
+  testing::TempDir tmp;
+  fs::create_directory(tmp.Sub("d"));
+  ASSERT_OK(WriteFileAtomic(tmp.Sub("d/manifest.json"), "{\"format\": \"x\"}"));
+  absl::StatusOr<DatasetManifest> m = ReadDatasetManifest(tmp.Sub("d"));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("manifest.json"),
+            absl::string_view::npos);
+  ASSERT_OK(WriteFileAtomic(tmp.Sub("d/manifest.json"), "{not json"));
+  EXPECT_FALSE(ReadDatasetManifest(tmp.Sub("d")).ok());
+  EXPECT_FALSE(ReadDatasetManifest(tmp.Sub("missing")).ok());
+}
+
+TEST(DatasetTest, SplitFileName) {
+  EXPECT_EQ(SplitFileName("train"), "split_train.npy");
+}
+
+}  // namespace
+}  // namespace shardgnn
