@@ -1,6 +1,7 @@
-// What a sampler produces and a trainer consumes: a minibatch of seed nodes with their sampled multi-hop
-// neighborhood as message-flow blocks, plus input features and seed labels. Plain arrays only; turning them into
-// tensors is the trainer's business.
+// What a sampler produces and a trainer consumes: a minibatch of seed nodes
+// with their sampled multi-hop neighborhood as message-flow blocks, plus input
+// features and seed labels. Plain arrays only; turning them into tensors is the
+// trainer's business.
 #ifndef SHARDGNN_SAMPLER_MINIBATCH_H_
 #define SHARDGNN_SAMPLER_MINIBATCH_H_
 
@@ -11,10 +12,11 @@
 
 namespace shardgnn {
 
-// One layer of message flow: a bipartite graph from `num_src` source nodes to `num_dst` destination nodes.
-// Destinations are the first `num_dst` sources (same local index), so a layer can combine a node's own state
-// with its neighbors'. Edges are stored CSR by destination: destination i aggregates from the local source
-// indices indices[indptr[i] .. indptr[i+1]).
+// One layer of message flow: a bipartite graph from `num_src` source nodes to
+// `num_dst` destination nodes. Destinations are the first `num_dst` sources
+// (same local index), so a layer can combine a node's own state with its
+// neighbors'. Edges are stored CSR by destination: destination i aggregates
+// from the local source indices indices[indptr[i] .. indptr[i+1]).
 struct Block {
   int64_t num_src = 0;
   int64_t num_dst = 0;
@@ -25,11 +27,14 @@ struct Block {
 };
 
 struct MiniBatch {
-  // Global IDs of the nodes whose labels are predicted; they are also the first seeds.size() input nodes.
+  // Global IDs of the nodes whose labels are predicted; they are also the first
+  // seeds.size() input nodes.
   std::vector<NodeId> seeds;
-  // Global IDs of blocks.front()'s sources, in local-index order. Every block's sources are a prefix of it.
+  // Global IDs of blocks.front()'s sources, in local-index order. Every block's
+  // sources are a prefix of it.
   std::vector<NodeId> input_nodes;
-  // blocks.front() consumes the input features; blocks.back() has destinations == seeds.
+  // blocks.front() consumes the input features; blocks.back() has destinations
+  // == seeds.
   std::vector<Block> blocks;
   int64_t feature_dim = 0;
   std::vector<float> features;  // input_nodes.size() x feature_dim, row-major

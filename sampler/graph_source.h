@@ -1,0 +1,111 @@
+// Where a sampler gets graph structure, features and labels from.
+//
+// GraphSource is the seam between building minibatches (NeighborSampler, which
+// only knows about local indices and blocks) and reaching the data (in memory
+// here, remote storage servers in the distributed sampler). Every call is
+// batched: one call per hop, one for features, one for labels, so a remote
+// implementation can group the IDs by owner and send the requests concurrently.
+#ifndef SHARDGNN_SAMPLER_GRAPH_SOURCE_H_
+#define SHARDGNN_SAMPLER_GRAPH_SOURCE_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/types.h"
+
+namespace shardgnn {
+
+struct Dataset;
+
+// The neighbors sampled for a list of nodes: node i's neighbors are
+// neighbors[offset_i .. offset_i + counts[i]) where offset_i is the sum of the
+// earlier counts.
+struct SampledNeighbors {
+  std::vector<int64_t> counts;
+  std::vector<NodeId> neighbors;
+};
+
+// Graph structure, features and labels addressed by global node ID.
+//
+// Implementations must be safe to call from several threads at once (a
+// prefetching loader samples batches in parallel). Failure (an unknown ID, an
+// unreachable server) is reported as a Status that names the node or the
+// server; the output is then unspecified.
+class GraphSource {
+ public:
+  virtual ~GraphSource() = default;
+
+  virtual int64_t num_nodes() const = 0;
+  virtual int64_t feature_dim() const = 0;
+
+  // Replaces *out with the neighbors of each node in `nodes` (duplicates
+  // allowed), picked exactly as common/sampling.h's SampleNeighbors(adj(v),
+  // degree(v), fanout, replace, seed, v) picks them.
+  virtual absl::Status SampleNeighbors(absl::Span<const NodeId> nodes,
+                                       int fanout, bool replace, uint64_t seed,
+                                       SampledNeighbors* out) const = 0;
+
+  // Writes the feature rows of `nodes` to out[i * feature_dim() ...]. REQUIRES:
+  // out holds nodes.size() * feature_dim() floats.
+  virtual absl::Status FetchFeatures(absl::Span<const NodeId> nodes,
+                                     float* out) const = 0;
+
+  // Writes the label of each node (-1 = unlabeled) to out[i]. REQUIRES: out
+  // holds nodes.size() values.
+  virtual absl::Status FetchLabels(absl::Span<const NodeId> nodes,
+                                   int64_t* out) const = 0;
+};
+
+// Borrowed views of a whole graph in memory: CSR adjacency (row v lists the
+// neighbors v aggregates from), row-major features and labels. `features` and
+// `labels` may be empty (FetchFeatures / FetchLabels then fail).
+struct GraphArrays {
+  absl::Span<const int64_t> indptr;  // num_nodes + 1
+  absl::Span<const NodeId> indices;  // indptr.back()
+  absl::Span<const float> features;  // num_nodes * feature_dim, or empty
+  int64_t feature_dim = 0;
+  absl::Span<const int64_t> labels;  // num_nodes, or empty
+};
+
+// A GraphSource over arrays in memory: the in-process baseline and the
+// reference the distributed sampler must reproduce. It does not own the arrays;
+// they must outlive it. Thread-safe (read-only).
+class InMemoryGraphSource : public GraphSource {
+ public:
+  // Checks shapes (indptr monotone and consistent with indices, feature and
+  // label sizes); indices are checked lazily when sampled.
+  static absl::StatusOr<std::unique_ptr<InMemoryGraphSource>> Create(
+      const GraphArrays& arrays);
+  // Views over `dataset`, which must outlive the source.
+  static absl::StatusOr<std::unique_ptr<InMemoryGraphSource>> FromDataset(
+      const Dataset& dataset);
+
+  InMemoryGraphSource(const InMemoryGraphSource&) = delete;
+  InMemoryGraphSource& operator=(const InMemoryGraphSource&) = delete;
+
+  int64_t num_nodes() const override {
+    return static_cast<int64_t>(arrays_.indptr.size()) - 1;
+  }
+  int64_t feature_dim() const override { return arrays_.feature_dim; }
+  absl::Status SampleNeighbors(absl::Span<const NodeId> nodes, int fanout,
+                               bool replace, uint64_t seed,
+                               SampledNeighbors* out) const override;
+  absl::Status FetchFeatures(absl::Span<const NodeId> nodes,
+                             float* out) const override;
+  absl::Status FetchLabels(absl::Span<const NodeId> nodes,
+                           int64_t* out) const override;
+
+ private:
+  explicit InMemoryGraphSource(const GraphArrays& arrays) : arrays_(arrays) {}
+  absl::Status CheckId(NodeId node) const;
+
+  GraphArrays arrays_;
+};
+
+}  // namespace shardgnn
+
+#endif  // SHARDGNN_SAMPLER_GRAPH_SOURCE_H_

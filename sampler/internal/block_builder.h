@@ -1,0 +1,55 @@
+// Turns sampled neighbor lists into message-flow blocks with local indices.
+// Knows nothing about where the neighbors came from (in memory or remote), so
+// every sampler builds identical blocks from identical samples.
+#ifndef SHARDGNN_SAMPLER_INTERNAL_BLOCK_BUILDER_H_
+#define SHARDGNN_SAMPLER_INTERNAL_BLOCK_BUILDER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "common/types.h"
+#include "sampler/minibatch.h"
+
+namespace shardgnn::internal {
+
+// Assigns local indices to global IDs in first-appearance order and records
+// each hop as a Block.
+//
+// Usage: Reset(seeds); then per hop, sample the neighbors of frontier() and
+// call AddHop(). A node keeps the same local index in every block, so each
+// block's sources are a prefix of nodes(). Not thread-safe.
+class BlockBuilder {
+ public:
+  // Starts a minibatch whose first destinations are `seeds`. Fails if a seed
+  // repeats.
+  absl::Status Reset(absl::Span<const NodeId> seeds);
+
+  // The destinations of the next hop: every node seen so far, in local-index
+  // order.
+  absl::Span<const NodeId> frontier() const { return nodes_; }
+
+  // Adds the block whose destinations are the current frontier: destination i
+  // aggregates from the local indices of neighbors[offset_i .. offset_i +
+  // counts[i]). New sources are appended in first-appearance order. REQUIRES:
+  // counts.size() == frontier().size() and the counts sum to neighbors.size().
+  void AddHop(absl::Span<const int64_t> counts,
+              absl::Span<const NodeId> neighbors, Block* block);
+
+  // Every node seen, in local-index order (the input nodes once all hops are
+  // added).
+  const std::vector<NodeId>& nodes() const { return nodes_; }
+  std::vector<NodeId> ReleaseNodes() { return std::move(nodes_); }
+
+ private:
+  int64_t LocalIndex(NodeId node);
+
+  absl::flat_hash_map<NodeId, int64_t> local_;
+  std::vector<NodeId> nodes_;
+};
+
+}  // namespace shardgnn::internal
+
+#endif  // SHARDGNN_SAMPLER_INTERNAL_BLOCK_BUILDER_H_

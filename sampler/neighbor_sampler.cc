@@ -1,0 +1,81 @@
+#include "sampler/neighbor_sampler.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/sampling.h"
+#include "common/status.h"
+#include "sampler/internal/block_builder.h"
+
+namespace shardgnn {
+
+absl::StatusOr<std::unique_ptr<NeighborSampler>> NeighborSampler::Create(
+    const GraphSource* source, SamplerOptions options) {
+  if (source == nullptr)
+    return absl::InvalidArgumentError("NeighborSampler: no graph source");
+  if (options.fanouts.empty())
+    return absl::InvalidArgumentError("NeighborSampler: fanouts is empty");
+  for (size_t h = 0; h < options.fanouts.size(); ++h) {
+    if (options.fanouts[h] < -1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("NeighborSampler: fanout ", options.fanouts[h],
+                       " for hop ", h, " (use -1 for all neighbors)"));
+    }
+  }
+  return std::unique_ptr<NeighborSampler>(
+      new NeighborSampler(source, std::move(options)));
+}
+
+absl::Status NeighborSampler::Sample(absl::Span<const NodeId> seeds,
+                                     uint64_t batch_seed,
+                                     MiniBatch* out) const {
+  const int num_hops = num_layers();
+  internal::BlockBuilder builder;
+  RETURN_IF_ERROR(builder.Reset(seeds));
+  out->seeds.assign(seeds.begin(), seeds.end());
+  out->blocks.resize(num_hops);
+  SampledNeighbors sampled;
+  for (int h = 0; h < num_hops; ++h) {
+    const uint64_t hop_seed = MixSeed(batch_seed, static_cast<uint64_t>(h));
+    RETURN_IF_ERROR(
+        source_->SampleNeighbors(builder.frontier(), options_.fanouts[h],
+                                 options_.replace, hop_seed, &sampled));
+    if (sampled.counts.size() != builder.frontier().size()) {
+      return absl::InternalError(absl::StrCat(
+          "graph source returned ", sampled.counts.size(),
+          " neighbor counts for ", builder.frontier().size(), " nodes"));
+    }
+    builder.AddHop(sampled.counts, sampled.neighbors,
+                   &out->blocks[num_hops - 1 - h]);
+  }
+  out->input_nodes = builder.ReleaseNodes();
+  out->feature_dim = source_->feature_dim();
+  if (options_.fetch_features) {
+    out->features.resize(out->input_nodes.size() * out->feature_dim);
+    RETURN_IF_ERROR(
+        source_->FetchFeatures(out->input_nodes, out->features.data()));
+  } else {
+    out->features.clear();
+  }
+  if (options_.fetch_labels) {
+    out->labels.resize(seeds.size());
+    RETURN_IF_ERROR(source_->FetchLabels(seeds, out->labels.data()));
+  } else {
+    out->labels.clear();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<MiniBatch> NeighborSampler::Sample(
+    absl::Span<const NodeId> seeds, uint64_t batch_seed) const {
+  MiniBatch batch;
+  RETURN_IF_ERROR(Sample(seeds, batch_seed, &batch));
+  return batch;
+}
+
+void AccumulateStats(const MiniBatch& batch, SampleStats* stats) {
+  stats->seeds += static_cast<int64_t>(batch.seeds.size());
+  stats->input_nodes += static_cast<int64_t>(batch.input_nodes.size());
+  for (const Block& block : batch.blocks)
+    stats->sampled_edges += block.num_edges();
+}
+
+}  // namespace shardgnn

@@ -1,0 +1,182 @@
+#include "sampler/neighbor_sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "common/sampling.h"
+#include "tests/sampler/test_graph.h"
+#include "tests/testing/status_matchers.h"
+
+namespace shardgnn {
+namespace {
+
+using testing::TestGraph;
+
+class NeighborSamplerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto source = InMemoryGraphSource::Create(graph_.arrays());
+    ASSERT_OK(source);
+    source_ = std::move(source).value();
+  }
+  std::unique_ptr<NeighborSampler> MakeSampler(std::vector<int> fanouts,
+                                               bool replace) {
+    SamplerOptions options;
+    options.fanouts = std::move(fanouts);
+    options.replace = replace;
+    auto sampler = NeighborSampler::Create(source_.get(), options);
+    EXPECT_OK(sampler);
+    return sampler.ok() ? std::move(sampler).value() : nullptr;
+  }
+  std::vector<NodeId> Seeds() const { return {5, 17, 3, 999, 42, 0, 600}; }
+
+  TestGraph graph_{1000, 30, 7};
+  std::unique_ptr<InMemoryGraphSource> source_;
+};
+
+// Checks every structural property of a minibatch against the graph.
+void CheckBatch(const TestGraph& graph, const MiniBatch& batch,
+                const std::vector<int>& fanouts, bool replace) {
+  const int layers = static_cast<int>(fanouts.size());
+  ASSERT_EQ(batch.blocks.size(), fanouts.size());
+  // Input nodes are unique and start with the seeds.
+  std::set<NodeId> unique(batch.input_nodes.begin(), batch.input_nodes.end());
+  EXPECT_EQ(unique.size(), batch.input_nodes.size());
+  ASSERT_GE(batch.input_nodes.size(), batch.seeds.size());
+  EXPECT_TRUE(std::equal(batch.seeds.begin(), batch.seeds.end(),
+                         batch.input_nodes.begin()));
+  EXPECT_EQ(batch.blocks.back().num_dst,
+            static_cast<int64_t>(batch.seeds.size()));
+  EXPECT_EQ(batch.blocks.front().num_src,
+            static_cast<int64_t>(batch.input_nodes.size()));
+  for (int l = 0; l < layers; ++l) {
+    const Block& block = batch.blocks[l];
+    const int fanout = fanouts[layers - 1 - l];
+    ASSERT_EQ(block.indptr.size(), static_cast<size_t>(block.num_dst + 1));
+    EXPECT_LE(block.num_dst, block.num_src);
+    EXPECT_EQ(block.indptr.back(), block.num_edges());
+    if (l + 1 < layers) {
+      EXPECT_EQ(block.num_dst, batch.blocks[l + 1].num_src);
+    }  // Sources of the next are our dsts.
+    for (int64_t i = 0; i < block.num_dst; ++i) {
+      const NodeId dst = batch.input_nodes[i];
+      const int64_t count = block.indptr[i + 1] - block.indptr[i];
+      EXPECT_EQ(count, SampledCount(graph.Degree(dst), fanout, replace))
+          << "dst " << dst;
+      std::set<NodeId> seen;
+      for (int64_t e = block.indptr[i]; e < block.indptr[i + 1]; ++e) {
+        ASSERT_GE(block.indices[e], 0);
+        ASSERT_LT(block.indices[e], block.num_src);
+        const NodeId src = batch.input_nodes[block.indices[e]];
+        EXPECT_TRUE(graph.HasEdge(dst, src)) << dst << " -> " << src;
+        if (!replace) {
+          EXPECT_TRUE(seen.insert(src).second)
+              << "duplicate neighbor " << src << " of " << dst;
+        }
+      }
+    }
+  }
+  // Features and labels belong to the right nodes.
+  ASSERT_EQ(batch.feature_dim, graph.feature_dim);
+  ASSERT_EQ(batch.features.size(),
+            batch.input_nodes.size() * graph.feature_dim);
+  for (size_t i = 0; i < batch.input_nodes.size(); ++i) {
+    for (int64_t j = 0; j < graph.feature_dim; ++j) {
+      ASSERT_EQ(batch.features[i * graph.feature_dim + j],
+                static_cast<float>(batch.input_nodes[i] * 1000 + j));
+    }
+  }
+  ASSERT_EQ(batch.labels.size(), batch.seeds.size());
+  for (size_t i = 0; i < batch.seeds.size(); ++i)
+    EXPECT_EQ(batch.labels[i], batch.seeds[i] % 7);
+}
+
+TEST_F(NeighborSamplerTest, BlocksAreConsistentWithoutReplacement) {
+  std::vector<int> fanouts = {5, 3, 2};
+  auto sampler = MakeSampler(fanouts, false);
+  ASSERT_OK_AND_ASSIGN(MiniBatch batch, sampler->Sample(Seeds(), 123));
+  CheckBatch(graph_, batch, fanouts, false);
+  EXPECT_GT(batch.input_nodes.size(), batch.seeds.size() * 3);
+}
+
+TEST_F(NeighborSamplerTest,
+       BlocksAreConsistentWithReplacementAndFullNeighborhoods) {
+  for (bool replace : {true, false}) {
+    std::vector<int> fanouts = {-1, 40, 4};
+    auto sampler = MakeSampler(fanouts, replace);
+    ASSERT_OK_AND_ASSIGN(MiniBatch batch, sampler->Sample(Seeds(), 9));
+    CheckBatch(graph_, batch, fanouts, replace);
+  }
+}
+
+TEST_F(NeighborSamplerTest, FollowsTheDeterminismContract) {
+  // Hop h of node v is exactly SampleNeighbors(adj(v), deg, fanouts[h],
+  // replace, MixSeed(seed, h), v), and new nodes get local indices in
+  // first-appearance order.
+  std::vector<int> fanouts = {4, 3};
+  auto sampler = MakeSampler(fanouts, false);
+  const uint64_t seed = 77;
+  ASSERT_OK_AND_ASSIGN(MiniBatch batch, sampler->Sample(Seeds(), seed));
+  std::vector<NodeId> expected_nodes = Seeds();
+  for (int h = 0; h < 2; ++h) {
+    const Block& block = batch.blocks[1 - h];
+    const size_t num_dst = expected_nodes.size();
+    ASSERT_EQ(block.num_dst, static_cast<int64_t>(num_dst));
+    for (size_t i = 0; i < num_dst; ++i) {
+      const NodeId v = expected_nodes[i];
+      std::vector<NodeId> want;
+      SampleNeighbors(graph_.indices.data() + graph_.indptr[v],
+                      graph_.Degree(v), fanouts[h], false, MixSeed(seed, h), v,
+                      &want);
+      std::vector<NodeId> got;
+      for (int64_t e = block.indptr[i]; e < block.indptr[i + 1]; ++e)
+        got.push_back(batch.input_nodes[block.indices[e]]);
+      EXPECT_EQ(got, want) << "hop " << h << " node " << v;
+      for (NodeId u : want) {
+        if (std::find(expected_nodes.begin(), expected_nodes.end(), u) ==
+            expected_nodes.end())
+          expected_nodes.push_back(u);
+      }
+    }
+  }
+  EXPECT_EQ(batch.input_nodes, expected_nodes);
+}
+
+TEST_F(NeighborSamplerTest, SameSeedSameBatchDifferentSeedDifferentBatch) {
+  auto sampler = MakeSampler({6, 4}, false);
+  ASSERT_OK_AND_ASSIGN(MiniBatch a, sampler->Sample(Seeds(), 1));
+  ASSERT_OK_AND_ASSIGN(MiniBatch b, sampler->Sample(Seeds(), 1));
+  ASSERT_OK_AND_ASSIGN(MiniBatch c, sampler->Sample(Seeds(), 2));
+  EXPECT_EQ(a.input_nodes, b.input_nodes);
+  for (size_t l = 0; l < a.blocks.size(); ++l) {
+    EXPECT_EQ(a.blocks[l].indptr, b.blocks[l].indptr);
+    EXPECT_EQ(a.blocks[l].indices, b.blocks[l].indices);
+  }
+  EXPECT_EQ(a.features, b.features);
+  EXPECT_NE(a.input_nodes, c.input_nodes);
+}
+
+TEST_F(NeighborSamplerTest, RejectsBadInput) {
+  auto sampler = MakeSampler({2}, false);
+  absl::StatusOr<MiniBatch> repeated =
+      sampler->Sample(std::vector<NodeId>{1, 2, 1}, 0);
+  EXPECT_EQ(repeated.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(repeated.status().message()).find("seed node 1"),
+            std::string::npos);
+  absl::StatusOr<MiniBatch> out_of_range =
+      sampler->Sample(std::vector<NodeId>{1, 5000}, 0);
+  EXPECT_EQ(out_of_range.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(out_of_range.status().message()).find("5000"),
+            std::string::npos);
+  SamplerOptions bad;
+  bad.fanouts = {};
+  EXPECT_FALSE(NeighborSampler::Create(source_.get(), bad).ok());
+  bad.fanouts = {3, -2};
+  EXPECT_FALSE(NeighborSampler::Create(source_.get(), bad).ok());
+}
+
+}  // namespace
+}  // namespace shardgnn
