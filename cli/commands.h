@@ -1,6 +1,7 @@
-// The `shardgnn` subcommands. Each Add*Command registers one subcommand (and its flags) on `app`; when that
-// subcommand is chosen, its callback runs the work and stores the outcome in *result, which main() prints as
-// one line and turns into the exit code.
+// The `shardgnn` subcommands. Each Add*Command registers one subcommand (and
+// its flags) on `app`; when that subcommand is chosen, its callback runs the
+// work and stores the outcome in *result, which main() prints as one line and
+// turns into the exit code.
 #ifndef SHARDGNN_CLI_COMMANDS_H_
 #define SHARDGNN_CLI_COMMANDS_H_
 
@@ -12,7 +13,8 @@ class App;
 
 namespace shardgnn::cli {
 
-void AddDatasetCommand(CLI::App& app, absl::Status* result);    // dataset import | generate
+void AddDatasetCommand(CLI::App& app,
+                       absl::Status* result);  // dataset import | generate
 void AddPartitionCommand(CLI::App& app, absl::Status* result);  // partition
 void AddInfoCommand(CLI::App& app, absl::Status* result);       // info PATH
 void AddServeCommand(CLI::App& app, absl::Status* result);      // serve

@@ -6,7 +6,8 @@
 #include "common/progress.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"shardgnn: distributed graph neural network training", "shardgnn"};
+  CLI::App app{"shardgnn: distributed graph neural network training",
+               "shardgnn"};
   app.require_subcommand(1);
   bool quiet = false;
   app.add_flag("-q,--quiet", quiet, "No progress lines");
@@ -17,7 +18,8 @@ int main(int argc, char** argv) {
   shardgnn::cli::AddPartitionCommand(app, &result);
   shardgnn::cli::AddInfoCommand(app, &result);
   shardgnn::cli::AddServeCommand(app, &result);
-  app.parse_complete_callback([&] { shardgnn::Progress::SetQuietByDefault(quiet); });
+  app.parse_complete_callback(
+      [&] { shardgnn::Progress::SetQuietByDefault(quiet); });
 
   try {
     app.parse(argc, argv);
@@ -25,7 +27,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   if (!result.ok()) {
-    std::fprintf(stderr, "shardgnn: error: %s\n", std::string(result.message()).c_str());
+    std::fprintf(stderr, "shardgnn: error: %s\n",
+                 std::string(result.message()).c_str());
     return 1;
   }
   return 0;

@@ -1,15 +1,16 @@
 // Content checksums (XXH64, printed as 16 hex digits) for manifests.
 //
-// Manifests record a checksum of every file they name, so that a copied or damaged dataset, partition or shard
-// is detected before it is served or trained on. Thread-compatible.
+// Manifests record a checksum of every file they name, so that a copied or
+// damaged dataset, partition or shard is detected before it is served or
+// trained on. Thread-compatible.
 #ifndef SHARDGNN_COMMON_CHECKSUM_H_
 #define SHARDGNN_COMMON_CHECKSUM_H_
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace shardgnn {
 

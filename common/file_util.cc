@@ -14,24 +14,32 @@
 namespace shardgnn {
 namespace fs = std::filesystem;
 
-absl::StatusOr<std::unique_ptr<StagingDir>> StagingDir::Create(const std::string& final_path) {
+absl::StatusOr<std::unique_ptr<StagingDir>> StagingDir::Create(
+    const std::string& final_path) {
   std::error_code ec;
   fs::path final(final_path);
   if (final.filename().empty()) final = final.parent_path();
   if (fs::exists(final, ec)) {
-    return absl::AlreadyExistsError(absl::StrCat(final.string(), ": output already exists; remove it or choose "
-                                                                 "another path"));
+    return absl::AlreadyExistsError(
+        absl::StrCat(final.string(),
+                     ": output already exists; remove it or choose "
+                     "another path"));
   }
-  fs::path parent = final.has_parent_path() ? final.parent_path() : fs::path(".");
+  fs::path parent =
+      final.has_parent_path() ? final.parent_path() : fs::path(".");
   if (!fs::is_directory(parent, ec)) {
-    return absl::NotFoundError(absl::StrCat(parent.string(), ": parent directory of the output does not exist"));
+    return absl::NotFoundError(absl::StrCat(
+        parent.string(), ": parent directory of the output does not exist"));
   }
-  fs::path temp = parent / absl::StrCat(".", final.filename().string(), ".partial-", getpid());
+  fs::path temp = parent / absl::StrCat(".", final.filename().string(),
+                                        ".partial-", getpid());
   fs::remove_all(temp, ec);
   if (!fs::create_directory(temp, ec)) {
-    return absl::PermissionDeniedError(absl::StrCat(temp.string(), ": cannot create: ", ec.message()));
+    return absl::PermissionDeniedError(
+        absl::StrCat(temp.string(), ": cannot create: ", ec.message()));
   }
-  return std::unique_ptr<StagingDir>(new StagingDir(final.string(), temp.string()));
+  return std::unique_ptr<StagingDir>(
+      new StagingDir(final.string(), temp.string()));
 }
 
 StagingDir::StagingDir(std::string final_path, std::string temp_path)
@@ -47,18 +55,24 @@ StagingDir::~StagingDir() {
 absl::Status StagingDir::Commit() {
   std::error_code ec;
   if (fs::exists(final_path_, ec)) {
-    return absl::AlreadyExistsError(absl::StrCat(final_path_, ": appeared while the output was being built"));
+    return absl::AlreadyExistsError(absl::StrCat(
+        final_path_, ": appeared while the output was being built"));
   }
   fs::rename(temp_path_, final_path_, ec);
-  if (ec) return absl::InternalError(absl::StrCat("renaming ", temp_path_, " to ", final_path_, ": ", ec.message()));
+  if (ec)
+    return absl::InternalError(absl::StrCat("renaming ", temp_path_, " to ",
+                                            final_path_, ": ", ec.message()));
   committed_ = true;
   return absl::OkStatus();
 }
 
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents) {
+absl::Status WriteFileAtomic(const std::string& path,
+                             absl::string_view contents) {
   std::string temp = absl::StrCat(path, ".tmp-", getpid());
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return absl::PermissionDeniedError(absl::StrCat(temp, ": cannot create: ", std::strerror(errno)));
+  if (fd < 0)
+    return absl::PermissionDeniedError(
+        absl::StrCat(temp, ": cannot create: ", std::strerror(errno)));
   size_t done = 0;
   while (done < contents.size()) {
     ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
@@ -67,19 +81,22 @@ absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents
       int err = errno;
       ::close(fd);
       ::unlink(temp.c_str());
-      return absl::ResourceExhaustedError(absl::StrCat(path, ": write failed: ", std::strerror(err)));
+      return absl::ResourceExhaustedError(
+          absl::StrCat(path, ": write failed: ", std::strerror(err)));
     }
     done += static_cast<size_t>(n);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int err = errno;
     ::unlink(temp.c_str());
-    return absl::ResourceExhaustedError(absl::StrCat(path, ": write failed: ", std::strerror(err)));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path, ": write failed: ", std::strerror(err)));
   }
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(temp.c_str());
-    return absl::InternalError(absl::StrCat(path, ": rename failed: ", std::strerror(err)));
+    return absl::InternalError(
+        absl::StrCat(path, ": rename failed: ", std::strerror(err)));
   }
   return absl::OkStatus();
 }

@@ -1,4 +1,5 @@
-// Filesystem helpers that keep outputs whole: nothing half-written is ever left under a final name.
+// Filesystem helpers that keep outputs whole: nothing half-written is ever left
+// under a final name.
 #ifndef SHARDGNN_COMMON_FILE_UTIL_H_
 #define SHARDGNN_COMMON_FILE_UTIL_H_
 
@@ -10,15 +11,19 @@
 
 namespace shardgnn {
 
-// An output directory built under a temporary sibling name and renamed into place by Commit().
+// An output directory built under a temporary sibling name and renamed into
+// place by Commit().
 //
-// Create() fails if `final_path` already exists (shardgnn never overwrites a user's output) or its parent
-// cannot be written. Until Commit() the work happens in path() (".<name>.partial-<pid>" beside the final
-// path); if the object is destroyed without Commit() succeeding, the temporary directory is removed, so a
-// failed import or partition leaves nothing behind. Not thread-safe.
+// Create() fails if `final_path` already exists (shardgnn never overwrites a
+// user's output) or its parent cannot be written. Until Commit() the work
+// happens in path() (".<name>.partial-<pid>" beside the final path); if the
+// object is destroyed without Commit() succeeding, the temporary directory is
+// removed, so a failed import or partition leaves nothing behind. Not
+// thread-safe.
 class StagingDir {
  public:
-  static absl::StatusOr<std::unique_ptr<StagingDir>> Create(const std::string& final_path);
+  static absl::StatusOr<std::unique_ptr<StagingDir>> Create(
+      const std::string& final_path);
   ~StagingDir();
   StagingDir(const StagingDir&) = delete;
   StagingDir& operator=(const StagingDir&) = delete;
@@ -37,7 +42,8 @@ class StagingDir {
 };
 
 // Writes `contents` to `path` through a temporary file, fsync and rename.
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents);
+absl::Status WriteFileAtomic(const std::string& path,
+                             absl::string_view contents);
 
 // Reads a whole (small) file.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);

@@ -14,14 +14,17 @@ namespace {
 constexpr size_t kChunk = 1 << 20;
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<LineReader>> LineReader::Open(
+    const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     return absl::NotFoundError(absl::StrCat(path, ": no such file"));
   }
   auto size = static_cast<int64_t>(std::filesystem::file_size(path, ec));
   gzFile gz = gzopen(path.c_str(), "rb");
-  if (gz == nullptr) return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  if (gz == nullptr)
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   gzbuffer(gz, 1 << 18);
   return std::unique_ptr<LineReader>(new LineReader(path, gz, size));
 }
@@ -31,7 +34,9 @@ LineReader::LineReader(std::string path, void* gz, int64_t file_size)
 
 LineReader::~LineReader() { gzclose(static_cast<gzFile>(gz_)); }
 
-int64_t LineReader::bytes_read() const { return gzoffset(static_cast<gzFile>(gz_)); }
+int64_t LineReader::bytes_read() const {
+  return gzoffset(static_cast<gzFile>(gz_));
+}
 
 bool LineReader::Fill() {
   // Keep the unread tail, then read more after it.
@@ -45,7 +50,8 @@ bool LineReader::Fill() {
   if (n < 0) {
     int code;
     const char* message = gzerror(static_cast<gzFile>(gz_), &code);
-    status_ = absl::DataLossError(absl::StrCat(path_, ": corrupt input after line ", line_number_, ": ", message));
+    status_ = absl::DataLossError(absl::StrCat(
+        path_, ": corrupt input after line ", line_number_, ": ", message));
     return false;
   }
   end_ += static_cast<size_t>(n);
@@ -55,7 +61,8 @@ bool LineReader::Fill() {
     const char* message = gzerror(static_cast<gzFile>(gz_), &code);
     if (code != Z_OK && code != Z_STREAM_END) {
       status_ = absl::DataLossError(
-          absl::StrCat(path_, ": truncated or corrupt input after line ", line_number_, ": ", message));
+          absl::StrCat(path_, ": truncated or corrupt input after line ",
+                       line_number_, ": ", message));
       return false;
     }
     eof_ = true;
@@ -88,14 +95,16 @@ bool LineReader::Next(absl::string_view* line) {
 }
 
 absl::Status LineReader::LineError(absl::string_view message) const {
-  return absl::InvalidArgumentError(absl::StrCat(path_, ":", line_number_, ": ", message));
+  return absl::InvalidArgumentError(
+      absl::StrCat(path_, ":", line_number_, ": ", message));
 }
 
 bool ParseInt64(absl::string_view text, int64_t* value) {
   text = absl::StripAsciiWhitespace(text);
   if (!text.empty() && text[0] == '+') text.remove_prefix(1);
   if (text.empty()) return false;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
+  auto [ptr, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), *value);
   return ec == std::errc() && ptr == text.data() + text.size();
 }
 
@@ -103,7 +112,8 @@ bool ParseFloat(absl::string_view text, float* value) {
   text = absl::StripAsciiWhitespace(text);
   if (!text.empty() && text[0] == '+') text.remove_prefix(1);
   if (text.empty()) return false;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
+  auto [ptr, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), *value);
   return ec == std::errc() && ptr == text.data() + text.size();
 }
 

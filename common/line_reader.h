@@ -1,31 +1,35 @@
-// Streams the lines of a text file, plain or gzip-compressed (detected from the bytes, not the name).
+// Streams the lines of a text file, plain or gzip-compressed (detected from the
+// bytes, not the name).
 //
-// Importers read inputs far larger than memory (ogbn-products' node-feat.csv is several GB) one line at a time
-// through this class; only one buffer is held. Truncated or corrupt gzip input is an error, not a silent end of
-// file. Not thread-safe.
+// Importers read inputs far larger than memory (ogbn-products' node-feat.csv is
+// several GB) one line at a time through this class; only one buffer is held.
+// Truncated or corrupt gzip input is an error, not a silent end of file. Not
+// thread-safe.
 #ifndef SHARDGNN_COMMON_LINE_READER_H_
 #define SHARDGNN_COMMON_LINE_READER_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace shardgnn {
 
 class LineReader {
  public:
   // Fails if the file cannot be opened.
-  static absl::StatusOr<std::unique_ptr<LineReader>> Open(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<LineReader>> Open(
+      const std::string& path);
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
 
-  // Sets *line to the next line without its '\n' (and '\r'), valid until the next call. Returns false at the
-  // end of the input or on an error; then status() tells which (OK at a clean end).
+  // Sets *line to the next line without its '\n' (and '\r'), valid until the
+  // next call. Returns false at the end of the input or on an error; then
+  // status() tells which (OK at a clean end).
   bool Next(absl::string_view* line);
 
   const absl::Status& status() const { return status_; }
@@ -54,7 +58,8 @@ class LineReader {
   absl::Status status_;
 };
 
-// Number parsing for text importers: the whole field must be a number (surrounding spaces allowed).
+// Number parsing for text importers: the whole field must be a number
+// (surrounding spaces allowed).
 bool ParseInt64(absl::string_view text, int64_t* value);
 bool ParseFloat(absl::string_view text, float* value);
 

@@ -20,26 +20,33 @@ absl::StatusOr<NpyDtype> ParseDescr(absl::string_view descr) {
   if (descr == "<i8") return NpyDtype::kInt64;
   if (descr == "<i4") return NpyDtype::kInt32;
   if (descr == "|u1" || descr == "<u1") return NpyDtype::kUint8;
-  return absl::InvalidArgumentError(absl::StrCat("unsupported dtype '", descr, "'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unsupported dtype '", descr, "'"));
 }
 
 // Finds the value text following `'key':` in a numpy header dict.
-absl::StatusOr<absl::string_view> DictValue(absl::string_view dict, absl::string_view key) {
+absl::StatusOr<absl::string_view> DictValue(absl::string_view dict,
+                                            absl::string_view key) {
   std::string quoted = absl::StrCat("'", key, "'");
   size_t pos = dict.find(quoted);
-  if (pos == absl::string_view::npos) return absl::InvalidArgumentError(absl::StrCat("header lacks ", quoted));
+  if (pos == absl::string_view::npos)
+    return absl::InvalidArgumentError(absl::StrCat("header lacks ", quoted));
   pos = dict.find(':', pos + quoted.size());
-  if (pos == absl::string_view::npos) return absl::InvalidArgumentError("malformed header");
-  absl::string_view rest = absl::StripLeadingAsciiWhitespace(dict.substr(pos + 1));
+  if (pos == absl::string_view::npos)
+    return absl::InvalidArgumentError("malformed header");
+  absl::string_view rest =
+      absl::StripLeadingAsciiWhitespace(dict.substr(pos + 1));
   size_t end;
   if (!rest.empty() && rest[0] == '(') {
     end = rest.find(')');
-    if (end == absl::string_view::npos) return absl::InvalidArgumentError("malformed shape");
+    if (end == absl::string_view::npos)
+      return absl::InvalidArgumentError("malformed shape");
     return rest.substr(0, end + 1);
   }
   if (!rest.empty() && rest[0] == '\'') {
     end = rest.find('\'', 1);
-    if (end == absl::string_view::npos) return absl::InvalidArgumentError("malformed header string");
+    if (end == absl::string_view::npos)
+      return absl::InvalidArgumentError("malformed header string");
     return rest.substr(1, end - 1);
   }
   end = rest.find_first_of(",}");
@@ -54,8 +61,10 @@ std::string HeaderText(NpyDtype dtype, const std::vector<int64_t>& shape) {
     shape_text = absl::StrCat("(", absl::StrJoin(shape, ", "), ")");
   }
   std::string dict =
-      absl::StrCat("{'descr': '", NpyDescr(dtype), "', 'fortran_order': False, 'shape': ", shape_text, ", }");
-  // Magic (6) + version (2) + length (2) + dict + padding + '\n' is a multiple of 64, as numpy writes it.
+      absl::StrCat("{'descr': '", NpyDescr(dtype),
+                   "', 'fortran_order': False, 'shape': ", shape_text, ", }");
+  // Magic (6) + version (2) + length (2) + dict + padding + '\n' is a multiple
+  // of 64, as numpy writes it.
   size_t total = kMagicLen + 2 + 2 + dict.size() + 1;
   size_t padded = (total + 63) / 64 * 64;
   dict.append(padded - total, ' ');
@@ -110,21 +119,26 @@ absl::StatusOr<NpyHeader> ReadNpyHeader(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
   auto fail = [&](absl::string_view what) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a valid .npy file: ", what));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a valid .npy file: ", what));
   };
   char prefix[10];
   if (!in.read(prefix, 10)) return fail("shorter than a header");
-  if (std::memcmp(prefix, kMagic, kMagicLen) != 0) return fail("bad magic string");
+  if (std::memcmp(prefix, kMagic, kMagicLen) != 0)
+    return fail("bad magic string");
   int major = static_cast<unsigned char>(prefix[6]);
   size_t header_len;
   size_t prefix_len = 10;
   if (major == 1) {
-    header_len = static_cast<unsigned char>(prefix[8]) | (static_cast<unsigned char>(prefix[9]) << 8);
+    header_len = static_cast<unsigned char>(prefix[8]) |
+                 (static_cast<unsigned char>(prefix[9]) << 8);
   } else if (major == 2 || major == 3) {
     char extra[2];
     if (!in.read(extra, 2)) return fail("truncated header");
-    header_len = static_cast<unsigned char>(prefix[8]) | (static_cast<unsigned char>(prefix[9]) << 8) |
-                 (static_cast<unsigned char>(extra[0]) << 16) | (static_cast<unsigned char>(extra[1]) << 24);
+    header_len = static_cast<unsigned char>(prefix[8]) |
+                 (static_cast<unsigned char>(prefix[9]) << 8) |
+                 (static_cast<unsigned char>(extra[0]) << 16) |
+                 (static_cast<unsigned char>(extra[1]) << 24);
     prefix_len = 12;
   } else {
     return fail(absl::StrCat("unsupported format version ", major));
@@ -141,38 +155,47 @@ absl::StatusOr<NpyHeader> ReadNpyHeader(const std::string& path) {
   header.dtype = *dtype;
   auto fortran = DictValue(dict, "fortran_order");
   if (!fortran.ok()) return fail(fortran.status().message());
-  if (*fortran != "False") return fail("Fortran-order arrays are not supported");
+  if (*fortran != "False")
+    return fail("Fortran-order arrays are not supported");
   auto shape = DictValue(dict, "shape");
   if (!shape.ok()) return fail(shape.status().message());
   absl::string_view inner = *shape;
   inner.remove_prefix(1);
   inner.remove_suffix(1);
-  for (absl::string_view part : absl::StrSplit(inner, ',', absl::SkipWhitespace())) {
+  for (absl::string_view part :
+       absl::StrSplit(inner, ',', absl::SkipWhitespace())) {
     int64_t dim;
-    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &dim) || dim < 0) return fail("malformed shape");
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &dim) || dim < 0)
+      return fail("malformed shape");
     header.shape.push_back(dim);
   }
 
   in.seekg(0, std::ios::end);
   auto file_size = static_cast<size_t>(in.tellg());
-  size_t need = header.data_offset + static_cast<size_t>(header.NumElements()) * NpyElementSize(header.dtype);
+  size_t need = header.data_offset + static_cast<size_t>(header.NumElements()) *
+                                         NpyElementSize(header.dtype);
   if (file_size < need) {
-    return fail(absl::StrCat("truncated: header says ", need, " bytes, file has ", file_size));
+    return fail(absl::StrCat("truncated: header says ", need,
+                             " bytes, file has ", file_size));
   }
   return header;
 }
 
 template <typename T>
-absl::StatusOr<NpyArray<T>> ReadNpy(const std::string& path, int expected_ndim) {
+absl::StatusOr<NpyArray<T>> ReadNpy(const std::string& path,
+                                    int expected_ndim) {
   auto header = ReadNpyHeader(path);
   if (!header.ok()) return header.status();
   if (header->dtype != NpyDtypeOf<T>()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": dtype is ", NpyDescr(header->dtype), ", expected ",
-                                                   NpyDescr(NpyDtypeOf<T>())));
-  }
-  if (expected_ndim >= 0 && static_cast<int>(header->shape.size()) != expected_ndim) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": has ", header->shape.size(), " dimensions, expected ", expected_ndim));
+        absl::StrCat(path, ": dtype is ", NpyDescr(header->dtype),
+                     ", expected ", NpyDescr(NpyDtypeOf<T>())));
+  }
+  if (expected_ndim >= 0 &&
+      static_cast<int>(header->shape.size()) != expected_ndim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": has ", header->shape.size(),
+                     " dimensions, expected ", expected_ndim));
   }
   NpyArray<T> array;
   array.shape = header->shape;
@@ -186,13 +209,18 @@ absl::StatusOr<NpyArray<T>> ReadNpy(const std::string& path, int expected_ndim) 
   return array;
 }
 
-template absl::StatusOr<NpyArray<float>> ReadNpy<float>(const std::string&, int);
-template absl::StatusOr<NpyArray<int64_t>> ReadNpy<int64_t>(const std::string&, int);
-template absl::StatusOr<NpyArray<int32_t>> ReadNpy<int32_t>(const std::string&, int);
-template absl::StatusOr<NpyArray<uint8_t>> ReadNpy<uint8_t>(const std::string&, int);
+template absl::StatusOr<NpyArray<float>> ReadNpy<float>(const std::string&,
+                                                        int);
+template absl::StatusOr<NpyArray<int64_t>> ReadNpy<int64_t>(const std::string&,
+                                                            int);
+template absl::StatusOr<NpyArray<int32_t>> ReadNpy<int32_t>(const std::string&,
+                                                            int);
+template absl::StatusOr<NpyArray<uint8_t>> ReadNpy<uint8_t>(const std::string&,
+                                                            int);
 
-absl::Status WriteNpyRaw(const std::string& path, NpyDtype dtype, const std::vector<int64_t>& shape,
-                         const void* data, size_t count) {
+absl::Status WriteNpyRaw(const std::string& path, NpyDtype dtype,
+                         const std::vector<int64_t>& shape, const void* data,
+                         size_t count) {
   auto writer = NpyWriter::Create(path, dtype, shape);
   if (!writer.ok()) return writer.status();
   absl::Status s = (*writer)->Append(data, count);
@@ -200,51 +228,67 @@ absl::Status WriteNpyRaw(const std::string& path, NpyDtype dtype, const std::vec
   return (*writer)->Close();
 }
 
-absl::StatusOr<std::unique_ptr<NpyWriter>> NpyWriter::Create(const std::string& path, NpyDtype dtype,
-                                                             const std::vector<int64_t>& shape) {
+absl::StatusOr<std::unique_ptr<NpyWriter>> NpyWriter::Create(
+    const std::string& path, NpyDtype dtype,
+    const std::vector<int64_t>& shape) {
   FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr) {
-    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot create: ", std::strerror(errno)));
+    return absl::PermissionDeniedError(
+        absl::StrCat(path, ": cannot create: ", std::strerror(errno)));
   }
   std::string header = HeaderText(dtype, shape);
   if (std::fwrite(header.data(), 1, header.size(), file) != header.size()) {
     std::fclose(file);
-    return absl::ResourceExhaustedError(absl::StrCat(path, ": write failed: ", std::strerror(errno)));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path, ": write failed: ", std::strerror(errno)));
   }
-  return std::unique_ptr<NpyWriter>(new NpyWriter(path, file, NpyElementSize(dtype), Product(shape)));
+  return std::unique_ptr<NpyWriter>(
+      new NpyWriter(path, file, NpyElementSize(dtype), Product(shape)));
 }
 
-NpyWriter::NpyWriter(std::string path, FILE* file, size_t element_size, int64_t expected)
-    : path_(std::move(path)), file_(file), element_size_(element_size), expected_(expected) {}
+NpyWriter::NpyWriter(std::string path, FILE* file, size_t element_size,
+                     int64_t expected)
+    : path_(std::move(path)),
+      file_(file),
+      element_size_(element_size),
+      expected_(expected) {}
 
 NpyWriter::~NpyWriter() {
   if (file_ != nullptr) std::fclose(file_);
 }
 
 absl::Status NpyWriter::Append(const void* data, size_t count) {
-  if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": writer is closed"));
+  if (file_ == nullptr)
+    return absl::FailedPreconditionError(
+        absl::StrCat(path_, ": writer is closed"));
   if (written_ + static_cast<int64_t>(count) > expected_) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path_, ": more elements written than the shape holds (", expected_, ")"));
+        absl::StrCat(path_, ": more elements written than the shape holds (",
+                     expected_, ")"));
   }
   if (count > 0 && std::fwrite(data, element_size_, count, file_) != count) {
-    return absl::ResourceExhaustedError(absl::StrCat(path_, ": write failed: ", std::strerror(errno)));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path_, ": write failed: ", std::strerror(errno)));
   }
   written_ += static_cast<int64_t>(count);
   return absl::OkStatus();
 }
 
 absl::Status NpyWriter::Close() {
-  if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": writer is closed"));
+  if (file_ == nullptr)
+    return absl::FailedPreconditionError(
+        absl::StrCat(path_, ": writer is closed"));
   FILE* file = file_;
   file_ = nullptr;
   bool flushed = std::fflush(file) == 0;
   bool closed = std::fclose(file) == 0;
   if (!flushed || !closed) {
-    return absl::ResourceExhaustedError(absl::StrCat(path_, ": write failed: ", std::strerror(errno)));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path_, ": write failed: ", std::strerror(errno)));
   }
   if (written_ != expected_) {
-    return absl::InternalError(absl::StrCat(path_, ": wrote ", written_, " elements, shape holds ", expected_));
+    return absl::InternalError(absl::StrCat(
+        path_, ": wrote ", written_, " elements, shape holds ", expected_));
   }
   return absl::OkStatus();
 }

@@ -14,7 +14,8 @@ std::atomic<bool> g_quiet_default{false};
 
 void Progress::SetQuietByDefault(bool quiet) { g_quiet_default = quiet; }
 
-Progress::Progress(std::string task, int64_t total, std::string unit, bool quiet, double interval_seconds)
+Progress::Progress(std::string task, int64_t total, std::string unit,
+                   bool quiet, double interval_seconds)
     : task_(std::move(task)),
       total_(total),
       unit_(std::move(unit)),
@@ -25,19 +26,23 @@ Progress::Progress(std::string task, int64_t total, std::string unit, bool quiet
       last_print_(start_) {}
 
 Progress::~Progress() {
-  // A task abandoned on error ends its in-place line so the error starts on a fresh one.
+  // A task abandoned on error ends its in-place line so the error starts on a
+  // fresh one.
   if (!finished_ && !quiet_ && tty_ && done_ > 0) std::fputc('\n', stderr);
 }
 
 double Progress::ElapsedSeconds() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       start_)
+      .count();
 }
 
 void Progress::Update(int64_t done) {
   done_ = done;
   if (quiet_ || (++calls_ & 4095) != 0) return;
   auto now = std::chrono::steady_clock::now();
-  if (std::chrono::duration<double>(now - last_print_).count() < interval_) return;
+  if (std::chrono::duration<double>(now - last_print_).count() < interval_)
+    return;
   last_print_ = now;
   Print(false);
 }
@@ -52,14 +57,18 @@ void Progress::Print(bool final_line) {
   std::string text;
   double elapsed = ElapsedSeconds();
   if (final_line) {
-    text = absl::StrFormat("%s: done, %s %s in %.1fs", task_, HumanCount(static_cast<double>(done_)), unit_,
-                           elapsed);
+    text =
+        absl::StrFormat("%s: done, %s %s in %.1fs", task_,
+                        HumanCount(static_cast<double>(done_)), unit_, elapsed);
   } else if (total_ > 0) {
-    text = absl::StrFormat("%s: %3.0f%% (%s/%s %s, %.1fs)", task_, 100.0 * done_ / total_,
-                           HumanCount(static_cast<double>(done_)), HumanCount(static_cast<double>(total_)),
-                           unit_, elapsed);
+    text = absl::StrFormat(
+        "%s: %3.0f%% (%s/%s %s, %.1fs)", task_, 100.0 * done_ / total_,
+        HumanCount(static_cast<double>(done_)),
+        HumanCount(static_cast<double>(total_)), unit_, elapsed);
   } else {
-    text = absl::StrFormat("%s: %s %s, %.1fs", task_, HumanCount(static_cast<double>(done_)), unit_, elapsed);
+    text =
+        absl::StrFormat("%s: %s %s, %.1fs", task_,
+                        HumanCount(static_cast<double>(done_)), unit_, elapsed);
   }
   if (tty_) {
     std::fprintf(stderr, "\r\033[K%s%s", text.c_str(), final_line ? "\n" : "");

@@ -1,9 +1,11 @@
 // Progress lines for long work (import, generate, partition, ingest).
 //
-// Prints "<task>: 42% (1.2M/2.9M edges, 3.1s)" to stderr at most every `interval` seconds, then Done() prints
-// a final line with the total time. On a terminal the line is rewritten in place; otherwise (logs, CI) whole
-// lines are printed, at most one per interval. Quiet mode prints nothing. Update() is cheap enough to call
-// per item: it reads the clock only every 4096 calls. Not thread-safe.
+// Prints "<task>: 42% (1.2M/2.9M edges, 3.1s)" to stderr at most every
+// `interval` seconds, then Done() prints a final line with the total time. On a
+// terminal the line is rewritten in place; otherwise (logs, CI) whole lines are
+// printed, at most one per interval. Quiet mode prints nothing. Update() is
+// cheap enough to call per item: it reads the clock only every 4096 calls. Not
+// thread-safe.
 #ifndef SHARDGNN_COMMON_PROGRESS_H_
 #define SHARDGNN_COMMON_PROGRESS_H_
 
@@ -16,7 +18,8 @@ namespace shardgnn {
 class Progress {
  public:
   // `total` <= 0 means unknown (no percentage is shown).
-  Progress(std::string task, int64_t total, std::string unit, bool quiet = false, double interval_seconds = 2.0);
+  Progress(std::string task, int64_t total, std::string unit,
+           bool quiet = false, double interval_seconds = 2.0);
   ~Progress();
 
   // Reports that `done` units are complete.

@@ -1,8 +1,11 @@
-// The neighbor-sampling kernel shared by the storage servers (remote sampling) and the in-process sampler.
+// The neighbor-sampling kernel shared by the storage servers (remote sampling)
+// and the in-process sampler.
 //
-// Randomness is a pure function of (seed, node): the neighbors picked for node v depend only on the request's
-// seed and v, never on which other nodes share the request or which server answers. That is what lets the
-// distributed sampler reproduce the in-process sampler's minibatch exactly for the same seed.
+// Randomness is a pure function of (seed, node): the neighbors picked for node
+// v depend only on the request's seed and v, never on which other nodes share
+// the request or which server answers. That is what lets the distributed
+// sampler reproduce the in-process sampler's minibatch exactly for the same
+// seed.
 #ifndef SHARDGNN_COMMON_SAMPLING_H_
 #define SHARDGNN_COMMON_SAMPLING_H_
 
@@ -13,7 +16,8 @@
 
 namespace shardgnn {
 
-// SplitMix64 step: a fast, well-mixed 64-bit generator (Steele et al.), also used to derive seeds.
+// SplitMix64 step: a fast, well-mixed 64-bit generator (Steele et al.), also
+// used to derive seeds.
 inline uint64_t SplitMix64(uint64_t* state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -27,16 +31,20 @@ inline uint64_t MixSeed(uint64_t a, uint64_t b) {
   return SplitMix64(&state);
 }
 
-// Uniform integer in [0, n) from the state (Lemire's multiply-shift; bias below n / 2^64).
+// Uniform integer in [0, n) from the state (Lemire's multiply-shift; bias below
+// n / 2^64).
 inline uint64_t UniformBelow(uint64_t* state, uint64_t n) {
-  return static_cast<uint64_t>((static_cast<unsigned __int128>(SplitMix64(state)) * n) >> 64);
+  return static_cast<uint64_t>(
+      (static_cast<unsigned __int128>(SplitMix64(state)) * n) >> 64);
 }
 
 // Appends the sampled neighbors of `node` to *out.
 //   fanout < 0: all `degree` neighbors, in stored order.
-//   without replacement: min(degree, fanout) distinct neighbors, each subset equally likely.
-//   with replacement: `fanout` independent uniform draws (none if degree == 0).
-void SampleNeighbors(const NodeId* neighbors, int64_t degree, int fanout, bool replace, uint64_t seed, NodeId node,
+//   without replacement: min(degree, fanout) distinct neighbors, each subset
+//   equally likely. with replacement: `fanout` independent uniform draws (none
+//   if degree == 0).
+void SampleNeighbors(const NodeId* neighbors, int64_t degree, int fanout,
+                     bool replace, uint64_t seed, NodeId node,
                      std::vector<NodeId>* out);
 
 // The number of neighbors SampleNeighbors appends.

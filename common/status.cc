@@ -6,7 +6,8 @@ namespace shardgnn {
 
 absl::Status Annotate(const absl::Status& status, absl::string_view prefix) {
   if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(prefix, ": ", status.message()));
+  return absl::Status(status.code(),
+                      absl::StrCat(prefix, ": ", status.message()));
 }
 
 }  // namespace shardgnn

@@ -1,4 +1,5 @@
-// Basic ID types. Node IDs are int64 everywhere (on disk, on the wire, in memory).
+// Basic ID types. Node IDs are int64 everywhere (on disk, on the wire, in
+// memory).
 #ifndef SHARDGNN_COMMON_TYPES_H_
 #define SHARDGNN_COMMON_TYPES_H_
 

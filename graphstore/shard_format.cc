@@ -20,7 +20,9 @@ std::string EncodeNodeKey(NodeId id) {
 }
 
 absl::StatusOr<NodeId> DecodeNodeKey(absl::string_view key) {
-  if (key.size() != 8) return absl::DataLossError(absl::StrCat("node key has ", key.size(), " bytes, expected 8"));
+  if (key.size() != 8)
+    return absl::DataLossError(
+        absl::StrCat("node key has ", key.size(), " bytes, expected 8"));
   uint64_t v = 0;
   for (char c : key) v = (v << 8) | static_cast<unsigned char>(c);
   return static_cast<NodeId>(v);
@@ -49,9 +51,9 @@ absl::StatusOr<ShardMeta> ShardMeta::FromJson(absl::string_view json) {
     ShardMeta m;
     m.format_version = j.at("format_version").get<int>();
     if (m.format_version != kShardFormatVersion) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("shard format version ", m.format_version, " is not supported (expected ",
-                       kShardFormatVersion, ")"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "shard format version ", m.format_version,
+          " is not supported (expected ", kShardFormatVersion, ")"));
     }
     m.part_id = j.at("part_id").get<int>();
     m.num_parts = j.at("num_parts").get<int>();
@@ -64,12 +66,15 @@ absl::StatusOr<ShardMeta> ShardMeta::FromJson(absl::string_view json) {
     m.split_counts = j.at("split_counts").get<std::map<std::string, int64_t>>();
     m.partition_id = j.at("partition_id").get<std::string>();
     m.content_checksum = j.at("content_checksum").get<std::string>();
-    if (m.node_start < 0 || m.node_end < m.node_start || m.node_end > m.num_nodes_total || m.feature_dim < 0) {
-      return absl::DataLossError("shard metadata has an inconsistent node range");
+    if (m.node_start < 0 || m.node_end < m.node_start ||
+        m.node_end > m.num_nodes_total || m.feature_dim < 0) {
+      return absl::DataLossError(
+          "shard metadata has an inconsistent node range");
     }
     return m;
   } catch (const nlohmann::json::exception& e) {
-    return absl::DataLossError(absl::StrCat("shard metadata is not valid: ", e.what()));
+    return absl::DataLossError(
+        absl::StrCat("shard metadata is not valid: ", e.what()));
   }
 }
 

@@ -1,23 +1,27 @@
-// The on-disk layout of one shard: a RocksDB database written by `shardgnn partition` (through ShardWriter) and
-// served by `shardgnn serve` (through ShardStore). Documented for users in docs/formats.md.
+// The on-disk layout of one shard: a RocksDB database written by `shardgnn
+// partition` (through ShardWriter) and served by `shardgnn serve` (through
+// ShardStore). Documented for users in docs/formats.md.
 //
-// Column families (key = 8-byte big-endian global node ID, so RocksDB's byte order is ID order):
-//   "default"  metadata: key "meta" -> ShardMeta as JSON; key "split/<name>" -> little-endian int64 array of the
+// Column families (key = 8-byte big-endian global node ID, so RocksDB's byte
+// order is ID order):
+//   "default"  metadata: key "meta" -> ShardMeta as JSON; key "split/<name>" ->
+//   little-endian int64 array of the
 //              owned node IDs in that split (sorted)
-//   "adj"      node -> little-endian int64 array of neighbor global IDs (sorted; the nodes it aggregates from)
-//   "feat"     node -> little-endian float32 array [feature_dim]
-//   "label"    node -> little-endian int64 label (-1 = unlabeled)
-// Every owned node in [node_start, node_end) has one entry in "adj", "feat" and "label" (an isolated node has an
-// empty "adj" value).
+//   "adj"      node -> little-endian int64 array of neighbor global IDs
+//   (sorted; the nodes it aggregates from) "feat"     node -> little-endian
+//   float32 array [feature_dim] "label"    node -> little-endian int64 label
+//   (-1 = unlabeled)
+// Every owned node in [node_start, node_end) has one entry in "adj", "feat" and
+// "label" (an isolated node has an empty "adj" value).
 #ifndef SHARDGNN_GRAPHSTORE_SHARD_FORMAT_H_
 #define SHARDGNN_GRAPHSTORE_SHARD_FORMAT_H_
 
 #include <cstdint>
 #include <map>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "common/types.h"
 
 namespace shardgnn {
@@ -39,15 +43,18 @@ struct ShardMeta {
   int format_version = kShardFormatVersion;
   int part_id = 0;
   int num_parts = 1;
-  NodeId node_start = 0;       // Owned range [node_start, node_end) of relabelled global IDs.
+  NodeId node_start =
+      0;  // Owned range [node_start, node_end) of relabelled global IDs.
   NodeId node_end = 0;
   int64_t num_nodes_total = 0;  // Nodes in the whole graph.
   int64_t num_edges = 0;        // Adjacency entries of the owned nodes.
   int64_t feature_dim = 0;
   int64_t num_classes = 0;
   std::map<std::string, int64_t> split_counts;  // Owned nodes per split.
-  std::string partition_id;      // Identifies the partition run (checksum of its manifest's content).
-  std::string content_checksum;  // XXH64 over every (column family, key, value) in key order, hex.
+  std::string partition_id;  // Identifies the partition run (checksum of its
+                             // manifest's content).
+  std::string content_checksum;  // XXH64 over every (column family, key, value)
+                                 // in key order, hex.
 
   std::string ToJson() const;
   static absl::StatusOr<ShardMeta> FromJson(absl::string_view json);

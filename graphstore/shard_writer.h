@@ -1,10 +1,13 @@
-// Writes one shard as a RocksDB database by bulk loading: rows go into SST files with rocksdb::SstFileWriter
-// (one per column family, keys in ascending order) and the files are ingested into a fresh database at the end.
-// That is several times faster than Put() row by row and leaves a fully compacted database.
+// Writes one shard as a RocksDB database by bulk loading: rows go into SST
+// files with rocksdb::SstFileWriter (one per column family, keys in ascending
+// order) and the files are ingested into a fresh database at the end. That is
+// several times faster than Put() row by row and leaves a fully compacted
+// database.
 //
-// Usage: Create(), AddNode() for every owned node in ascending ID order, AddSplit() per split, Finish().
-// Until Finish() returns OK the directory is incomplete; callers build shards inside a StagingDir. Not
-// thread-safe; distinct writers may run on distinct threads.
+// Usage: Create(), AddNode() for every owned node in ascending ID order,
+// AddSplit() per split, Finish(). Until Finish() returns OK the directory is
+// incomplete; callers build shards inside a StagingDir. Not thread-safe;
+// distinct writers may run on distinct threads.
 #ifndef SHARDGNN_GRAPHSTORE_SHARD_WRITER_H_
 #define SHARDGNN_GRAPHSTORE_SHARD_WRITER_H_
 
@@ -21,19 +24,25 @@ namespace shardgnn {
 
 class ShardWriter {
  public:
-  // `dir` must not exist yet. `meta` supplies part_id, num_parts, node range, num_nodes_total, feature_dim,
-  // num_classes and partition_id; Finish() fills in num_edges, split_counts and content_checksum.
-  static absl::StatusOr<std::unique_ptr<ShardWriter>> Create(const std::string& dir, const ShardMeta& meta);
+  // `dir` must not exist yet. `meta` supplies part_id, num_parts, node range,
+  // num_nodes_total, feature_dim, num_classes and partition_id; Finish() fills
+  // in num_edges, split_counts and content_checksum.
+  static absl::StatusOr<std::unique_ptr<ShardWriter>> Create(
+      const std::string& dir, const ShardMeta& meta);
   ~ShardWriter();
   ShardWriter(const ShardWriter&) = delete;
   ShardWriter& operator=(const ShardWriter&) = delete;
 
-  // REQUIRES: id is the next owned node (node_start, node_start+1, ...); `features` holds feature_dim floats.
-  absl::Status AddNode(NodeId id, const NodeId* neighbors, size_t num_neighbors, const float* features,
-                       int64_t label);
-  // REQUIRES: every ID is owned; `ids` sorted ascending. Each split name at most once.
-  absl::Status AddSplit(const std::string& name, const std::vector<NodeId>& ids);
-  // Checks every owned node was added, writes the metadata, ingests the SST files. Returns the final metadata.
+  // REQUIRES: id is the next owned node (node_start, node_start+1, ...);
+  // `features` holds feature_dim floats.
+  absl::Status AddNode(NodeId id, const NodeId* neighbors, size_t num_neighbors,
+                       const float* features, int64_t label);
+  // REQUIRES: every ID is owned; `ids` sorted ascending. Each split name at
+  // most once.
+  absl::Status AddSplit(const std::string& name,
+                        const std::vector<NodeId>& ids);
+  // Checks every owned node was added, writes the metadata, ingests the SST
+  // files. Returns the final metadata.
   absl::StatusOr<ShardMeta> Finish();
 
  private:

@@ -46,7 +46,9 @@ TEST(WriteFileAtomicTest, WritesAndReplaces) {
   ASSERT_OK(WriteFileAtomic(dir.Sub("a"), "two"));
   ASSERT_OK_AND_ASSIGN(auto text, ReadFileToString(dir.Sub("a")));
   EXPECT_EQ(text, "two");
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()),
+                          fs::directory_iterator()),
+            1);
 }
 
 }  // namespace

@@ -15,7 +15,8 @@ namespace {
 void WriteGzip(const std::string& path, const std::string& text) {
   gzFile gz = gzopen(path.c_str(), "wb");
   ASSERT_NE(gz, nullptr);
-  ASSERT_EQ(gzwrite(gz, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+  ASSERT_EQ(gzwrite(gz, text.data(), static_cast<unsigned>(text.size())),
+            static_cast<int>(text.size()));
   ASSERT_EQ(gzclose(gz), Z_OK);
 }
 
@@ -33,7 +34,9 @@ TEST(LineReaderTest, ReadsPlainAndGzipAlike) {
   WriteGzip(dir.Sub("packed.gz"), text);
   for (const char* name : {"plain.txt", "packed.gz"}) {
     ASSERT_OK_AND_ASSIGN(auto reader, LineReader::Open(dir.Sub(name)));
-    EXPECT_EQ(ReadAll(*reader), (std::vector<std::string>{"a,b", "c", "", "last-without-newline"})) << name;
+    EXPECT_EQ(ReadAll(*reader), (std::vector<std::string>{
+                                    "a,b", "c", "", "last-without-newline"}))
+        << name;
     EXPECT_OK(reader->status());
     EXPECT_EQ(reader->line_number(), 4);
   }
@@ -54,7 +57,8 @@ TEST(LineReaderTest, LongInputAcrossBuffers) {
 TEST(LineReaderTest, TruncatedGzipIsAnError) {
   testing::TempDir dir;
   std::string text;
-  for (int i = 0; i < 100000; ++i) text += std::to_string(i * 7919) + "," + std::to_string(i) + "\n";
+  for (int i = 0; i < 100000; ++i)
+    text += std::to_string(i * 7919) + "," + std::to_string(i) + "\n";
   WriteGzip(dir.Sub("t.gz"), text);
   auto size = std::filesystem::file_size(dir.Sub("t.gz"));
   std::filesystem::resize_file(dir.Sub("t.gz"), size / 2);
@@ -65,7 +69,8 @@ TEST(LineReaderTest, TruncatedGzipIsAnError) {
 }
 
 TEST(LineReaderTest, MissingFile) {
-  EXPECT_EQ(LineReader::Open("/nonexistent/x.csv").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(LineReader::Open("/nonexistent/x.csv").status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST(LineReaderTest, ParsesNumbersStrictly) {

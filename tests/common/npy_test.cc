@@ -24,7 +24,8 @@ TEST(NpyTest, HeaderIsNumpyCompatible) {
   testing::TempDir dir;
   ASSERT_OK(WriteNpy<int64_t>(dir.Sub("b.npy"), {3}, {7, 8, 9}));
   std::ifstream in(dir.Sub("b.npy"), std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
   ASSERT_GE(bytes.size(), 64u + 24u);
   EXPECT_EQ(bytes.substr(0, 6), "\x93NUMPY");
   EXPECT_NE(bytes.find("'descr': '<i8'"), std::string::npos);
@@ -45,27 +46,32 @@ TEST(NpyTest, RejectsWrongDtype) {
 
 TEST(NpyTest, RejectsTruncatedFile) {
   testing::TempDir dir;
-  ASSERT_OK(WriteNpy<float>(dir.Sub("d.npy"), {100}, std::vector<float>(100, 1.0f)));
+  ASSERT_OK(
+      WriteNpy<float>(dir.Sub("d.npy"), {100}, std::vector<float>(100, 1.0f)));
   std::filesystem::resize_file(dir.Sub("d.npy"), 200);
   auto result = ReadNpy<float>(dir.Sub("d.npy"));
   ASSERT_FALSE(result.ok());
-  EXPECT_NE(result.status().message().find("truncated"), absl::string_view::npos);
+  EXPECT_NE(result.status().message().find("truncated"),
+            absl::string_view::npos);
 }
 
 TEST(NpyTest, RejectsGarbage) {
   testing::TempDir dir;
   std::ofstream(dir.Sub("e.npy")) << "this is not numpy";
   EXPECT_FALSE(ReadNpy<float>(dir.Sub("e.npy")).ok());
-  EXPECT_EQ(ReadNpy<float>(dir.Sub("missing.npy")).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ReadNpy<float>(dir.Sub("missing.npy")).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST(NpyTest, StreamingWriterChecksCount) {
   testing::TempDir dir;
-  ASSERT_OK_AND_ASSIGN(auto writer, NpyWriter::Create(dir.Sub("f.npy"), NpyDtype::kInt32, {4}));
+  ASSERT_OK_AND_ASSIGN(
+      auto writer, NpyWriter::Create(dir.Sub("f.npy"), NpyDtype::kInt32, {4}));
   int32_t values[3] = {1, 2, 3};
   ASSERT_OK(writer->Append(values, 3));
   EXPECT_FALSE(writer->Close().ok());  // One element short.
-  ASSERT_OK_AND_ASSIGN(auto writer2, NpyWriter::Create(dir.Sub("g.npy"), NpyDtype::kInt32, {2}));
+  ASSERT_OK_AND_ASSIGN(
+      auto writer2, NpyWriter::Create(dir.Sub("g.npy"), NpyDtype::kInt32, {2}));
   EXPECT_FALSE(writer2->Append(values, 3).ok());  // Too many.
 }
 

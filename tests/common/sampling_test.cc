@@ -31,7 +31,8 @@ TEST(SamplingTest, DistinctWithoutReplacement) {
     std::vector<NodeId> out;
     SampleNeighbors(nbrs.data(), 300, fanout, false, 42, 3, &out);
     ASSERT_EQ(static_cast<int>(out.size()), fanout);
-    EXPECT_EQ(std::set<NodeId>(out.begin(), out.end()).size(), out.size()) << fanout;
+    EXPECT_EQ(std::set<NodeId>(out.begin(), out.end()).size(), out.size())
+        << fanout;
     for (NodeId v : out) EXPECT_TRUE(v >= 100 && v < 400);
     EXPECT_EQ(SampledCount(300, fanout, false), fanout);
   }
@@ -57,8 +58,9 @@ TEST(SamplingTest, WithReplacementDrawsFanout) {
   EXPECT_TRUE(out.empty());
 }
 
-// Every neighbor of a degree-50 node is picked with probability 10/50; a chi-square test over many seeds
-// (49 degrees of freedom; 99.9% critical value about 85.4) catches a biased kernel.
+// Every neighbor of a degree-50 node is picked with probability 10/50; a
+// chi-square test over many seeds (49 degrees of freedom; 99.9% critical value
+// about 85.4) catches a biased kernel.
 TEST(SamplingTest, UniformChiSquare) {
   const int degree = 50, fanout = 10, trials = 20000;
   auto nbrs = Range(degree);
@@ -66,7 +68,8 @@ TEST(SamplingTest, UniformChiSquare) {
   std::vector<NodeId> out;
   for (int t = 0; t < trials; ++t) {
     out.clear();
-    SampleNeighbors(nbrs.data(), degree, fanout, false, static_cast<uint64_t>(t), 77, &out);
+    SampleNeighbors(nbrs.data(), degree, fanout, false,
+                    static_cast<uint64_t>(t), 77, &out);
     for (NodeId v : out) ++counts[v - 100];
   }
   double expected = static_cast<double>(trials) * fanout / degree;

@@ -9,8 +9,10 @@
 namespace shardgnn::testing {
 
 TempDir::TempDir() {
-  std::string base = std::filesystem::temp_directory_path().string() + "/shardgnn-test-XXXXXX";
-  if (mkdtemp(base.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  std::string base =
+      std::filesystem::temp_directory_path().string() + "/shardgnn-test-XXXXXX";
+  if (mkdtemp(base.data()) == nullptr)
+    throw std::runtime_error("mkdtemp failed");
   path_ = base;
 }
 
@@ -19,9 +21,13 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-std::string TempDir::Sub(const std::string& name) const { return path_ + "/" + name; }
+std::string TempDir::Sub(const std::string& name) const {
+  return path_ + "/" + name;
+}
 
-std::string SourcePath(const std::string& relative) { return std::string(SHARDGNN_SOURCE_DIR) + "/" + relative; }
+std::string SourcePath(const std::string& relative) {
+  return std::string(SHARDGNN_SOURCE_DIR) + "/" + relative;
+}
 
 std::string ShardgnnBinary() { return SHARDGNN_BINARY; }
 
