@@ -1,0 +1,98 @@
+// Importers: turn graph data users already have into a canonical dataset
+// directory (see dataset.h).
+//
+//   ImportOgb       OGB raw node-property layout (ogbn-arxiv, ogbn-products,
+//   the bundled Cora copy) ImportLinqs     LINQS .content / .cites (Cora,
+//   Citeseer, Pubmed in their original form) ImportEdgeList  "src dst" text
+//   plus features and labels as .npy files
+//
+// Every input may be plain text or gzip (detected from the bytes). Edges are
+// parsed straight into int64 arrays and turned into CSR by counting sort; OGB
+// feature rows are streamed into features.npy as they are read, so an
+// ogbn-products-sized input is never held as text or as a whole feature matrix.
+// Rows come out sorted; duplicate edges are always removed and self-loops
+// dropped unless asked to keep them, and the counts are reported in the
+// returned summary. The output is built in a temporary directory beside
+// `out_dir` and renamed when complete: on any error nothing is left behind, and
+// `out_dir` must not exist. Errors name the input file and, for text, the line.
+// Long steps print progress lines (common/progress.h). Thread-compatible.
+#ifndef SHARDGNN_DATASETS_IMPORTERS_H_
+#define SHARDGNN_DATASETS_IMPORTERS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "datasets/summary.h"
+
+namespace shardgnn {
+
+// Edge cleaning shared by all importers.
+struct EdgeOptions {
+  bool undirected = false;  // Store every edge in both directions.
+  bool keep_self_loops =
+      false;  // Otherwise (u, u) edges are dropped and counted.
+};
+
+struct OgbImportOptions {
+  std::string input_dir;  // Holds raw/ and split/.
+  // Which split/<name>/ to use; empty: the only one there (an error if there
+  // are several).
+  std::string split;
+  EdgeOptions edges;
+  std::string name;  // Dataset name; empty: the input directory's name.
+};
+
+// Reads raw/num-node-list.csv, raw/num-edge-list.csv, raw/edge.csv ("src,dst"),
+// raw/node-feat.csv (one row of comma-separated floats per node),
+// raw/node-label.csv (one label per node; "nan" = unlabeled) and
+// split/<name>/{train,valid,test}.csv (one node index per line), each .csv or
+// .csv.gz.
+absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
+                                       const std::string& out_dir);
+
+struct LinqsImportOptions {
+  std::string content_path;  // "<id> <features...> <class name>", tab- or
+                             // space-separated.
+  std::string
+      cites_path;  // "<cited id> <citing id>": the edge citing -> cited.
+  // Citation graphs are used undirected by default.
+  EdgeOptions edges = {/*undirected=*/true, /*keep_self_loops=*/false};
+  // Cites lines naming a paper missing from .content (Citeseer has some): an
+  // error unless skipped.
+  bool skip_unknown_ids = false;
+  // Planetoid-style seeded stratified split.
+  int64_t train_per_class = 20;
+  int64_t num_valid = 500;
+  int64_t num_test = 1000;
+  uint64_t seed = 0;
+  std::string name;  // Empty: the .content file's base name.
+};
+
+// Node i is the i-th line of .content; classes are numbered in sorted order of
+// their names.
+absl::StatusOr<BuildSummary> ImportLinqs(const LinqsImportOptions& options,
+                                         const std::string& out_dir);
+
+struct EdgeListImportOptions {
+  std::string edges_path;  // "src dst" per line (space, tab or comma); '#' and
+                           // '%' lines are comments.
+  std::string features_path;  // float32 .npy [N, F]; N defines the node count.
+  std::string labels_path;    // int64 or int32 .npy [N]; -1 = unlabeled.
+  // Optional split name -> int64 .npy of node indices. Empty: a seeded random
+  // split of the labeled nodes with `split_fractions` (train, valid, test).
+  std::map<std::string, std::string> split_paths;
+  std::vector<double> split_fractions = {0.1, 0.1, 0.8};
+  uint64_t seed = 0;
+  EdgeOptions edges;
+  std::string name;  // Empty: the edge file's base name.
+};
+
+absl::StatusOr<BuildSummary> ImportEdgeList(
+    const EdgeListImportOptions& options, const std::string& out_dir);
+
+}  // namespace shardgnn
+
+#endif  // SHARDGNN_DATASETS_IMPORTERS_H_

@@ -1,0 +1,191 @@
+#include "datasets/internal/import_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/file_util.h"
+#include "common/line_reader.h"
+#include "common/npy.h"
+#include "common/sampling.h"
+#include "common/status.h"
+#include "datasets/dataset.h"
+
+namespace shardgnn::datasets_internal {
+namespace {
+
+// Seeded Fisher-Yates shuffle (SplitMix64, so the result is the same on
+// every platform).
+void Shuffle(std::vector<NodeId>& nodes, uint64_t seed) {
+  uint64_t state = seed;
+  for (size_t i = nodes.size(); i > 1; --i) {
+    size_t j = UniformBelow(&state, i);
+    std::swap(nodes[i - 1], nodes[j]);
+  }
+}
+
+}  // namespace
+
+void SplitFields(absl::string_view line, char sep,
+                 std::vector<absl::string_view>* fields) {
+  fields->clear();
+  if (sep != ' ') {
+    size_t start = 0;
+    while (true) {
+      size_t pos = line.find(sep, start);
+      if (pos == absl::string_view::npos) {
+        fields->push_back(line.substr(start));
+        return;
+      }
+      fields->push_back(line.substr(start, pos - start));
+      start = pos + 1;
+    }
+  }
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i == line.size()) break;
+    size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    fields->push_back(line.substr(start, i - start));
+  }
+}
+
+absl::StatusOr<std::string> FindInput(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) return path;
+  std::string other = absl::EndsWith(path, ".gz")
+                          ? path.substr(0, path.size() - 3)
+                          : absl::StrCat(path, ".gz");
+  if (std::filesystem::is_regular_file(other, ec)) return other;
+  return absl::NotFoundError(absl::StrCat(path, ": file not found"));
+}
+
+std::string DefaultName(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  std::string name = std::filesystem::path(p).filename().string();
+  if (absl::EndsWith(name, ".gz")) name.resize(name.size() - 3);
+  size_t dot = name.rfind('.');
+  if (dot != std::string::npos && dot > 0) name.resize(dot);
+  return name.empty() ? "dataset" : name;
+}
+
+bool ParseLabel(absl::string_view text, int64_t* label) {
+  text = absl::StripAsciiWhitespace(text);
+  if (text.empty() || absl::EqualsIgnoreCase(text, "nan")) {
+    *label = -1;
+    return true;
+  }
+  if (ParseInt64(text, label)) return true;
+  float value;
+  if (!ParseFloat(text, &value) || std::isnan(value)) return false;
+  if (value != std::floor(value)) return false;
+  *label = static_cast<int64_t>(value);
+  return true;
+}
+
+Splits RandomSplit(const std::vector<int64_t>& labels,
+                   const std::vector<std::string>& names,
+                   const std::vector<double>& fractions, uint64_t seed) {
+  std::vector<NodeId> labeled;
+  for (size_t v = 0; v < labels.size(); ++v) {
+    if (labels[v] >= 0) labeled.push_back(static_cast<NodeId>(v));
+  }
+  Shuffle(labeled, MixSeed(seed, 0x5e11));
+  Splits splits;
+  const double total = static_cast<double>(labeled.size());
+  size_t begin = 0;
+  double cumulative = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    cumulative += fractions[i];
+    size_t end = std::min(
+        labeled.size(), static_cast<size_t>(std::llround(cumulative * total)));
+    std::vector<NodeId> part(labeled.begin() + begin, labeled.begin() + end);
+    std::sort(part.begin(), part.end());
+    splits[names[i]] = std::move(part);
+    begin = end;
+  }
+  return splits;
+}
+
+absl::StatusOr<Splits> StratifiedSplit(const std::vector<int64_t>& labels,
+                                       int64_t num_classes,
+                                       int64_t train_per_class,
+                                       int64_t num_valid, int64_t num_test,
+                                       uint64_t seed) {
+  std::vector<std::vector<NodeId>> by_class(num_classes);
+  for (size_t v = 0; v < labels.size(); ++v) {
+    if (labels[v] >= 0) by_class[labels[v]].push_back(static_cast<NodeId>(v));
+  }
+  Splits splits;
+  std::vector<NodeId> rest;
+  for (int64_t c = 0; c < num_classes; ++c) {
+    std::vector<NodeId>& nodes = by_class[c];
+    if (static_cast<int64_t>(nodes.size()) < train_per_class) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "class ", c, " has ", nodes.size(), " nodes, fewer than the ",
+          train_per_class, " training nodes per class asked for"));
+    }
+    Shuffle(nodes, MixSeed(seed, static_cast<uint64_t>(c)));
+    splits["train"].insert(splits["train"].end(), nodes.begin(),
+                           nodes.begin() + train_per_class);
+    rest.insert(rest.end(), nodes.begin() + train_per_class, nodes.end());
+  }
+  if (static_cast<int64_t>(rest.size()) < num_valid + num_test) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "only ", rest.size(), " labeled nodes remain after ",
+        "training; cannot take ", num_valid, " valid + ", num_test, " test"));
+  }
+  std::sort(rest.begin(), rest.end());
+  Shuffle(rest, MixSeed(seed, 0xa11));
+  splits["valid"].assign(rest.begin(), rest.begin() + num_valid);
+  splits["test"].assign(rest.begin() + num_valid,
+                        rest.begin() + num_valid + num_test);
+  for (auto& [name, nodes] : splits) std::sort(nodes.begin(), nodes.end());
+  return splits;
+}
+
+absl::StatusOr<std::vector<double>> ParseSplitFractions(
+    absl::string_view text) {
+  std::vector<double> fractions;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    float value;
+    if (!ParseFloat(part, &value) || !(value >= 0) || value > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "split \"", text, "\": \"", part, "\" is not a fraction in [0, 1]"));
+    }
+    fractions.push_back(value);
+  }
+  if (fractions.size() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "split \"", text, "\": expected three fractions train,valid,test"));
+  }
+  double sum = std::accumulate(fractions.begin(), fractions.end(), 0.0);
+  if (sum > 1.0 + 1e-6) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("split \"", text, "\": fractions sum to more than 1"));
+  }
+  return fractions;
+}
+
+absl::Status WriteLabelsAndSplits(const std::string& dir,
+                                  const std::vector<int64_t>& labels,
+                                  const Splits& splits) {
+  RETURN_IF_ERROR(WriteNpy<int64_t>(JoinPath(dir, kLabelsFile),
+                                    {static_cast<int64_t>(labels.size())},
+                                    labels));
+  for (const auto& [name, nodes] : splits) {
+    RETURN_IF_ERROR(WriteNpy<NodeId>(JoinPath(dir, SplitFileName(name)),
+                                     {static_cast<int64_t>(nodes.size())},
+                                     nodes));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shardgnn::datasets_internal

@@ -1,0 +1,52 @@
+// Streaming readers for the text inputs of the importers: edge lists,
+// one-value-per-line files (labels, split indices, counts) and feature rows.
+// Each reads through LineReader (plain or gzip) and names the file and line in
+// every error.
+#ifndef SHARDGNN_DATASETS_INTERNAL_TEXT_READERS_H_
+#define SHARDGNN_DATASETS_INTERNAL_TEXT_READERS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/types.h"
+
+namespace shardgnn::datasets_internal {
+
+// Field separator of an edge file: ',' or blanks; kAuto picks per line
+// (',' if the line has one).
+enum class EdgeSeparator { kComma, kBlank, kAuto };
+
+// Appends the edges of `path` ("src<sep>dst" per line) to *src and *dst.
+// Empty lines and lines starting with '#' or '%' are skipped. Every ID must
+// be in [0, num_nodes).
+absl::Status ReadEdgeText(const std::string& path, EdgeSeparator sep,
+                          int64_t num_nodes, std::vector<NodeId>* src,
+                          std::vector<NodeId>* dst);
+
+// Reads a file with one integer per line (split indices, counts).
+absl::StatusOr<std::vector<int64_t>> ReadIntColumn(const std::string& path);
+
+// Reads one label per line (see ParseLabel); exactly `num_nodes` lines.
+absl::StatusOr<std::vector<int64_t>> ReadLabelColumn(const std::string& path,
+                                                     int64_t num_nodes);
+
+// Streams `num_nodes` rows of comma-separated floats from `path` into
+// `npy_path` (float32 [num_nodes, F], F taken from the first row).
+// Stops early with CancelledError once *cancel is set.
+absl::StatusOr<int64_t> StreamFeatureRows(const std::string& path,
+                                          int64_t num_nodes,
+                                          const std::string& npy_path,
+                                          const std::atomic<bool>* cancel);
+
+// Reads a split file of node indices, checks them against num_nodes and
+// for repeats, and returns them sorted.
+absl::StatusOr<std::vector<NodeId>> ReadSplitText(const std::string& path,
+                                                  int64_t num_nodes);
+
+}  // namespace shardgnn::datasets_internal
+
+#endif  // SHARDGNN_DATASETS_INTERNAL_TEXT_READERS_H_

@@ -1,0 +1,34 @@
+#include "datasets/summary.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace shardgnn {
+
+std::string FormatSummary(const BuildSummary& s) {
+  const DatasetManifest& m = s.manifest;
+  std::string out =
+      absl::StrCat("dataset \"", m.name, "\" written to ", s.out_dir, "\n");
+  double avg = m.num_nodes > 0 ? static_cast<double>(m.num_edges) /
+                                     static_cast<double>(m.num_nodes)
+                               : 0.0;
+  absl::StrAppend(
+      &out, "  nodes ", m.num_nodes, ", edges ", m.num_edges,
+      m.directed ? " (directed)" : " (undirected, both directions stored)",
+      absl::StrFormat(", avg degree %.2f, max degree %d\n", avg, s.max_degree));
+  absl::StrAppend(&out, "  features ", m.feature_dim, " (", m.feature_dtype,
+                  "), classes ", m.num_classes, "\n  splits:");
+  for (const auto& [name, count] : m.splits) {
+    absl::StrAppend(&out, " ", name, " ", count);
+  }
+  absl::StrAppend(&out, "\n  input edges ", s.input_edges,
+                  "; dropped: duplicates ", s.duplicate_edges_dropped,
+                  ", self-loops ", s.self_loops_dropped);
+  if (s.unknown_ids_dropped > 0) {
+    absl::StrAppend(&out, ", edges with unknown IDs ", s.unknown_ids_dropped);
+  }
+  absl::StrAppend(&out, absl::StrFormat("\n  time %.1f s", s.seconds));
+  return out;
+}
+
+}  // namespace shardgnn

@@ -1,0 +1,197 @@
+// Tests for ImportOgb (datasets/ogb_importer.cc).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/file_util.h"
+#include "common/progress.h"
+#include "datasets/dataset.h"
+#include "datasets/importers.h"
+#include "tests/datasets/test_files.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardgnn {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using testing::WriteGzip;
+using testing::WriteText;
+
+class OgbImporterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Progress::SetQuietByDefault(true);
+    in_ = tmp_.Sub("in");
+    // 5 nodes, edges 0-1, 1-2, 2-3, 3-4, a duplicate 1-0 and a self-loop.
+    WriteGzip(in_ + "/raw/num-node-list.csv.gz", "5\n");
+    WriteGzip(in_ + "/raw/num-edge-list.csv.gz", "6\n");
+    WriteGzip(in_ + "/raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,4\n1,0\n2,2\n");
+    WriteGzip(in_ + "/raw/node-feat.csv.gz", "0.5,1\n1,2\n2,3\n3,4\n4,-5.25\n");
+    WriteText(in_ + "/raw/node-label.csv", "0\n1\n0\nnan\n2\n");
+    WriteGzip(in_ + "/split/s/train.csv.gz", "1\n0\n");
+    WriteGzip(in_ + "/split/s/valid.csv.gz", "2\n");
+    WriteGzip(in_ + "/split/s/test.csv.gz", "4\n");
+  }
+
+  OgbImportOptions Options(bool undirected = true) {
+    OgbImportOptions options;
+    options.input_dir = in_;
+    options.edges.undirected = undirected;
+    return options;
+  }
+
+  // Runs an import expected to fail; checks the message and that nothing
+  // was left beside the output.
+  void ExpectFailure(const std::string& message_part) {
+    absl::StatusOr<BuildSummary> s = ImportOgb(Options(), tmp_.Sub("out"));
+    ASSERT_FALSE(s.ok());
+    EXPECT_THAT(std::string(s.status().message()), HasSubstr(message_part));
+    EXPECT_THAT(testing::Entries(tmp_.path()), ElementsAre("in"));
+  }
+
+  testing::TempDir tmp_;
+  std::string in_;
+};
+
+TEST_F(OgbImporterTest, ImportsTinyUndirected) {
+  ASSERT_OK_AND_ASSIGN(BuildSummary s, ImportOgb(Options(), tmp_.Sub("out")));
+  EXPECT_EQ(s.duplicate_edges_dropped, 1);
+  EXPECT_EQ(s.self_loops_dropped, 1);
+  EXPECT_EQ(s.input_edges, 6);
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
+  EXPECT_EQ(d.indptr, (std::vector<int64_t>{0, 1, 3, 5, 7, 8}));
+  EXPECT_EQ(d.indices, (std::vector<NodeId>{1, 0, 2, 1, 3, 2, 4, 3}));
+  EXPECT_EQ(d.feature_dim(), 2);
+  EXPECT_FLOAT_EQ(d.features[9], -5.25f);
+  EXPECT_EQ(d.labels, (std::vector<int64_t>{0, 1, 0, -1, 2}));
+  EXPECT_EQ(d.manifest.num_classes, 3);
+  EXPECT_FALSE(d.manifest.directed);
+  EXPECT_EQ(d.manifest.name, "in");
+  EXPECT_EQ(d.splits["train"], (std::vector<NodeId>{0, 1}));
+  EXPECT_EQ(d.splits["test"], (std::vector<NodeId>{4}));
+}
+
+TEST_F(OgbImporterTest, DirectedKeepsOrientationAndSelfLoopOnRequest) {
+  OgbImportOptions options = Options(/*undirected=*/false);
+  options.edges.keep_self_loops = true;
+  ASSERT_OK_AND_ASSIGN(BuildSummary s, ImportOgb(options, tmp_.Sub("out")));
+  EXPECT_EQ(s.self_loops_dropped, 0);
+  EXPECT_EQ(s.duplicate_edges_dropped, 0);  // 1,0 is not 0,1 when directed.
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
+  // Row v lists the sources of edges into v.
+  EXPECT_EQ(d.indptr, (std::vector<int64_t>{0, 1, 2, 4, 5, 6}));
+  EXPECT_EQ(d.indices, (std::vector<NodeId>{1, 0, 1, 2, 2, 3}));
+  EXPECT_TRUE(d.manifest.directed);
+}
+
+TEST_F(OgbImporterTest, BundledCoraWithPublicSplit) {
+  OgbImportOptions options;
+  options.input_dir = testing::SourcePath("datasets/cora/ogb-planetoid");
+  options.edges.undirected = true;
+  options.name = "cora";
+  ASSERT_OK_AND_ASSIGN(BuildSummary s, ImportOgb(options, tmp_.Sub("cora")));
+  EXPECT_EQ(s.manifest.num_nodes, 2708);
+  EXPECT_EQ(s.manifest.num_edges, 10556);
+  EXPECT_EQ(s.manifest.feature_dim, 1433);
+  EXPECT_EQ(s.manifest.num_classes, 7);
+  EXPECT_EQ(s.manifest.splits.at("train"), 140);
+  EXPECT_EQ(s.manifest.splits.at("valid"), 500);
+  EXPECT_EQ(s.manifest.splits.at("test"), 1000);
+  EXPECT_EQ(s.duplicate_edges_dropped, 0);
+  EXPECT_EQ(s.self_loops_dropped, 0);
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("cora")));
+  EXPECT_EQ(d.num_edges(), 10556);
+}
+
+TEST_F(OgbImporterTest, MissingFile) {
+  std::filesystem::remove(in_ + "/raw/edge.csv.gz");
+  ExpectFailure("raw/edge.csv.gz: file not found");
+}
+
+TEST_F(OgbImporterTest, TruncatedGzip) {
+  std::string text;
+  for (int i = 0; i < 5000; ++i) text += "1.25,2.5\n";
+  WriteGzip(in_ + "/raw/node-feat.csv.gz", text);
+  testing::Truncate(in_ + "/raw/node-feat.csv.gz", 20);
+  ExpectFailure("node-feat.csv.gz");
+}
+
+TEST_F(OgbImporterTest, WrongColumnCount) {
+  WriteGzip(in_ + "/raw/edge.csv.gz", "0,1\n1,2,7\n2,3\n3,4\n1,0\n2,2\n");
+  ExpectFailure("edge.csv.gz:2: expected 2 columns");
+}
+
+TEST_F(OgbImporterTest, WrongFeatureColumnCount) {
+  WriteGzip(in_ + "/raw/node-feat.csv.gz", "0,1\n1,2\n2\n3,4\n4,5\n");
+  ExpectFailure("node-feat.csv.gz:3: expected 2 feature columns");
+}
+
+TEST_F(OgbImporterTest, NonNumericField) {
+  WriteGzip(in_ + "/raw/node-feat.csv.gz", "0,1\n1,2\n2,x3\n3,4\n4,5\n");
+  ExpectFailure("node-feat.csv.gz:3: column 2: \"x3\" is not a number");
+}
+
+TEST_F(OgbImporterTest, NonNumericEdge) {
+  WriteGzip(in_ + "/raw/edge.csv.gz", "0,1\n1,b\n2,3\n3,4\n1,0\n2,2\n");
+  ExpectFailure("edge.csv.gz:2: \"b\" is not an integer");
+}
+
+TEST_F(OgbImporterTest, IdOutOfRange) {
+  WriteGzip(in_ + "/raw/edge.csv.gz", "0,1\n1,2\n2,5\n3,4\n1,0\n2,2\n");
+  ExpectFailure("edge.csv.gz:3: node ID 5 is outside [0, 5)");
+}
+
+TEST_F(OgbImporterTest, SplitIdOutOfRange) {
+  WriteGzip(in_ + "/split/s/test.csv.gz", "4\n9\n");
+  ExpectFailure("test.csv.gz:2: node index 9 is outside [0, 5)");
+}
+
+TEST_F(OgbImporterTest, LabelCountMismatch) {
+  WriteText(in_ + "/raw/node-label.csv", "0\n1\n0\n");
+  ExpectFailure("node-label.csv: has 3 labels but the graph has 5 nodes");
+}
+
+TEST_F(OgbImporterTest, FeatureCountMismatch) {
+  WriteGzip(in_ + "/raw/node-feat.csv.gz", "0,1\n1,2\n");
+  ExpectFailure("node-feat.csv.gz: has 2 feature rows but the graph has 5");
+}
+
+TEST_F(OgbImporterTest, EdgeCountMismatch) {
+  WriteGzip(in_ + "/raw/num-edge-list.csv.gz", "7\n");
+  ExpectFailure("edge.csv.gz: has 6 edges but");
+}
+
+TEST_F(OgbImporterTest, EmptyGraph) {
+  WriteGzip(in_ + "/raw/num-node-list.csv.gz", "0\n");
+  ExpectFailure("num-node-list.csv.gz: the graph has no nodes");
+}
+
+TEST_F(OgbImporterTest, NoEdges) {
+  WriteGzip(in_ + "/raw/num-edge-list.csv.gz", "0\n");
+  WriteGzip(in_ + "/raw/edge.csv.gz", "");
+  ExpectFailure("edge.csv.gz: the graph has no edges");
+}
+
+TEST_F(OgbImporterTest, OutputExists) {
+  std::filesystem::create_directory(tmp_.Sub("out"));
+  absl::StatusOr<BuildSummary> s = ImportOgb(Options(), tmp_.Sub("out"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("out"));
+  EXPECT_THAT(testing::Entries(tmp_.Sub("out")), IsEmpty());
+}
+
+TEST_F(OgbImporterTest, AmbiguousSplit) {
+  WriteGzip(in_ + "/split/other/train.csv.gz", "1\n");
+  ExpectFailure("holds 2 split directories");
+  OgbImportOptions options = Options();
+  options.split = "s";
+  EXPECT_OK(ImportOgb(options, tmp_.Sub("out")));
+}
+
+}  // namespace
+}  // namespace shardgnn
