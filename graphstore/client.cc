@@ -1,0 +1,296 @@
+#include "graphstore/client.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "graphstore/internal/wire.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/graphstore.grpc.pb.h"
+
+namespace shardgnn {
+
+using Stub = proto::GraphStore::Stub;
+
+class GraphStoreClient::Impl {
+ public:
+  Impl(std::string address, GraphStoreClientOptions options,
+       std::unique_ptr<Stub> stub)
+      : address_(std::move(address)),
+        options_(options),
+        stub_(std::move(stub)) {}
+
+  // Calls `rpc` with a deadline, retrying UNAVAILABLE with backoff.
+  template <typename Req, typename Resp, typename Rpc>
+  absl::Status Call(absl::string_view method, const Req& req, Resp* resp,
+                    Rpc rpc) {
+    absl::Duration backoff = options_.initial_backoff;
+    grpc::Status status;
+    for (int attempt = 1;; ++attempt) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.call_timeout));
+      status = rpc(stub_.get(), &ctx, req, resp);
+      if (status.ok()) return absl::OkStatus();
+      if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
+          attempt >= options_.max_attempts) {
+        break;
+      }
+      absl::SleepFor(backoff);
+      backoff = std::min(backoff * 2, options_.max_backoff);
+    }
+    auto code = static_cast<absl::StatusCode>(status.error_code());
+    return absl::Status(
+        code, absl::StrCat(address_, ": ", absl::StatusCodeToString(code), ": ",
+                           method, ": ", status.error_message()));
+  }
+
+  absl::Status Error(absl::StatusCode code, absl::string_view method,
+                     absl::string_view what) const {
+    return absl::Status(code, absl::StrCat(address_, ": ", method, ": ", what));
+  }
+
+  // Unpacks a response array, naming the server if it is malformed.
+  template <typename T>
+  absl::Status Unpack(absl::string_view method, const std::string& bytes,
+                      absl::string_view field, size_t expected,
+                      std::vector<T>* out) const {
+    absl::Status s = wire::Unpack(wire::View(bytes), field, out);
+    if (s.ok() && expected != SIZE_MAX && out->size() != expected) {
+      s = absl::DataLossError(absl::StrCat(field, " holds ", out->size(),
+                                           " values, expected ", expected));
+    }
+    if (!s.ok()) return Error(absl::StatusCode::kDataLoss, method, s.message());
+    return absl::OkStatus();
+  }
+
+  Stub* stub() { return stub_.get(); }
+  const GraphStoreClientOptions& options() const { return options_; }
+
+ private:
+  std::string address_;
+  GraphStoreClientOptions options_;
+  std::unique_ptr<Stub> stub_;
+};
+
+namespace {
+
+proto::NodeIdsRequest IdsRequest(absl::Span<const NodeId> ids) {
+  proto::NodeIdsRequest req;
+  wire::Pack<NodeId>(ids, req.mutable_node_ids());
+  return req;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GraphStoreClient>> GraphStoreClient::Connect(
+    const std::string& address, const GraphStoreClientOptions& options) {
+  if (address.empty() || address.find(':') == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", address, "' is not a HOST:PORT server address"));
+  }
+  if (options.max_attempts < 1 ||
+      options.call_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "GraphStoreClientOptions: max_attempts must be >= 1 and call_timeout "
+        "positive");
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+  args.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+  // Reconnect quickly to a server that is (re)starting; gRPC's default starts
+  // at one second.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  auto channel = grpc::CreateCustomChannel(
+      address, grpc::InsecureChannelCredentials(), args);
+  if (channel == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(address, ": cannot create a channel"));
+  }
+  auto impl = std::make_unique<Impl>(address, options,
+                                     proto::GraphStore::NewStub(channel));
+  return std::unique_ptr<GraphStoreClient>(
+      new GraphStoreClient(address, std::move(impl)));
+}
+
+GraphStoreClient::GraphStoreClient(std::string address,
+                                   std::unique_ptr<Impl> impl)
+    : address_(std::move(address)), impl_(std::move(impl)) {}
+GraphStoreClient::~GraphStoreClient() = default;
+
+absl::Status GraphStoreClient::Health() {
+  proto::HealthResponse resp;
+  RETURN_IF_ERROR(impl_->Call("Health", proto::HealthRequest(), &resp,
+                              [](Stub* s, grpc::ClientContext* c, const auto& q,
+                                 auto* r) { return s->Health(c, q, r); }));
+  if (!resp.serving()) {
+    return impl_->Error(absl::StatusCode::kUnavailable, "Health",
+                        "server is not serving");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GraphStoreClient::WaitForHealthy(absl::Time deadline) {
+  absl::Duration backoff = absl::Milliseconds(10);
+  absl::Status last;
+  while (true) {
+    absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    proto::HealthResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(
+        absl::Now() + std::min(left, impl_->options().call_timeout)));
+    // Wait for the connection instead of failing fast while it is down.
+    ctx.set_wait_for_ready(true);
+    grpc::Status s = impl_->stub()->Health(&ctx, proto::HealthRequest(), &resp);
+    if (s.ok() && resp.serving()) return absl::OkStatus();
+    last = s.ok() ? absl::UnavailableError("server is not serving yet")
+                  : absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                                 s.error_message());
+    absl::SleepFor(std::min(backoff, deadline - absl::Now()));
+    backoff = std::min(backoff * 2, absl::Milliseconds(200));
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      address_, ": DEADLINE_EXCEEDED: not healthy before the deadline",
+      last.ok() ? "" : absl::StrCat(" (last error: ", last.ToString(), ")")));
+}
+
+absl::StatusOr<ServerInfo> GraphStoreClient::Info() {
+  proto::InfoResponse resp;
+  RETURN_IF_ERROR(impl_->Call("Info", proto::InfoRequest(), &resp,
+                              [](Stub* s, grpc::ClientContext* c, const auto& q,
+                                 auto* r) { return s->Info(c, q, r); }));
+  ServerInfo info;
+  ShardMeta& m = info.meta;
+  m.format_version = resp.format_version();
+  m.part_id = resp.part_id();
+  m.num_parts = resp.num_parts();
+  m.node_start = resp.node_start();
+  m.node_end = resp.node_end();
+  m.num_nodes_total = resp.num_nodes_total();
+  m.num_edges = resp.num_edges();
+  m.feature_dim = resp.feature_dim();
+  m.num_classes = resp.num_classes();
+  for (const auto& [name, count] : resp.split_counts()) {
+    m.split_counts[name] = count;
+  }
+  m.partition_id = resp.partition_id();
+  m.content_checksum = resp.content_checksum();
+  info.server_version = resp.server_version();
+  info.in_memory = resp.in_memory();
+  return info;
+}
+
+absl::StatusOr<SampledNeighbors> GraphStoreClient::SampleNeighbors(
+    absl::Span<const NodeId> ids, int fanout, bool replace, uint64_t seed) {
+  proto::SampleNeighborsRequest req;
+  wire::Pack<NodeId>(ids, req.mutable_node_ids());
+  req.set_fanout(fanout);
+  req.set_replace(replace);
+  req.set_seed(seed);
+  proto::SampleNeighborsResponse resp;
+  RETURN_IF_ERROR(
+      impl_->Call("SampleNeighbors", req, &resp,
+                  [](Stub* s, grpc::ClientContext* c, const auto& q, auto* r) {
+                    return s->SampleNeighbors(c, q, r);
+                  }));
+  SampledNeighbors out;
+  RETURN_IF_ERROR(impl_->Unpack("SampleNeighbors", resp.counts(), "counts",
+                                ids.size(), &out.counts));
+  int64_t total = 0;
+  for (int64_t c : out.counts) total += c;
+  RETURN_IF_ERROR(impl_->Unpack("SampleNeighbors", resp.neighbors(),
+                                "neighbors", static_cast<size_t>(total),
+                                &out.neighbors));
+  return out;
+}
+
+absl::Status GraphStoreClient::GetFeatures(absl::Span<const NodeId> ids,
+                                           int64_t feature_dim, float* out) {
+  proto::GetFeaturesResponse resp;
+  RETURN_IF_ERROR(impl_->Call("GetFeatures", IdsRequest(ids), &resp,
+                              [](Stub* s, grpc::ClientContext* c, const auto& q,
+                                 auto* r) { return s->GetFeatures(c, q, r); }));
+  const size_t want = ids.size() * static_cast<size_t>(feature_dim) * 4;
+  if (resp.feature_dim() != feature_dim || resp.features().size() != want) {
+    return impl_->Error(
+        absl::StatusCode::kDataLoss, "GetFeatures",
+        absl::StrCat("got ", resp.features().size(), " bytes of rows ",
+                     resp.feature_dim(), " wide, expected ", want,
+                     " bytes of rows ", feature_dim, " wide"));
+  }
+  if (want > 0) std::memcpy(out, resp.features().data(), want);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<float>> GraphStoreClient::GetFeatures(
+    absl::Span<const NodeId> ids, int64_t* feature_dim) {
+  proto::GetFeaturesResponse resp;
+  RETURN_IF_ERROR(impl_->Call("GetFeatures", IdsRequest(ids), &resp,
+                              [](Stub* s, grpc::ClientContext* c, const auto& q,
+                                 auto* r) { return s->GetFeatures(c, q, r); }));
+  std::vector<float> rows;
+  RETURN_IF_ERROR(impl_->Unpack(
+      "GetFeatures", resp.features(), "features",
+      ids.size() * static_cast<size_t>(resp.feature_dim()), &rows));
+  *feature_dim = resp.feature_dim();
+  return rows;
+}
+
+absl::StatusOr<std::vector<int64_t>> GraphStoreClient::GetLabels(
+    absl::Span<const NodeId> ids) {
+  proto::GetLabelsResponse resp;
+  RETURN_IF_ERROR(impl_->Call("GetLabels", IdsRequest(ids), &resp,
+                              [](Stub* s, grpc::ClientContext* c, const auto& q,
+                                 auto* r) { return s->GetLabels(c, q, r); }));
+  std::vector<int64_t> out;
+  RETURN_IF_ERROR(
+      impl_->Unpack("GetLabels", resp.labels(), "labels", ids.size(), &out));
+  return out;
+}
+
+absl::StatusOr<std::vector<int64_t>> GraphStoreClient::GetDegrees(
+    absl::Span<const NodeId> ids) {
+  proto::GetDegreesResponse resp;
+  RETURN_IF_ERROR(impl_->Call("GetDegrees", IdsRequest(ids), &resp,
+                              [](Stub* s, grpc::ClientContext* c, const auto& q,
+                                 auto* r) { return s->GetDegrees(c, q, r); }));
+  std::vector<int64_t> out;
+  RETURN_IF_ERROR(
+      impl_->Unpack("GetDegrees", resp.degrees(), "degrees", ids.size(), &out));
+  return out;
+}
+
+absl::StatusOr<std::vector<NodeId>> GraphStoreClient::GetSplit(
+    absl::string_view name) {
+  proto::GetSplitRequest req;
+  req.set_name(std::string(name));
+  proto::GetSplitResponse resp;
+  RETURN_IF_ERROR(impl_->Call("GetSplit", req, &resp,
+                              [](Stub* s, grpc::ClientContext* c, const auto& q,
+                                 auto* r) { return s->GetSplit(c, q, r); }));
+  std::vector<NodeId> out;
+  RETURN_IF_ERROR(
+      impl_->Unpack("GetSplit", resp.node_ids(), "node_ids", SIZE_MAX, &out));
+  return out;
+}
+
+absl::StatusOr<ServerStats> GraphStoreClient::Stats() {
+  proto::StatsResponse resp;
+  RETURN_IF_ERROR(impl_->Call("Stats", proto::StatsRequest(), &resp,
+                              [](Stub* s, grpc::ClientContext* c, const auto& q,
+                                 auto* r) { return s->Stats(c, q, r); }));
+  ServerStats out;
+  out.uptime_seconds = resp.uptime_seconds();
+  for (const auto& m : resp.methods()) {
+    out.methods.push_back({m.method(), m.calls(), m.errors(),
+                           m.latency_sum_us(), m.latency_p50_us(),
+                           m.latency_p99_us(), m.latency_max_us(), m.bytes_in(),
+                           m.bytes_out()});
+  }
+  return out;
+}
+
+}  // namespace shardgnn

@@ -1,0 +1,108 @@
+// A client for one storage server (proto/graphstore.proto).
+//
+// Every call carries a deadline (options.call_timeout) and is retried with
+// exponential backoff, up to options.max_attempts times, when it fails with
+// UNAVAILABLE (server starting, restarting or briefly unreachable); other
+// errors return at once. Every error message starts with the server address
+// ("127.0.0.1:4567: UNAVAILABLE: ..."), so a trainer talking to many servers
+// says which one failed.
+//
+// Thread-safe: one client (one HTTP/2 channel) is meant to be shared by all
+// threads that talk to the same server.
+#ifndef SHARDGNN_GRAPHSTORE_CLIENT_H_
+#define SHARDGNN_GRAPHSTORE_CLIENT_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/types.h"
+#include "graphstore/shard_format.h"
+#include "graphstore/shard_store.h"
+
+namespace shardgnn {
+
+struct GraphStoreClientOptions {
+  absl::Duration call_timeout = absl::Seconds(5);  // Per attempt.
+  int max_attempts = 4;                            // 1 = no retries.
+  absl::Duration initial_backoff = absl::Milliseconds(50);
+  absl::Duration max_backoff = absl::Seconds(1);
+  int64_t max_message_bytes = int64_t{256} << 20;
+};
+
+// What a server says about itself (the Info call).
+struct ServerInfo {
+  ShardMeta meta;  // The served shard's metadata.
+  std::string server_version;
+  bool in_memory = false;
+};
+
+// One method's counters from the Stats call.
+struct ServerMethodStats {
+  std::string method;
+  int64_t calls = 0;
+  int64_t errors = 0;
+  double latency_sum_us = 0;
+  double latency_p50_us = 0;
+  double latency_p99_us = 0;
+  double latency_max_us = 0;
+  int64_t bytes_in = 0;
+  int64_t bytes_out = 0;
+};
+
+struct ServerStats {
+  std::vector<ServerMethodStats> methods;
+  double uptime_seconds = 0;
+};
+
+class GraphStoreClient {
+ public:
+  // Creates a channel to `address` (HOST:PORT). Does not wait for the server:
+  // use WaitForHealthy() for that.
+  static absl::StatusOr<std::unique_ptr<GraphStoreClient>> Connect(
+      const std::string& address, const GraphStoreClientOptions& options = {});
+  ~GraphStoreClient();
+  GraphStoreClient(const GraphStoreClient&) = delete;
+  GraphStoreClient& operator=(const GraphStoreClient&) = delete;
+
+  const std::string& address() const { return address_; }
+
+  // Polls Health until the server answers or `deadline` passes
+  // (DEADLINE_EXCEEDED naming the address and the last error).
+  absl::Status WaitForHealthy(absl::Time deadline);
+  absl::Status Health();
+
+  absl::StatusOr<ServerInfo> Info();
+  // Sampled neighbors of `ids` in CSR form (see ShardStore::SampleNeighbors).
+  absl::StatusOr<SampledNeighbors> SampleNeighbors(absl::Span<const NodeId> ids,
+                                                   int fanout, bool replace,
+                                                   uint64_t seed);
+  // Writes ids.size() * feature_dim floats to `out`; fails with DATA_LOSS if
+  // the server's rows are not `feature_dim` wide.
+  absl::Status GetFeatures(absl::Span<const NodeId> ids, int64_t feature_dim,
+                           float* out);
+  // The same, returning the rows and their width.
+  absl::StatusOr<std::vector<float>> GetFeatures(absl::Span<const NodeId> ids,
+                                                 int64_t* feature_dim);
+  absl::StatusOr<std::vector<int64_t>> GetLabels(absl::Span<const NodeId> ids);
+  absl::StatusOr<std::vector<int64_t>> GetDegrees(absl::Span<const NodeId> ids);
+  absl::StatusOr<std::vector<NodeId>> GetSplit(absl::string_view name);
+  absl::StatusOr<ServerStats> Stats();
+
+ private:
+  class Impl;
+  GraphStoreClient(std::string address, std::unique_ptr<Impl> impl);
+  std::string address_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shardgnn
+
+#endif  // SHARDGNN_GRAPHSTORE_CLIENT_H_

@@ -1,0 +1,334 @@
+#include "graphstore/server.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <exception>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status.h"
+#include "graphstore/internal/method_stats.h"
+#include "graphstore/internal/thread_pool.h"
+#include "graphstore/internal/wire.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/graphstore.grpc.pb.h"
+
+namespace shardgnn {
+namespace {
+
+constexpr char kServerVersion[] = "shardgnn 0.1.0";
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()),
+                      std::string(s.message()));
+}
+
+enum Method {
+  kInfo,
+  kSampleNeighbors,
+  kGetFeatures,
+  kGetLabels,
+  kGetDegrees,
+  kGetSplit,
+  kHealth,
+  kStats,
+  kNumMethods
+};
+constexpr const char* kMethodNames[kNumMethods] = {
+    "Info",       "SampleNeighbors", "GetFeatures", "GetLabels",
+    "GetDegrees", "GetSplit",        "Health",      "Stats"};
+
+}  // namespace
+
+class GraphStoreServer::Service final
+    : public proto::GraphStore::CallbackService {
+ public:
+  Service(std::shared_ptr<const ShardStore> store,
+          const GraphStoreServerOptions& options)
+      : store_(std::move(store)),
+        options_(options),
+        start_(absl::Now()),
+        pool_(std::make_unique<internal::ThreadPool>(
+            options.num_threads > 0
+                ? options.num_threads
+                : std::max(2, static_cast<int>(
+                                  std::thread::hardware_concurrency())))) {
+    for (const char* name : kMethodNames) stats_.emplace_back(name);
+  }
+
+  // Runs the queued work to the end and joins the workers.
+  void StopWorkers() { pool_.reset(); }
+
+  ServerTotals Totals() const {
+    ServerTotals t;
+    for (const auto& m : stats_) {
+      t.calls += m.calls();
+      t.errors += m.errors();
+      t.bytes_out += m.bytes_out();
+    }
+    return t;
+  }
+
+  grpc::ServerUnaryReactor* Info(grpc::CallbackServerContext* ctx,
+                                 const proto::InfoRequest* req,
+                                 proto::InfoResponse* resp) override {
+    return Run(ctx, kInfo, req, resp, /*inline_work=*/true, [this, resp] {
+      const ShardMeta& m = store_->Meta();
+      resp->set_part_id(m.part_id);
+      resp->set_num_parts(m.num_parts);
+      resp->set_node_start(m.node_start);
+      resp->set_node_end(m.node_end);
+      resp->set_num_nodes_total(m.num_nodes_total);
+      resp->set_num_edges(m.num_edges);
+      resp->set_feature_dim(m.feature_dim);
+      resp->set_num_classes(m.num_classes);
+      for (const auto& [name, count] : m.split_counts) {
+        (*resp->mutable_split_counts())[name] = count;
+      }
+      resp->set_partition_id(m.partition_id);
+      resp->set_content_checksum(m.content_checksum);
+      resp->set_format_version(m.format_version);
+      resp->set_server_version(kServerVersion);
+      resp->set_in_memory(store_->in_memory());
+      return absl::OkStatus();
+    });
+  }
+
+  grpc::ServerUnaryReactor* SampleNeighbors(
+      grpc::CallbackServerContext* ctx,
+      const proto::SampleNeighborsRequest* req,
+      proto::SampleNeighborsResponse* resp) override {
+    return Run(
+        ctx, kSampleNeighbors, req, resp, false,
+        [this, req, resp]() -> absl::Status {
+          ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
+          if (req->fanout() < -1 || req->fanout() > options_.max_fanout) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "fanout ", req->fanout(), " is outside [-1, ",
+                options_.max_fanout, "] (-1 means all neighbors)"));
+          }
+          // Counts and neighbors are 8 bytes each; keep 4 KiB spare.
+          const int64_t max_neighbors =
+              (options_.max_message_bytes - 4096) / 8 -
+              static_cast<int64_t>(ids.size());
+          SampledNeighbors out;
+          RETURN_IF_ERROR(store_->SampleNeighbors(ids, req->fanout(),
+                                                  req->replace(), req->seed(),
+                                                  max_neighbors, &out));
+          wire::Pack<int64_t>(out.counts, resp->mutable_counts());
+          wire::Pack<NodeId>(out.neighbors, resp->mutable_neighbors());
+          return absl::OkStatus();
+        });
+  }
+
+  grpc::ServerUnaryReactor* GetFeatures(
+      grpc::CallbackServerContext* ctx, const proto::NodeIdsRequest* req,
+      proto::GetFeaturesResponse* resp) override {
+    return Run(
+        ctx, kGetFeatures, req, resp, false,
+        [this, req, resp]() -> absl::Status {
+          ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
+          const int64_t dim = store_->Meta().feature_dim;
+          const int64_t bytes = static_cast<int64_t>(ids.size()) * dim * 4;
+          if (bytes > options_.max_message_bytes - 1024) {
+            return absl::ResourceExhaustedError(absl::StrFormat(
+                "%d feature rows of %d floats are %.1f MiB, over the "
+                "%.1f MiB message limit; request fewer IDs per call",
+                ids.size(), dim, bytes / 1048576.0,
+                options_.max_message_bytes / 1048576.0));
+          }
+          RETURN_IF_ERROR(store_->CheckOwned(ids));
+          resp->set_feature_dim(dim);
+          std::string* out = resp->mutable_features();
+          out->resize(static_cast<size_t>(bytes));
+          return store_->GetFeatures(ids,
+                                     reinterpret_cast<float*>(out->data()));
+        });
+  }
+
+  grpc::ServerUnaryReactor* GetLabels(grpc::CallbackServerContext* ctx,
+                                      const proto::NodeIdsRequest* req,
+                                      proto::GetLabelsResponse* resp) override {
+    return Run(
+        ctx, kGetLabels, req, resp, false, [this, req, resp]() -> absl::Status {
+          ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
+          std::vector<int64_t> labels(ids.size());
+          RETURN_IF_ERROR(store_->GetLabels(ids, labels.data()));
+          wire::Pack<int64_t>(labels, resp->mutable_labels());
+          return absl::OkStatus();
+        });
+  }
+
+  grpc::ServerUnaryReactor* GetDegrees(
+      grpc::CallbackServerContext* ctx, const proto::NodeIdsRequest* req,
+      proto::GetDegreesResponse* resp) override {
+    return Run(ctx, kGetDegrees, req, resp, false,
+               [this, req, resp]() -> absl::Status {
+                 ASSIGN_OR_RETURN(std::vector<NodeId> ids,
+                                  ReadIds(req->node_ids()));
+                 std::vector<int64_t> degrees(ids.size());
+                 RETURN_IF_ERROR(store_->GetDegrees(ids, degrees.data()));
+                 wire::Pack<int64_t>(degrees, resp->mutable_degrees());
+                 return absl::OkStatus();
+               });
+  }
+
+  grpc::ServerUnaryReactor* GetSplit(grpc::CallbackServerContext* ctx,
+                                     const proto::GetSplitRequest* req,
+                                     proto::GetSplitResponse* resp) override {
+    return Run(ctx, kGetSplit, req, resp, false,
+               [this, req, resp]() -> absl::Status {
+                 ASSIGN_OR_RETURN(std::vector<NodeId> ids,
+                                  store_->GetSplit(req->name()));
+                 wire::Pack<NodeId>(ids, resp->mutable_node_ids());
+                 return absl::OkStatus();
+               });
+  }
+
+  grpc::ServerUnaryReactor* Health(grpc::CallbackServerContext* ctx,
+                                   const proto::HealthRequest* req,
+                                   proto::HealthResponse* resp) override {
+    return Run(ctx, kHealth, req, resp, true, [resp] {
+      resp->set_serving(true);
+      return absl::OkStatus();
+    });
+  }
+
+  grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* ctx,
+                                  const proto::StatsRequest* req,
+                                  proto::StatsResponse* resp) override {
+    return Run(ctx, kStats, req, resp, true, [this, resp] {
+      for (const auto& m : stats_) {
+        proto::MethodStats* out = resp->add_methods();
+        out->set_method(m.name());
+        out->set_calls(m.calls());
+        out->set_errors(m.errors());
+        out->set_latency_sum_us(m.latency_sum_us());
+        out->set_latency_p50_us(m.LatencyQuantileUs(0.5));
+        out->set_latency_p99_us(m.LatencyQuantileUs(0.99));
+        out->set_latency_max_us(m.latency_max_us());
+        out->set_bytes_in(m.bytes_in());
+        out->set_bytes_out(m.bytes_out());
+      }
+      resp->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  // Decodes and bounds-checks a packed ID array.
+  absl::StatusOr<std::vector<NodeId>> ReadIds(const std::string& bytes) const {
+    RETURN_IF_ERROR(wire::CheckLength<NodeId>(wire::View(bytes), "node_ids"));
+    const int64_t n = static_cast<int64_t>(bytes.size() / sizeof(NodeId));
+    if (n > options_.max_ids_per_call) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("batch of ", n, " IDs exceeds the limit of ",
+                       options_.max_ids_per_call, " IDs per call"));
+    }
+    std::vector<NodeId> ids;
+    RETURN_IF_ERROR(wire::Unpack(wire::View(bytes), "node_ids", &ids));
+    return ids;
+  }
+
+  // Runs `work` (inline for cheap calls, else on a worker), turns any
+  // exception into a status, records stats and finishes the call.
+  template <typename Req, typename Resp, typename Work>
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx, Method method,
+                                const Req* req, Resp* resp, bool inline_work,
+                                Work work) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    auto task = [this, method, req, resp, reactor, work]() mutable {
+      auto start = std::chrono::steady_clock::now();
+      absl::Status status;
+      try {
+        status = work();
+      } catch (const std::bad_alloc&) {
+        status = absl::ResourceExhaustedError(
+            absl::StrCat(kMethodNames[method], ": out of memory"));
+      } catch (const std::exception& e) {
+        status = absl::InternalError(
+            absl::StrCat(kMethodNames[method], ": ", e.what()));
+      } catch (...) {
+        status = absl::InternalError(
+            absl::StrCat(kMethodNames[method], ": unknown exception"));
+      }
+      if (!status.ok()) resp->Clear();
+      std::chrono::duration<double, std::micro> us =
+          std::chrono::steady_clock::now() - start;
+      stats_[method].Record(us.count(), status.ok(),
+                            static_cast<int64_t>(req->ByteSizeLong()),
+                            static_cast<int64_t>(resp->ByteSizeLong()));
+      reactor->Finish(ToGrpc(status));
+    };
+    if (inline_work) {
+      task();
+    } else {
+      pool_->Schedule(std::move(task));
+    }
+    return reactor;
+  }
+
+  std::shared_ptr<const ShardStore> store_;
+  GraphStoreServerOptions options_;
+  absl::Time start_;
+  std::deque<internal::MethodStats> stats_;  // Not movable: no vector.
+  std::unique_ptr<internal::ThreadPool> pool_;
+};
+
+absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
+    std::shared_ptr<const ShardStore> store,
+    const GraphStoreServerOptions& options) {
+  if (store == nullptr) {
+    return absl::InvalidArgumentError("GraphStoreServer: no store");
+  }
+  if (options.max_message_bytes < (1 << 20) ||
+      options.max_message_bytes > (int64_t{2} << 30) - 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_message_bytes ", options.max_message_bytes,
+                     " is outside [1 MiB, 2 GiB)"));
+  }
+  auto server = std::unique_ptr<GraphStoreServer>(new GraphStoreServer());
+  server->service_ = std::make_unique<Service>(std::move(store), options);
+
+  grpc::ServerBuilder builder;
+  int selected_port = 0;
+  builder.AddListeningPort(options.listen_address,
+                           grpc::InsecureServerCredentials(), &selected_port);
+  builder.RegisterService(server->service_.get());
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || selected_port == 0) {
+    if (server->server_ != nullptr) server->server_->Shutdown();
+    server->service_->StopWorkers();
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", options.listen_address,
+                     " (address in use, or not HOST:PORT?)"));
+  }
+  server->port_ = selected_port;
+  std::string host = options.listen_address;
+  size_t colon = host.rfind(':');
+  if (colon != std::string::npos) host.resize(colon);
+  server->address_ = absl::StrCat(host, ":", selected_port);
+  return server;
+}
+
+void GraphStoreServer::Shutdown(absl::Time deadline) {
+  if (shut_down_.exchange(true)) return;
+  // Returns once every call has finished (calls still running at the deadline
+  // are cancelled); the workers keep running until then.
+  server_->Shutdown(absl::ToChronoTime(deadline));
+  server_->Wait();
+  service_->StopWorkers();
+}
+
+GraphStoreServer::~GraphStoreServer() { Shutdown(absl::Now()); }
+
+ServerTotals GraphStoreServer::Totals() const { return service_->Totals(); }
+
+}  // namespace shardgnn

@@ -1,0 +1,409 @@
+#include "graphstore/shard_store.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "common/checksum.h"
+#include "common/progress.h"
+#include "common/sampling.h"
+#include "common/status.h"
+#include "graphstore/internal/rocks_util.h"
+#include "rocksdb/db.h"
+
+namespace shardgnn {
+namespace {
+
+using internal::FromRocks;
+using internal::ShardDb;
+
+absl::Status TooMany(int64_t total, int64_t max_neighbors) {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the sample would hold more than ", max_neighbors, " neighbor IDs (at ",
+      total, " so far); use smaller batches or a smaller fanout"));
+}
+
+// ---------------------------------------------------------------------------
+// Memory mode: CSR adjacency, a dense feature matrix and a label array.
+
+class MemoryStore final : public ShardStore {
+ public:
+  MemoryStore(ShardMeta meta, std::vector<int64_t> offsets,
+              std::vector<NodeId> adjacency, std::vector<float> features,
+              std::vector<int64_t> labels,
+              std::map<std::string, std::vector<NodeId>> splits)
+      : ShardStore(std::move(meta), /*in_memory=*/true),
+        offsets_(std::move(offsets)),
+        adjacency_(std::move(adjacency)),
+        features_(std::move(features)),
+        labels_(std::move(labels)),
+        splits_(std::move(splits)) {}
+
+  absl::Status SampleNeighbors(absl::Span<const NodeId> ids, int fanout,
+                               bool replace, uint64_t seed,
+                               int64_t max_neighbors,
+                               SampledNeighbors* out) const override {
+    RETURN_IF_ERROR(CheckOwned(ids));
+    int64_t total = 0;
+    for (NodeId id : ids) {
+      total += SampledCount(Degree(id), fanout, replace);
+    }
+    if (total > max_neighbors) return TooMany(total, max_neighbors);
+    out->counts.resize(ids.size());
+    out->neighbors.clear();
+    out->neighbors.reserve(static_cast<size_t>(total));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      size_t before = out->neighbors.size();
+      int64_t local = ids[i] - Meta().node_start;
+      shardgnn::SampleNeighbors(adjacency_.data() + offsets_[local],
+                                Degree(ids[i]), fanout, replace, seed, ids[i],
+                                &out->neighbors);
+      out->counts[i] = static_cast<int64_t>(out->neighbors.size() - before);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status GetFeatures(absl::Span<const NodeId> ids,
+                           float* out) const override {
+    RETURN_IF_ERROR(CheckOwned(ids));
+    const size_t dim = static_cast<size_t>(Meta().feature_dim);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      size_t local = static_cast<size_t>(ids[i] - Meta().node_start);
+      std::memcpy(out + i * dim, features_.data() + local * dim,
+                  dim * sizeof(float));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status GetLabels(absl::Span<const NodeId> ids,
+                         int64_t* out) const override {
+    RETURN_IF_ERROR(CheckOwned(ids));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      out[i] = labels_[static_cast<size_t>(ids[i] - Meta().node_start)];
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status GetDegrees(absl::Span<const NodeId> ids,
+                          int64_t* out) const override {
+    RETURN_IF_ERROR(CheckOwned(ids));
+    for (size_t i = 0; i < ids.size(); ++i) out[i] = Degree(ids[i]);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<NodeId>> GetSplit(
+      absl::string_view name) const override {
+    auto it = splits_.find(std::string(name));
+    if (it == splits_.end()) {
+      return absl::NotFoundError(
+          absl::StrCat("shard ", Meta().part_id, " has no split '", name, "'"));
+    }
+    return it->second;
+  }
+
+ private:
+  int64_t Degree(NodeId id) const {
+    size_t local = static_cast<size_t>(id - Meta().node_start);
+    return offsets_[local + 1] - offsets_[local];
+  }
+
+  std::vector<int64_t> offsets_;  // [num_owned + 1]
+  std::vector<NodeId> adjacency_;
+  std::vector<float> features_;  // [num_owned, feature_dim]
+  std::vector<int64_t> labels_;
+  std::map<std::string, std::vector<NodeId>> splits_;
+};
+
+// Hashes one row the way ShardWriter does (see shard_writer.cc).
+void HashRow(Checksum* checksum, char cf, const rocksdb::Slice& key,
+             const rocksdb::Slice& value) {
+  uint64_t len = value.size();
+  checksum->Update(&cf, 1);
+  checksum->Update(key.data(), key.size());
+  checksum->Update(&len, sizeof(len));
+  checksum->Update(value.data(), value.size());
+}
+
+// Reads every row of the shard into a MemoryStore, checking that each owned
+// node has exactly one row of the right size in each column family.
+absl::StatusOr<std::unique_ptr<ShardStore>> LoadIntoMemory(
+    const ShardDb& shard, ShardMeta meta, bool verify_checksum) {
+  const std::string& path = shard.path();
+  const int64_t n = meta.node_end - meta.node_start;
+  const size_t dim = static_cast<size_t>(meta.feature_dim);
+  std::vector<int64_t> offsets(static_cast<size_t>(n) + 1, 0);
+  std::vector<NodeId> adjacency;
+  adjacency.reserve(static_cast<size_t>(std::max<int64_t>(meta.num_edges, 0)));
+  std::vector<float> features(static_cast<size_t>(n) * dim);
+  std::vector<int64_t> labels(static_cast<size_t>(n));
+
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;
+  ro.readahead_size = 4 << 20;
+  std::unique_ptr<rocksdb::Iterator> adj(
+      shard.db()->NewIterator(ro, shard.adj_cf()));
+  std::unique_ptr<rocksdb::Iterator> feat(
+      shard.db()->NewIterator(ro, shard.feat_cf()));
+  std::unique_ptr<rocksdb::Iterator> lab(
+      shard.db()->NewIterator(ro, shard.label_cf()));
+  adj->SeekToFirst();
+  feat->SeekToFirst();
+  lab->SeekToFirst();
+  Checksum checksum;
+  Progress progress(absl::StrCat("loading shard ", meta.part_id), n, "nodes");
+  char key[8];
+  for (int64_t local = 0; local < n; ++local) {
+    const NodeId id = meta.node_start + local;
+    EncodeNodeKey(id, key);
+    rocksdb::Slice want(key, 8);
+    for (auto [it, cf] : {std::pair{adj.get(), kShardAdjacencyCf},
+                          std::pair{feat.get(), kShardFeaturesCf},
+                          std::pair{lab.get(), kShardLabelsCf}}) {
+      if (!it->Valid() || it->key() != want) {
+        RETURN_IF_ERROR(FromRocks(it->status(), path));
+        return absl::DataLossError(absl::StrCat(
+            path, ": node ", id, " has no row in column family '", cf, "'"));
+      }
+    }
+    rocksdb::Slice a = adj->value(), f = feat->value(), l = lab->value();
+    if (a.size() % sizeof(NodeId) != 0 || f.size() != dim * sizeof(float) ||
+        l.size() != sizeof(int64_t)) {
+      return absl::DataLossError(absl::StrCat(
+          path, ": node ", id, " has a row of the wrong size (adj ", a.size(),
+          ", feat ", f.size(), ", label ", l.size(), " bytes)"));
+    }
+    size_t degree = a.size() / sizeof(NodeId);
+    size_t old = adjacency.size();
+    adjacency.resize(old + degree);
+    if (degree > 0) std::memcpy(adjacency.data() + old, a.data(), a.size());
+    offsets[static_cast<size_t>(local) + 1] =
+        static_cast<int64_t>(old + degree);
+    if (dim > 0) std::memcpy(features.data() + local * dim, f.data(), f.size());
+    std::memcpy(&labels[static_cast<size_t>(local)], l.data(), sizeof(int64_t));
+    if (verify_checksum) {
+      HashRow(&checksum, 'a', want, a);
+      HashRow(&checksum, 'f', want, f);
+      HashRow(&checksum, 'l', want, l);
+    }
+    adj->Next();
+    feat->Next();
+    lab->Next();
+    progress.Update(local + 1);
+  }
+  for (auto [it, cf] : {std::pair{adj.get(), kShardAdjacencyCf},
+                        std::pair{feat.get(), kShardFeaturesCf},
+                        std::pair{lab.get(), kShardLabelsCf}}) {
+    RETURN_IF_ERROR(FromRocks(it->status(), path));
+    if (it->Valid()) {
+      return absl::DataLossError(absl::StrCat(
+          path, ": column family '", cf, "' has rows beyond the owned range"));
+    }
+  }
+
+  std::map<std::string, std::vector<NodeId>> splits;
+  std::unique_ptr<rocksdb::Iterator> misc(
+      shard.db()->NewIterator(ro, shard.meta_cf()));
+  const std::string prefix = kShardSplitKeyPrefix;
+  for (misc->Seek(prefix); misc->Valid() && misc->key().starts_with(prefix);
+       misc->Next()) {
+    rocksdb::Slice v = misc->value();
+    if (v.size() % sizeof(NodeId) != 0) {
+      return absl::DataLossError(absl::StrCat(
+          path, ": split row '", misc->key().ToString(), "' has a partial ID"));
+    }
+    std::vector<NodeId> ids(v.size() / sizeof(NodeId));
+    if (!ids.empty()) std::memcpy(ids.data(), v.data(), v.size());
+    splits[misc->key().ToString().substr(prefix.size())] = std::move(ids);
+    if (verify_checksum) HashRow(&checksum, 's', misc->key(), v);
+  }
+  RETURN_IF_ERROR(FromRocks(misc->status(), path));
+  progress.Done();
+
+  if (verify_checksum && checksum.Hex() != meta.content_checksum) {
+    return absl::DataLossError(absl::StrCat(
+        path, ": content checksum mismatch (stored ", meta.content_checksum,
+        ", computed ", checksum.Hex(), "): the shard is damaged"));
+  }
+  return std::unique_ptr<ShardStore>(new MemoryStore(
+      std::move(meta), std::move(offsets), std::move(adjacency),
+      std::move(features), std::move(labels), std::move(splits)));
+}
+
+// ---------------------------------------------------------------------------
+// Disk mode: every request is a batched MultiGet through the block cache.
+
+class DiskStore final : public ShardStore {
+ public:
+  DiskStore(ShardMeta meta, std::unique_ptr<ShardDb> shard)
+      : ShardStore(std::move(meta), /*in_memory=*/false),
+        shard_(std::move(shard)) {}
+
+  absl::Status SampleNeighbors(absl::Span<const NodeId> ids, int fanout,
+                               bool replace, uint64_t seed,
+                               int64_t max_neighbors,
+                               SampledNeighbors* out) const override {
+    RETURN_IF_ERROR(CheckOwned(ids));
+    out->counts.resize(ids.size());
+    out->neighbors.clear();
+    std::vector<NodeId> scratch;
+    return ForEachRow(
+        shard_->adj_cf(), ids,
+        [&](size_t i, const rocksdb::Slice& v) -> absl::Status {
+          RETURN_IF_ERROR(CheckAdjacency(ids[i], v));
+          int64_t degree = static_cast<int64_t>(v.size() / sizeof(NodeId));
+          int64_t total = static_cast<int64_t>(out->neighbors.size()) +
+                          SampledCount(degree, fanout, replace);
+          if (total > max_neighbors) return TooMany(total, max_neighbors);
+          // Values are not 8-byte aligned: copy before reading int64s.
+          scratch.resize(static_cast<size_t>(degree));
+          if (degree > 0) std::memcpy(scratch.data(), v.data(), v.size());
+          size_t before = out->neighbors.size();
+          shardgnn::SampleNeighbors(scratch.data(), degree, fanout, replace,
+                                    seed, ids[i], &out->neighbors);
+          out->counts[i] = static_cast<int64_t>(out->neighbors.size() - before);
+          return absl::OkStatus();
+        });
+  }
+
+  absl::Status GetFeatures(absl::Span<const NodeId> ids,
+                           float* out) const override {
+    RETURN_IF_ERROR(CheckOwned(ids));
+    const size_t row_bytes = static_cast<size_t>(Meta().feature_dim) * 4;
+    return ForEachRow(shard_->feat_cf(), ids,
+                      [&](size_t i, const rocksdb::Slice& v) -> absl::Status {
+                        if (v.size() != row_bytes)
+                          return BadRow(ids[i], "feat", v.size());
+                        if (row_bytes > 0) {
+                          std::memcpy(
+                              reinterpret_cast<char*>(out) + i * row_bytes,
+                              v.data(), row_bytes);
+                        }
+                        return absl::OkStatus();
+                      });
+  }
+
+  absl::Status GetLabels(absl::Span<const NodeId> ids,
+                         int64_t* out) const override {
+    RETURN_IF_ERROR(CheckOwned(ids));
+    return ForEachRow(shard_->label_cf(), ids,
+                      [&](size_t i, const rocksdb::Slice& v) -> absl::Status {
+                        if (v.size() != sizeof(int64_t)) {
+                          return BadRow(ids[i], "label", v.size());
+                        }
+                        std::memcpy(&out[i], v.data(), sizeof(int64_t));
+                        return absl::OkStatus();
+                      });
+  }
+
+  absl::Status GetDegrees(absl::Span<const NodeId> ids,
+                          int64_t* out) const override {
+    RETURN_IF_ERROR(CheckOwned(ids));
+    return ForEachRow(shard_->adj_cf(), ids,
+                      [&](size_t i, const rocksdb::Slice& v) -> absl::Status {
+                        RETURN_IF_ERROR(CheckAdjacency(ids[i], v));
+                        out[i] =
+                            static_cast<int64_t>(v.size() / sizeof(NodeId));
+                        return absl::OkStatus();
+                      });
+  }
+
+  absl::StatusOr<std::vector<NodeId>> GetSplit(
+      absl::string_view name) const override {
+    std::string value;
+    std::string key = absl::StrCat(kShardSplitKeyPrefix, name);
+    rocksdb::Status s = shard_->db()->Get(rocksdb::ReadOptions(),
+                                          shard_->meta_cf(), key, &value);
+    if (s.IsNotFound()) {
+      return absl::NotFoundError(
+          absl::StrCat("shard ", Meta().part_id, " has no split '", name, "'"));
+    }
+    RETURN_IF_ERROR(FromRocks(s, shard_->path()));
+    if (value.size() % sizeof(NodeId) != 0) {
+      return absl::DataLossError(absl::StrCat(shard_->path(), ": split '", name,
+                                              "' has a partial ID"));
+    }
+    std::vector<NodeId> ids(value.size() / sizeof(NodeId));
+    if (!ids.empty()) std::memcpy(ids.data(), value.data(), value.size());
+    return ids;
+  }
+
+ private:
+  // Rows per MultiGet: bounds the pinned memory of one batch.
+  static constexpr size_t kChunk = 1024;
+
+  absl::Status BadRow(NodeId id, absl::string_view cf, size_t size) const {
+    return absl::DataLossError(absl::StrCat(shard_->path(), ": node ", id,
+                                            " has a ", cf, " row of ", size,
+                                            " bytes, which is the wrong size"));
+  }
+  absl::Status CheckAdjacency(NodeId id, const rocksdb::Slice& v) const {
+    if (v.size() % sizeof(NodeId) != 0) return BadRow(id, "adj", v.size());
+    return absl::OkStatus();
+  }
+
+  // Reads the row of every ID in `cf` with MultiGet, kChunk keys at a time,
+  // and calls fn(index, value) in request order.
+  template <typename Fn>
+  absl::Status ForEachRow(rocksdb::ColumnFamilyHandle* cf,
+                          absl::Span<const NodeId> ids, Fn fn) const {
+    std::vector<char> key_bytes(kChunk * 8);
+    std::vector<rocksdb::Slice> keys(kChunk);
+    std::vector<rocksdb::PinnableSlice> values(kChunk);
+    std::vector<rocksdb::Status> statuses(kChunk);
+    rocksdb::ReadOptions ro;
+    for (size_t begin = 0; begin < ids.size(); begin += kChunk) {
+      size_t count = std::min(kChunk, ids.size() - begin);
+      for (size_t j = 0; j < count; ++j) {
+        EncodeNodeKey(ids[begin + j], &key_bytes[j * 8]);
+        keys[j] = rocksdb::Slice(&key_bytes[j * 8], 8);
+        values[j].Reset();
+      }
+      shard_->db()->MultiGet(ro, cf, count, keys.data(), values.data(),
+                             statuses.data());
+      for (size_t j = 0; j < count; ++j) {
+        const NodeId id = ids[begin + j];
+        if (statuses[j].IsNotFound()) {
+          return absl::DataLossError(absl::StrCat(
+              shard_->path(), ": node ", id, " has no row in column family '",
+              cf->GetName(), "'"));
+        }
+        RETURN_IF_ERROR(FromRocks(
+            statuses[j], absl::StrCat(shard_->path(), ": reading node ", id)));
+        RETURN_IF_ERROR(fn(begin + j, values[j]));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  std::unique_ptr<ShardDb> shard_;
+};
+
+}  // namespace
+
+absl::Status ShardStore::CheckOwned(absl::Span<const NodeId> ids) const {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (!Owns(ids[i])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node ", ids[i], " (position ", i, ") is not owned by shard ",
+          meta_.part_id, ", which owns [", meta_.node_start, ", ",
+          meta_.node_end, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<ShardStore>> ShardStore::Open(
+    const ShardStoreOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ShardDb> shard,
+                   ShardDb::Open(options.path, options.block_cache_bytes,
+                                 options.read_only));
+  ASSIGN_OR_RETURN(ShardMeta meta, shard->ReadMeta());
+  if (options.in_memory) {
+    return LoadIntoMemory(*shard, std::move(meta), options.verify_checksum);
+  }
+  return std::unique_ptr<ShardStore>(
+      new DiskStore(std::move(meta), std::move(shard)));
+}
+
+}  // namespace shardgnn

@@ -1,0 +1,108 @@
+// Read access to one shard written by ShardWriter (layout: shard_format.h).
+//
+// ShardStore answers the questions a storage server is asked: neighbor
+// samples, feature rows, labels, degrees and split membership of the nodes
+// the shard owns. It has two modes that give bit-identical answers:
+//   - disk mode (default) opens the RocksDB database read-only and serves
+//     every request with batched MultiGet reads through a block cache of a
+//     configurable size, so a shard larger than RAM can be served;
+//   - memory mode loads the whole shard into flat arrays (CSR adjacency,
+//     feature matrix, labels) at Open() and verifies the stored content
+//     checksum while doing so.
+//
+// Sampling calls shardgnn::SampleNeighbors (common/sampling.h) with the
+// request's seed and each node's global ID, so a sample depends only on
+// (seed, node) and matches the in-process sampler.
+//
+// Thread-safe: after Open() every method is const and may be called from any
+// number of threads at once.
+#ifndef SHARDGNN_GRAPHSTORE_SHARD_STORE_H_
+#define SHARDGNN_GRAPHSTORE_SHARD_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "common/types.h"
+#include "graphstore/shard_format.h"
+
+namespace shardgnn {
+
+struct ShardStoreOptions {
+  std::string path;  // The shard directory (a RocksDB database).
+  // Load everything into memory at Open() instead of reading per request.
+  bool in_memory = false;
+  // RocksDB block cache shared by all column families (disk mode).
+  int64_t block_cache_bytes = int64_t{256} << 20;
+  // Open the database read-only (no LOG/LOCK writes, several servers may
+  // share one copy). Only turn off for a shard on a writable, private copy.
+  bool read_only = true;
+  // Memory mode: recompute the content checksum and compare with the meta.
+  bool verify_checksum = true;
+};
+
+// Sampled neighbors in CSR form: counts[i] neighbors of the i-th requested
+// node, concatenated in `neighbors` (global IDs).
+struct SampledNeighbors {
+  std::vector<int64_t> counts;
+  std::vector<NodeId> neighbors;
+};
+
+class ShardStore {
+ public:
+  // Opens the shard at options.path. Fails with NOT_FOUND if the directory
+  // does not exist or holds no database, DATA_LOSS if the database or its
+  // metadata is damaged (or, in memory mode, its checksum does not match).
+  static absl::StatusOr<std::unique_ptr<ShardStore>> Open(
+      const ShardStoreOptions& options);
+  virtual ~ShardStore() = default;
+  ShardStore(const ShardStore&) = delete;
+  ShardStore& operator=(const ShardStore&) = delete;
+
+  const ShardMeta& Meta() const { return meta_; }
+  bool in_memory() const { return in_memory_; }
+  bool Owns(NodeId id) const {
+    return id >= meta_.node_start && id < meta_.node_end;
+  }
+  // OK if every ID is owned; otherwise INVALID_ARGUMENT naming the first ID
+  // that is not (and its position).
+  absl::Status CheckOwned(absl::Span<const NodeId> ids) const;
+
+  // Samples neighbors of every node in `ids` (see common/sampling.h for
+  // fanout < 0 and `replace`). Fails with INVALID_ARGUMENT for an unowned ID
+  // and RESOURCE_EXHAUSTED if the answer would exceed `max_neighbors` IDs.
+  virtual absl::Status SampleNeighbors(absl::Span<const NodeId> ids, int fanout,
+                                       bool replace, uint64_t seed,
+                                       int64_t max_neighbors,
+                                       SampledNeighbors* out) const = 0;
+  // Writes ids.size() * feature_dim floats to `out` (row i = node ids[i]).
+  virtual absl::Status GetFeatures(absl::Span<const NodeId> ids,
+                                   float* out) const = 0;
+  // Writes ids.size() labels (-1 = unlabeled) to `out`.
+  virtual absl::Status GetLabels(absl::Span<const NodeId> ids,
+                                 int64_t* out) const = 0;
+  // Writes ids.size() out-degrees to `out`.
+  virtual absl::Status GetDegrees(absl::Span<const NodeId> ids,
+                                  int64_t* out) const = 0;
+  // The owned node IDs in split `name`, sorted. NOT_FOUND for an unknown
+  // split.
+  virtual absl::StatusOr<std::vector<NodeId>> GetSplit(
+      absl::string_view name) const = 0;
+
+ protected:
+  ShardStore(ShardMeta meta, bool in_memory)
+      : meta_(std::move(meta)), in_memory_(in_memory) {}
+
+ private:
+  ShardMeta meta_;
+  bool in_memory_;
+};
+
+}  // namespace shardgnn
+
+#endif  // SHARDGNN_GRAPHSTORE_SHARD_STORE_H_
