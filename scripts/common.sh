@@ -8,7 +8,7 @@ SHARDGNN_BUILD="${SHARDGNN_BUILD:-$SHARDGNN_ROOT/build}"
 SHARDGNN_PACKAGES=(
   g++ cmake ninja-build pkg-config
   libabsl-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libtorch-dev libopenblas0-pthread librocksdb-dev libmetis-dev
+  libtorch-dev libgloo-dev libopenblas0-pthread librocksdb-dev libmetis-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev libxxhash-dev
 )
