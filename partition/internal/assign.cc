@@ -1,0 +1,249 @@
+#include "partition/internal/assign.h"
+
+#include <metis.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "common/progress.h"
+#include "common/sampling.h"
+#include "common/status.h"
+
+namespace shardgnn::partition_internal {
+namespace {
+
+static_assert(sizeof(idx_t) == sizeof(int32_t),
+              "this file assumes METIS with 32-bit idx_t (Debian's build)");
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+const std::vector<NodeId>* TrainSplit(const Dataset& dataset) {
+  auto it = dataset.splits.find("train");
+  return it == dataset.splits.end() ? nullptr : &it->second;
+}
+
+// Fisher-Yates with SplitMix64: the same seed gives the same order on every
+// platform (std::shuffle's algorithm is implementation-defined).
+void Shuffle(std::vector<NodeId>* items, uint64_t* state) {
+  for (size_t i = items->size(); i > 1; --i) {
+    size_t j = UniformBelow(state, i);
+    std::swap((*items)[i - 1], (*items)[j]);
+  }
+}
+
+absl::Status MetisError(int rc) {
+  switch (rc) {
+    case METIS_OK:
+      return absl::OkStatus();
+    case METIS_ERROR_INPUT:
+      return absl::InvalidArgumentError("METIS rejected its input");
+    case METIS_ERROR_MEMORY:
+      return absl::ResourceExhaustedError("METIS ran out of memory");
+    default:
+      return absl::InternalError(absl::StrCat("METIS failed (code ", rc, ")"));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<MetisGraph> SymmetrizeForMetis(
+    const std::vector<int64_t>& indptr, const std::vector<NodeId>& indices,
+    int64_t index_limit) {
+  const int64_t n = static_cast<int64_t>(indptr.size()) - 1;
+  if (n + 1 > index_limit) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "the graph has ", n, " nodes; METIS's 32-bit idx_t holds at most ",
+        index_limit));
+  }
+  // Pass 1: degrees in the union of both directions, self-loops dropped.
+  std::vector<int64_t> degree(n, 0);
+  for (int64_t u = 0; u < n; ++u) {
+    for (int64_t e = indptr[u]; e < indptr[u + 1]; ++e) {
+      NodeId v = indices[e];
+      if (v == u) continue;
+      ++degree[u];
+      ++degree[v];
+    }
+  }
+  int64_t total = std::accumulate(degree.begin(), degree.end(), int64_t{0});
+  if (total > index_limit) {
+    return absl::OutOfRangeError(
+        absl::StrCat("the symmetrized graph has up to ", total,
+                     " adjacency entries; METIS's 32-bit idx_t holds at most ",
+                     index_limit));
+  }
+  MetisGraph g;
+  g.xadj.resize(n + 1);
+  g.adjncy.resize(total);
+  g.xadj[0] = 0;
+  for (int64_t u = 0; u < n; ++u) {
+    g.xadj[u + 1] = static_cast<int32_t>(g.xadj[u] + degree[u]);
+  }
+  // Pass 2: fill both directions, reusing `degree` as the write cursor.
+  for (int64_t u = 0; u < n; ++u) degree[u] = g.xadj[u];
+  for (int64_t u = 0; u < n; ++u) {
+    for (int64_t e = indptr[u]; e < indptr[u + 1]; ++e) {
+      NodeId v = indices[e];
+      if (v == u) continue;
+      g.adjncy[degree[u]++] = static_cast<int32_t>(v);
+      g.adjncy[degree[v]++] = static_cast<int32_t>(u);
+    }
+  }
+  degree = {};
+  degree.shrink_to_fit();
+  // Pass 3: sort and deduplicate each row, compacting in place (rows only
+  // move left, so a row is read before anything overwrites it).
+  Progress progress("symmetrize", n, "nodes");
+  int32_t write = 0;
+  int32_t row_begin = 0;
+  for (int64_t u = 0; u < n; ++u) {
+    int32_t row_end = g.xadj[u + 1];
+    int32_t* first = g.adjncy.data() + row_begin;
+    int32_t* last = g.adjncy.data() + row_end;
+    std::sort(first, last);
+    last = std::unique(first, last);
+    int32_t* out = g.adjncy.data() + write;
+    if (out != first) std::copy(first, last, out);
+    g.xadj[u] = write;
+    write += static_cast<int32_t>(last - first);
+    row_begin = row_end;
+    progress.Update(u + 1);
+  }
+  g.xadj[n] = write;
+  g.adjncy.resize(write);
+  progress.Done();
+  return g;
+}
+
+std::vector<int32_t> RandomAssignment(const Dataset& dataset, int num_parts,
+                                      uint64_t seed) {
+  const int64_t n = dataset.num_nodes();
+  std::vector<char> is_train(n, 0);
+  std::vector<NodeId> train;
+  if (const auto* split = TrainSplit(dataset)) {
+    for (NodeId v : *split) {
+      if (!is_train[v]) train.push_back(v);
+      is_train[v] = 1;
+    }
+  }
+  std::vector<NodeId> rest;
+  rest.reserve(n - train.size());
+  for (NodeId v = 0; v < n; ++v) {
+    if (!is_train[v]) rest.push_back(v);
+  }
+  uint64_t state = MixSeed(seed, 0x70617274 /* "part" */);
+  Shuffle(&train, &state);
+  Shuffle(&rest, &state);
+  std::vector<int32_t> part(n);
+  int64_t i = 0;
+  for (NodeId v : train) part[v] = static_cast<int32_t>(i++ % num_parts);
+  for (NodeId v : rest) part[v] = static_cast<int32_t>(i++ % num_parts);
+  return part;
+}
+
+absl::StatusOr<Assignment> AssignParts(const Dataset& dataset,
+                                       const PartitionOptions& options) {
+  const int64_t n = dataset.num_nodes();
+  const int k = options.num_parts;
+  Assignment result;
+  result.method = options.method;
+  auto start = std::chrono::steady_clock::now();
+  if (k == 1) {
+    result.part.assign(n, 0);
+    result.assign_seconds = SecondsSince(start);
+    return result;
+  }
+  if (options.method == PartitionMethod::kRandom) {
+    result.part = RandomAssignment(dataset, k, options.seed);
+    result.assign_seconds = SecondsSince(start);
+    return result;
+  }
+
+  absl::StatusOr<MetisGraph> graph = SymmetrizeForMetis(
+      dataset.indptr, dataset.indices, options.metis_index_limit);
+  result.symmetrize_seconds = SecondsSince(start);
+  if (absl::IsOutOfRange(graph.status())) {
+    result.warnings.push_back(
+        absl::StrCat(graph.status().message(),
+                     "; fell back to --method random (balanced, seeded)"));
+    result.method = PartitionMethod::kRandom;
+    start = std::chrono::steady_clock::now();
+    result.part = RandomAssignment(dataset, k, options.seed);
+    result.assign_seconds = SecondsSince(start);
+    return result;
+  }
+  if (!graph.ok()) return graph.status();
+
+  // Balance constraints, interleaved per node as METIS wants: one per node,
+  // one per train node, the node's adjacency entries. A constraint that is
+  // zero everywhere would make METIS divide by zero: drop it.
+  std::vector<char> is_train(n, 0);
+  int64_t num_train = 0;
+  if (const auto* split = TrainSplit(dataset)) {
+    for (NodeId v : *split) {
+      num_train += is_train[v] ? 0 : 1;
+      is_train[v] = 1;
+    }
+  }
+  const int64_t num_entries = dataset.num_edges();
+  if (num_entries > options.metis_index_limit) {
+    return absl::OutOfRangeError(absl::StrCat(
+        num_entries, " adjacency entries overflow METIS's vertex weights"));
+  }
+  const bool use_train = num_train > 0;
+  const bool use_degree = num_entries > 0;
+  idx_t ncon = 1 + (use_train ? 1 : 0) + (use_degree ? 1 : 0);
+  std::vector<idx_t> vwgt(static_cast<size_t>(n) * ncon);
+  for (int64_t v = 0; v < n; ++v) {
+    idx_t* w = vwgt.data() + v * ncon;
+    *w++ = 1;
+    if (use_train) *w++ = is_train[v];
+    if (use_degree) {
+      *w++ = static_cast<idx_t>(dataset.indptr[v + 1] - dataset.indptr[v]);
+    }
+  }
+  is_train = {};
+
+  idx_t nvtxs = static_cast<idx_t>(n);
+  idx_t nparts = k;
+  idx_t objval = 0;
+  std::vector<real_t> ubvec(ncon,
+                            static_cast<real_t>(options.imbalance_tolerance));
+  idx_t metis_options[METIS_NOPTIONS];
+  int rc = METIS_SetDefaultOptions(metis_options);
+  if (rc != METIS_OK) return MetisError(rc);
+  metis_options[METIS_OPTION_SEED] =
+      static_cast<idx_t>(options.seed & 0x7fffffff);
+  metis_options[METIS_OPTION_NUMBERING] = 0;
+  std::vector<int32_t> part(n);
+  start = std::chrono::steady_clock::now();
+  Progress progress(
+      absl::StrCat("metis k-way (", k, " parts, ", ncon, " constraints)"), 0,
+      "nodes");
+  rc = METIS_PartGraphKway(
+      &nvtxs, &ncon, graph->xadj.data(), graph->adjncy.data(), vwgt.data(),
+      /*vsize=*/nullptr, /*adjwgt=*/nullptr, &nparts,
+      /*tpwgts=*/nullptr, ubvec.data(), metis_options, &objval, part.data());
+  if (rc != METIS_OK) {
+    return Annotate(MetisError(rc), absl::StrCat("partitioning ", n,
+                                                 " nodes into ", k, " parts"));
+  }
+  progress.Update(n);
+  progress.Done();
+  result.assign_seconds = SecondsSince(start);
+  for (int64_t v = 0; v < n; ++v) {
+    if (part[v] < 0 || part[v] >= k) {
+      return absl::InternalError(absl::StrCat("METIS assigned node ", v,
+                                              " to part ", part[v], " of ", k));
+    }
+  }
+  result.part = std::move(part);
+  return result;
+}
+
+}  // namespace shardgnn::partition_internal

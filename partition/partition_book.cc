@@ -1,0 +1,171 @@
+#include "partition/partition_book.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "common/status.h"
+#include "nlohmann/json.hpp"
+
+namespace shardgnn {
+
+std::string PartDirName(int part) { return absl::StrCat("part-", part); }
+
+std::string PartitionManifest::ToJson() const {
+  nlohmann::ordered_json j;
+  j["format"] = kPartitionFormat;
+  j["format_version"] = format_version;
+  j["dataset"] = {{"name", dataset_name},       {"checksum", dataset_checksum},
+                  {"num_nodes", num_nodes},     {"num_edges", num_edges},
+                  {"directed", directed},       {"feature_dim", feature_dim},
+                  {"num_classes", num_classes}, {"splits", splits}};
+  j["num_nodes"] = num_nodes;
+  j["num_edges"] = num_edges;
+  j["feature_dim"] = feature_dim;
+  j["num_classes"] = num_classes;
+  j["num_parts"] = num_parts;
+  j["method"] = method;
+  j["requested_method"] = requested_method;
+  j["seed"] = seed;
+  j["partition_id"] = partition_id;
+  j["node_ranges"] = node_ranges;
+  j["orig_ids"] = {{"file", kOrigIdsFile}, {"checksum", orig_ids_checksum}};
+  nlohmann::ordered_json parts_json = nlohmann::ordered_json::array();
+  for (const PartInfo& p : parts) {
+    parts_json.push_back({{"part", p.part},
+                          {"dir", p.dir},
+                          {"nodes", p.nodes},
+                          {"edges", p.edges},
+                          {"cut_edges", p.cut_edges},
+                          {"split_counts", p.split_counts},
+                          {"content_checksum", p.content_checksum}});
+  }
+  j["parts"] = parts_json;
+  j["edge_cut"] = {{"edges", edge_cut}, {"fraction", edge_cut_fraction}};
+  nlohmann::ordered_json balance_json = nlohmann::ordered_json::object();
+  for (const auto& [name, b] : balance) {
+    balance_json[name] = {
+        {"max", b.max}, {"avg", b.avg}, {"imbalance", b.Imbalance()}};
+  }
+  j["balance"] = balance_json;
+  j["warnings"] = warnings;
+  return j.dump(2) + "\n";
+}
+
+absl::StatusOr<PartitionManifest> PartitionManifest::FromJson(
+    absl::string_view json) {
+  PartitionManifest m;
+  try {
+    auto j = nlohmann::json::parse(json.begin(), json.end());
+    if (j.at("format").get<std::string>() != kPartitionFormat) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("not a partition manifest (format '",
+                       j.at("format").get<std::string>(), "')"));
+    }
+    m.format_version = j.at("format_version").get<int>();
+    if (m.format_version != kPartitionFormatVersion) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unsupported format_version ", m.format_version,
+                       " (this build reads ", kPartitionFormatVersion, ")"));
+    }
+    const auto& d = j.at("dataset");
+    m.dataset_name = d.at("name").get<std::string>();
+    m.dataset_checksum = d.at("checksum").get<std::string>();
+    m.directed = d.at("directed").get<bool>();
+    m.splits = d.at("splits").get<std::map<std::string, int64_t>>();
+    m.num_nodes = j.at("num_nodes").get<int64_t>();
+    m.num_edges = j.at("num_edges").get<int64_t>();
+    m.feature_dim = j.at("feature_dim").get<int64_t>();
+    m.num_classes = j.at("num_classes").get<int64_t>();
+    m.num_parts = j.at("num_parts").get<int>();
+    m.method = j.at("method").get<std::string>();
+    m.requested_method = j.at("requested_method").get<std::string>();
+    m.seed = j.at("seed").get<uint64_t>();
+    m.partition_id = j.at("partition_id").get<std::string>();
+    m.node_ranges = j.at("node_ranges").get<std::vector<NodeId>>();
+    m.orig_ids_checksum = j.at("orig_ids").at("checksum").get<std::string>();
+    for (const auto& p : j.at("parts")) {
+      PartInfo info;
+      info.part = p.at("part").get<int>();
+      info.dir = p.at("dir").get<std::string>();
+      info.nodes = p.at("nodes").get<int64_t>();
+      info.edges = p.at("edges").get<int64_t>();
+      info.cut_edges = p.at("cut_edges").get<int64_t>();
+      info.split_counts =
+          p.at("split_counts").get<std::map<std::string, int64_t>>();
+      info.content_checksum = p.at("content_checksum").get<std::string>();
+      m.parts.push_back(std::move(info));
+    }
+    m.edge_cut = j.at("edge_cut").at("edges").get<int64_t>();
+    m.edge_cut_fraction = j.at("edge_cut").at("fraction").get<double>();
+    for (const auto& [name, b] : j.at("balance").items()) {
+      m.balance[name] = {b.at("max").get<int64_t>(), b.at("avg").get<double>()};
+    }
+    m.warnings = j.at("warnings").get<std::vector<std::string>>();
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(e.what());
+  }
+  if (m.num_parts < 1 ||
+      m.node_ranges.size() != static_cast<size_t>(m.num_parts) + 1 ||
+      m.parts.size() != static_cast<size_t>(m.num_parts)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_parts ", m.num_parts, " disagrees with ", m.node_ranges.size(),
+        " node_ranges and ", m.parts.size(), " parts"));
+  }
+  if (m.node_ranges.back() != m.num_nodes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node_ranges end at ", m.node_ranges.back(),
+                     " but num_nodes is ", m.num_nodes));
+  }
+  for (int p = 0; p < m.num_parts; ++p) {
+    if (m.parts[p].part != p ||
+        m.parts[p].nodes != m.node_ranges[p + 1] - m.node_ranges[p]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("parts[", p, "] disagrees with node_ranges (part ",
+                       m.parts[p].part, ", ", m.parts[p].nodes, " nodes)"));
+    }
+  }
+  ASSIGN_OR_RETURN(PartitionBook book, PartitionBook::Create(m.node_ranges));
+  (void)book;
+  return m;
+}
+
+absl::StatusOr<PartitionManifest> ReadPartitionManifest(
+    const std::string& dir) {
+  std::string path = JoinPath(dir, kPartitionManifestFile);
+  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  absl::StatusOr<PartitionManifest> m = PartitionManifest::FromJson(text);
+  if (!m.ok()) return Annotate(m.status(), path);
+  return m;
+}
+
+absl::StatusOr<PartitionBook> PartitionBook::Create(
+    std::vector<NodeId> node_ranges) {
+  if (node_ranges.size() < 2 || node_ranges[0] != 0) {
+    return absl::InvalidArgumentError(
+        "node_ranges must hold at least two offsets and start at 0");
+  }
+  for (size_t i = 1; i < node_ranges.size(); ++i) {
+    if (node_ranges[i] < node_ranges[i - 1]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node_ranges decrease at index ", i, " (",
+                       node_ranges[i - 1], " then ", node_ranges[i], ")"));
+    }
+  }
+  return PartitionBook(std::move(node_ranges));
+}
+
+absl::StatusOr<PartitionBook> PartitionBook::FromManifest(
+    const PartitionManifest& manifest) {
+  return Create(manifest.node_ranges);
+}
+
+int PartitionBook::Owner(NodeId id) const {
+  if (id < 0 || id >= num_nodes()) return -1;
+  // The first part whose end exceeds id; empty parts are skipped naturally.
+  auto it = std::upper_bound(node_ranges_.begin() + 1, node_ranges_.end(), id);
+  return static_cast<int>(it - (node_ranges_.begin() + 1));
+}
+
+}  // namespace shardgnn

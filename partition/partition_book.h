@@ -1,0 +1,125 @@
+// The partition manifest (partition.json) and the partition book built from it.
+//
+// After partitioning, node IDs are relabelled so that part p owns the
+// contiguous range [node_ranges[p], node_ranges[p+1]). The partition book
+// answers "which part owns node v" with a binary search over those K+1
+// offsets; the sampler and the trainer use it to route requests. This header
+// is deliberately free of RocksDB and METIS so that any layer can include it.
+// Server addresses are attached by the sampler layer, not stored here.
+#ifndef SHARDGNN_PARTITION_PARTITION_BOOK_H_
+#define SHARDGNN_PARTITION_PARTITION_BOOK_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/types.h"
+
+namespace shardgnn {
+
+inline constexpr char kPartitionManifestFile[] = "partition.json";
+inline constexpr char kPartitionTimingFile[] = "timing.json";
+inline constexpr char kOrigIdsFile[] = "orig_ids.npy";
+inline constexpr char kPartitionFormat[] = "shardgnn-partition";
+inline constexpr int kPartitionFormatVersion = 1;
+
+// "part-<p>": the shard directory of part p inside a partition directory.
+std::string PartDirName(int part);
+
+// What partition.json records about one part.
+struct PartInfo {
+  int part = 0;
+  std::string dir;    // Relative to the partition directory ("part-0").
+  int64_t nodes = 0;  // Owned nodes.
+  int64_t edges = 0;  // Adjacency entries of the owned nodes.
+  int64_t cut_edges =
+      0;  // Of those, entries whose neighbor is in another part.
+  std::map<std::string, int64_t> split_counts;  // Owned nodes per split.
+  std::string content_checksum;  // ShardMeta::content_checksum of the shard.
+};
+
+// How evenly one quantity (nodes, train nodes, edges) is spread over parts.
+struct BalanceFigure {
+  int64_t max = 0;  // Largest per-part count.
+  double avg = 0;   // Total / parts.
+  // max / avg; 1.0 is perfect balance (and the value for an all-zero count).
+  double Imbalance() const { return avg > 0 ? max / avg : 1.0; }
+};
+
+// Everything partition.json holds. Serialized deterministically: the same
+// partition gives byte-identical JSON. Timings live in timing.json instead.
+struct PartitionManifest {
+  int format_version = kPartitionFormatVersion;
+  std::string dataset_name;
+  // XXH64 over the dataset's content (topology, features, labels, splits).
+  std::string dataset_checksum;
+  int64_t num_nodes = 0;
+  int64_t num_edges = 0;  // Adjacency entries (an undirected edge counts 2).
+  bool directed = false;
+  int64_t feature_dim = 0;
+  int64_t num_classes = 0;
+  std::map<std::string, int64_t> splits;  // Split name -> node count.
+
+  int num_parts = 1;
+  std::string method;            // "metis" or "random" (what actually ran).
+  std::string requested_method;  // What was asked for (differs on fallback).
+  uint64_t seed = 0;
+  std::string partition_id;
+  std::vector<NodeId> node_ranges;  // K+1 offsets, node_ranges[0] == 0.
+  std::string orig_ids_checksum;    // XXH64 of orig_ids.npy.
+  std::vector<PartInfo> parts;
+
+  int64_t edge_cut = 0;          // Adjacency entries crossing parts.
+  double edge_cut_fraction = 0;  // edge_cut / num_edges.
+  // "nodes", "train_nodes", "edges" -> spread over parts.
+  std::map<std::string, BalanceFigure> balance;
+  std::vector<std::string> warnings;  // E.g. a METIS fallback, said once.
+
+  std::string ToJson() const;
+  // Fails with a message naming what is missing or inconsistent.
+  static absl::StatusOr<PartitionManifest> FromJson(absl::string_view json);
+};
+
+// Reads and checks <dir>/partition.json. Errors name the file.
+absl::StatusOr<PartitionManifest> ReadPartitionManifest(const std::string& dir);
+
+// A half-open range [start, end) of relabelled node IDs.
+struct NodeRange {
+  NodeId start = 0;
+  NodeId end = 0;
+  int64_t size() const { return end - start; }
+};
+
+// A node's owner by binary search over K+1 offsets. Immutable after
+// construction, so safe to share between threads. Cheap to copy (K+1 ints).
+class PartitionBook {
+ public:
+  // `node_ranges` must start at 0, be non-decreasing and hold at least two
+  // values (K >= 1). Empty parts (equal neighbors) are allowed.
+  static absl::StatusOr<PartitionBook> Create(std::vector<NodeId> node_ranges);
+  static absl::StatusOr<PartitionBook> FromManifest(
+      const PartitionManifest& manifest);
+
+  // The part owning `id`, or -1 if id is outside [0, num_nodes()).
+  int Owner(NodeId id) const;
+  // REQUIRES: 0 <= part < num_parts().
+  NodeRange Range(int part) const {
+    return {node_ranges_[part], node_ranges_[part + 1]};
+  }
+  int num_parts() const { return static_cast<int>(node_ranges_.size()) - 1; }
+  int64_t num_nodes() const { return node_ranges_.back(); }
+  const std::vector<NodeId>& node_ranges() const { return node_ranges_; }
+
+ private:
+  explicit PartitionBook(std::vector<NodeId> node_ranges)
+      : node_ranges_(std::move(node_ranges)) {}
+  std::vector<NodeId> node_ranges_;
+};
+
+}  // namespace shardgnn
+
+#endif  // SHARDGNN_PARTITION_PARTITION_BOOK_H_

@@ -1,0 +1,277 @@
+#include "partition/partition.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/file_util.h"
+#include "common/npy.h"
+#include "common/progress.h"
+#include "partition/partition_book.h"
+#include "tests/partition/graph_fixture.h"
+#include "tests/partition/shard_reader.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardgnn {
+namespace {
+
+using ::shardgnn::testing::ClusteredGraph;
+using ::shardgnn::testing::ReadShard;
+using ::shardgnn::testing::ShardContents;
+using ::shardgnn::testing::TempDir;
+using ::testing::HasSubstr;
+
+class PartitionTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { Progress::SetQuietByDefault(true); }
+};
+
+// Entries of `dir` (a directory that should hold only what the test made).
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Checks every invariant of a written partition against its source graph.
+void CheckPartition(const Dataset& d, const std::string& dir,
+                    const PartitionManifest& returned) {
+  const int64_t n = d.num_nodes();
+  ASSERT_OK_AND_ASSIGN(PartitionManifest m, ReadPartitionManifest(dir));
+  EXPECT_EQ(m.ToJson(), returned.ToJson());
+  ASSERT_OK_AND_ASSIGN(PartitionBook book, PartitionBook::FromManifest(m));
+  ASSERT_EQ(book.num_nodes(), n);
+  ASSERT_OK_AND_ASSIGN(NpyArray<int64_t> orig,
+                       ReadNpy<int64_t>(JoinPath(dir, kOrigIdsFile), 1));
+  ASSERT_EQ(orig.shape[0], n);
+  // orig_ids is a permutation, ascending within each part.
+  std::vector<NodeId> new_of(n, -1);
+  for (NodeId id = 0; id < n; ++id) {
+    ASSERT_GE(orig.data[id], 0);
+    ASSERT_LT(orig.data[id], n);
+    ASSERT_EQ(new_of[orig.data[id]], -1) << "original node owned twice";
+    new_of[orig.data[id]] = id;
+    int p = book.Owner(id);
+    if (id > book.Range(p).start) {
+      EXPECT_LT(orig.data[id - 1], orig.data[id]);
+    }
+  }
+  int64_t edges = 0;
+  std::map<std::string, std::vector<NodeId>> splits_seen;
+  for (int p = 0; p < m.num_parts; ++p) {
+    ASSERT_OK_AND_ASSIGN(ShardContents shard,
+                         ReadShard(JoinPath(dir, m.parts[p].dir)));
+    NodeRange range = book.Range(p);
+    EXPECT_EQ(shard.meta.part_id, p);
+    EXPECT_EQ(shard.meta.node_start, range.start);
+    EXPECT_EQ(shard.meta.node_end, range.end);
+    EXPECT_EQ(shard.meta.partition_id, m.partition_id);
+    EXPECT_EQ(shard.meta.content_checksum, m.parts[p].content_checksum);
+    ASSERT_EQ(static_cast<int64_t>(shard.adj.size()), range.size());
+    ASSERT_EQ(static_cast<int64_t>(shard.feat.size()), range.size());
+    ASSERT_EQ(static_cast<int64_t>(shard.label.size()), range.size());
+    for (NodeId id = range.start; id < range.end; ++id) {
+      const NodeId u = orig.data[id];
+      std::vector<NodeId> expected;
+      for (int64_t e = d.indptr[u]; e < d.indptr[u + 1]; ++e) {
+        expected.push_back(new_of[d.indices[e]]);
+      }
+      std::sort(expected.begin(), expected.end());
+      ASSERT_EQ(shard.adj.at(id), expected) << "node " << id;
+      edges += static_cast<int64_t>(expected.size());
+      const std::vector<float>& row = shard.feat.at(id);
+      ASSERT_EQ(static_cast<int64_t>(row.size()), d.feature_dim());
+      EXPECT_EQ(std::memcmp(row.data(), &d.features[u * d.feature_dim()],
+                            row.size() * sizeof(float)),
+                0);
+      EXPECT_EQ(shard.label.at(id), d.labels[u]);
+    }
+    for (const auto& [name, ids] : shard.splits) {
+      EXPECT_EQ(static_cast<int64_t>(ids.size()),
+                m.parts[p].split_counts.at(name));
+      for (NodeId id : ids) {
+        EXPECT_EQ(book.Owner(id), p);
+        splits_seen[name].push_back(orig.data[id]);
+      }
+    }
+  }
+  EXPECT_EQ(edges, d.num_edges());
+  for (auto& [name, ids] : splits_seen) std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(splits_seen, d.splits);
+}
+
+class PartitionInvariantsTest
+    : public PartitionTest,
+      public ::testing::WithParamInterface<std::tuple<PartitionMethod, int>> {};
+
+TEST_P(PartitionInvariantsTest, EveryNodeEdgeAndRowSurvivesRelabelling) {
+  const auto [method, k] = GetParam();
+  Dataset d = ClusteredGraph(/*clusters=*/8, /*per_cluster=*/150, 10);
+  TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = k;
+  options.method = method;
+  options.seed = 3;
+  ASSERT_OK_AND_ASSIGN(PartitionManifest m,
+                       PartitionInMemory(d, tmp.Sub("p"), options));
+  EXPECT_EQ(m.num_parts, k);
+  EXPECT_EQ(m.method, PartitionMethodName(method));
+  EXPECT_TRUE(m.warnings.empty());
+  CheckPartition(d, tmp.Sub("p"), m);
+  // Every part has nodes, and train nodes are spread evenly.
+  for (const PartInfo& info : m.parts) EXPECT_GT(info.nodes, 0);
+  EXPECT_LE(m.balance.at("train_nodes").Imbalance(), 1.10);
+  EXPECT_LE(m.balance.at("nodes").Imbalance(), 1.10);
+  int64_t cut = 0;
+  for (const PartInfo& info : m.parts) cut += info.cut_edges;
+  EXPECT_EQ(cut, m.edge_cut);
+  if (k == 1) EXPECT_EQ(m.edge_cut, 0);
+  // Nothing but the partition is left in the parent directory.
+  EXPECT_EQ(Entries(tmp.path()), std::vector<std::string>{"p"});
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllK, PartitionInvariantsTest,
+    ::testing::Combine(::testing::Values(PartitionMethod::kMetis,
+                                         PartitionMethod::kRandom),
+                       ::testing::Range(1, 9)),
+    [](const auto& info) {
+      return std::string(PartitionMethodName(std::get<0>(info.param))) + "_k" +
+             std::to_string(std::get<1>(info.param));
+    });
+
+TEST_F(PartitionTest, MetisCutsFarFewerEdgesThanRandomOnClusteredGraph) {
+  Dataset d = ClusteredGraph(8, 150, 10);
+  TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = 4;
+  ASSERT_OK_AND_ASSIGN(PartitionManifest metis,
+                       PartitionInMemory(d, tmp.Sub("metis"), options));
+  options.method = PartitionMethod::kRandom;
+  ASSERT_OK_AND_ASSIGN(PartitionManifest random,
+                       PartitionInMemory(d, tmp.Sub("random"), options));
+  // Random cuts about 3/4 of the edges; the clusters allow far less.
+  EXPECT_GT(random.edge_cut_fraction, 0.6);
+  EXPECT_LT(metis.edge_cut_fraction, 0.5 * random.edge_cut_fraction);
+  EXPECT_LE(metis.balance.at("edges").Imbalance(), 1.10);
+}
+
+TEST_F(PartitionTest, SameSeedGivesByteIdenticalOutput) {
+  Dataset d = ClusteredGraph(6, 100, 8);
+  TempDir tmp;
+  for (PartitionMethod method :
+       {PartitionMethod::kMetis, PartitionMethod::kRandom}) {
+    PartitionOptions options;
+    options.num_parts = 3;
+    options.method = method;
+    options.seed = 11;
+    std::string name = PartitionMethodName(method);
+    ASSERT_OK(PartitionInMemory(d, tmp.Sub(name + "1"), options));
+    ASSERT_OK(PartitionInMemory(d, tmp.Sub(name + "2"), options));
+    options.seed = 12;
+    ASSERT_OK(PartitionInMemory(d, tmp.Sub(name + "3"), options));
+    for (const char* file : {kPartitionManifestFile, kOrigIdsFile}) {
+      ASSERT_OK_AND_ASSIGN(
+          std::string a, ReadFileToString(JoinPath(tmp.Sub(name + "1"), file)));
+      ASSERT_OK_AND_ASSIGN(
+          std::string b, ReadFileToString(JoinPath(tmp.Sub(name + "2"), file)));
+      EXPECT_EQ(a, b) << name << " " << file;
+    }
+    ASSERT_OK_AND_ASSIGN(PartitionManifest m1,
+                         ReadPartitionManifest(tmp.Sub(name + "1")));
+    ASSERT_OK_AND_ASSIGN(PartitionManifest m3,
+                         ReadPartitionManifest(tmp.Sub(name + "3")));
+    EXPECT_EQ(m1.dataset_checksum, m3.dataset_checksum);
+    if (method == PartitionMethod::kRandom) {
+      EXPECT_NE(m1.partition_id, m3.partition_id) << "seed not used";
+    }
+  }
+}
+
+TEST_F(PartitionTest, WorksWithoutTrainSplit) {
+  Dataset d = ClusteredGraph(4, 100, 8, /*with_train=*/false);
+  TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = 4;
+  ASSERT_OK_AND_ASSIGN(PartitionManifest m,
+                       PartitionInMemory(d, tmp.Sub("p"), options));
+  EXPECT_EQ(m.balance.count("train_nodes"), 0u);
+  CheckPartition(d, tmp.Sub("p"), m);
+}
+
+TEST_F(PartitionTest, FallsBackToRandomWhenMetisIndexWouldOverflow) {
+  Dataset d = ClusteredGraph(4, 50, 6);
+  TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = 2;
+  options.metis_index_limit = d.num_nodes() + 10;  // Fewer than the edges.
+  ASSERT_OK_AND_ASSIGN(PartitionManifest m,
+                       PartitionInMemory(d, tmp.Sub("p"), options));
+  EXPECT_EQ(m.method, "random");
+  EXPECT_EQ(m.requested_method, "metis");
+  ASSERT_EQ(m.warnings.size(), 1u);
+  EXPECT_THAT(m.warnings[0], HasSubstr("32-bit idx_t"));
+  EXPECT_THAT(PartitionSummary(m), HasSubstr("warning:"));
+  CheckPartition(d, tmp.Sub("p"), m);
+}
+
+TEST_F(PartitionTest, BadInputFailsClearlyAndLeavesNothing) {
+  Dataset d = ClusteredGraph(2, 5, 4);
+  TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = 11;
+  auto too_many = PartitionInMemory(d, tmp.Sub("p"), options);
+  EXPECT_TRUE(absl::IsInvalidArgument(too_many.status()));
+  EXPECT_THAT(std::string(too_many.status().message()),
+              HasSubstr("larger than the graph's 10 nodes"));
+  options.num_parts = 0;
+  auto zero = PartitionInMemory(d, tmp.Sub("p"), options);
+  EXPECT_THAT(std::string(zero.status().message()), HasSubstr("at least 1"));
+  EXPECT_TRUE(Entries(tmp.path()).empty());
+
+  options.num_parts = 2;
+  std::filesystem::create_directory(tmp.Sub("exists"));
+  ASSERT_OK(WriteFileAtomic(tmp.Sub("exists/keep"), "x"));
+  auto exists = PartitionInMemory(d, tmp.Sub("exists"), options);
+  EXPECT_TRUE(absl::IsAlreadyExists(exists.status()));
+  EXPECT_EQ(Entries(tmp.Sub("exists")), std::vector<std::string>{"keep"});
+  EXPECT_EQ(Entries(tmp.path()), std::vector<std::string>{"exists"});
+
+  Dataset empty;
+  empty.indptr = {0};
+  auto no_nodes = PartitionInMemory(empty, tmp.Sub("p"), options);
+  EXPECT_THAT(std::string(no_nodes.status().message()), HasSubstr("no nodes"));
+
+  Dataset bad = d;
+  bad.indices[3] = 99;
+  auto out_of_range = PartitionInMemory(bad, tmp.Sub("p"), options);
+  EXPECT_THAT(std::string(out_of_range.status().message()),
+              HasSubstr("indices[3] = 99 is outside [0, 10)"));
+  EXPECT_EQ(Entries(tmp.path()), std::vector<std::string>{"exists"});
+}
+
+TEST_F(PartitionTest, DescribePartitionListsEveryPart) {
+  Dataset d = ClusteredGraph(3, 40, 6);
+  TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = 3;
+  ASSERT_OK_AND_ASSIGN(PartitionManifest m,
+                       PartitionInMemory(d, tmp.Sub("p"), options));
+  std::string text = DescribePartition(m);
+  EXPECT_THAT(text, HasSubstr("edge cut:"));
+  EXPECT_THAT(text, HasSubstr("part-2"));
+  EXPECT_THAT(text, HasSubstr("train_nodes"));
+}
+
+}  // namespace
+}  // namespace shardgnn
