@@ -1,0 +1,170 @@
+// ImportEdgeList: "src dst" text plus features and labels as .npy files.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "common/npy.h"
+#include "common/status.h"
+#include "datasets/dataset.h"
+#include "datasets/importers.h"
+#include "datasets/internal/csr_builder.h"
+#include "datasets/internal/dataset_dir.h"
+#include "datasets/internal/import_util.h"
+#include "datasets/internal/text_readers.h"
+
+namespace shardgnn {
+namespace {
+
+// Labels as int64 from an int64 or int32 .npy of shape [n].
+absl::StatusOr<std::vector<int64_t>> ReadLabelsNpy(
+    const std::string& path, int64_t n, const std::string& features) {
+  ASSIGN_OR_RETURN(NpyHeader header, ReadNpyHeader(path));
+  std::vector<int64_t> labels;
+  if (header.dtype == NpyDtype::kInt32) {
+    ASSIGN_OR_RETURN(NpyArray<int32_t> array, ReadNpy<int32_t>(path, 1));
+    labels.assign(array.data.begin(), array.data.end());
+  } else {
+    ASSIGN_OR_RETURN(NpyArray<int64_t> array, ReadNpy<int64_t>(path, 1));
+    labels = std::move(array.data);
+  }
+  if (static_cast<int64_t>(labels.size()) != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": has ", labels.size(), " labels but ", features,
+                     " has ", n, " rows"));
+  }
+  for (size_t v = 0; v < labels.size(); ++v) {
+    if (labels[v] < -1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": label of node ", v, " is ", labels[v],
+                       " (classes are >= 0, -1 = unlabeled)"));
+    }
+  }
+  return labels;
+}
+
+absl::StatusOr<std::vector<NodeId>> ReadSplitNpy(const std::string& path,
+                                                 int64_t n) {
+  ASSIGN_OR_RETURN(NpyArray<int64_t> array, ReadNpy<int64_t>(path, 1));
+  std::vector<NodeId> nodes = std::move(array.data);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i] < 0 || nodes[i] >= n) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": entry ", i,
+                                                     " is node ", nodes[i],
+                                                     ", outside [0, ", n, ")"));
+    }
+  }
+  std::sort(nodes.begin(), nodes.end());
+  auto repeat = std::adjacent_find(nodes.begin(), nodes.end());
+  if (repeat != nodes.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": node ", *repeat, " is listed twice"));
+  }
+  return nodes;
+}
+
+}  // namespace
+
+absl::StatusOr<BuildSummary> ImportEdgeList(
+    const EdgeListImportOptions& options, const std::string& out_dir) {
+  auto start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(std::string edges_path,
+                   datasets_internal::FindInput(options.edges_path));
+  ASSIGN_OR_RETURN(NpyHeader features, ReadNpyHeader(options.features_path));
+  if (features.dtype != NpyDtype::kFloat32 || features.shape.size() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.features_path,
+                     ": expected a float32 array of shape [nodes, features]"));
+  }
+  const int64_t n = features.shape[0];
+  const int64_t dim = features.shape[1];
+  if (n == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options.features_path, ": has 0 rows (the graph has no nodes)"));
+  }
+  ASSIGN_OR_RETURN(
+      std::vector<int64_t> labels,
+      ReadLabelsNpy(options.labels_path, n, options.features_path));
+  datasets_internal::Splits splits;
+  if (options.split_paths.empty()) {
+    if (options.split_fractions.size() != 3) {
+      return absl::InvalidArgumentError(
+          "split fractions: expected three (train, valid, test)");
+    }
+    splits =
+        datasets_internal::RandomSplit(labels, {"train", "valid", "test"},
+                                       options.split_fractions, options.seed);
+  } else {
+    for (const auto& [name, path] : options.split_paths) {
+      ASSIGN_OR_RETURN(splits[name], ReadSplitNpy(path, n));
+    }
+  }
+  BuildSummary summary;
+  std::vector<NodeId> src, dst;
+  RETURN_IF_ERROR(datasets_internal::ReadEdgeText(
+      edges_path, datasets_internal::EdgeSeparator::kAuto, n, &src, &dst));
+  summary.input_edges = static_cast<int64_t>(src.size());
+  if (src.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(edges_path, ": the graph has no edges"));
+  }
+
+  ASSIGN_OR_RETURN(std::unique_ptr<StagingDir> staging,
+                   StagingDir::Create(out_dir));
+  const std::string& dir = staging->path();
+  datasets_internal::CsrOptions csr;
+  csr.undirected = options.edges.undirected;
+  csr.keep_self_loops = options.edges.keep_self_loops;
+  ASSIGN_OR_RETURN(
+      datasets_internal::CsrResult result,
+      datasets_internal::WriteCsr(n, std::move(src), std::move(dst), csr, dir));
+  // The features file is already a valid float32 [N, F] .npy: copy it as is.
+  std::error_code ec;
+  std::filesystem::copy_file(options.features_path,
+                             JoinPath(dir, kFeaturesFile), ec);
+  if (ec) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("copying ", options.features_path, ": ", ec.message()));
+  }
+  RETURN_IF_ERROR(datasets_internal::WriteLabelsAndSplits(dir, labels, splits));
+
+  DatasetManifest manifest;
+  manifest.name = options.name.empty()
+                      ? datasets_internal::DefaultName(edges_path)
+                      : options.name;
+  manifest.num_nodes = n;
+  manifest.num_edges = result.num_edges;
+  manifest.directed = !options.edges.undirected;
+  manifest.feature_dim = dim;
+  int64_t max_label = -1;
+  for (int64_t label : labels) max_label = std::max(max_label, label);
+  manifest.num_classes = max_label + 1;
+  for (const auto& [name, nodes] : splits) {
+    manifest.splits[name] = static_cast<int64_t>(nodes.size());
+  }
+  manifest.source =
+      absl::StrCat("imported from edge list ", edges_path, " with features ",
+                   options.features_path, " and labels ", options.labels_path,
+                   options.edges.undirected ? "; reverse edges added" : "",
+                   options.split_paths.empty()
+                       ? absl::StrCat("; random split with seed ", options.seed)
+                       : "; split from .npy files");
+  RETURN_IF_ERROR(datasets_internal::FinishDatasetDir(dir, manifest));
+  RETURN_IF_ERROR(staging->Commit());
+
+  summary.out_dir = out_dir;
+  ASSIGN_OR_RETURN(summary.manifest, ReadDatasetManifest(out_dir));
+  summary.duplicate_edges_dropped = result.duplicate_edges_dropped;
+  summary.self_loops_dropped = result.self_loops_dropped;
+  summary.max_degree = result.max_degree;
+  summary.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return summary;
+}
+
+}  // namespace shardgnn

@@ -1,0 +1,140 @@
+// Tests for ImportEdgeList (datasets/edgelist_importer.cc).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/npy.h"
+#include "common/progress.h"
+#include "datasets/dataset.h"
+#include "datasets/importers.h"
+#include "tests/datasets/test_files.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardgnn {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class EdgeListImporterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Progress::SetQuietByDefault(true);
+    testing::WriteText(tmp_.Sub("in/g.txt"),
+                       "# a comment\n0 1\n1\t2\n2,3\n3 0\n0 1\n\n");
+    ASSERT_OK(WriteNpy<float>(tmp_.Sub("in/x.npy"), {4, 3},
+                              {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+    ASSERT_OK(WriteNpy<int64_t>(tmp_.Sub("in/y.npy"), {4}, {0, 1, 1, -1}));
+  }
+
+  EdgeListImportOptions Options() {
+    EdgeListImportOptions options;
+    options.edges_path = tmp_.Sub("in/g.txt");
+    options.features_path = tmp_.Sub("in/x.npy");
+    options.labels_path = tmp_.Sub("in/y.npy");
+    options.split_fractions = {0.34, 0.33, 0.33};
+    options.seed = 3;
+    return options;
+  }
+
+  void ExpectFailure(const EdgeListImportOptions& options,
+                     const std::string& message_part) {
+    absl::StatusOr<BuildSummary> s = ImportEdgeList(options, tmp_.Sub("out"));
+    ASSERT_FALSE(s.ok());
+    EXPECT_THAT(std::string(s.status().message()), HasSubstr(message_part));
+    EXPECT_THAT(testing::Entries(tmp_.path()), ElementsAre("in"));
+  }
+
+  testing::TempDir tmp_;
+};
+
+TEST_F(EdgeListImporterTest, ImportsDirectedWithRandomSplit) {
+  ASSERT_OK_AND_ASSIGN(BuildSummary s,
+                       ImportEdgeList(Options(), tmp_.Sub("out")));
+  EXPECT_EQ(s.input_edges, 5);
+  EXPECT_EQ(s.duplicate_edges_dropped, 1);
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
+  EXPECT_EQ(d.indptr, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(d.indices, (std::vector<NodeId>{3, 0, 1, 2}));
+  EXPECT_EQ(d.features[11], 11.0f);
+  EXPECT_EQ(d.manifest.num_classes, 2);
+  // Only the 3 labeled nodes are split, one each.
+  EXPECT_EQ(d.splits["train"].size() + d.splits["valid"].size() +
+                d.splits["test"].size(),
+            3u);
+  for (const auto& [name, nodes] : d.splits) {
+    for (NodeId v : nodes) EXPECT_NE(v, 3) << name;
+  }
+}
+
+TEST_F(EdgeListImporterTest, UndirectedWithSplitFiles) {
+  ASSERT_OK(WriteNpy<int64_t>(tmp_.Sub("in/train.npy"), {2}, {2, 0}));
+  EdgeListImportOptions options = Options();
+  options.edges.undirected = true;
+  options.split_paths["train"] = tmp_.Sub("in/train.npy");
+  ASSERT_OK(ImportEdgeList(options, tmp_.Sub("out")));
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
+  EXPECT_EQ(d.num_edges(), 8);
+  EXPECT_EQ(d.splits.size(), 1u);
+  EXPECT_EQ(d.splits["train"], (std::vector<NodeId>{0, 2}));
+}
+
+TEST_F(EdgeListImporterTest, MissingFile) {
+  EdgeListImportOptions options = Options();
+  options.labels_path = tmp_.Sub("in/none.npy");
+  ExpectFailure(options, "none.npy");
+}
+
+TEST_F(EdgeListImporterTest, TruncatedGzip) {
+  std::string text;
+  for (int i = 0; i < 4000; ++i) text += "0 1\n";
+  testing::WriteGzip(tmp_.Sub("in/g.txt.gz"), text);
+  testing::Truncate(tmp_.Sub("in/g.txt.gz"), 10);
+  EdgeListImportOptions options = Options();
+  options.edges_path = tmp_.Sub("in/g.txt.gz");
+  ExpectFailure(options, "g.txt.gz");
+}
+
+TEST_F(EdgeListImporterTest, WrongColumnCount) {
+  testing::WriteText(tmp_.Sub("in/g.txt"), "0 1\n1 2 0.5\n");
+  ExpectFailure(Options(), "g.txt:2: expected 2 columns");
+}
+
+TEST_F(EdgeListImporterTest, NonNumericField) {
+  testing::WriteText(tmp_.Sub("in/g.txt"), "0 1\n1 two\n");
+  ExpectFailure(Options(), "g.txt:2: \"two\" is not an integer");
+}
+
+TEST_F(EdgeListImporterTest, IdOutOfRange) {
+  testing::WriteText(tmp_.Sub("in/g.txt"), "0 1\n-1 2\n");
+  ExpectFailure(Options(), "g.txt:2: node ID -1 is outside [0, 4)");
+}
+
+TEST_F(EdgeListImporterTest, LabelFeatureCountMismatch) {
+  ASSERT_OK(WriteNpy<int64_t>(tmp_.Sub("in/y.npy"), {3}, {0, 1, 1}));
+  ExpectFailure(Options(), "y.npy: has 3 labels but");
+}
+
+TEST_F(EdgeListImporterTest, EmptyGraph) {
+  testing::WriteText(tmp_.Sub("in/g.txt"), "# nothing\n");
+  ExpectFailure(Options(), "g.txt: the graph has no edges");
+}
+
+TEST_F(EdgeListImporterTest, SplitOutOfRange) {
+  ASSERT_OK(WriteNpy<int64_t>(tmp_.Sub("in/train.npy"), {1}, {4}));
+  EdgeListImportOptions options = Options();
+  options.split_paths["train"] = tmp_.Sub("in/train.npy");
+  ExpectFailure(options, "train.npy: entry 0 is node 4, outside [0, 4)");
+}
+
+TEST_F(EdgeListImporterTest, OutputExists) {
+  std::filesystem::create_directory(tmp_.Sub("out"));
+  absl::StatusOr<BuildSummary> s = ImportEdgeList(Options(), tmp_.Sub("out"));
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(testing::Entries(tmp_.Sub("out")), ::testing::IsEmpty());
+}
+
+}  // namespace
+}  // namespace shardgnn
