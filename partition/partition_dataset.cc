@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "common/checksum.h"
 #include "common/file_util.h"
 #include "common/npy.h"
 #include "common/status.h"
@@ -49,6 +50,20 @@ absl::StatusOr<PartitionManifest> PartitionDataset(
   auto load_features = [&]() -> absl::Status {
     auto feature_start = std::chrono::steady_clock::now();
     const std::string path = JoinPath(dataset_dir, kFeaturesFile);
+    if (options.verify_checksums) {
+      auto it = dataset.manifest.files.find(kFeaturesFile);
+      if (it == dataset.manifest.files.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(JoinPath(dataset_dir, kDatasetManifestFile),
+                         ": has no checksum for ", kFeaturesFile));
+      }
+      ASSIGN_OR_RETURN(std::string sum, ChecksumFile(path));
+      if (sum != it->second) {
+        return absl::DataLossError(absl::StrCat(
+            path, ": checksum ", sum, " does not match ", it->second,
+            " in the manifest (file damaged or replaced)"));
+      }
+    }
     ASSIGN_OR_RETURN(NpyArray<float> features, ReadNpy<float>(path, 2));
     if (features.shape[0] != dataset.num_nodes() ||
         features.shape[1] != dataset.manifest.feature_dim) {
