@@ -1,0 +1,63 @@
+// Data-parallel process groups: TCPStore rendezvous + c10d::ProcessGroupGloo, behind a torch-free interface.
+//
+// A ProcessGroup joins `world_size` trainer processes. Rank 0 hosts the TCPStore at MASTER_ADDR:MASTER_PORT; every
+// rank connects to it, then Gloo pairs connect directly. Every operation has a deadline (`timeout`): a peer that
+// died or never came makes the call fail with DEADLINE_EXCEEDED or UNAVAILABLE naming the operation and rank,
+// never a hang. Collectives must be called by every rank in the same order. Not thread-safe: use a group from
+// one thread (the training thread).
+#ifndef SHARDGNN_TRAINER_DISTRIBUTED_H_
+#define SHARDGNN_TRAINER_DISTRIBUTED_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace shardgnn {
+
+struct DistributedOptions {
+  int rank = 0;
+  int world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  // Deadline for the rendezvous and for every collective.
+  std::chrono::milliseconds timeout{std::chrono::seconds(120)};
+};
+
+// Fills rank, world size and master address/port from torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR,
+// MASTER_PORT) where they are set, on top of `defaults`. A malformed value is an error naming the variable.
+absl::StatusOr<DistributedOptions> DistributedOptionsFromEnv(DistributedOptions defaults);
+
+// Checks ranges: 0 <= rank < world_size, a port in 1..65535.
+absl::Status ValidateDistributedOptions(const DistributedOptions& options);
+
+class ProcessGroup {
+ public:
+  // Rendezvous with the other ranks. Fails (after at most `timeout`) if they do not all arrive.
+  static absl::StatusOr<std::unique_ptr<ProcessGroup>> Connect(const DistributedOptions& options);
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const;
+  int world_size() const;
+
+  // In-place sums over all ranks.
+  absl::Status AllreduceSum(float* data, int64_t count);
+  absl::Status AllreduceSum(double* data, int64_t count);
+  // Makes every rank's `data` equal to `root`'s.
+  absl::Status Broadcast(float* data, int64_t count, int root);
+  absl::Status Barrier();
+
+ private:
+  struct Impl;
+  explicit ProcessGroup(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shardgnn
+
+#endif  // SHARDGNN_TRAINER_DISTRIBUTED_H_

@@ -1,0 +1,38 @@
+// The hook through which the training loop keeps data-parallel replicas
+// identical.
+//
+// A GradientSync implementation (c10d over Gloo for real runs, anything for
+// tests) is handed to Train(). The loop calls BroadcastParameters() once before
+// the first step and AllreduceGradients() after every backward pass, before the
+// optimizer step; every rank must make the same calls in the same order.
+// Implementations are used from the training thread only.
+#ifndef SHARDGNN_TRAINER_GRADIENT_SYNC_H_
+#define SHARDGNN_TRAINER_GRADIENT_SYNC_H_
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+
+namespace shardgnn {
+
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+
+  // Makes every rank's parameters equal to rank 0's (in place).
+  virtual absl::Status BroadcastParameters(
+      const std::vector<torch::Tensor>& parameters) = 0;
+  // Replaces each parameter's gradient with the mean over ranks (in place).
+  // Gradients are defined.
+  virtual absl::Status AllreduceGradients(
+      const std::vector<torch::Tensor>& parameters) = 0;
+  // Sums `values` over ranks in place (evaluation counts).
+  virtual absl::Status AllreduceSum(absl::Span<double> values) = 0;
+};
+
+}  // namespace shardgnn
+
+#endif  // SHARDGNN_TRAINER_GRADIENT_SYNC_H_

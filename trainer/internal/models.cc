@@ -1,0 +1,221 @@
+#include "trainer/internal/models.h"
+
+#include <cmath>
+
+#include "trainer/internal/csr_ops.h"
+
+namespace shardgnn::internal {
+
+std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
+                                         ModelKind kind) {
+  const auto i64 = torch::TensorOptions().dtype(torch::kLong);
+  std::vector<BlockTensors> out(batch.blocks.size());
+  for (size_t l = 0; l < batch.blocks.size(); ++l) {
+    const Block& block = batch.blocks[l];
+    BlockTensors& t = out[l];
+    t.num_src = block.num_src;
+    t.num_dst = block.num_dst;
+    t.indptr = torch::from_blob(const_cast<int64_t*>(block.indptr.data()),
+                                {block.num_dst + 1}, i64)
+                   .clone();
+    t.indices = torch::from_blob(const_cast<int64_t*>(block.indices.data()),
+                                 {block.num_edges()}, i64)
+                    .clone();
+    if (kind == ModelKind::kSage) continue;
+    const int64_t num_loop = block.num_edges() + block.num_dst;
+    t.loop_indptr = torch::empty({block.num_dst + 1}, i64);
+    t.loop_indices = torch::empty({num_loop}, i64);
+    t.loop_dst = torch::empty({num_loop}, i64);
+    int64_t* lp = t.loop_indptr.data_ptr<int64_t>();
+    int64_t* li = t.loop_indices.data_ptr<int64_t>();
+    int64_t* ld = t.loop_dst.data_ptr<int64_t>();
+    std::vector<float> src_degree(block.num_src, 0.0f);
+    int64_t k = 0;
+    lp[0] = 0;
+    for (int64_t i = 0; i < block.num_dst; ++i) {
+      ld[k] = i;
+      li[k++] = i;
+      src_degree[i] += 1.0f;
+      for (int64_t e = block.indptr[i]; e < block.indptr[i + 1]; ++e) {
+        ld[k] = i;
+        li[k++] = block.indices[e];
+        src_degree[block.indices[e]] += 1.0f;
+      }
+      lp[i + 1] = k;
+    }
+    if (kind == ModelKind::kGcn) {
+      t.gcn_weight = torch::empty({num_loop, 1}, torch::kFloat);
+      float* w = t.gcn_weight.data_ptr<float>();
+      for (int64_t i = 0; i < block.num_dst; ++i) {
+        const float dst_degree = static_cast<float>(lp[i + 1] - lp[i]);
+        for (int64_t e = lp[i]; e < lp[i + 1]; ++e)
+          w[e] = 1.0f / std::sqrt(dst_degree * src_degree[li[e]]);
+      }
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// h_dst' = W_self h_dst + W_neigh mean_{u in N(dst)} h_u.
+class SageLayer : public torch::nn::Module {
+ public:
+  SageLayer(int64_t in, int64_t out) : project_first_(in > out) {
+    self_ = register_module("self", torch::nn::Linear(in, out));
+    neigh_ = register_module(
+        "neigh",
+        torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
+  }
+  torch::Tensor Forward(const BlockTensors& b, const torch::Tensor& h) {
+    torch::Tensor h_dst = h.narrow(0, 0, b.num_dst);
+    // Mean and projection commute; do the cheaper one on the wide side.
+    torch::Tensor agg =
+        project_first_ ? CsrAggregate(neigh_(h), {}, b.indptr, b.indices, true)
+                       : neigh_(CsrAggregate(h, {}, b.indptr, b.indices, true));
+    return self_(h_dst) + agg;
+  }
+
+ private:
+  bool project_first_;
+  torch::nn::Linear self_{nullptr}, neigh_{nullptr};
+};
+
+// h_i' = sum_{j in N(i) + i} h_j W / sqrt(deg_i deg_j) + b, degrees counted in
+// the block with self loops.
+class GcnLayer : public torch::nn::Module {
+ public:
+  GcnLayer(int64_t in, int64_t out) : project_first_(in > out) {
+    linear_ = register_module(
+        "linear",
+        torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
+    bias_ = register_parameter("bias", torch::zeros({out}));
+  }
+  torch::Tensor Forward(const BlockTensors& b, const torch::Tensor& h) {
+    torch::Tensor agg =
+        project_first_ ? CsrAggregate(linear_(h), b.gcn_weight, b.loop_indptr,
+                                      b.loop_indices, false)
+                       : linear_(CsrAggregate(h, b.gcn_weight, b.loop_indptr,
+                                              b.loop_indices, false));
+    return agg + bias_;
+  }
+
+ private:
+  bool project_first_;
+  torch::nn::Linear linear_{nullptr};
+  torch::Tensor bias_;
+};
+
+// Multi-head attention (Velickovic et al. 2018): alpha_ij = softmax_j
+// LeakyReLU(a_l . z_j + a_r . z_i) over N(i) + i, per head; heads are
+// concatenated (hidden layers) or averaged (output layer).
+class GatLayer : public torch::nn::Module {
+ public:
+  GatLayer(int64_t in, int64_t out, int heads, bool concat, double attn_dropout)
+      : out_(out), heads_(heads), concat_(concat), attn_dropout_(attn_dropout) {
+    linear_ = register_module(
+        "linear", torch::nn::Linear(
+                      torch::nn::LinearOptions(in, heads * out).bias(false)));
+    const double gain = std::sqrt(2.0) *
+                        std::sqrt(6.0 / static_cast<double>(heads * out + out));
+    attn_l_ = register_parameter(
+        "attn_l", torch::empty({1, heads, out}).uniform_(-gain, gain));
+    attn_r_ = register_parameter(
+        "attn_r", torch::empty({1, heads, out}).uniform_(-gain, gain));
+    bias_ =
+        register_parameter("bias", torch::zeros({concat ? heads * out : out}));
+  }
+  torch::Tensor Forward(const BlockTensors& b, const torch::Tensor& h) {
+    torch::Tensor z = linear_(h);
+    torch::Tensor z3 = z.view({b.num_src, heads_, out_});
+    torch::Tensor el = (z3 * attn_l_).sum(-1);
+    torch::Tensor er = (z3.narrow(0, 0, b.num_dst) * attn_r_).sum(-1);
+    torch::Tensor scores = torch::leaky_relu(
+        el.index_select(0, b.loop_indices) + er.index_select(0, b.loop_dst),
+        0.2);
+    torch::Tensor alpha = FastDropout(EdgeSoftmax(scores, b.loop_indptr),
+                                      attn_dropout_, is_training());
+    torch::Tensor agg =
+        CsrAggregate(z, alpha, b.loop_indptr, b.loop_indices, false);
+    if (!concat_) agg = agg.view({b.num_dst, heads_, out_}).mean(1);
+    return agg + bias_;
+  }
+
+ private:
+  int64_t out_;
+  int64_t heads_;
+  bool concat_;
+  double attn_dropout_;
+  torch::nn::Linear linear_{nullptr};
+  torch::Tensor attn_l_, attn_r_, bias_;
+};
+
+template <typename Layer>
+class Stack : public GnnModel {
+ public:
+  Stack(const ModelOptions& options, std::vector<std::shared_ptr<Layer>> layers)
+      : dropout_(options.dropout),
+        gat_(options.kind == ModelKind::kGat),
+        layers_(std::move(layers)) {
+    for (size_t l = 0; l < layers_.size(); ++l)
+      register_module("layer" + std::to_string(l), layers_[l]);
+  }
+  torch::Tensor Forward(const std::vector<BlockTensors>& blocks,
+                        torch::Tensor x) override {
+    TORCH_CHECK(blocks.size() == layers_.size(), "model has ", layers_.size(),
+                " layers but the batch has ", blocks.size(), " blocks");
+    torch::Tensor h = x;
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      h = layers_[l]->Forward(blocks[l],
+                              FastDropout(h, dropout_, is_training()));
+      if (l + 1 < layers_.size()) h = gat_ ? torch::elu(h) : torch::relu(h);
+    }
+    return h;
+  }
+
+ private:
+  double dropout_;
+  bool gat_;
+  std::vector<std::shared_ptr<Layer>> layers_;
+};
+
+}  // namespace
+
+std::shared_ptr<GnnModel> MakeModel(const ModelOptions& options, int64_t in_dim,
+                                    int64_t num_classes) {
+  const int n = options.num_layers;
+  switch (options.kind) {
+    case ModelKind::kSage: {
+      std::vector<std::shared_ptr<SageLayer>> layers;
+      for (int l = 0; l < n; ++l) {
+        layers.push_back(std::make_shared<SageLayer>(
+            l == 0 ? in_dim : options.hidden,
+            l + 1 == n ? num_classes : options.hidden));
+      }
+      return std::make_shared<Stack<SageLayer>>(options, std::move(layers));
+    }
+    case ModelKind::kGcn: {
+      std::vector<std::shared_ptr<GcnLayer>> layers;
+      for (int l = 0; l < n; ++l) {
+        layers.push_back(std::make_shared<GcnLayer>(
+            l == 0 ? in_dim : options.hidden,
+            l + 1 == n ? num_classes : options.hidden));
+      }
+      return std::make_shared<Stack<GcnLayer>>(options, std::move(layers));
+    }
+    case ModelKind::kGat: {
+      std::vector<std::shared_ptr<GatLayer>> layers;
+      for (int l = 0; l < n; ++l) {
+        const bool last = l + 1 == n;
+        layers.push_back(std::make_shared<GatLayer>(
+            l == 0 ? in_dim : options.hidden * options.heads,
+            last ? num_classes : options.hidden, last ? 1 : options.heads,
+            !last, options.attn_dropout));
+      }
+      return std::make_shared<Stack<GatLayer>>(options, std::move(layers));
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace shardgnn::internal

@@ -1,0 +1,50 @@
+// GNN models over message-flow blocks (GraphSAGE, GCN, GAT) and the conversion
+// of a MiniBatch to tensors.
+#ifndef SHARDGNN_TRAINER_INTERNAL_MODELS_H_
+#define SHARDGNN_TRAINER_INTERNAL_MODELS_H_
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+#include "sampler/minibatch.h"
+#include "trainer/trainer.h"
+
+namespace shardgnn::internal {
+
+// One block as tensors. The plain CSR is what was sampled; the "loop" CSR puts
+// a self loop first in every destination's row (GCN and GAT aggregate over the
+// neighborhood and the node itself).
+struct BlockTensors {
+  int64_t num_src = 0;
+  int64_t num_dst = 0;
+  torch::Tensor indptr, indices;  // int64 [num_dst + 1], [E]
+  torch::Tensor loop_indptr,
+      loop_indices;  // int64 [num_dst + 1], [E + num_dst]
+  torch::Tensor
+      loop_dst;  // int64 [E + num_dst]: the destination of each loop-CSR edge
+  torch::Tensor gcn_weight;  // float [E + num_dst, 1]: 1 / sqrt(deg_dst *
+                             // deg_src) in the block
+};
+
+// Converts `batch`'s blocks (copies the index arrays; only the parts `kind`
+// needs are filled).
+std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
+                                         ModelKind kind);
+
+// A stack of GNN layers mapping input features [num_src of blocks.front(), F]
+// to logits [num_seeds, classes].
+class GnnModel : public torch::nn::Module {
+ public:
+  virtual torch::Tensor Forward(const std::vector<BlockTensors>& blocks,
+                                torch::Tensor x) = 0;
+};
+
+// Builds the model `options` describe. REQUIRES: options.num_layers >= 1.
+std::shared_ptr<GnnModel> MakeModel(const ModelOptions& options, int64_t in_dim,
+                                    int64_t num_classes);
+
+}  // namespace shardgnn::internal
+
+#endif  // SHARDGNN_TRAINER_INTERNAL_MODELS_H_

@@ -1,0 +1,300 @@
+#include "trainer/trainer.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/sampling.h"
+#include "common/status.h"
+#include "sampler/neighbor_sampler.h"
+#include "trainer/gradient_sync.h"
+#include "trainer/internal/models.h"
+
+namespace shardgnn {
+
+absl::StatusOr<ModelKind> ParseModelKind(const std::string& name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  if (lower == "sage" || lower == "graphsage") return ModelKind::kSage;
+  if (lower == "gcn") return ModelKind::kGcn;
+  if (lower == "gat") return ModelKind::kGat;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown model '", name, "' (expected sage, gcn or gat)"));
+}
+
+const char* ModelKindName(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::kSage:
+      return "sage";
+    case ModelKind::kGcn:
+      return "gcn";
+    case ModelKind::kGat:
+      return "gat";
+  }
+  return "?";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Seeds for the different random streams of a run, so that none repeats
+// another.
+constexpr uint64_t kShuffleStream = 1;
+constexpr uint64_t kTrainSampleStream = 2;
+constexpr uint64_t kEvalSampleStream = 3;
+
+// Fisher-Yates with the project's portable generator: the same order on every
+// platform and standard library.
+void SeededShuffle(uint64_t seed, std::vector<NodeId>* nodes) {
+  uint64_t state = seed;
+  for (size_t i = nodes->size(); i > 1; --i) {
+    std::swap((*nodes)[i - 1], (*nodes)[UniformBelow(&state, i)]);
+  }
+}
+
+absl::Status CheckOptions(const GraphSource& source, const TrainSplits& splits,
+                          const TrainOptions& options) {
+  if (splits.train.empty())
+    return absl::InvalidArgumentError("training needs a non-empty train split");
+  if (static_cast<int>(options.fanouts.size()) != options.model.num_layers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model has ", options.model.num_layers, " layers but ",
+                     options.fanouts.size(), " fanouts were given"));
+  }
+  if (!options.eval_fanouts.empty() &&
+      options.eval_fanouts.size() != options.fanouts.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "eval fanouts have ", options.eval_fanouts.size(),
+        " entries but the model has ", options.model.num_layers, " layers"));
+  }
+  if (options.model.num_layers < 1 || options.model.hidden < 1 ||
+      options.model.heads < 1) {
+    return absl::InvalidArgumentError(
+        "layers, hidden size and heads must be positive");
+  }
+  if (options.batch_size < 1 || options.eval_batch_size < 1 ||
+      options.epochs < 0) {
+    return absl::InvalidArgumentError(
+        "batch sizes must be positive and epochs non-negative");
+  }
+  if (options.model.dropout < 0 || options.model.dropout >= 1 ||
+      options.model.attn_dropout < 0 || options.model.attn_dropout >= 1) {
+    return absl::InvalidArgumentError("dropout rates must be in [0, 1)");
+  }
+  if (source.feature_dim() < 1)
+    return absl::InvalidArgumentError("the graph has no node features");
+  return absl::OkStatus();
+}
+
+// A minibatch as model input: block tensors, features, labels (the MiniBatch
+// must outlive it).
+struct BatchTensors {
+  std::vector<internal::BlockTensors> blocks;
+  torch::Tensor x;
+  torch::Tensor labels;
+};
+
+BatchTensors ToTensors(const MiniBatch& batch, const ModelOptions& model) {
+  BatchTensors t;
+  t.blocks = internal::ToBlockTensors(batch, model.kind);
+  t.x = torch::from_blob(
+      const_cast<float*>(batch.features.data()),
+      {static_cast<int64_t>(batch.input_nodes.size()), batch.feature_dim},
+      torch::kFloat);
+  if (model.normalize_features)
+    t.x = t.x / t.x.abs().sum(1, true).clamp_min(1e-12);
+  t.labels = torch::from_blob(const_cast<int64_t*>(batch.labels.data()),
+                              {static_cast<int64_t>(batch.labels.size())},
+                              torch::kLong);
+  return t;
+}
+
+class Run {
+ public:
+  Run(const GraphSource& source, const TrainSplits& splits,
+      const TrainOptions& options, GradientSync* sync)
+      : source_(source), splits_(splits), options_(options), sync_(sync) {}
+
+  absl::StatusOr<TrainResult> Go() {
+    RETURN_IF_ERROR(CheckOptions(source_, splits_, options_));
+    torch::manual_seed(options_.seed);
+    int64_t num_classes = options_.num_classes;
+    if (num_classes <= 0) {
+      std::vector<int64_t> labels(splits_.train.size());
+      RETURN_IF_ERROR(source_.FetchLabels(splits_.train, labels.data()));
+      num_classes = *std::max_element(labels.begin(), labels.end()) + 1;
+      if (num_classes < 2)
+        return absl::InvalidArgumentError(
+            "the train split has fewer than two classes");
+    }
+    SamplerOptions train_sampling;
+    train_sampling.fanouts = options_.fanouts;
+    ASSIGN_OR_RETURN(train_sampler_,
+                     NeighborSampler::Create(&source_, train_sampling));
+    SamplerOptions eval_sampling;
+    eval_sampling.fanouts = options_.eval_fanouts.empty()
+                                ? std::vector<int>(options_.fanouts.size(), -1)
+                                : options_.eval_fanouts;
+    ASSIGN_OR_RETURN(eval_sampler_,
+                     NeighborSampler::Create(&source_, eval_sampling));
+
+    model_ =
+        internal::MakeModel(options_.model, source_.feature_dim(), num_classes);
+    std::vector<torch::Tensor> params = model_->parameters();
+    TrainResult result;
+    for (const auto& p : params) result.num_parameters += p.numel();
+    if (sync_ != nullptr) RETURN_IF_ERROR(sync_->BroadcastParameters(params));
+    torch::optim::Adam optimizer(params,
+                                 torch::optim::AdamOptions(options_.lr)
+                                     .weight_decay(options_.weight_decay));
+
+    std::vector<torch::Tensor> best;
+    for (int epoch = 1; epoch <= options_.epochs; ++epoch) {
+      ASSIGN_OR_RETURN(EpochStats stats, TrainEpoch(epoch, &optimizer, params));
+      const auto eval_start = Clock::now();
+      ASSIGN_OR_RETURN(stats.val_acc, Accuracy(splits_.valid));
+      stats.eval_seconds = SecondsSince(eval_start);
+      stats.epoch_seconds += stats.eval_seconds;
+      if (best.empty() || stats.val_acc > result.best_val_acc) {
+        torch::NoGradGuard no_grad;
+        best.clear();
+        for (const auto& p : params) best.push_back(p.detach().clone());
+        result.best_val_acc = stats.val_acc;
+        result.best_epoch = epoch;
+      }
+      if (options_.on_epoch) options_.on_epoch(stats);
+      result.epochs.push_back(stats);
+    }
+    if (!best.empty()) {
+      torch::NoGradGuard no_grad;
+      for (size_t i = 0; i < params.size(); ++i) params[i].copy_(best[i]);
+    }
+    ASSIGN_OR_RETURN(result.test_acc, Accuracy(splits_.test));
+    return result;
+  }
+
+ private:
+  absl::StatusOr<EpochStats> TrainEpoch(
+      int epoch, torch::optim::Optimizer* optimizer,
+      const std::vector<torch::Tensor>& params) {
+    const auto epoch_start = Clock::now();
+    EpochStats stats;
+    stats.epoch = epoch;
+    std::vector<NodeId> order = splits_.train;
+    SeededShuffle(MixSeed(MixSeed(options_.seed, kShuffleStream), epoch),
+                  &order);
+    const uint64_t epoch_seed =
+        MixSeed(MixSeed(options_.seed, kTrainSampleStream), epoch);
+    model_->train();
+    double loss_sum = 0.0, correct = 0.0, labeled = 0.0;
+    MiniBatch batch;
+    for (size_t begin = 0; begin < order.size(); begin += options_.batch_size) {
+      const size_t end = std::min(
+          order.size(), begin + static_cast<size_t>(options_.batch_size));
+      auto t0 = Clock::now();
+      RETURN_IF_ERROR(train_sampler_->Sample(
+          absl::MakeConstSpan(order).subspan(begin, end - begin),
+          MixSeed(epoch_seed, stats.steps), &batch));
+      stats.sample_seconds += SecondsSince(t0);
+      for (const Block& block : batch.blocks)
+        stats.sampled_edges += block.num_edges();
+      t0 = Clock::now();
+      BatchTensors t = ToTensors(batch, options_.model);
+      torch::Tensor logits = model_->Forward(t.blocks, t.x);
+      torch::Tensor mask = t.labels.ge(0);
+      const int64_t n = mask.sum().item<int64_t>();
+      optimizer->zero_grad();
+      if (n > 0) {
+        torch::Tensor loss = torch::nn::functional::cross_entropy(
+            logits, t.labels,
+            torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-1));
+        loss.backward();
+        loss_sum += loss.item<double>() * n;
+        correct += logits.argmax(1)
+                       .eq(t.labels)
+                       .logical_and(mask)
+                       .sum()
+                       .item<double>();
+        labeled += n;
+      }
+      if (sync_ != nullptr) {
+        // Every rank takes part in every allreduce, even with a batch without
+        // labels.
+        for (const auto& p : params) {
+          if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+        }
+        const auto s0 = Clock::now();
+        RETURN_IF_ERROR(sync_->AllreduceGradients(params));
+        stats.sync_seconds += SecondsSince(s0);
+      }
+      optimizer->step();
+      stats.compute_seconds += SecondsSince(t0);
+      ++stats.steps;
+    }
+    stats.loss = labeled > 0 ? loss_sum / labeled : 0.0;
+    stats.train_acc = labeled > 0 ? correct / labeled : 0.0;
+    stats.epoch_seconds = SecondsSince(epoch_start);
+    return stats;
+  }
+
+  // Fraction of labeled `nodes` predicted correctly (summed over ranks with a
+  // sync); -1 if there are none.
+  absl::StatusOr<double> Accuracy(const std::vector<NodeId>& nodes) {
+    torch::NoGradGuard no_grad;
+    model_->eval();
+    double counts[2] = {0.0, 0.0};  // correct, labeled
+    MiniBatch batch;
+    const uint64_t seed = MixSeed(options_.seed, kEvalSampleStream);
+    for (size_t begin = 0; begin < nodes.size();
+         begin += options_.eval_batch_size) {
+      const size_t end = std::min(
+          nodes.size(), begin + static_cast<size_t>(options_.eval_batch_size));
+      RETURN_IF_ERROR(eval_sampler_->Sample(
+          absl::MakeConstSpan(nodes).subspan(begin, end - begin),
+          MixSeed(seed, begin), &batch));
+      BatchTensors t = ToTensors(batch, options_.model);
+      torch::Tensor pred = model_->Forward(t.blocks, t.x).argmax(1);
+      torch::Tensor mask = t.labels.ge(0);
+      counts[0] += pred.eq(t.labels).logical_and(mask).sum().item<double>();
+      counts[1] += mask.sum().item<double>();
+    }
+    if (sync_ != nullptr)
+      RETURN_IF_ERROR(sync_->AllreduceSum(absl::MakeSpan(counts, 2)));
+    return counts[1] > 0 ? counts[0] / counts[1] : -1.0;
+  }
+
+  const GraphSource& source_;
+  const TrainSplits& splits_;
+  const TrainOptions& options_;
+  GradientSync* sync_;
+  std::unique_ptr<NeighborSampler> train_sampler_;
+  std::unique_ptr<NeighborSampler> eval_sampler_;
+  std::shared_ptr<internal::GnnModel> model_;
+};
+
+}  // namespace
+
+absl::StatusOr<TrainResult> Train(const GraphSource& source,
+                                  const TrainSplits& splits,
+                                  const TrainOptions& options,
+                                  GradientSync* sync) {
+  try {
+    return Run(source, splits, options, sync).Go();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("LibTorch error during training: ",
+                                            e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat("error during training: ", e.what()));
+  }
+}
+
+}  // namespace shardgnn

@@ -1,0 +1,109 @@
+// Training GNN models on sampled minibatches: model options, the training loop,
+// and what it reports.
+//
+// Train() runs a whole single-process training run over any GraphSource (in
+// memory now, storage servers later): each epoch it shuffles the train nodes
+// with a seeded shuffle, samples a minibatch per step, runs forward, backward,
+// an optional gradient synchronisation (data parallelism, see gradient_sync.h)
+// and an Adam step, then measures validation accuracy. The parameters of the
+// best validation epoch are kept and used for the final test accuracy. LibTorch
+// errors (c10::Error) are caught here and returned as Status; no torch type
+// appears in this header.
+#ifndef SHARDGNN_TRAINER_TRAINER_H_
+#define SHARDGNN_TRAINER_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/types.h"
+#include "sampler/graph_source.h"
+
+namespace shardgnn {
+
+class GradientSync;
+
+enum class ModelKind { kSage, kGcn, kGat };
+
+// "sage", "gcn", "gat" (case-insensitive).
+absl::StatusOr<ModelKind> ParseModelKind(const std::string& name);
+const char* ModelKindName(ModelKind kind);
+
+struct ModelOptions {
+  ModelKind kind = ModelKind::kSage;
+  int num_layers = 2;    // Must equal the number of fanouts.
+  int64_t hidden = 256;  // Hidden width (per head for GAT).
+  int heads =
+      8;  // GAT attention heads in hidden layers (the output layer has one).
+  double dropout = 0.5;       // Before every layer, on the input features too.
+  double attn_dropout = 0.6;  // GAT: on attention coefficients.
+  bool normalize_features = false;  // Divide each input feature row by its L1
+                                    // norm (as for bag-of-words).
+};
+
+struct EpochStats {
+  int epoch = 0;  // From 1.
+  int64_t steps = 0;
+  double loss = 0.0;       // Mean over labeled train seeds.
+  double train_acc = 0.0;  // On the sampled train batches (with dropout).
+  double val_acc = 0.0;    // -1 if there is no validation split.
+  double sample_seconds =
+      0.0;  // Building minibatches (sampling, features, labels).
+  double compute_seconds =
+      0.0;  // Forward, backward, gradient sync and optimizer step.
+  double sync_seconds =
+      0.0;  // Part of compute spent in gradient synchronisation.
+  double eval_seconds = 0.0;
+  double epoch_seconds = 0.0;
+  int64_t sampled_edges = 0;
+};
+
+struct TrainOptions {
+  ModelOptions model;
+  std::vector<int> fanouts = {
+      10, 10};  // fanouts[0] is the seeds' hop (sampler/neighbor_sampler.h).
+  std::vector<int> eval_fanouts;  // Empty: all neighbors (-1) for every layer.
+  int64_t batch_size = 1024;
+  int64_t eval_batch_size = 4096;
+  int epochs = 10;
+  double lr = 0.01;
+  double weight_decay = 5e-4;
+  uint64_t seed =
+      0;  // Parameters, dropout, shuffles and sampling all derive from it.
+  int64_t num_classes = 0;  // 0: one more than the largest train label.
+  // Called after every epoch (progress lines, metrics files); may be empty.
+  std::function<void(const EpochStats&)> on_epoch;
+};
+
+// The nodes each split trains on or is measured on (global IDs).
+struct TrainSplits {
+  std::vector<NodeId> train;
+  std::vector<NodeId> valid;
+  std::vector<NodeId> test;
+};
+
+struct TrainResult {
+  std::vector<EpochStats> epochs;
+  int best_epoch = 0;  // Epoch whose parameters were kept (the last one without
+                       // a validation split).
+  double best_val_acc = -1.0;
+  double test_acc = -1.0;  // -1 if there is no test split.
+  int64_t num_parameters = 0;
+};
+
+// Trains a model on `source` (which must have features and labels). `sync` may
+// be null (single process); when set it is called to broadcast the initial
+// parameters and to average gradients after every backward pass. Fails on
+// invalid options (fanouts vs layers, empty train split), on any GraphSource
+// error, and on LibTorch errors, with the cause in the message.
+absl::StatusOr<TrainResult> Train(const GraphSource& source,
+                                  const TrainSplits& splits,
+                                  const TrainOptions& options,
+                                  GradientSync* sync = nullptr);
+
+}  // namespace shardgnn
+
+#endif  // SHARDGNN_TRAINER_TRAINER_H_
