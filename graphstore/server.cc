@@ -319,7 +319,7 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
 }
 
 void GraphStoreServer::Shutdown(absl::Time deadline) {
-  if (shut_down_.exchange(true)) return;
+  if (shut_down_.exchange(true) || server_ == nullptr) return;
   // Returns once every call has finished (calls still running at the deadline
   // are cancelled); the workers keep running until then.
   server_->Shutdown(absl::ToChronoTime(deadline));
