@@ -1,0 +1,185 @@
+#include "sampler/loader.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/sampling.h"
+
+namespace shardgnn {
+namespace {
+using Clock = std::chrono::steady_clock;
+double Seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+}  // namespace
+
+int64_t StepsPerEpoch(int64_t num_seeds, const LoaderOptions& options) {
+  if (options.steps_per_epoch > 0) return options.steps_per_epoch;
+  return (num_seeds + options.batch_size - 1) / options.batch_size;
+}
+
+absl::StatusOr<std::unique_ptr<PrefetchLoader>> PrefetchLoader::Create(
+    const NeighborSampler* sampler, std::vector<NodeId> seeds,
+    LoaderOptions options) {
+  if (sampler == nullptr)
+    return absl::InvalidArgumentError("loader: no sampler");
+  if (seeds.empty())
+    return absl::InvalidArgumentError("loader: no seed nodes to iterate over");
+  if (options.batch_size < 1)
+    return absl::InvalidArgumentError("loader: batch size must be positive");
+  if (options.steps_per_epoch < 0)
+    return absl::InvalidArgumentError("loader: negative steps per epoch");
+  if (options.prefetch < 0 || options.workers < 1) {
+    return absl::InvalidArgumentError(
+        "loader: prefetch must be >= 0 and workers >= 1");
+  }
+  return std::unique_ptr<PrefetchLoader>(
+      new PrefetchLoader(sampler, std::move(seeds), options));
+}
+
+PrefetchLoader::PrefetchLoader(const NeighborSampler* sampler,
+                               std::vector<NodeId> seeds, LoaderOptions options)
+    : sampler_(sampler),
+      seeds_(std::move(seeds)),
+      options_(options),
+      steps_(StepsPerEpoch(static_cast<int64_t>(seeds_.size()), options_)) {}
+
+PrefetchLoader::~PrefetchLoader() { Stop(); }
+
+void PrefetchLoader::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& w : workers_) w.join();
+  workers_.clear();
+}
+
+void PrefetchLoader::StartEpoch(int64_t epoch) {
+  Stop();
+  order_ = seeds_;
+  uint64_t state = MixSeed(options_.shuffle_seed, static_cast<uint64_t>(epoch));
+  for (size_t i = order_.size(); i > 1; --i)
+    std::swap(order_[i - 1], order_[UniformBelow(&state, i)]);
+  epoch_seed_ = MixSeed(options_.sample_seed, static_cast<uint64_t>(epoch));
+  consumed_ = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = false;
+    next_to_sample_ = 0;
+    consumer_at_ = 0;
+    ready_.clear();
+    // A kept error stays: a loader that failed once is not trusted again.
+  }
+  if (options_.prefetch > 0) {
+    for (int w = 0; w < options_.workers; ++w)
+      workers_.emplace_back([this] { Work(); });
+  }
+}
+
+std::vector<NodeId> PrefetchLoader::BatchSeeds(int64_t index) const {
+  const auto n = static_cast<int64_t>(order_.size());
+  const int64_t b = options_.batch_size;
+  int64_t begin = index * b;
+  std::vector<NodeId> out;
+  if (steps_ * b <= n || begin + b <= n) {
+    // Within the order (the last natural batch may be short).
+    int64_t end = std::min(n, begin + b);
+    out.assign(order_.begin() + begin, order_.begin() + end);
+    return out;
+  }
+  // Padding: wrap around the order so every padded batch is full and holds
+  // distinct seeds (when n >= b).
+  out.reserve(static_cast<size_t>(std::min(b, n)));
+  for (int64_t k = 0; k < std::min(b, n); ++k)
+    out.push_back(order_[(begin + k) % n]);
+  return out;
+}
+
+void PrefetchLoader::Work() {
+  while (true) {
+    int64_t index;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      // Bounded: sample at most `prefetch` batches ahead of the consumer.
+      cv_.wait(lock, [&] {
+        return stop_ || !error_.ok() || next_to_sample_ >= steps_ ||
+               next_to_sample_ < consumer_at_ + options_.prefetch;
+      });
+      if (stop_ || !error_.ok() || next_to_sample_ >= steps_) return;
+      index = next_to_sample_++;
+    }
+    std::vector<NodeId> seeds = BatchSeeds(index);
+    MiniBatch batch;
+    auto start = Clock::now();
+    absl::Status s = sampler_->Sample(
+        seeds, MixSeed(epoch_seed_, static_cast<uint64_t>(index)), &batch);
+    double seconds = Seconds(Clock::now() - start);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.sample_seconds += seconds;
+      if (!s.ok()) {
+        if (error_.ok()) error_ = s;
+      } else {
+        ready_.emplace(index, std::move(batch));
+      }
+    }
+    cv_.notify_all();
+  }
+}
+
+absl::StatusOr<bool> PrefetchLoader::Next(MiniBatch* out) {
+  if (consumed_ >= steps_) return false;
+  const int64_t index = consumed_;
+  if (options_.prefetch == 0) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!error_.ok()) return error_;
+    }
+    auto start = Clock::now();
+    absl::Status s = sampler_->Sample(
+        BatchSeeds(index), MixSeed(epoch_seed_, static_cast<uint64_t>(index)),
+        out);
+    double seconds = Seconds(Clock::now() - start);
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.sample_seconds += seconds;
+    stats_.wait_seconds +=
+        seconds;  // Without prefetching the trainer waits for every sample.
+    if (!s.ok()) {
+      error_ = s;
+      return s;
+    }
+    ++stats_.batches;
+    ++consumed_;
+    return true;
+  }
+  auto start = Clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  bool arrived = cv_.wait_for(lock, options_.max_wait, [&] {
+    return !error_.ok() || ready_.count(index) > 0;
+  });
+  stats_.wait_seconds += Seconds(Clock::now() - start);
+  if (!error_.ok()) return error_;
+  if (!arrived) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("loader: batch ", index, " was not ready within ",
+                     options_.max_wait.count(), " ms"));
+  }
+  auto it = ready_.find(index);
+  *out = std::move(it->second);
+  ready_.erase(it);
+  ++stats_.batches;
+  ++consumed_;
+  consumer_at_ = consumed_;
+  lock.unlock();
+  cv_.notify_all();
+  return true;
+}
+
+LoaderStats PrefetchLoader::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+}  // namespace shardgnn

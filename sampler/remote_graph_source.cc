@@ -1,0 +1,259 @@
+#include "sampler/remote_graph_source.h"
+
+#include <cstring>
+#include <future>
+
+#include "absl/strings/str_cat.h"
+
+namespace shardgnn {
+
+absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
+    const std::vector<std::string>& addresses,
+    const RemoteGraphSourceOptions& options) {
+  if (addresses.empty())
+    return absl::InvalidArgumentError("no storage server addresses given");
+  absl::Time deadline = absl::Now() + options.connect_timeout;
+  std::vector<std::unique_ptr<GraphStoreClient>> by_part;
+  std::vector<ServerInfo> infos;
+  std::string partition_id;
+  int num_parts = -1;
+  for (const std::string& address : addresses) {
+    auto client = GraphStoreClient::Connect(address, options.client);
+    if (!client.ok()) return client.status();
+    absl::Status healthy = (*client)->WaitForHealthy(deadline);
+    if (!healthy.ok()) return healthy;
+    auto info = (*client)->Info();
+    if (!info.ok()) return info.status();
+    const ShardMeta& meta = info->meta;
+    if (num_parts < 0) {
+      num_parts = meta.num_parts;
+      partition_id = meta.partition_id;
+      by_part.resize(static_cast<size_t>(num_parts));
+      infos.resize(static_cast<size_t>(num_parts));
+    }
+    if (meta.partition_id != partition_id || meta.num_parts != num_parts) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(address, " serves part ", meta.part_id, " of partition ",
+                       meta.partition_id, " (", meta.num_parts, " parts), but ",
+                       addresses[0], " serves partition ", partition_id, " (",
+                       num_parts, " parts)"));
+    }
+    if (!options.expected_partition_id.empty() &&
+        meta.partition_id != options.expected_partition_id) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          address, " serves partition ", meta.partition_id,
+          ", not the run's partition ", options.expected_partition_id));
+    }
+    if (meta.part_id < 0 || meta.part_id >= num_parts) {
+      return absl::DataLossError(absl::StrCat(address, " reports part ",
+                                              meta.part_id, " of ", num_parts));
+    }
+    if (by_part[meta.part_id] != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(address, " and ", by_part[meta.part_id]->address(),
+                       " both serve part ", meta.part_id));
+    }
+    by_part[meta.part_id] = std::move(*client);
+    infos[meta.part_id] = *info;
+  }
+  std::vector<NodeId> ranges = {0};
+  for (int p = 0; p < num_parts; ++p) {
+    if (by_part[p] == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("no server for part ", p, " of partition ", partition_id,
+                       " among the ", addresses.size(), " addresses given"));
+    }
+    if (infos[p].meta.node_start != ranges.back()) {
+      return absl::DataLossError(
+          absl::StrCat(by_part[p]->address(), " serves nodes from ",
+                       infos[p].meta.node_start, ", expected ", ranges.back()));
+    }
+    ranges.push_back(infos[p].meta.node_end);
+  }
+  auto book = PartitionBook::Create(std::move(ranges));
+  if (!book.ok()) return book.status();
+  return std::unique_ptr<RemoteGraphSource>(new RemoteGraphSource(
+      std::move(*book), std::move(by_part), infos[0].meta.feature_dim,
+      infos[0].meta.num_classes, partition_id));
+}
+
+RemoteGraphSource::RemoteGraphSource(
+    PartitionBook book, std::vector<std::unique_ptr<GraphStoreClient>> clients,
+    int64_t feature_dim, int64_t num_classes, std::string partition_id)
+    : book_(std::move(book)),
+      clients_(std::move(clients)),
+      feature_dim_(feature_dim),
+      num_classes_(num_classes),
+      partition_id_(std::move(partition_id)) {}
+
+absl::StatusOr<RemoteGraphSource::Groups> RemoteGraphSource::Group(
+    absl::Span<const NodeId> nodes) const {
+  Groups groups;
+  const int k = book_.num_parts();
+  groups.positions.resize(k);
+  groups.ids.resize(k);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    int part = book_.Owner(nodes[i]);
+    if (part < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node ", nodes[i], " is outside the graph's [0, ",
+                       book_.num_nodes(), ")"));
+    }
+    groups.positions[part].push_back(i);
+    groups.ids[part].push_back(nodes[i]);
+  }
+  for (int p = 0; p < k; ++p) {
+    if (!groups.ids[p].empty()) {
+      ++requests_;
+      ids_sent_ += static_cast<int64_t>(groups.ids[p].size());
+    }
+  }
+  return groups;
+}
+
+absl::Status RemoteGraphSource::ForEachPart(
+    const Groups& groups, const std::function<absl::Status(int)>& fn) const {
+  std::vector<int> parts;
+  for (int p = 0; p < book_.num_parts(); ++p) {
+    if (!groups.ids[p].empty()) parts.push_back(p);
+  }
+  if (parts.size() == 1) return fn(parts[0]);
+  // One request per part in flight at once; the calling thread serves the last
+  // part itself.
+  std::vector<std::future<absl::Status>> pending;
+  for (size_t i = 0; i + 1 < parts.size(); ++i)
+    pending.push_back(std::async(std::launch::async, fn, parts[i]));
+  absl::Status first = parts.empty() ? absl::OkStatus() : fn(parts.back());
+  for (auto& f : pending) {
+    absl::Status s = f.get();
+    if (first.ok() && !s.ok()) first = s;
+  }
+  return first;
+}
+
+absl::Status RemoteGraphSource::SampleNeighbors(absl::Span<const NodeId> nodes,
+                                                int fanout, bool replace,
+                                                uint64_t seed,
+                                                SampledNeighbors* out) const {
+  auto groups = Group(nodes);
+  if (!groups.ok()) return groups.status();
+  std::vector<SampledNeighbors> answers(book_.num_parts());
+  absl::Status s = ForEachPart(*groups, [&](int p) -> absl::Status {
+    auto answer =
+        clients_[p]->SampleNeighbors(groups->ids[p], fanout, replace, seed);
+    if (!answer.ok()) return answer.status();
+    if (answer->counts.size() != groups->ids[p].size()) {
+      return absl::DataLossError(absl::StrCat(
+          clients_[p]->address(), ": answered ", answer->counts.size(),
+          " neighbor lists for ", groups->ids[p].size(), " nodes"));
+    }
+    answers[p] = std::move(*answer);
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  // Merge back into request order.
+  out->counts.assign(nodes.size(), 0);
+  std::vector<std::vector<int64_t>> offsets(book_.num_parts());
+  int64_t total = 0;
+  for (int p = 0; p < book_.num_parts(); ++p) {
+    const auto& positions = groups->positions[p];
+    offsets[p].resize(positions.size());
+    int64_t offset = 0;
+    for (size_t j = 0; j < positions.size(); ++j) {
+      offsets[p][j] = offset;
+      offset += answers[p].counts[j];
+      out->counts[positions[j]] = answers[p].counts[j];
+    }
+    total += offset;
+    neighbor_bytes_ += offset * static_cast<int64_t>(sizeof(NodeId));
+  }
+  out->neighbors.resize(static_cast<size_t>(total));
+  std::vector<int64_t> out_offset(nodes.size() + 1, 0);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    out_offset[i + 1] = out_offset[i] + out->counts[i];
+  for (int p = 0; p < book_.num_parts(); ++p) {
+    const auto& positions = groups->positions[p];
+    for (size_t j = 0; j < positions.size(); ++j) {
+      std::memcpy(&out->neighbors[out_offset[positions[j]]],
+                  &answers[p].neighbors[offsets[p][j]],
+                  answers[p].counts[j] * sizeof(NodeId));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RemoteGraphSource::FetchFeatures(absl::Span<const NodeId> nodes,
+                                              float* out) const {
+  auto groups = Group(nodes);
+  if (!groups.ok()) return groups.status();
+  const int64_t dim = feature_dim_;
+  return ForEachPart(*groups, [&](int p) -> absl::Status {
+    const auto& positions = groups->positions[p];
+    std::vector<float> rows(positions.size() * static_cast<size_t>(dim));
+    absl::Status s = clients_[p]->GetFeatures(groups->ids[p], dim, rows.data());
+    if (!s.ok()) return s;
+    for (size_t j = 0; j < positions.size(); ++j) {
+      std::memcpy(out + positions[j] * dim, rows.data() + j * dim,
+                  dim * sizeof(float));
+    }
+    feature_bytes_ += static_cast<int64_t>(rows.size() * sizeof(float));
+    return absl::OkStatus();
+  });
+}
+
+absl::Status RemoteGraphSource::FetchLabels(absl::Span<const NodeId> nodes,
+                                            int64_t* out) const {
+  auto groups = Group(nodes);
+  if (!groups.ok()) return groups.status();
+  return ForEachPart(*groups, [&](int p) -> absl::Status {
+    auto labels = clients_[p]->GetLabels(groups->ids[p]);
+    if (!labels.ok()) return labels.status();
+    const auto& positions = groups->positions[p];
+    if (labels->size() != positions.size()) {
+      return absl::DataLossError(
+          absl::StrCat(clients_[p]->address(), ": answered ", labels->size(),
+                       " labels for ", positions.size(), " nodes"));
+    }
+    for (size_t j = 0; j < positions.size(); ++j)
+      out[positions[j]] = (*labels)[j];
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<NodeId>> RemoteGraphSource::FetchSplit(
+    const std::string& split) const {
+  std::vector<NodeId> all;
+  for (const auto& client : clients_) {
+    auto ids = client->GetSplit(split);
+    if (!ids.ok()) return ids.status();
+    all.insert(all.end(), ids->begin(), ids->end());
+  }
+  return all;
+}
+
+absl::StatusOr<std::vector<int64_t>> RemoteGraphSource::FetchAllDegrees()
+    const {
+  std::vector<int64_t> degrees;
+  degrees.reserve(static_cast<size_t>(book_.num_nodes()));
+  constexpr int64_t kChunk = 1 << 18;
+  std::vector<NodeId> ids;
+  for (int p = 0; p < book_.num_parts(); ++p) {
+    NodeRange range = book_.Range(p);
+    for (NodeId start = range.start; start < range.end; start += kChunk) {
+      NodeId end = std::min(range.end, start + kChunk);
+      ids.resize(static_cast<size_t>(end - start));
+      for (NodeId v = start; v < end; ++v) ids[v - start] = v;
+      auto d = clients_[p]->GetDegrees(ids);
+      if (!d.ok()) return d.status();
+      degrees.insert(degrees.end(), d->begin(), d->end());
+    }
+  }
+  return degrees;
+}
+
+RemoteStats RemoteGraphSource::stats() const {
+  return {requests_.load(), ids_sent_.load(), neighbor_bytes_.load(),
+          feature_bytes_.load()};
+}
+
+}  // namespace shardgnn

@@ -1,0 +1,109 @@
+// A GraphSource over the storage servers: the distributed sampler's data path.
+//
+// Every batched call groups its node IDs by owning part (PartitionBook), sends
+// one request per part to that part's server, all parts concurrently, and
+// merges the answers back into request order. Because servers sample with the
+// shared kernel (common/sampling.h), keyed by (seed, node), the result is
+// identical to an InMemoryGraphSource over the same relabelled graph. Errors
+// name the server that failed. Thread-safe: the clients are, and per-call state
+// lives on the caller's stack.
+#ifndef SHARDGNN_SAMPLER_REMOTE_GRAPH_SOURCE_H_
+#define SHARDGNN_SAMPLER_REMOTE_GRAPH_SOURCE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "graphstore/client.h"
+#include "partition/partition_book.h"
+#include "sampler/graph_source.h"
+
+namespace shardgnn {
+
+struct RemoteGraphSourceOptions {
+  GraphStoreClientOptions client;
+  // How long Connect() waits for every server to answer Health.
+  absl::Duration connect_timeout = absl::Seconds(30);
+  // If set, every server must report this partition_id (the run's
+  // partition.json), or Connect() fails.
+  std::string expected_partition_id;
+};
+
+// Remote traffic counters (all servers).
+struct RemoteStats {
+  int64_t requests = 0;
+  int64_t ids_sent = 0;
+  int64_t neighbor_bytes = 0;
+  int64_t feature_bytes = 0;
+};
+
+class RemoteGraphSource : public GraphSource {
+ public:
+  // Connects to every address (HOST:PORT, in any order), waits until each is
+  // healthy, asks each which part it serves, and checks that together they
+  // cover parts 0..K-1 of one partition exactly once, with the same
+  // partition_id (and options.expected_partition_id if set). Errors name the
+  // address.
+  static absl::StatusOr<std::unique_ptr<RemoteGraphSource>> Connect(
+      const std::vector<std::string>& addresses,
+      const RemoteGraphSourceOptions& options = {});
+
+  int64_t num_nodes() const override { return book_.num_nodes(); }
+  int64_t feature_dim() const override { return feature_dim_; }
+  int64_t num_classes() const { return num_classes_; }
+  const PartitionBook& book() const { return book_; }
+  const std::string& partition_id() const { return partition_id_; }
+  // The address serving part p.
+  const std::string& address(int part) const {
+    return clients_[part]->address();
+  }
+
+  absl::Status SampleNeighbors(absl::Span<const NodeId> nodes, int fanout,
+                               bool replace, uint64_t seed,
+                               SampledNeighbors* out) const override;
+  absl::Status FetchFeatures(absl::Span<const NodeId> nodes,
+                             float* out) const override;
+  absl::Status FetchLabels(absl::Span<const NodeId> nodes,
+                           int64_t* out) const override;
+
+  // The owned nodes of `split` over all parts (sorted by part, then ID).
+  absl::StatusOr<std::vector<NodeId>> FetchSplit(
+      const std::string& split) const;
+  // Out-degree of every node, in ID order (for choosing what a static cache
+  // holds).
+  absl::StatusOr<std::vector<int64_t>> FetchAllDegrees() const;
+
+  RemoteStats stats() const;
+
+ private:
+  // Node positions grouped by owning part.
+  struct Groups {
+    std::vector<std::vector<size_t>> positions;  // per part
+    std::vector<std::vector<NodeId>> ids;        // per part
+  };
+  RemoteGraphSource(PartitionBook book,
+                    std::vector<std::unique_ptr<GraphStoreClient>> clients,
+                    int64_t feature_dim, int64_t num_classes,
+                    std::string partition_id);
+  absl::StatusOr<Groups> Group(absl::Span<const NodeId> nodes) const;
+  // Runs fn(part) for every part with nodes, concurrently; returns the first
+  // error.
+  absl::Status ForEachPart(const Groups& groups,
+                           const std::function<absl::Status(int)>& fn) const;
+
+  PartitionBook book_;
+  std::vector<std::unique_ptr<GraphStoreClient>> clients_;  // Indexed by part.
+  int64_t feature_dim_;
+  int64_t num_classes_;
+  std::string partition_id_;
+  mutable std::atomic<int64_t> requests_{0}, ids_sent_{0}, neighbor_bytes_{0},
+      feature_bytes_{0};
+};
+
+}  // namespace shardgnn
+
+#endif  // SHARDGNN_SAMPLER_REMOTE_GRAPH_SOURCE_H_
