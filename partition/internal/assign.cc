@@ -60,52 +60,65 @@ absl::StatusOr<MetisGraph> SymmetrizeForMetis(
         "the graph has ", n, " nodes; METIS's 32-bit idx_t holds at most ",
         index_limit));
   }
-  // Pass 1: degrees in the union of both directions, self-loops dropped.
-  std::vector<int64_t> degree(n, 0);
+  // An undirected dataset already stores both directions. Recognize that
+  // with one sequential pass (the sum of a hash of (u, v) over all entries
+  // equals that of (v, u) exactly when the entry multiset is symmetric, up to
+  // a 2^-64 chance) and then copy the rows as they are, instead of building
+  // the union of both directions at twice the size.
+  uint64_t forward = 0;
+  uint64_t backward = 0;
+  int64_t entries = 0;
   for (int64_t u = 0; u < n; ++u) {
     for (int64_t e = indptr[u]; e < indptr[u + 1]; ++e) {
-      NodeId v = indices[e];
+      const NodeId v = indices[e];
       if (v == u) continue;
-      ++degree[u];
-      ++degree[v];
+      forward += MixSeed(static_cast<uint64_t>(u), static_cast<uint64_t>(v));
+      backward += MixSeed(static_cast<uint64_t>(v), static_cast<uint64_t>(u));
+      ++entries;
     }
   }
-  int64_t total = std::accumulate(degree.begin(), degree.end(), int64_t{0});
+  const bool symmetric = forward == backward;
+  const int64_t total = symmetric ? entries : 2 * entries;
   if (total > index_limit) {
-    return absl::OutOfRangeError(
-        absl::StrCat("the symmetrized graph has up to ", total,
-                     " adjacency entries; METIS's 32-bit idx_t holds at most ",
-                     index_limit));
+    return absl::OutOfRangeError(absl::StrCat(
+        "the symmetrized graph has ", symmetric ? "" : "up to ", total,
+        " adjacency entries; METIS's 32-bit idx_t holds at most ",
+        index_limit));
   }
   MetisGraph g;
-  g.xadj.resize(n + 1);
+  g.xadj.assign(n + 1, 0);
   g.adjncy.resize(total);
-  g.xadj[0] = 0;
-  for (int64_t u = 0; u < n; ++u) {
-    g.xadj[u + 1] = static_cast<int32_t>(g.xadj[u] + degree[u]);
-  }
-  // Pass 2: fill both directions, reusing `degree` as the write cursor.
-  for (int64_t u = 0; u < n; ++u) degree[u] = g.xadj[u];
+  // Row sizes (before deduplication), then offsets.
   for (int64_t u = 0; u < n; ++u) {
     for (int64_t e = indptr[u]; e < indptr[u + 1]; ++e) {
-      NodeId v = indices[e];
+      const NodeId v = indices[e];
       if (v == u) continue;
-      g.adjncy[degree[u]++] = static_cast<int32_t>(v);
-      g.adjncy[degree[v]++] = static_cast<int32_t>(u);
+      ++g.xadj[u + 1];
+      if (!symmetric) ++g.xadj[v + 1];
     }
   }
-  degree = {};
-  degree.shrink_to_fit();
-  // Pass 3: sort and deduplicate each row, compacting in place (rows only
-  // move left, so a row is read before anything overwrites it).
+  for (int64_t u = 0; u < n; ++u) g.xadj[u + 1] += g.xadj[u];
+  {
+    std::vector<int32_t> cursor(g.xadj.begin(), g.xadj.end() - 1);
+    for (int64_t u = 0; u < n; ++u) {
+      for (int64_t e = indptr[u]; e < indptr[u + 1]; ++e) {
+        const NodeId v = indices[e];
+        if (v == u) continue;
+        g.adjncy[cursor[u]++] = static_cast<int32_t>(v);
+        if (!symmetric) g.adjncy[cursor[v]++] = static_cast<int32_t>(u);
+      }
+    }
+  }
+  // Sort and deduplicate each row, compacting in place (rows only move
+  // left, so a row is read before anything overwrites it).
   Progress progress("symmetrize", n, "nodes");
   int32_t write = 0;
   int32_t row_begin = 0;
   for (int64_t u = 0; u < n; ++u) {
-    int32_t row_end = g.xadj[u + 1];
+    const int32_t row_end = g.xadj[u + 1];
     int32_t* first = g.adjncy.data() + row_begin;
     int32_t* last = g.adjncy.data() + row_end;
-    std::sort(first, last);
+    if (!std::is_sorted(first, last)) std::sort(first, last);
     last = std::unique(first, last);
     int32_t* out = g.adjncy.data() + write;
     if (out != first) std::copy(first, last, out);
@@ -115,7 +128,10 @@ absl::StatusOr<MetisGraph> SymmetrizeForMetis(
     progress.Update(u + 1);
   }
   g.xadj[n] = write;
-  g.adjncy.resize(write);
+  if (write < total) {
+    g.adjncy.resize(write);
+    g.adjncy.shrink_to_fit();
+  }
   progress.Done();
   return g;
 }
