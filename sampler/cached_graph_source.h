@@ -1,5 +1,6 @@
-// A GraphSource decorator that serves feature rows from a FeatureCache and fetches only the misses from the
-// source beneath (the storage servers), plus the two ways of choosing what a static cache holds.
+// A GraphSource decorator that serves feature rows from a FeatureCache and
+// fetches only the misses from the source beneath (the storage servers), plus
+// the two ways of choosing what a static cache holds.
 #ifndef SHARDGNN_SAMPLER_CACHED_GRAPH_SOURCE_H_
 #define SHARDGNN_SAMPLER_CACHED_GRAPH_SOURCE_H_
 
@@ -14,21 +15,26 @@
 
 namespace shardgnn {
 
-// Passes sampling and labels through; FetchFeatures looks rows up in the cache, fetches the misses from `inner`
-// in one call, and (for a CLOCK cache) inserts them. Rows are bit-identical to the inner source's. Thread-safe if
-// `inner` is. Does not own `inner` or `cache`, which must outlive it.
+// Passes sampling and labels through; FetchFeatures looks rows up in the cache,
+// fetches the misses from `inner` in one call, and (for a CLOCK cache) inserts
+// them. Rows are bit-identical to the inner source's. Thread-safe if `inner`
+// is. Does not own `inner` or `cache`, which must outlive it.
 class CachedGraphSource : public GraphSource {
  public:
-  CachedGraphSource(const GraphSource* inner, FeatureCache* cache) : inner_(inner), cache_(cache) {}
+  CachedGraphSource(const GraphSource* inner, FeatureCache* cache)
+      : inner_(inner), cache_(cache) {}
 
   int64_t num_nodes() const override { return inner_->num_nodes(); }
   int64_t feature_dim() const override { return inner_->feature_dim(); }
-  absl::Status SampleNeighbors(absl::Span<const NodeId> nodes, int fanout, bool replace, uint64_t seed,
+  absl::Status SampleNeighbors(absl::Span<const NodeId> nodes, int fanout,
+                               bool replace, uint64_t seed,
                                SampledNeighbors* out) const override {
     return inner_->SampleNeighbors(nodes, fanout, replace, seed, out);
   }
-  absl::Status FetchFeatures(absl::Span<const NodeId> nodes, float* out) const override;
-  absl::Status FetchLabels(absl::Span<const NodeId> nodes, int64_t* out) const override {
+  absl::Status FetchFeatures(absl::Span<const NodeId> nodes,
+                             float* out) const override;
+  absl::Status FetchLabels(absl::Span<const NodeId> nodes,
+                           int64_t* out) const override {
     return inner_->FetchLabels(nodes, out);
   }
 
@@ -37,18 +43,25 @@ class CachedGraphSource : public GraphSource {
   FeatureCache* cache_;
 };
 
-// Node IDs ordered hottest first by how often they appear as input nodes when `sampler` samples `num_batches`
-// batches of `batch_size` seeds drawn from `seeds` (GNNLab's pre-sampling). Ties go to the smaller ID. The
-// sampler should not fetch features (SamplerOptions::fetch_features = false) to keep this cheap.
-absl::StatusOr<std::vector<NodeId>> HottestByPresampling(const NeighborSampler& sampler,
-                                                        absl::Span<const NodeId> seeds, int num_batches,
-                                                        int64_t batch_size, uint64_t seed);
+// Node IDs ordered hottest first by how often they appear as input nodes when
+// `sampler` samples `num_batches` batches of `batch_size` seeds drawn from
+// `seeds` (GNNLab's pre-sampling). Ties go to the smaller ID. The sampler
+// should not fetch features (SamplerOptions::fetch_features = false) to keep
+// this cheap.
+absl::StatusOr<std::vector<NodeId>> HottestByPresampling(
+    const NeighborSampler& sampler, absl::Span<const NodeId> seeds,
+    int num_batches, int64_t batch_size, uint64_t seed);
 
-// Node IDs ordered by descending degree (ties to the smaller ID); degrees[i] belongs to node first_id + i.
-std::vector<NodeId> HottestByDegree(absl::Span<const int64_t> degrees, NodeId first_id = 0);
+// Node IDs ordered by descending degree (ties to the smaller ID); degrees[i]
+// belongs to node first_id + i.
+std::vector<NodeId> HottestByDegree(absl::Span<const int64_t> degrees,
+                                    NodeId first_id = 0);
 
-// Fills a static cache with the hottest nodes' rows fetched from `source` (in batches), as many as fit.
-absl::Status PrefillCache(const GraphSource& source, absl::Span<const NodeId> hottest, FeatureCache* cache);
+// Fills a static cache with the hottest nodes' rows fetched from `source` (in
+// batches), as many as fit.
+absl::Status PrefillCache(const GraphSource& source,
+                          absl::Span<const NodeId> hottest,
+                          FeatureCache* cache);
 
 }  // namespace shardgnn
 

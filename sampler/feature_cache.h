@@ -1,11 +1,16 @@
-// A cache of feature rows keyed by global node ID, shaped like LevelDB's Cache: capacity in bytes, internal
-// locking, the eviction policy as a choice, and hit/miss counters.
+// A cache of feature rows keyed by global node ID, shaped like LevelDB's Cache:
+// capacity in bytes, internal locking, the eviction policy as a choice, and
+// hit/miss counters.
 //
 // Policies:
-//   kStatic  filled once with Prefill() (the hottest remote nodes, chosen by in-degree or by pre-sampling a
-//            few epochs as GNNLab does) and read-only afterwards: lookups take no lock.
-//   kClock   filled on demand by Insert() (the rows a fetch missed); CLOCK (second-chance) eviction, which
-//            approximates LRU without moving entries on every hit. Sharded by node ID to keep lock contention low.
+//   kStatic  filled once with Prefill() (the hottest remote nodes, chosen by
+//   in-degree or by pre-sampling a
+//            few epochs as GNNLab does) and read-only afterwards: lookups take
+//            no lock.
+//   kClock   filled on demand by Insert() (the rows a fetch missed); CLOCK
+//   (second-chance) eviction, which
+//            approximates LRU without moving entries on every hit. Sharded by
+//            node ID to keep lock contention low.
 // Thread-safe: any number of threads may look up and insert at once.
 #ifndef SHARDGNN_SAMPLER_FEATURE_CACHE_H_
 #define SHARDGNN_SAMPLER_FEATURE_CACHE_H_
@@ -37,32 +42,41 @@ struct FeatureCacheOptions {
 struct FeatureCacheStats {
   int64_t hits = 0;
   int64_t misses = 0;
-  int64_t bytes_saved = 0;  // Feature bytes served from the cache instead of the network.
+  int64_t bytes_saved =
+      0;  // Feature bytes served from the cache instead of the network.
   int64_t entries = 0;
   int64_t capacity_rows = 0;
 
-  double hit_rate() const { return hits + misses == 0 ? 0.0 : static_cast<double>(hits) / (hits + misses); }
+  double hit_rate() const {
+    return hits + misses == 0 ? 0.0
+                              : static_cast<double>(hits) / (hits + misses);
+  }
 };
 
 class FeatureCache {
  public:
-  // Fails on a non-positive feature_dim or a negative capacity. A capacity below one row makes a cache that
-  // holds nothing (every lookup misses).
-  static absl::StatusOr<std::unique_ptr<FeatureCache>> Create(const FeatureCacheOptions& options);
+  // Fails on a non-positive feature_dim or a negative capacity. A capacity
+  // below one row makes a cache that holds nothing (every lookup misses).
+  static absl::StatusOr<std::unique_ptr<FeatureCache>> Create(
+      const FeatureCacheOptions& options);
   ~FeatureCache();
   FeatureCache(const FeatureCache&) = delete;
   FeatureCache& operator=(const FeatureCache&) = delete;
 
-  // kStatic only, once, before any lookup: stores `ids` in the order given (pass the hottest first) with their
-  // rows (ids.size() x feature_dim floats) until the cache is full. Capacity is split over 16 shards by a hash of
-  // the ID, so a few rows may be skipped before the cache as a whole is full. Fails on a second call or a
-  // duplicate ID.
+  // kStatic only, once, before any lookup: stores `ids` in the order given
+  // (pass the hottest first) with their rows (ids.size() x feature_dim floats)
+  // until the cache is full. Capacity is split over 16 shards by a hash of the
+  // ID, so a few rows may be skipped before the cache as a whole is full. Fails
+  // on a second call or a duplicate ID.
   absl::Status Prefill(absl::Span<const NodeId> ids, const float* rows);
 
-  // For each ID: on a hit copies its row to out[i * feature_dim]; on a miss appends i to *missing.
-  void Lookup(absl::Span<const NodeId> ids, float* out, std::vector<size_t>* missing);
+  // For each ID: on a hit copies its row to out[i * feature_dim]; on a miss
+  // appends i to *missing.
+  void Lookup(absl::Span<const NodeId> ids, float* out,
+              std::vector<size_t>* missing);
 
-  // kClock: stores rows (ids.size() x feature_dim floats), evicting as needed. No-op for kStatic.
+  // kClock: stores rows (ids.size() x feature_dim floats), evicting as needed.
+  // No-op for kStatic.
   void Insert(absl::Span<const NodeId> ids, const float* rows);
 
   FeatureCacheStats stats() const;

@@ -24,29 +24,59 @@ absl::StatusOr<std::unique_ptr<NeighborSampler>> NeighborSampler::Create(
       new NeighborSampler(source, std::move(options)));
 }
 
+NeighborSampler::NeighborSampler(const GraphSource* source,
+                                 SamplerOptions options)
+    : source_(source), options_(std::move(options)) {}
+
+NeighborSampler::~NeighborSampler() = default;
+
+std::unique_ptr<internal::BlockBuilder> NeighborSampler::AcquireBuilder()
+    const {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!idle_builders_.empty()) {
+      std::unique_ptr<internal::BlockBuilder> builder =
+          std::move(idle_builders_.back());
+      idle_builders_.pop_back();
+      return builder;
+    }
+  }
+  return std::make_unique<internal::BlockBuilder>(source_->num_nodes());
+}
+
+void NeighborSampler::ReleaseBuilder(
+    std::unique_ptr<internal::BlockBuilder> builder) const {
+  absl::MutexLock lock(&mu_);
+  idle_builders_.push_back(std::move(builder));
+}
+
 absl::Status NeighborSampler::Sample(absl::Span<const NodeId> seeds,
                                      uint64_t batch_seed,
                                      MiniBatch* out) const {
+  std::unique_ptr<internal::BlockBuilder> builder = AcquireBuilder();
+  absl::Status status = SampleWith(seeds, batch_seed, builder.get(), out);
+  ReleaseBuilder(std::move(builder));
+  return status;
+}
+
+absl::Status NeighborSampler::SampleWith(absl::Span<const NodeId> seeds,
+                                         uint64_t batch_seed,
+                                         internal::BlockBuilder* builder,
+                                         MiniBatch* out) const {
   const int num_hops = num_layers();
-  internal::BlockBuilder builder;
-  RETURN_IF_ERROR(builder.Reset(seeds));
+  RETURN_IF_ERROR(builder->Reset(seeds));
   out->seeds.assign(seeds.begin(), seeds.end());
   out->blocks.resize(num_hops);
   SampledNeighbors sampled;
   for (int h = 0; h < num_hops; ++h) {
     const uint64_t hop_seed = MixSeed(batch_seed, static_cast<uint64_t>(h));
     RETURN_IF_ERROR(
-        source_->SampleNeighbors(builder.frontier(), options_.fanouts[h],
+        source_->SampleNeighbors(builder->frontier(), options_.fanouts[h],
                                  options_.replace, hop_seed, &sampled));
-    if (sampled.counts.size() != builder.frontier().size()) {
-      return absl::InternalError(absl::StrCat(
-          "graph source returned ", sampled.counts.size(),
-          " neighbor counts for ", builder.frontier().size(), " nodes"));
-    }
-    builder.AddHop(sampled.counts, sampled.neighbors,
-                   &out->blocks[num_hops - 1 - h]);
+    RETURN_IF_ERROR(builder->AddHop(sampled.counts, sampled.neighbors,
+                                    &out->blocks[num_hops - 1 - h]));
   }
-  out->input_nodes = builder.ReleaseNodes();
+  out->input_nodes = builder->nodes();
   out->feature_dim = source_->feature_dim();
   if (options_.fetch_features) {
     out->features.resize(out->input_nodes.size() * out->feature_dim);

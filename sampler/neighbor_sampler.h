@@ -29,14 +29,19 @@
 #include <memory>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/types.h"
 #include "sampler/graph_source.h"
 #include "sampler/minibatch.h"
 
 namespace shardgnn {
+namespace internal {
+class BlockBuilder;
+}  // namespace internal
 
 struct SamplerOptions {
   // One entry per layer; fanouts[0] is the seeds' hop (see above). -1 takes all
@@ -63,6 +68,7 @@ class NeighborSampler {
   static absl::StatusOr<std::unique_ptr<NeighborSampler>> Create(
       const GraphSource* source, SamplerOptions options);
 
+  ~NeighborSampler();
   NeighborSampler(const NeighborSampler&) = delete;
   NeighborSampler& operator=(const NeighborSampler&) = delete;
 
@@ -78,11 +84,18 @@ class NeighborSampler {
   int num_layers() const { return static_cast<int>(options_.fanouts.size()); }
 
  private:
-  NeighborSampler(const GraphSource* source, SamplerOptions options)
-      : source_(source), options_(std::move(options)) {}
+  NeighborSampler(const GraphSource* source, SamplerOptions options);
+  absl::Status SampleWith(absl::Span<const NodeId> seeds, uint64_t batch_seed,
+                          internal::BlockBuilder* builder,
+                          MiniBatch* out) const;
+  std::unique_ptr<internal::BlockBuilder> AcquireBuilder() const;
+  void ReleaseBuilder(std::unique_ptr<internal::BlockBuilder> builder) const;
 
   const GraphSource* source_;
   SamplerOptions options_;
+  mutable absl::Mutex mu_;
+  mutable std::vector<std::unique_ptr<internal::BlockBuilder>> idle_builders_
+      ABSL_GUARDED_BY(mu_);
 };
 
 // Adds `batch`'s sizes to *stats.

@@ -20,11 +20,19 @@ namespace shardgnn::internal {
 //
 // Usage: Reset(seeds); then per hop, sample the neighbors of frontier() and
 // call AddHop(). A node keeps the same local index in every block, so each
-// block's sources are a prefix of nodes(). Not thread-safe.
+// block's sources are a prefix of nodes(). For graphs of up to kDenseMapLimit
+// nodes the global-to-local map is a flat array (about 4 bytes per graph node,
+// kept between batches, only touched entries reset), otherwise a hash map. Not
+// thread-safe; reusable.
 class BlockBuilder {
  public:
+  static constexpr int64_t kDenseMapLimit = int64_t{1} << 25;
+
+  // `num_nodes`: IDs must lie in [0, num_nodes).
+  explicit BlockBuilder(int64_t num_nodes);
+
   // Starts a minibatch whose first destinations are `seeds`. Fails if a seed
-  // repeats.
+  // repeats or is out of range.
   absl::Status Reset(absl::Span<const NodeId> seeds);
 
   // The destinations of the next hop: every node seen so far, in local-index
@@ -33,20 +41,24 @@ class BlockBuilder {
 
   // Adds the block whose destinations are the current frontier: destination i
   // aggregates from the local indices of neighbors[offset_i .. offset_i +
-  // counts[i]). New sources are appended in first-appearance order. REQUIRES:
-  // counts.size() == frontier().size() and the counts sum to neighbors.size().
-  void AddHop(absl::Span<const int64_t> counts,
-              absl::Span<const NodeId> neighbors, Block* block);
+  // counts[i]). New sources are appended in first-appearance order. Fails
+  // (naming the ID) if a neighbor is out of range, or if counts do not match
+  // the frontier and neighbors.
+  absl::Status AddHop(absl::Span<const int64_t> counts,
+                      absl::Span<const NodeId> neighbors, Block* block);
 
   // Every node seen, in local-index order (the input nodes once all hops are
   // added).
   const std::vector<NodeId>& nodes() const { return nodes_; }
-  std::vector<NodeId> ReleaseNodes() { return std::move(nodes_); }
 
  private:
+  void Clear();
   int64_t LocalIndex(NodeId node);
 
-  absl::flat_hash_map<NodeId, int64_t> local_;
+  int64_t num_nodes_;
+  bool dense_;
+  std::vector<int32_t> dense_map_;  // -1 = not seen; used when dense_
+  absl::flat_hash_map<NodeId, int64_t> hash_map_;
   std::vector<NodeId> nodes_;
 };
 

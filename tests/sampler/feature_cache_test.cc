@@ -15,14 +15,17 @@ namespace {
 std::vector<float> RowsFor(absl::Span<const NodeId> ids, int64_t dim) {
   std::vector<float> rows;
   for (NodeId id : ids) {
-    for (int64_t j = 0; j < dim; ++j) rows.push_back(static_cast<float>(id * 1000 + j));
+    for (int64_t j = 0; j < dim; ++j)
+      rows.push_back(static_cast<float>(id * 1000 + j));
   }
   return rows;
 }
 
 TEST(FeatureCacheTest, StaticHoldsPrefilledRowsBitExact) {
   const int64_t dim = 4;
-  ASSERT_OK_AND_ASSIGN(auto cache, FeatureCache::Create({/*capacity_bytes=*/1000 * dim * 4, dim, CachePolicy::kStatic}));
+  ASSERT_OK_AND_ASSIGN(
+      auto cache, FeatureCache::Create({/*capacity_bytes=*/1000 * dim * 4, dim,
+                                        CachePolicy::kStatic}));
   std::vector<NodeId> hot = {5, 9, 100, 7};
   auto rows = RowsFor(hot, dim);
   ASSERT_OK(cache->Prefill(hot, rows.data()));
@@ -35,7 +38,8 @@ TEST(FeatureCacheTest, StaticHoldsPrefilledRowsBitExact) {
   EXPECT_EQ(missing, (std::vector<size_t>{1}));
   auto expected = RowsFor(ask, dim);
   for (size_t i : {0u, 2u}) {
-    for (int64_t j = 0; j < dim; ++j) EXPECT_EQ(out[i * dim + j], expected[i * dim + j]);
+    for (int64_t j = 0; j < dim; ++j)
+      EXPECT_EQ(out[i * dim + j], expected[i * dim + j]);
   }
   auto stats = cache->stats();
   EXPECT_EQ(stats.hits, 2);
@@ -46,7 +50,9 @@ TEST(FeatureCacheTest, StaticHoldsPrefilledRowsBitExact) {
 
 TEST(FeatureCacheTest, StaticRespectsCapacity) {
   const int64_t dim = 8;
-  ASSERT_OK_AND_ASSIGN(auto cache, FeatureCache::Create({/*capacity_bytes=*/64 * dim * 4, dim, CachePolicy::kStatic}));
+  ASSERT_OK_AND_ASSIGN(
+      auto cache, FeatureCache::Create({/*capacity_bytes=*/64 * dim * 4, dim,
+                                        CachePolicy::kStatic}));
   std::vector<NodeId> ids(1000);
   for (int i = 0; i < 1000; ++i) ids[i] = i;
   auto rows = RowsFor(ids, dim);
@@ -57,7 +63,8 @@ TEST(FeatureCacheTest, StaticRespectsCapacity) {
 TEST(FeatureCacheTest, ClockEvictsButNeverServesWrongRows) {
   const int64_t dim = 3;
   // 32 rows over 16 shards: 2 per shard.
-  ASSERT_OK_AND_ASSIGN(auto cache, FeatureCache::Create({32 * dim * 4, dim, CachePolicy::kClock}));
+  ASSERT_OK_AND_ASSIGN(auto cache, FeatureCache::Create({32 * dim * 4, dim,
+                                                         CachePolicy::kClock}));
   for (NodeId round = 0; round < 20; ++round) {
     std::vector<NodeId> ids;
     for (NodeId k = 0; k < 50; ++k) ids.push_back((k * 7 + round * 13) % 200);
@@ -71,7 +78,8 @@ TEST(FeatureCacheTest, ClockEvictsButNeverServesWrongRows) {
         ++m;
         continue;
       }
-      for (int64_t j = 0; j < dim; ++j) ASSERT_EQ(out[i * dim + j], expected[i * dim + j]) << ids[i];
+      for (int64_t j = 0; j < dim; ++j)
+        ASSERT_EQ(out[i * dim + j], expected[i * dim + j]) << ids[i];
     }
     std::vector<NodeId> missing_ids;
     for (size_t i : missing) missing_ids.push_back(ids[i]);
@@ -84,9 +92,11 @@ TEST(FeatureCacheTest, ClockEvictsButNeverServesWrongRows) {
 
 TEST(FeatureCacheTest, ClockKeepsReferencedEntries) {
   const int64_t dim = 1;
-  // 8 rows per shard. A node read between every insert keeps its reference bit set, so the CLOCK hand always
-  // passes over it and evicts one of the never-read cold nodes instead (FIFO would evict it after 8 inserts).
-  ASSERT_OK_AND_ASSIGN(auto cache, FeatureCache::Create({16 * 8 * dim * 4, dim, CachePolicy::kClock}));
+  // 8 rows per shard. A node read between every insert keeps its reference bit
+  // set, so the CLOCK hand always passes over it and evicts one of the
+  // never-read cold nodes instead (FIFO would evict it after 8 inserts).
+  ASSERT_OK_AND_ASSIGN(auto cache, FeatureCache::Create({16 * 8 * dim * 4, dim,
+                                                         CachePolicy::kClock}));
   NodeId hot = 12345;
   std::vector<float> row = {1.0f};
   cache->Insert({hot}, row.data());
@@ -94,7 +104,8 @@ TEST(FeatureCacheTest, ClockKeepsReferencedEntries) {
     std::vector<float> out(1);
     std::vector<size_t> missing;
     cache->Lookup({hot}, out.data(), &missing);
-    ASSERT_TRUE(missing.empty()) << "hot node evicted after " << cold << " cold inserts";
+    ASSERT_TRUE(missing.empty())
+        << "hot node evicted after " << cold << " cold inserts";
     std::vector<float> cold_row = {0.0f};
     cache->Insert({cold}, cold_row.data());
   }
@@ -102,14 +113,16 @@ TEST(FeatureCacheTest, ClockKeepsReferencedEntries) {
 
 TEST(FeatureCacheTest, ConcurrentLookupsAndInserts) {
   const int64_t dim = 16;
-  ASSERT_OK_AND_ASSIGN(auto cache, FeatureCache::Create({500 * dim * 4, dim, CachePolicy::kClock}));
+  ASSERT_OK_AND_ASSIGN(auto cache, FeatureCache::Create({500 * dim * 4, dim,
+                                                         CachePolicy::kClock}));
   std::vector<std::thread> threads;
   std::atomic<int> wrong{0};
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int iter = 0; iter < 300; ++iter) {
         std::vector<NodeId> ids;
-        for (int k = 0; k < 64; ++k) ids.push_back((iter * 31 + k * 17 + t) % 2000);
+        for (int k = 0; k < 64; ++k)
+          ids.push_back((iter * 31 + k * 17 + t) % 2000);
         std::sort(ids.begin(), ids.end());
         ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
         std::vector<float> out(ids.size() * dim);
@@ -122,7 +135,8 @@ TEST(FeatureCacheTest, ConcurrentLookupsAndInserts) {
             ++m;
             continue;
           }
-          if (std::memcmp(&out[i * dim], &expected[i * dim], dim * 4) != 0) ++wrong;
+          if (std::memcmp(&out[i * dim], &expected[i * dim], dim * 4) != 0)
+            ++wrong;
         }
         std::vector<NodeId> missing_ids;
         for (size_t i : missing) missing_ids.push_back(ids[i]);

@@ -11,21 +11,28 @@
 namespace shardgnn {
 namespace {
 
-// Fails every call after the first `ok_calls` SampleNeighbors calls, as a dead server would.
+// Fails every call after the first `ok_calls` SampleNeighbors calls, as a dead
+// server would.
 class FailingSource : public GraphSource {
  public:
-  FailingSource(const GraphSource* inner, int ok_calls) : inner_(inner), ok_calls_(ok_calls) {}
+  FailingSource(const GraphSource* inner, int ok_calls)
+      : inner_(inner), ok_calls_(ok_calls) {}
   int64_t num_nodes() const override { return inner_->num_nodes(); }
   int64_t feature_dim() const override { return inner_->feature_dim(); }
-  absl::Status SampleNeighbors(absl::Span<const NodeId> nodes, int fanout, bool replace, uint64_t seed,
+  absl::Status SampleNeighbors(absl::Span<const NodeId> nodes, int fanout,
+                               bool replace, uint64_t seed,
                                SampledNeighbors* out) const override {
-    if (calls_++ >= ok_calls_) return absl::UnavailableError("127.0.0.1:9: UNAVAILABLE: server went away");
+    if (calls_++ >= ok_calls_)
+      return absl::UnavailableError(
+          "127.0.0.1:9: UNAVAILABLE: server went away");
     return inner_->SampleNeighbors(nodes, fanout, replace, seed, out);
   }
-  absl::Status FetchFeatures(absl::Span<const NodeId> nodes, float* out) const override {
+  absl::Status FetchFeatures(absl::Span<const NodeId> nodes,
+                             float* out) const override {
     return inner_->FetchFeatures(nodes, out);
   }
-  absl::Status FetchLabels(absl::Span<const NodeId> nodes, int64_t* out) const override {
+  absl::Status FetchLabels(absl::Span<const NodeId> nodes,
+                           int64_t* out) const override {
     return inner_->FetchLabels(nodes, out);
   }
 
@@ -41,7 +48,8 @@ class LoaderTest : public ::testing::Test {
     ASSERT_OK_AND_ASSIGN(source_, InMemoryGraphSource::Create(graph_.arrays()));
     SamplerOptions options;
     options.fanouts = {5, 3};
-    ASSERT_OK_AND_ASSIGN(sampler_, NeighborSampler::Create(source_.get(), options));
+    ASSERT_OK_AND_ASSIGN(sampler_,
+                         NeighborSampler::Create(source_.get(), options));
     for (NodeId v = 0; v < 250; ++v) seeds_.push_back(v * 3);
   }
 
@@ -73,8 +81,12 @@ TEST_F(LoaderTest, PrefetchingGivesTheSameBatchesAsSynchronous) {
   LoaderOptions async_options = sync_options;
   async_options.prefetch = 3;
   async_options.workers = 2;
-  ASSERT_OK_AND_ASSIGN(auto sync_loader, PrefetchLoader::Create(sampler_.get(), seeds_, sync_options));
-  ASSERT_OK_AND_ASSIGN(auto async_loader, PrefetchLoader::Create(sampler_.get(), seeds_, async_options));
+  ASSERT_OK_AND_ASSIGN(
+      auto sync_loader,
+      PrefetchLoader::Create(sampler_.get(), seeds_, sync_options));
+  ASSERT_OK_AND_ASSIGN(
+      auto async_loader,
+      PrefetchLoader::Create(sampler_.get(), seeds_, async_options));
   for (int64_t epoch : {1, 2}) {
     auto a = Epoch(*sync_loader, epoch);
     auto b = Epoch(*async_loader, epoch);
@@ -92,12 +104,17 @@ TEST_F(LoaderTest, EpochVisitsEverySeedOnceInAShuffledOrder) {
   LoaderOptions options;
   options.batch_size = 64;
   options.shuffle_seed = 5;
-  ASSERT_OK_AND_ASSIGN(auto loader, PrefetchLoader::Create(sampler_.get(), seeds_, options));
+  ASSERT_OK_AND_ASSIGN(auto loader,
+                       PrefetchLoader::Create(sampler_.get(), seeds_, options));
   std::vector<NodeId> first, second;
-  for (const auto& b : Epoch(*loader, 1)) first.insert(first.end(), b.seeds.begin(), b.seeds.end());
-  for (const auto& b : Epoch(*loader, 2)) second.insert(second.end(), b.seeds.begin(), b.seeds.end());
-  EXPECT_EQ(std::multiset<NodeId>(first.begin(), first.end()), std::multiset<NodeId>(seeds_.begin(), seeds_.end()));
-  EXPECT_EQ(std::multiset<NodeId>(second.begin(), second.end()), std::multiset<NodeId>(seeds_.begin(), seeds_.end()));
+  for (const auto& b : Epoch(*loader, 1))
+    first.insert(first.end(), b.seeds.begin(), b.seeds.end());
+  for (const auto& b : Epoch(*loader, 2))
+    second.insert(second.end(), b.seeds.begin(), b.seeds.end());
+  EXPECT_EQ(std::multiset<NodeId>(first.begin(), first.end()),
+            std::multiset<NodeId>(seeds_.begin(), seeds_.end()));
+  EXPECT_EQ(std::multiset<NodeId>(second.begin(), second.end()),
+            std::multiset<NodeId>(seeds_.begin(), seeds_.end()));
   EXPECT_NE(first, second);
   EXPECT_NE(first, seeds_);
 }
@@ -105,20 +122,25 @@ TEST_F(LoaderTest, EpochVisitsEverySeedOnceInAShuffledOrder) {
 TEST_F(LoaderTest, FixedStepsPadAndTrim) {
   LoaderOptions options;
   options.batch_size = 100;
-  options.steps_per_epoch = 5;  // 250 seeds fill 2.5 batches: pad to 5 full batches.
-  ASSERT_OK_AND_ASSIGN(auto padded, PrefetchLoader::Create(sampler_.get(), seeds_, options));
+  options.steps_per_epoch =
+      5;  // 250 seeds fill 2.5 batches: pad to 5 full batches.
+  ASSERT_OK_AND_ASSIGN(auto padded,
+                       PrefetchLoader::Create(sampler_.get(), seeds_, options));
   auto batches = Epoch(*padded, 1);
   ASSERT_EQ(batches.size(), 5u);
   std::set<NodeId> seen;
   for (const auto& b : batches) {
     EXPECT_EQ(b.seeds.size(), 100u);
-    EXPECT_EQ(std::set<NodeId>(b.seeds.begin(), b.seeds.end()).size(), 100u);  // Distinct within a batch.
+    EXPECT_EQ(std::set<NodeId>(b.seeds.begin(), b.seeds.end()).size(),
+              100u);  // Distinct within a batch.
     seen.insert(b.seeds.begin(), b.seeds.end());
   }
   EXPECT_EQ(seen.size(), seeds_.size());  // Every seed still visited.
 
-  options.steps_per_epoch = 2;  // Trim: 2 full batches, 50 seeds skipped this epoch.
-  ASSERT_OK_AND_ASSIGN(auto trimmed, PrefetchLoader::Create(sampler_.get(), seeds_, options));
+  options.steps_per_epoch =
+      2;  // Trim: 2 full batches, 50 seeds skipped this epoch.
+  ASSERT_OK_AND_ASSIGN(auto trimmed,
+                       PrefetchLoader::Create(sampler_.get(), seeds_, options));
   batches = Epoch(*trimmed, 1);
   ASSERT_EQ(batches.size(), 2u);
   EXPECT_EQ(batches[1].seeds.size(), 100u);
@@ -129,12 +151,14 @@ TEST_F(LoaderTest, BackgroundErrorReachesTheConsumer) {
   FailingSource failing(source_.get(), 4);
   SamplerOptions sampler_options;
   sampler_options.fanouts = {5, 3};
-  ASSERT_OK_AND_ASSIGN(auto sampler, NeighborSampler::Create(&failing, sampler_options));
+  ASSERT_OK_AND_ASSIGN(auto sampler,
+                       NeighborSampler::Create(&failing, sampler_options));
   LoaderOptions options;
   options.batch_size = 10;
   options.prefetch = 4;
   options.workers = 1;
-  ASSERT_OK_AND_ASSIGN(auto loader, PrefetchLoader::Create(sampler.get(), seeds_, options));
+  ASSERT_OK_AND_ASSIGN(auto loader,
+                       PrefetchLoader::Create(sampler.get(), seeds_, options));
   loader->StartEpoch(1);
   MiniBatch batch;
   ASSERT_OK_AND_ASSIGN(bool more, loader->Next(&batch));
@@ -143,7 +167,8 @@ TEST_F(LoaderTest, BackgroundErrorReachesTheConsumer) {
   EXPECT_TRUE(more);
   auto failed = loader->Next(&batch);
   ASSERT_FALSE(failed.ok());
-  EXPECT_NE(failed.status().message().find("127.0.0.1:9"), absl::string_view::npos);
+  EXPECT_NE(failed.status().message().find("127.0.0.1:9"),
+            absl::string_view::npos);
   EXPECT_FALSE(loader->Next(&batch).ok());  // Sticky.
 }
 
@@ -152,7 +177,8 @@ TEST_F(LoaderTest, StopsCleanlyMidEpoch) {
   options.batch_size = 8;
   options.prefetch = 4;
   options.workers = 2;
-  ASSERT_OK_AND_ASSIGN(auto loader, PrefetchLoader::Create(sampler_.get(), seeds_, options));
+  ASSERT_OK_AND_ASSIGN(auto loader,
+                       PrefetchLoader::Create(sampler_.get(), seeds_, options));
   loader->StartEpoch(1);
   MiniBatch batch;
   ASSERT_OK(loader->Next(&batch));
@@ -169,7 +195,8 @@ TEST(LoaderOptionsTest, RejectsBadOptions) {
   ASSERT_OK(source);
   auto sampler = NeighborSampler::Create(source->get(), SamplerOptions{});
   ASSERT_OK(sampler);
-  EXPECT_FALSE(PrefetchLoader::Create(sampler->get(), {}, LoaderOptions{}).ok());
+  EXPECT_FALSE(
+      PrefetchLoader::Create(sampler->get(), {}, LoaderOptions{}).ok());
   LoaderOptions bad;
   bad.batch_size = 0;
   EXPECT_FALSE(PrefetchLoader::Create(sampler->get(), {1, 2}, bad).ok());

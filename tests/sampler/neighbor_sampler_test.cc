@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <set>
 #include <vector>
 
@@ -176,6 +178,43 @@ TEST_F(NeighborSamplerTest, RejectsBadInput) {
   EXPECT_FALSE(NeighborSampler::Create(source_.get(), bad).ok());
   bad.fanouts = {3, -2};
   EXPECT_FALSE(NeighborSampler::Create(source_.get(), bad).ok());
+}
+
+// Single-threaded throughput on a 200k-node random graph (average degree about
+// 20), fanouts [15, 10, 5], batch 1024. Slow to set up; run with
+// --gtest_also_run_disabled_tests.
+TEST(NeighborSamplerThroughput, DISABLED_RandomGraph200k) {
+  TestGraph graph(200000, 40, 1);
+  ASSERT_OK_AND_ASSIGN(auto source,
+                       InMemoryGraphSource::Create(graph.arrays()));
+  SamplerOptions options;
+  options.fanouts = {15, 10, 5};
+  options.fetch_features = false;
+  options.fetch_labels = false;
+  ASSERT_OK_AND_ASSIGN(auto sampler,
+                       NeighborSampler::Create(source.get(), options));
+  std::vector<NodeId> order(graph.indptr.size() - 1);
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = static_cast<NodeId>((i * 7919) % order.size());
+  SampleStats stats;
+  MiniBatch batch;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t begin = 0; begin + 1024 <= order.size(); begin += 1024) {
+    ASSERT_OK(sampler->Sample(absl::MakeConstSpan(order).subspan(begin, 1024),
+                              begin, &batch));
+    AccumulateStats(batch, &stats);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  std::printf(
+      "{\"nodes\": 200000, \"edges\": %zu, \"fanouts\": [15,10,5], \"batch\": "
+      "1024, \"seconds\": %.3f, "
+      "\"seeds_per_s\": %.0f, \"sampled_edges_per_s\": %.0f, "
+      "\"input_nodes_per_batch\": %.0f}\n",
+      graph.indices.size(), seconds, stats.seeds / seconds,
+      stats.sampled_edges / seconds, 1024.0 * stats.input_nodes / stats.seeds);
+  EXPECT_GT(stats.sampled_edges, 0);
 }
 
 }  // namespace
