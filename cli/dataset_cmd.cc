@@ -1,13 +1,292 @@
-// Placeholder until the command lands; replaced by its owner.
+// `shardgnn dataset import` and `shardgnn dataset generate`: build a canonical
+// dataset directory.
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "cli/commands.h"
+#include "common/status.h"
+#include "datasets/generators.h"
+#include "datasets/importers.h"
+#include "datasets/summary.h"
 
 namespace shardgnn::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ImportFlags {
+  std::string format;
+  std::string input;
+  std::string out;
+  std::string name;
+  bool undirected = false;
+  bool directed = false;
+  bool keep_self_loops = false;
+  uint64_t seed = 0;
+  // ogb
+  std::string split_name;
+  // linqs
+  std::string content;
+  std::string cites;
+  bool skip_unknown_ids = false;
+  int64_t train_per_class = 20;
+  int64_t num_valid = 500;
+  int64_t num_test = 1000;
+  // edgelist
+  std::string edges;
+  std::string features;
+  std::string labels;
+  std::string split = "0.1,0.1,0.8";
+  std::vector<std::string> split_files;
+};
+
+struct GenerateFlags {
+  std::string kind = "sbm";
+  int64_t nodes = 0;
+  double avg_degree = 10;
+  int64_t features = 32;
+  int64_t classes = 8;
+  std::string split = "0.1,0.1,0.8";
+  uint64_t seed = 0;
+  double homophily = 0.8;
+  double feature_noise = 1.0;
+  int threads = 2;
+  std::string name;
+  std::string out;
+};
+
+absl::StatusOr<std::vector<double>> ParseFractions(const std::string& text) {
+  std::vector<double> fractions;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    double value;
+    if (!absl::SimpleAtod(part, &value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--split \"", text, "\": \"", part, "\" is not a number"));
+    }
+    fractions.push_back(value);
+  }
+  if (fractions.size() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--split \"", text, "\": expected three fractions train,valid,test"));
+  }
+  double sum = fractions[0] + fractions[1] + fractions[2];
+  for (double f : fractions) {
+    if (!(f >= 0) || f > 1 || sum > 1 + 1e-6) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--split \"", text,
+                       "\": fractions must be in [0, 1] and sum to at most 1"));
+    }
+  }
+  return fractions;
+}
+
+// The one file in `dir` whose name ends with `suffix` or `suffix`.gz.
+absl::StatusOr<std::string> FindBySuffix(const std::string& dir,
+                                         const std::string& suffix) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return absl::NotFoundError(absl::StrCat(dir, ": no such directory"));
+  }
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (absl::EndsWith(name, suffix) ||
+        absl::EndsWith(name, absl::StrCat(suffix, ".gz"))) {
+      found.push_back(entry.path().string());
+    }
+  }
+  if (found.size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, ": expected one *", suffix, "[.gz] file, found ",
+                     found.size(), "; name it with --", suffix.substr(1)));
+  }
+  return found[0];
+}
+
+absl::StatusOr<BuildSummary> RunImport(const ImportFlags& f) {
+  EdgeOptions edges;
+  edges.undirected = f.undirected;
+  edges.keep_self_loops = f.keep_self_loops;
+  if (f.format == "ogb") {
+    if (f.input.empty()) {
+      return absl::InvalidArgumentError(
+          "--format ogb needs --input DIR (the directory holding raw/ and "
+          "split/)");
+    }
+    OgbImportOptions options;
+    options.input_dir = f.input;
+    options.split = f.split_name;
+    options.edges = edges;
+    options.name = f.name;
+    return ImportOgb(options, f.out);
+  }
+  if (f.format == "linqs") {
+    LinqsImportOptions options;
+    options.content_path = f.content;
+    options.cites_path = f.cites;
+    if (options.content_path.empty()) {
+      if (f.input.empty()) {
+        return absl::InvalidArgumentError(
+            "--format linqs needs --input DIR or --content and --cites");
+      }
+      ASSIGN_OR_RETURN(options.content_path, FindBySuffix(f.input, ".content"));
+    }
+    if (options.cites_path.empty()) {
+      if (f.input.empty()) {
+        return absl::InvalidArgumentError(
+            "--format linqs needs --input DIR or --content and --cites");
+      }
+      ASSIGN_OR_RETURN(options.cites_path, FindBySuffix(f.input, ".cites"));
+    }
+    options.edges.undirected = !f.directed;
+    options.edges.keep_self_loops = f.keep_self_loops;
+    options.skip_unknown_ids = f.skip_unknown_ids;
+    options.train_per_class = f.train_per_class;
+    options.num_valid = f.num_valid;
+    options.num_test = f.num_test;
+    options.seed = f.seed;
+    options.name = f.name;
+    return ImportLinqs(options, f.out);
+  }
+  // edgelist
+  if (f.edges.empty() || f.features.empty() || f.labels.empty()) {
+    return absl::InvalidArgumentError(
+        "--format edgelist needs --edges, --features and --labels");
+  }
+  EdgeListImportOptions options;
+  options.edges_path = f.edges;
+  options.features_path = f.features;
+  options.labels_path = f.labels;
+  for (const std::string& spec : f.split_files) {
+    std::vector<std::string> parts =
+        absl::StrSplit(spec, absl::MaxSplits('=', 1));
+    if (parts.size() != 2 || parts[0].empty() || parts[1].empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--split-file \"", spec, "\": expected NAME=PATH"));
+    }
+    options.split_paths[parts[0]] = parts[1];
+  }
+  ASSIGN_OR_RETURN(options.split_fractions, ParseFractions(f.split));
+  options.seed = f.seed;
+  options.edges = edges;
+  options.name = f.name;
+  return ImportEdgeList(options, f.out);
+}
+
+absl::StatusOr<BuildSummary> RunGenerate(const GenerateFlags& f) {
+  GeneratorOptions options;
+  ASSIGN_OR_RETURN(options.kind, ParseGraphKind(f.kind));
+  options.num_nodes = f.nodes;
+  options.avg_degree = f.avg_degree;
+  options.feature_dim = f.features;
+  options.num_classes = f.classes;
+  ASSIGN_OR_RETURN(options.split, ParseFractions(f.split));
+  options.seed = f.seed;
+  options.homophily = f.homophily;
+  options.feature_noise = f.feature_noise;
+  options.threads = f.threads;
+  options.name = f.name;
+  return GenerateDataset(options, f.out);
+}
+
+void Finish(const absl::StatusOr<BuildSummary>& summary, absl::Status* result) {
+  if (!summary.ok()) {
+    *result = summary.status();
+    return;
+  }
+  std::printf("%s\n", FormatSummary(*summary).c_str());
+  *result = absl::OkStatus();
+}
+
+}  // namespace
 
 void AddDatasetCommand(CLI::App& app, absl::Status* result) {
-  app.add_subcommand("dataset", "(not built yet)")->callback([result] {
-    *result = absl::UnimplementedError("'dataset' is not built yet");
-  });
-}
+  CLI::App* dataset = app.add_subcommand(
+      "dataset", "Build a canonical dataset directory (import or generate)");
+  dataset->require_subcommand(1);
+
+  auto import_flags = std::make_shared<ImportFlags>();
+  CLI::App* import = dataset->add_subcommand(
+      "import", "Import OGB raw, LINQS or edge-list data");
+  ImportFlags& i = *import_flags;
+  import->add_option("--format", i.format, "ogb | linqs | edgelist")
+      ->required()
+      ->check(CLI::IsMember({"ogb", "linqs", "edgelist"}));
+  import->add_option("--input", i.input,
+                     "ogb: directory with raw/ and split/; linqs: directory "
+                     "with *.content and *.cites");
+  import->add_option("--out", i.out, "Output directory (must not exist)")
+      ->required();
+  import->add_option("--name", i.name, "Dataset name (default: from input)");
+  import->add_flag("--undirected", i.undirected,
+                   "ogb, edgelist: add reverse edges (linqs always does, "
+                   "unless --directed)");
+  import->add_flag("--directed", i.directed,
+                   "linqs: keep citations one-way (citing -> cited)");
+  import->add_flag("--keep-self-loops", i.keep_self_loops,
+                   "Keep (u, u) edges (dropped by default)");
+  import->add_option("--seed", i.seed,
+                     "Seed of generated splits (linqs, "
+                     "edgelist)");
+  import->add_option("--split-name", i.split_name,
+                     "ogb: which split/<name>/ (default: the only one)");
+  import->add_option("--content", i.content, "linqs: the .content file");
+  import->add_option("--cites", i.cites, "linqs: the .cites file");
+  import->add_flag("--skip-unknown-ids", i.skip_unknown_ids,
+                   "linqs: drop citations of papers missing from .content");
+  import->add_option("--train-per-class", i.train_per_class,
+                     "linqs: training nodes per class (default 20)");
+  import->add_option("--valid", i.num_valid,
+                     "linqs: validation nodes (default 500)");
+  import->add_option("--test", i.num_test, "linqs: test nodes (default 1000)");
+  import->add_option("--edges", i.edges, "edgelist: 'src dst' text file");
+  import->add_option("--features", i.features, "edgelist: float32 .npy [N, F]");
+  import->add_option("--labels", i.labels, "edgelist: int64 .npy [N]");
+  import->add_option("--split", i.split,
+                     "edgelist: random split fractions train,valid,test "
+                     "(default 0.1,0.1,0.8)");
+  import->add_option("--split-file", i.split_files,
+                     "edgelist: NAME=PATH of an int64 .npy of node indices "
+                     "(repeatable; replaces the random split)");
+  import->callback([import_flags, result] {
+    Finish(RunImport(*import_flags), result);
+});
+
+auto gen_flags = std::make_shared<GenerateFlags>();
+GenerateFlags& g = *gen_flags;
+CLI::App* generate = dataset->add_subcommand(
+    "generate", "Generate a synthetic dataset (SBM or R-MAT)");
+generate->add_option("--kind", g.kind, "sbm | rmat")
+    ->check(CLI::IsMember({"sbm", "rmat"}));
+generate->add_option("--nodes", g.nodes, "Number of nodes")->required();
+generate->add_option("--avg-degree", g.avg_degree,
+                     "Stored (directed) edges per node (default 10)");
+generate->add_option("--features", g.features, "Feature dimension (32)");
+generate->add_option("--classes", g.classes, "Number of classes (8)");
+generate->add_option("--split", g.split,
+                     "train,valid,test fractions (0.1,0.1,0.8)");
+generate->add_option("--seed", g.seed, "Seed (0)");
+generate->add_option("--homophily", g.homophily,
+                     "Fraction of edges inside a class (0.8)");
+generate->add_option("--feature-noise", g.feature_noise,
+                     "Feature noise relative to the class signal (1.0)");
+generate->add_option("--threads", g.threads,
+                     "Worker threads (2); the output does not depend on it");
+generate->add_option("--name", g.name, "Dataset name (default: the kind)");
+generate->add_option("--out", g.out, "Output directory (must not exist)")
+    ->required();
+generate->callback([gen_flags, result] {
+  Finish(RunGenerate(*gen_flags), result);
+});
+}  // namespace shardgnn::cli
 
 }  // namespace shardgnn::cli

@@ -18,8 +18,15 @@ std::string FormatSummary(const BuildSummary& s) {
       absl::StrFormat(", avg degree %.2f, max degree %d\n", avg, s.max_degree));
   absl::StrAppend(&out, "  features ", m.feature_dim, " (", m.feature_dtype,
                   "), classes ", m.num_classes, "\n  splits:");
+  // train, valid, test first, then any others.
+  for (const char* name : {"train", "valid", "test"}) {
+    auto it = m.splits.find(name);
+    if (it != m.splits.end()) absl::StrAppend(&out, " ", name, " ", it->second);
+  }
   for (const auto& [name, count] : m.splits) {
-    absl::StrAppend(&out, " ", name, " ", count);
+    if (name != "train" && name != "valid" && name != "test") {
+      absl::StrAppend(&out, " ", name, " ", count);
+    }
   }
   absl::StrAppend(&out, "\n  input edges ", s.input_edges,
                   "; dropped: duplicates ", s.duplicate_edges_dropped,

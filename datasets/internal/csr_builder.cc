@@ -53,8 +53,9 @@ absl::StatusOr<CsrResult> WriteCsr(int64_t num_nodes, std::vector<NodeId> src,
   CsrResult result;
   const int64_t n = num_nodes;
   const size_t m = src.size();
+  // Counting, filling and sorting are three passes over the edges.
   Progress progress(options.progress_task, static_cast<int64_t>(3 * m),
-                    "steps");
+                    "edge passes");
   std::vector<int64_t> indptr(n + 1, 0);
   for (size_t i = 0; i < m; ++i) {
     NodeId s = src[i], d = dst[i];
@@ -67,7 +68,6 @@ absl::StatusOr<CsrResult> WriteCsr(int64_t num_nodes, std::vector<NodeId> src,
   }
   for (int64_t v = 0; v < n; ++v) indptr[v + 1] += indptr[v];
   progress.Update(static_cast<int64_t>(m));
-
   std::vector<NodeId> indices(indptr[n]);
   {
     std::vector<int64_t> cursor(indptr.begin(), indptr.end() - 1);

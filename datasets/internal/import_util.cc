@@ -151,29 +151,6 @@ absl::StatusOr<Splits> StratifiedSplit(const std::vector<int64_t>& labels,
   return splits;
 }
 
-absl::StatusOr<std::vector<double>> ParseSplitFractions(
-    absl::string_view text) {
-  std::vector<double> fractions;
-  for (absl::string_view part : absl::StrSplit(text, ',')) {
-    float value;
-    if (!ParseFloat(part, &value) || !(value >= 0) || value > 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "split \"", text, "\": \"", part, "\" is not a fraction in [0, 1]"));
-    }
-    fractions.push_back(value);
-  }
-  if (fractions.size() != 3) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "split \"", text, "\": expected three fractions train,valid,test"));
-  }
-  double sum = std::accumulate(fractions.begin(), fractions.end(), 0.0);
-  if (sum > 1.0 + 1e-6) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("split \"", text, "\": fractions sum to more than 1"));
-  }
-  return fractions;
-}
-
 absl::Status WriteLabelsAndSplits(const std::string& dir,
                                   const std::vector<int64_t>& labels,
                                   const Splits& splits) {

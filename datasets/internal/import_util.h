@@ -54,9 +54,6 @@ absl::StatusOr<Splits> StratifiedSplit(const std::vector<int64_t>& labels,
                                        int64_t num_valid, int64_t num_test,
                                        uint64_t seed);
 
-// Parses "0.1,0.1,0.8" into three fractions (train, valid, test).
-absl::StatusOr<std::vector<double>> ParseSplitFractions(absl::string_view text);
-
 // Writes labels.npy and one split_<name>.npy per split into `dir`.
 absl::Status WriteLabelsAndSplits(const std::string& dir,
                                   const std::vector<int64_t>& labels,

@@ -66,6 +66,7 @@ absl::Status ReadEdgeText(const std::string& path, EdgeSeparator sep,
     if (++count % kProgressEvery == 0) progress.Update(reader->bytes_read());
   }
   RETURN_IF_ERROR(reader->status());
+  progress.Update(reader->file_size());
   progress.Done();
   return absl::OkStatus();
 }
@@ -179,6 +180,7 @@ absl::StatusOr<int64_t> StreamFeatureRows(const std::string& path,
   }
   RETURN_IF_ERROR(writer->Append(chunk.data(), chunk.size()));
   RETURN_IF_ERROR(writer->Close());
+  progress.Update(rows);
   progress.Done();
   return dim;
 }
