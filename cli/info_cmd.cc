@@ -6,10 +6,12 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "cli/commands.h"
 #include "common/file_util.h"
 #include "common/progress.h"
 #include "datasets/dataset.h"
+#include "nlohmann/json.hpp"
 #include "partition/partition.h"
 #include "partition/partition_book.h"
 
@@ -38,6 +40,23 @@ std::string DescribeDataset(const DatasetManifest& m) {
   return out;
 }
 
+// One line from timing.json: seconds per stage, peak RSS at the end.
+std::string DescribeTiming(const std::string& json) {
+  auto j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return "";
+  std::string out = "\n  last run:";
+  for (const auto& [key, value] : j.items()) {
+    if (!value.is_number()) continue;
+    absl::string_view name = key;
+    if (absl::ConsumeSuffix(&name, "_seconds")) {
+      absl::StrAppendFormat(&out, " %s %.1fs", name, value.get<double>());
+    } else if (key == "peak_rss_after_write") {
+      absl::StrAppend(&out, ", peak RSS ", HumanBytes(value.get<double>()));
+    }
+  }
+  return out + "\n";
+}
+
 absl::Status RunInfo(std::string path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -58,6 +77,10 @@ absl::Status RunInfo(std::string path) {
     absl::StatusOr<PartitionManifest> m = ReadPartitionManifest(path);
     if (!m.ok()) return m.status();
     std::printf("%s", DescribePartition(*m).c_str());
+    // timing.json is informational: shown when present and readable.
+    absl::StatusOr<std::string> timing =
+        ReadFileToString(JoinPath(path, kPartitionTimingFile));
+    if (timing.ok()) std::printf("%s", DescribeTiming(*timing).c_str());
     return absl::OkStatus();
   }
   if (fs::exists(JoinPath(path, kDatasetManifestFile), ec)) {

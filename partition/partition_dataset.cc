@@ -36,6 +36,14 @@ absl::StatusOr<PartitionManifest> PartitionDataset(
         "--parts must be at least 1 (got ", options.num_parts, ")"));
   }
 
+  // The manifest alone says whether K fits the graph.
+  ASSIGN_OR_RETURN(DatasetManifest header, ReadDatasetManifest(dataset_dir));
+  if (options.num_parts > header.num_nodes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--parts ", options.num_parts, " is larger than ",
+                     dataset_dir, "'s ", header.num_nodes, " nodes"));
+  }
+
   auto start = std::chrono::steady_clock::now();
   LoadDatasetOptions load_options;
   load_options.verify_checksums = options.verify_checksums;
