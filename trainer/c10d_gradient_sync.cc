@@ -5,17 +5,23 @@
 namespace shardgnn {
 
 C10dGradientSync::C10dGradientSync(ProcessGroup* group, int64_t bucket_bytes)
-    : group_(group), bucket_floats_(std::max<int64_t>(1, bucket_bytes / static_cast<int64_t>(sizeof(float)))) {}
+    : group_(group),
+      bucket_floats_(std::max<int64_t>(
+          1, bucket_bytes / static_cast<int64_t>(sizeof(float)))) {}
 
 template <typename Op>
-absl::Status C10dGradientSync::ForEachBucket(const std::vector<torch::Tensor>& tensors, Op op) {
+absl::Status C10dGradientSync::ForEachBucket(
+    const std::vector<torch::Tensor>& tensors, Op op) {
   torch::NoGradGuard no_grad;
   size_t first = 0;
   while (first < tensors.size()) {
-    // Gather tensors until the bucket is full (a tensor larger than a bucket gets a bucket of its own).
+    // Gather tensors until the bucket is full (a tensor larger than a bucket
+    // gets a bucket of its own).
     size_t last = first;
     int64_t floats = 0;
-    while (last < tensors.size() && (last == first || floats + tensors[last].numel() <= bucket_floats_)) {
+    while (
+        last < tensors.size() &&
+        (last == first || floats + tensors[last].numel() <= bucket_floats_)) {
       floats += tensors[last].numel();
       ++last;
     }
@@ -40,17 +46,22 @@ absl::Status C10dGradientSync::ForEachBucket(const std::vector<torch::Tensor>& t
   return absl::OkStatus();
 }
 
-absl::Status C10dGradientSync::BroadcastParameters(const std::vector<torch::Tensor>& parameters) {
+absl::Status C10dGradientSync::BroadcastParameters(
+    const std::vector<torch::Tensor>& parameters) {
   if (group_->world_size() == 1) return absl::OkStatus();
-  return ForEachBucket(parameters, [&](float* data, int64_t n) { return group_->Broadcast(data, n, 0); });
+  return ForEachBucket(parameters, [&](float* data, int64_t n) {
+    return group_->Broadcast(data, n, 0);
+  });
 }
 
-absl::Status C10dGradientSync::AllreduceGradients(const std::vector<torch::Tensor>& parameters) {
+absl::Status C10dGradientSync::AllreduceGradients(
+    const std::vector<torch::Tensor>& parameters) {
   if (group_->world_size() == 1) return absl::OkStatus();
   std::vector<torch::Tensor> grads;
   grads.reserve(parameters.size());
   for (const auto& p : parameters) {
-    // A parameter unused in this step has no gradient yet; every rank must still contribute, so use zeros.
+    // A parameter unused in this step has no gradient yet; every rank must
+    // still contribute, so use zeros.
     if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
     grads.push_back(p.grad());
   }
@@ -64,7 +75,8 @@ absl::Status C10dGradientSync::AllreduceGradients(const std::vector<torch::Tenso
 }
 
 absl::Status C10dGradientSync::AllreduceSum(absl::Span<double> values) {
-  return group_->AllreduceSum(values.data(), static_cast<int64_t>(values.size()));
+  return group_->AllreduceSum(values.data(),
+                              static_cast<int64_t>(values.size()));
 }
 
 }  // namespace shardgnn

@@ -50,6 +50,7 @@ double SecondsSince(Clock::time_point start) {
 constexpr uint64_t kShuffleStream = 1;
 constexpr uint64_t kTrainSampleStream = 2;
 constexpr uint64_t kEvalSampleStream = 3;
+constexpr uint64_t kModelStream = 4;
 
 // Fisher-Yates with the project's portable generator: the same order on every
 // platform and standard library.
@@ -125,7 +126,6 @@ class Run {
 
   absl::StatusOr<TrainResult> Go() {
     RETURN_IF_ERROR(CheckOptions(source_, splits_, options_));
-    torch::manual_seed(options_.seed);
     int64_t num_classes = options_.num_classes;
     if (num_classes <= 0) {
       std::vector<int64_t> labels(splits_.train.size());
@@ -147,7 +147,8 @@ class Run {
                      NeighborSampler::Create(&source_, eval_sampling));
 
     model_ =
-        internal::MakeModel(options_.model, source_.feature_dim(), num_classes);
+        internal::MakeModel(options_.model, source_.feature_dim(), num_classes,
+                            MixSeed(options_.seed, kModelStream));
     std::vector<torch::Tensor> params = model_->parameters();
     TrainResult result;
     for (const auto& p : params) result.num_parameters += p.numel();

@@ -197,6 +197,7 @@ class CoraTest : public ::testing::Test {
         options.model.dropout = 0.6;
         options.model.attn_dropout = 0.6;
         options.lr = 0.005;
+        options.epochs = 40;
         break;
     }
     return options;

@@ -260,14 +260,12 @@ torch::Tensor EdgeSoftmax(const torch::Tensor& scores,
   return EdgeSoftmaxFunction::apply(scores, indptr);
 }
 
-torch::Tensor FastDropout(const torch::Tensor& x, double p, bool training) {
+torch::Tensor FastDropout(const torch::Tensor& x, double p, bool training,
+                          uint64_t seed) {
   if (!training || p <= 0.0) return x;
   TORCH_CHECK(p < 1.0 && x.scalar_type() == torch::kFloat,
               "FastDropout: p must be in [0, 1) on float input");
-  const int64_t seed =
-      torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kLong)
-          .item<int64_t>();
-  return DropoutFunction::apply(x, p, seed);
+  return DropoutFunction::apply(x, p, static_cast<int64_t>(seed));
 }
 
 }  // namespace shardgnn::internal

@@ -28,10 +28,11 @@ torch::Tensor EdgeSoftmax(const torch::Tensor& scores,
                           const torch::Tensor& indptr);
 
 // Inverted dropout with a counter-based RNG mask (LibTorch's bernoulli_ runs
-// serially without MKL). The mask's seed is drawn from torch's default CPU
-// generator, so torch::manual_seed makes it reproducible. Identity when
-// !training or p == 0.
-torch::Tensor FastDropout(const torch::Tensor& x, double p, bool training);
+// serially without MKL): the mask is a pure function of `seed` and the element
+// index, so runs are reproducible and threads never share a generator.
+// Identity when !training or p == 0.
+torch::Tensor FastDropout(const torch::Tensor& x, double p, bool training,
+                          uint64_t seed);
 
 }  // namespace shardgnn::internal
 

@@ -1,10 +1,15 @@
 #include "trainer/internal/models.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <cmath>
 
+#include "common/sampling.h"
 #include "trainer/internal/csr_ops.h"
 
 namespace shardgnn::internal {
+
+uint64_t SeedStream::Next() { return MixSeed(seed_, count_++); }
 
 std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
                                          ModelKind kind) {
@@ -111,17 +116,18 @@ class GcnLayer : public torch::nn::Module {
 // concatenated (hidden layers) or averaged (output layer).
 class GatLayer : public torch::nn::Module {
  public:
-  GatLayer(int64_t in, int64_t out, int heads, bool concat, double attn_dropout)
-      : out_(out), heads_(heads), concat_(concat), attn_dropout_(attn_dropout) {
+  GatLayer(int64_t in, int64_t out, int heads, bool concat, double attn_dropout,
+           std::shared_ptr<SeedStream> seeds)
+      : out_(out),
+        heads_(heads),
+        concat_(concat),
+        attn_dropout_(attn_dropout),
+        seeds_(std::move(seeds)) {
     linear_ = register_module(
         "linear", torch::nn::Linear(
                       torch::nn::LinearOptions(in, heads * out).bias(false)));
-    const double gain = std::sqrt(2.0) *
-                        std::sqrt(6.0 / static_cast<double>(heads * out + out));
-    attn_l_ = register_parameter(
-        "attn_l", torch::empty({1, heads, out}).uniform_(-gain, gain));
-    attn_r_ = register_parameter(
-        "attn_r", torch::empty({1, heads, out}).uniform_(-gain, gain));
+    attn_l_ = register_parameter("attn_l", torch::empty({1, heads, out}));
+    attn_r_ = register_parameter("attn_r", torch::empty({1, heads, out}));
     bias_ =
         register_parameter("bias", torch::zeros({concat ? heads * out : out}));
   }
@@ -133,8 +139,9 @@ class GatLayer : public torch::nn::Module {
     torch::Tensor scores = torch::leaky_relu(
         el.index_select(0, b.loop_indices) + er.index_select(0, b.loop_dst),
         0.2);
-    torch::Tensor alpha = FastDropout(EdgeSoftmax(scores, b.loop_indptr),
-                                      attn_dropout_, is_training());
+    torch::Tensor alpha =
+        FastDropout(EdgeSoftmax(scores, b.loop_indptr), attn_dropout_,
+                    is_training(), is_training() ? seeds_->Next() : 0);
     torch::Tensor agg =
         CsrAggregate(z, alpha, b.loop_indptr, b.loop_indices, false);
     if (!concat_) agg = agg.view({b.num_dst, heads_, out_}).mean(1);
@@ -146,6 +153,7 @@ class GatLayer : public torch::nn::Module {
   int64_t heads_;
   bool concat_;
   double attn_dropout_;
+  std::shared_ptr<SeedStream> seeds_;
   torch::nn::Linear linear_{nullptr};
   torch::Tensor attn_l_, attn_r_, bias_;
 };
@@ -153,8 +161,10 @@ class GatLayer : public torch::nn::Module {
 template <typename Layer>
 class Stack : public GnnModel {
  public:
-  Stack(const ModelOptions& options, std::vector<std::shared_ptr<Layer>> layers)
-      : dropout_(options.dropout),
+  Stack(const ModelOptions& options, std::vector<std::shared_ptr<Layer>> layers,
+        std::shared_ptr<SeedStream> seeds)
+      : seeds_(std::move(seeds)),
+        dropout_(options.dropout),
         gat_(options.kind == ModelKind::kGat),
         layers_(std::move(layers)) {
     for (size_t l = 0; l < layers_.size(); ++l)
@@ -167,22 +177,40 @@ class Stack : public GnnModel {
     torch::Tensor h = x;
     for (size_t l = 0; l < layers_.size(); ++l) {
       h = layers_[l]->Forward(blocks[l],
-                              FastDropout(h, dropout_, is_training()));
+                              FastDropout(h, dropout_, is_training(),
+                                          is_training() ? seeds_->Next() : 0));
       if (l + 1 < layers_.size()) h = gat_ ? torch::elu(h) : torch::relu(h);
     }
     return h;
   }
 
  private:
+  std::shared_ptr<SeedStream> seeds_;
   double dropout_;
   bool gat_;
   std::vector<std::shared_ptr<Layer>> layers_;
 };
 
-}  // namespace
+// Glorot uniform for every weight (bound sqrt(6 / (fan_in + fan_out)) over the
+// last two dimensions), zeros for biases, from a private generator.
+void InitParameters(torch::nn::Module& model, uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  at::Generator generator = at::detail::createCPUGenerator(seed);
+  for (auto& named : model.named_parameters()) {
+    torch::Tensor& p = named.value();
+    if (p.dim() < 2) {
+      p.zero_();
+      continue;
+    }
+    const double bound =
+        std::sqrt(6.0 / static_cast<double>(p.size(-2) + p.size(-1)));
+    p.uniform_(-bound, bound, generator);
+  }
+}
 
-std::shared_ptr<GnnModel> MakeModel(const ModelOptions& options, int64_t in_dim,
-                                    int64_t num_classes) {
+std::shared_ptr<GnnModel> BuildModel(const ModelOptions& options,
+                                     int64_t in_dim, int64_t num_classes,
+                                     std::shared_ptr<SeedStream> seeds) {
   const int n = options.num_layers;
   switch (options.kind) {
     case ModelKind::kSage: {
@@ -192,7 +220,8 @@ std::shared_ptr<GnnModel> MakeModel(const ModelOptions& options, int64_t in_dim,
             l == 0 ? in_dim : options.hidden,
             l + 1 == n ? num_classes : options.hidden));
       }
-      return std::make_shared<Stack<SageLayer>>(options, std::move(layers));
+      return std::make_shared<Stack<SageLayer>>(options, std::move(layers),
+                                                seeds);
     }
     case ModelKind::kGcn: {
       std::vector<std::shared_ptr<GcnLayer>> layers;
@@ -201,7 +230,8 @@ std::shared_ptr<GnnModel> MakeModel(const ModelOptions& options, int64_t in_dim,
             l == 0 ? in_dim : options.hidden,
             l + 1 == n ? num_classes : options.hidden));
       }
-      return std::make_shared<Stack<GcnLayer>>(options, std::move(layers));
+      return std::make_shared<Stack<GcnLayer>>(options, std::move(layers),
+                                               seeds);
     }
     case ModelKind::kGat: {
       std::vector<std::shared_ptr<GatLayer>> layers;
@@ -210,12 +240,24 @@ std::shared_ptr<GnnModel> MakeModel(const ModelOptions& options, int64_t in_dim,
         layers.push_back(std::make_shared<GatLayer>(
             l == 0 ? in_dim : options.hidden * options.heads,
             last ? num_classes : options.hidden, last ? 1 : options.heads,
-            !last, options.attn_dropout));
+            !last, options.attn_dropout, seeds));
       }
-      return std::make_shared<Stack<GatLayer>>(options, std::move(layers));
+      return std::make_shared<Stack<GatLayer>>(options, std::move(layers),
+                                               seeds);
     }
   }
   return nullptr;
+}
+
+}  // namespace
+
+std::shared_ptr<GnnModel> MakeModel(const ModelOptions& options, int64_t in_dim,
+                                    int64_t num_classes, uint64_t seed) {
+  auto seeds = std::make_shared<SeedStream>(MixSeed(seed, 1));
+  std::shared_ptr<GnnModel> model =
+      BuildModel(options, in_dim, num_classes, std::move(seeds));
+  InitParameters(*model, MixSeed(seed, 0));
+  return model;
 }
 
 }  // namespace shardgnn::internal

@@ -33,6 +33,17 @@ struct BlockTensors {
 std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
                                          ModelKind kind);
 
+// Seeds for successive dropout masks: MixSeed(seed, 0), MixSeed(seed, 1), ...
+class SeedStream {
+ public:
+  explicit SeedStream(uint64_t seed) : seed_(seed) {}
+  uint64_t Next();
+
+ private:
+  uint64_t seed_;
+  uint64_t count_ = 0;
+};
+
 // A stack of GNN layers mapping input features [num_src of blocks.front(), F]
 // to logits [num_seeds, classes].
 class GnnModel : public torch::nn::Module {
@@ -41,9 +52,13 @@ class GnnModel : public torch::nn::Module {
                                 torch::Tensor x) = 0;
 };
 
-// Builds the model `options` describe. REQUIRES: options.num_layers >= 1.
+// Builds the model `options` describe with parameters drawn from a private
+// generator seeded with `seed` (Glorot uniform weights, zero biases) and
+// dropout masks derived from `seed` too: no global RNG is used, so the model is
+// a pure function of its seed even with several models in one process.
+// REQUIRES: options.num_layers >= 1.
 std::shared_ptr<GnnModel> MakeModel(const ModelOptions& options, int64_t in_dim,
-                                    int64_t num_classes);
+                                    int64_t num_classes, uint64_t seed);
 
 }  // namespace shardgnn::internal
 
