@@ -1,13 +1,178 @@
-// Placeholder until the command lands; replaced by its owner.
+// `shardgnn serve --partition DIR --part P --listen HOST:PORT`: one storage
+// server for DIR/part-P, until SIGTERM or SIGINT.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "cli/commands.h"
+#include "common/file_util.h"
+#include "common/progress.h"
+#include "common/status.h"
+#include "graphstore/server.h"
+#include "graphstore/shard_store.h"
 
 namespace shardgnn::cli {
+namespace {
+
+struct ServeFlags {
+  std::string partition_dir;
+  int part = -1;
+  std::string listen = "127.0.0.1:0";
+  bool memory = false;
+  int64_t cache_mb = 256;
+  int threads = 0;
+  double drain_seconds = 10;
+};
+
+// Self-pipe: the signal handler only writes a byte, the main thread reads it.
+int g_signal_pipe[2] = {-1, -1};
+
+void OnSignal(int signo) {
+  const char byte = static_cast<char>(signo);
+  const int saved = errno;
+  // Nothing to do if the pipe is full: one byte already wakes the reader.
+  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &byte, 1);
+  errno = saved;
+}
+
+absl::Status InstallSignalHandlers() {
+  if (pipe(g_signal_pipe) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGTERM, &sa, nullptr) != 0 ||
+      sigaction(SIGINT, &sa, nullptr) != 0) {
+    return absl::InternalError(
+        absl::StrCat("sigaction: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+// Blocks until SIGTERM or SIGINT arrives; returns its name.
+const char* WaitForSignal() {
+  char byte = 0;
+  while (read(g_signal_pipe[0], &byte, 1) != 1) {
+    if (errno != EINTR) break;
+  }
+  return byte == SIGINT ? "SIGINT" : "SIGTERM";
+}
+
+// Says which parts DIR does hold, for the error message.
+std::string PartsFound(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> parts;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("part-", 0) == 0 && entry.is_directory(ec)) {
+      parts.push_back(name);
+    }
+  }
+  std::sort(parts.begin(), parts.end());
+  if (parts.empty()) return "it holds no part-* shard directories";
+  return absl::StrCat("it holds ", absl::StrJoin(parts, ", "));
+}
+
+absl::Status RunServe(const ServeFlags& flags) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(flags.partition_dir, ec)) {
+    return absl::NotFoundError(
+        absl::StrCat(flags.partition_dir, ": no such partition directory"));
+  }
+  if (flags.part < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--part ", flags.part, " is negative"));
+  }
+  const std::string shard_dir =
+      JoinPath(flags.partition_dir, absl::StrCat("part-", flags.part));
+  if (!fs::is_directory(shard_dir, ec)) {
+    return absl::NotFoundError(
+        absl::StrCat(shard_dir, ": part ", flags.part, " does not exist (",
+                     PartsFound(flags.partition_dir), ")"));
+  }
+  if (flags.cache_mb < 1) {
+    return absl::InvalidArgumentError("--cache-mb must be at least 1");
+  }
+  RETURN_IF_ERROR(InstallSignalHandlers());
+
+  ShardStoreOptions store_options;
+  store_options.path = shard_dir;
+  store_options.in_memory = flags.memory;
+  store_options.block_cache_bytes = flags.cache_mb << 20;
+  ASSIGN_OR_RETURN(std::unique_ptr<ShardStore> opened,
+                   ShardStore::Open(store_options));
+  std::shared_ptr<const ShardStore> store = std::move(opened);
+  const ShardMeta& meta = store->Meta();
+  if (meta.part_id != flags.part) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(shard_dir, " holds part ", meta.part_id, ", not part ",
+                     flags.part, " (was the directory renamed?)"));
+  }
+
+  GraphStoreServerOptions server_options;
+  server_options.listen_address = flags.listen;
+  server_options.num_threads = flags.threads;
+  ASSIGN_OR_RETURN(std::unique_ptr<GraphStoreServer> server,
+                   GraphStoreServer::Start(store, server_options));
+  std::printf("shardgnn serve: part %d ready on %s (%s mode, %lld nodes)\n",
+              meta.part_id, server->address().c_str(),
+              store->in_memory() ? "memory" : "disk",
+              static_cast<long long>(meta.node_end - meta.node_start));
+  std::fflush(stdout);
+
+  const char* signal_name = WaitForSignal();
+  std::fprintf(stderr, "shardgnn serve: %s, draining calls in flight\n",
+               signal_name);
+  server->Shutdown(absl::Now() + absl::Seconds(flags.drain_seconds));
+  ServerTotals totals = server->Totals();
+  std::fprintf(stderr,
+               "shardgnn serve: part %d stopped: %lld calls (%lld errors), "
+               "%s sent\n",
+               meta.part_id, static_cast<long long>(totals.calls),
+               static_cast<long long>(totals.errors),
+               HumanBytes(static_cast<double>(totals.bytes_out)).c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 void AddServeCommand(CLI::App& app, absl::Status* result) {
-  app.add_subcommand("serve", "(not built yet)")->callback([result] {
-    *result = absl::UnimplementedError("'serve' is not built yet");
-  });
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Serve one shard of a partition over gRPC until SIGTERM");
+  cmd->add_option("--partition", flags->partition_dir,
+                  "Partition directory (written by `shardgnn partition`)")
+      ->required();
+  cmd->add_option("--part", flags->part, "Part to serve (DIR/part-P)")
+      ->required();
+  cmd->add_option("--listen", flags->listen,
+                  "HOST:PORT to listen on; port 0 picks a free port")
+      ->capture_default_str();
+  cmd->add_flag("--memory", flags->memory,
+                "Load the shard into memory (default: read RocksDB per call)");
+  cmd->add_option("--cache-mb", flags->cache_mb,
+                  "RocksDB block cache in MiB (disk mode)")
+      ->capture_default_str();
+  cmd->add_option("--threads", flags->threads,
+                  "Worker threads (default: one per core)");
+  cmd->add_option("--drain-seconds", flags->drain_seconds,
+                  "On shutdown, how long calls in flight may finish")
+      ->capture_default_str();
+  cmd->callback([flags, result] { *result = RunServe(*flags); });
 }
 
 }  // namespace shardgnn::cli

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "common/status.h"
 #include "graphstore/internal/method_stats.h"
 #include "graphstore/internal/thread_pool.h"
@@ -63,6 +64,17 @@ class GraphStoreServer::Service final
 
   // Runs the queued work to the end and joins the workers.
   void StopWorkers() { pool_.reset(); }
+
+  // Turns new calls away with UNAVAILABLE and waits until the calls already
+  // admitted have finished or `deadline` passes. Returns true if drained.
+  bool Drain(absl::Time deadline) {
+    absl::MutexLock lock(&mu_);
+    draining_ = true;
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return in_flight_ == 0;
+    };
+    return mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
+  }
 
   ServerTotals Totals() const {
     ServerTotals t;
@@ -242,6 +254,15 @@ class GraphStoreServer::Service final
                                 const Req* req, Resp* resp, bool inline_work,
                                 Work work) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    {
+      absl::MutexLock lock(&mu_);
+      if (draining_) {
+        reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                     "server is shutting down"));
+        return reactor;
+      }
+      ++in_flight_;
+    }
     auto task = [this, method, req, resp, reactor, work]() mutable {
       auto start = std::chrono::steady_clock::now();
       absl::Status status;
@@ -264,6 +285,8 @@ class GraphStoreServer::Service final
                             static_cast<int64_t>(req->ByteSizeLong()),
                             static_cast<int64_t>(resp->ByteSizeLong()));
       reactor->Finish(ToGrpc(status));
+      absl::MutexLock lock(&mu_);
+      --in_flight_;
     };
     if (inline_work) {
       task();
@@ -278,6 +301,9 @@ class GraphStoreServer::Service final
   absl::Time start_;
   std::deque<internal::MethodStats> stats_;  // Not movable: no vector.
   std::unique_ptr<internal::ThreadPool> pool_;
+  absl::Mutex mu_;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
@@ -320,9 +346,13 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
 
 void GraphStoreServer::Shutdown(absl::Time deadline) {
   if (shut_down_.exchange(true) || server_ == nullptr) return;
-  // Returns once every call has finished (calls still running at the deadline
-  // are cancelled); the workers keep running until then.
-  server_->Shutdown(absl::ToChronoTime(deadline));
+  // Drain first: gRPC's own graceful shutdown also waits, up to the
+  // deadline, for idle clients to acknowledge GOAWAY, which a client process
+  // without a call in progress may take seconds to do. Once the admitted
+  // calls are done nothing is lost by shutting down at once. Calls still
+  // running at the deadline are cancelled; the workers run until then.
+  service_->Drain(deadline);
+  server_->Shutdown(absl::ToChronoTime(absl::Now()));
   server_->Wait();
   service_->StopWorkers();
 }

@@ -1,0 +1,178 @@
+// `shardgnn serve` as a real child process (cli/serve_cmd.cc; kept with the
+// graphstore tests because it is the storage server's entry point).
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "graphstore/client.h"
+#include "tests/graphstore/test_shards.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+extern char** environ;
+
+namespace shardgnn {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+// A child process with its stdout and stderr on pipes.
+class Child {
+ public:
+  explicit Child(const std::vector<std::string>& args) {
+    int out[2], err[2];
+    EXPECT_EQ(pipe(out), 0);
+    EXPECT_EQ(pipe(err), 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+    posix_spawn_file_actions_addclose(&actions, out[0]);
+    posix_spawn_file_actions_addclose(&actions, err[0]);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    EXPECT_EQ(
+        posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ),
+        0);
+    posix_spawn_file_actions_destroy(&actions);
+    close(out[1]);
+    close(err[1]);
+    out_ = out[0];
+    err_ = err[0];
+  }
+  ~Child() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      Wait();
+    }
+    close(out_);
+    close(err_);
+  }
+
+  // Reads stdout up to the first newline or EOF, waiting at most `timeout`.
+  std::string ReadLine(std::chrono::seconds timeout) {
+    std::string line;
+    auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+      pollfd p{out_, POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      char c;
+      if (read(out_, &c, 1) != 1) break;
+      if (c == '\n') break;
+      line += c;
+    }
+    return line;
+  }
+  std::string ReadAllStderr() {
+    std::string all;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(err_, buf, sizeof(buf))) > 0) all.append(buf, n);
+    return all;
+  }
+  // Waits for exit; returns the exit code (or 128 + signal).
+  int Wait() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    exited_ = true;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 128 + WTERMSIG(status);
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1, err_ = -1;
+  bool exited_ = false;
+};
+
+class ServeCmdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    graph_ = testing::MakeTestGraph(200, 6);
+    ASSERT_OK(testing::WriteTestShards(graph_, 2, dir_.Sub("parts")));
+  }
+  TempDir dir_;
+  testing::TestGraph graph_;
+};
+
+TEST_F(ServeCmdTest, ServesUntilSigtermThenExitsZero) {
+  for (bool memory : {false, true}) {
+    std::vector<std::string> args = {testing::ShardgnnBinary(),
+                                     "serve",
+                                     "--partition",
+                                     dir_.Sub("parts"),
+                                     "--part",
+                                     "1",
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--threads",
+                                     "2"};
+    if (memory) args.push_back("--memory");
+    Child child(args);
+    std::string line = child.ReadLine(std::chrono::seconds(30));
+    ASSERT_THAT(line, HasSubstr("shardgnn serve: part 1 ready on 127.0.0.1:"))
+        << child.ReadAllStderr();
+    EXPECT_THAT(line, HasSubstr(memory ? "(memory mode, 100 nodes)"
+                                       : "(disk mode, 100 nodes)"));
+    std::string address = line.substr(line.find("127.0.0.1:"));
+    address = address.substr(0, address.find(' '));
+
+    ASSERT_OK_AND_ASSIGN(auto client, GraphStoreClient::Connect(address));
+    ASSERT_OK(client->WaitForHealthy(absl::Now() + absl::Seconds(10)));
+    ASSERT_OK_AND_ASSIGN(ServerInfo info, client->Info());
+    EXPECT_EQ(info.meta.part_id, 1);
+    EXPECT_EQ(info.in_memory, memory);
+    std::vector<float> row(6);
+    ASSERT_OK(client->GetFeatures({150}, 6, row.data()));
+    EXPECT_EQ(row, std::vector<float>(graph_.Row(150), graph_.Row(150) + 6));
+
+    ASSERT_EQ(kill(child.pid(), SIGTERM), 0);
+    EXPECT_EQ(child.Wait(), 0);
+    EXPECT_THAT(child.ReadAllStderr(), HasSubstr("stopped: "));
+  }
+}
+
+TEST_F(ServeCmdTest, MissingPartIsOneClearLine) {
+  Child child({testing::ShardgnnBinary(), "serve", "--partition",
+               dir_.Sub("parts"), "--part", "5", "--listen", "127.0.0.1:0"});
+  EXPECT_NE(child.Wait(), 0);
+  std::string err = child.ReadAllStderr();
+  EXPECT_THAT(err, HasSubstr("part-5: part 5 does not exist (it holds "
+                             "part-0, part-1)"));
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+}
+
+TEST_F(ServeCmdTest, MissingOrCorruptDirectoryFails) {
+  {
+    Child child({testing::ShardgnnBinary(), "serve", "--partition",
+                 dir_.Sub("nowhere"), "--part", "0"});
+    EXPECT_NE(child.Wait(), 0);
+    EXPECT_THAT(child.ReadAllStderr(),
+                HasSubstr("nowhere: no such partition directory"));
+  }
+  {
+    std::filesystem::create_directories(dir_.Sub("bad/part-0"));
+    Child child({testing::ShardgnnBinary(), "serve", "--partition",
+                 dir_.Sub("bad"), "--part", "0"});
+    EXPECT_NE(child.Wait(), 0);
+    EXPECT_THAT(child.ReadAllStderr(), HasSubstr("not a shard"));
+  }
+}
+
+}  // namespace
+}  // namespace shardgnn
