@@ -10,6 +10,8 @@
 // parsed straight into int64 arrays and turned into CSR by counting sort; OGB
 // feature rows are streamed into features.npy as they are read, so an
 // ogbn-products-sized input is never held as text or as a whole feature matrix.
+// An input edge "src dst" means messages flow src -> dst: it is stored in dst's
+// CSR row (the neighbors dst aggregates from); with `undirected` also in src's.
 // Rows come out sorted; duplicate edges are always removed and self-loops
 // dropped unless asked to keep them, and the counts are reported in the
 // returned summary. The output is built in a temporary directory beside
