@@ -51,8 +51,8 @@ absl::StatusOr<PartitionManifest> PartitionInMemory(
   if (timing == nullptr) timing = &local;
   *timing = {};
   timing->peak_rss_after_load = partition_internal::PeakRssBytes();
-  return partition_internal::RunPartition(dataset, out_dir, options, {},
-                                          timing);
+  return partition_internal::RunPartition(dataset, out_dir, options,
+                                          /*hooks=*/{}, timing);
 }
 
 namespace partition_internal {
@@ -142,11 +142,11 @@ absl::Status CheckDatasetShape(const Dataset& d) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<PartitionManifest> RunPartition(
-    const Dataset& dataset, const std::string& out_dir,
-    const PartitionOptions& options,
-    const std::function<absl::Status()>& load_features,
-    PartitionTiming* timing) {
+absl::StatusOr<PartitionManifest> RunPartition(const Dataset& dataset,
+                                               const std::string& out_dir,
+                                               const PartitionOptions& options,
+                                               const PipelineHooks& hooks,
+                                               PartitionTiming* timing) {
   auto start = std::chrono::steady_clock::now();
   const int k = options.num_parts;
   RETURN_IF_ERROR(CheckDatasetShape(dataset));
@@ -164,10 +164,23 @@ absl::StatusOr<PartitionManifest> RunPartition(
                    StagingDir::Create(out_dir));
 
   ASSIGN_OR_RETURN(partition_internal::Assignment assignment,
-                   AssignParts(dataset, options));
+                   AssignParts(dataset, options, hooks.release_topology));
   timing->symmetrize_seconds = assignment.symmetrize_seconds;
   timing->assign_seconds = assignment.assign_seconds;
   timing->peak_rss_after_assign = PeakRssBytes();
+  if (hooks.load_rest) {
+    auto reload = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(hooks.load_rest());
+    timing->load_seconds += SecondsSince(reload);
+  }
+  if (dataset.num_edges() != dataset.indptr[n] ||
+      static_cast<int64_t>(dataset.features.size()) !=
+          n * dataset.feature_dim()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "indices has ", dataset.num_edges(), " entries (expected ",
+        dataset.indptr[n], ") and features ", dataset.features.size(),
+        " values (expected ", n, " x ", dataset.feature_dim(), ")"));
+  }
 
   auto stage = std::chrono::steady_clock::now();
   PartitionManifest m;
@@ -203,13 +216,6 @@ absl::StatusOr<PartitionManifest> RunPartition(
   timing->relabel_seconds = SecondsSince(stage);
 
   stage = std::chrono::steady_clock::now();
-  if (load_features) RETURN_IF_ERROR(load_features());
-  if (static_cast<int64_t>(dataset.features.size()) !=
-      n * dataset.feature_dim()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("features has ", dataset.features.size(),
-                     " values, expected ", n, " x ", dataset.feature_dim()));
-  }
   m.dataset_checksum = DatasetChecksum(dataset);
   m.partition_id = PartitionId(m, relabeling.orig_ids);
   ASSIGN_OR_RETURN(std::vector<ShardMeta> metas,

@@ -14,6 +14,41 @@
 
 namespace shardgnn {
 
+namespace {
+
+// Reads one array of the dataset, checking it against the manifest's
+// checksum (if asked) and the shape the manifest implies.
+template <typename T>
+absl::StatusOr<std::vector<T>> ReadChecked(const std::string& dir,
+                                           const std::string& file,
+                                           const DatasetManifest& manifest,
+                                           const PartitionOptions& options,
+                                           const std::vector<int64_t>& shape) {
+  const std::string path = JoinPath(dir, file);
+  if (options.verify_checksums) {
+    auto it = manifest.files.find(file);
+    if (it == manifest.files.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          JoinPath(dir, kDatasetManifestFile), ": has no checksum for ", file));
+    }
+    ASSIGN_OR_RETURN(std::string sum, ChecksumFile(path));
+    if (sum != it->second) {
+      return absl::DataLossError(
+          absl::StrCat(path, ": checksum ", sum, " does not match ", it->second,
+                       " in the manifest (file damaged or replaced)"));
+    }
+  }
+  ASSIGN_OR_RETURN(NpyArray<T> array,
+                   ReadNpy<T>(path, static_cast<int>(shape.size())));
+  if (array.shape != shape) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": shape disagrees with the manifest"));
+  }
+  return std::move(array.data);
+}
+
+}  // namespace
+
 absl::StatusOr<PartitionManifest> PartitionDataset(
     const std::string& dataset_dir, const std::string& out_dir,
     const PartitionOptions& options, PartitionTiming* timing) {
@@ -55,40 +90,30 @@ absl::StatusOr<PartitionManifest> PartitionDataset(
           .count();
   timing->peak_rss_after_load = partition_internal::PeakRssBytes();
 
-  auto load_features = [&]() -> absl::Status {
-    auto feature_start = std::chrono::steady_clock::now();
-    const std::string path = JoinPath(dataset_dir, kFeaturesFile);
-    if (options.verify_checksums) {
-      auto it = dataset.manifest.files.find(kFeaturesFile);
-      if (it == dataset.manifest.files.end()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(JoinPath(dataset_dir, kDatasetManifestFile),
-                         ": has no checksum for ", kFeaturesFile));
-      }
-      ASSIGN_OR_RETURN(std::string sum, ChecksumFile(path));
-      if (sum != it->second) {
-        return absl::DataLossError(absl::StrCat(
-            path, ": checksum ", sum, " does not match ", it->second,
-            " in the manifest (file damaged or replaced)"));
-      }
+  // METIS's working memory is the peak of the whole run: keep the int64
+  // neighbor lists (which METIS does not need, having its own int32 copy)
+  // and the feature matrix out of memory meanwhile, and read them after.
+  partition_internal::PipelineHooks hooks;
+  bool released = false;
+  hooks.release_topology = [&] {
+    dataset.indices = std::vector<NodeId>();
+    released = true;
+  };
+  hooks.load_rest = [&]() -> absl::Status {
+    if (released) {
+      ASSIGN_OR_RETURN(
+          dataset.indices,
+          ReadChecked<NodeId>(dataset_dir, kIndicesFile, dataset.manifest,
+                              options, {dataset.manifest.num_edges}));
     }
-    ASSIGN_OR_RETURN(NpyArray<float> features, ReadNpy<float>(path, 2));
-    if (features.shape[0] != dataset.num_nodes() ||
-        features.shape[1] != dataset.manifest.feature_dim) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ": shape [", features.shape[0], ", ", features.shape[1],
-          "] disagrees with the manifest's ", dataset.num_nodes(), " nodes x ",
-          dataset.manifest.feature_dim, " features"));
-    }
-    dataset.features = std::move(features.data);
-    timing->load_seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                      feature_start)
-            .count();
+    ASSIGN_OR_RETURN(dataset.features,
+                     ReadChecked<float>(
+                         dataset_dir, kFeaturesFile, dataset.manifest, options,
+                         {dataset.num_nodes(), dataset.manifest.feature_dim}));
     return absl::OkStatus();
   };
   absl::StatusOr<PartitionManifest> manifest = partition_internal::RunPartition(
-      dataset, out_dir, options, load_features, timing);
+      dataset, out_dir, options, hooks, timing);
   if (!manifest.ok()) {
     return Annotate(manifest.status(),
                     absl::StrCat("partitioning ", dataset_dir));

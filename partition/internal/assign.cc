@@ -162,8 +162,9 @@ std::vector<int32_t> RandomAssignment(const Dataset& dataset, int num_parts,
   return part;
 }
 
-absl::StatusOr<Assignment> AssignParts(const Dataset& dataset,
-                                       const PartitionOptions& options) {
+absl::StatusOr<Assignment> AssignParts(
+    const Dataset& dataset, const PartitionOptions& options,
+    const std::function<void()>& graph_built) {
   const int64_t n = dataset.num_nodes();
   const int k = options.num_parts;
   Assignment result;
@@ -206,7 +207,7 @@ absl::StatusOr<Assignment> AssignParts(const Dataset& dataset,
       is_train[v] = 1;
     }
   }
-  const int64_t num_entries = dataset.num_edges();
+  const int64_t num_entries = dataset.indptr[n];
   if (num_entries > options.metis_index_limit) {
     return absl::OutOfRangeError(absl::StrCat(
         num_entries, " adjacency entries overflow METIS's vertex weights"));
@@ -225,6 +226,7 @@ absl::StatusOr<Assignment> AssignParts(const Dataset& dataset,
   }
   is_train = {};
 
+  if (graph_built) graph_built();
   idx_t nvtxs = static_cast<idx_t>(n);
   idx_t nparts = k;
   idx_t objval = 0;

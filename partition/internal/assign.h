@@ -4,6 +4,7 @@
 #define SHARDGNN_PARTITION_INTERNAL_ASSIGN_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,12 @@ absl::StatusOr<MetisGraph> SymmetrizeForMetis(
     int64_t index_limit);
 
 // REQUIRES: the dataset's shape was checked; 1 <= num_parts <= N.
-absl::StatusOr<Assignment> AssignParts(const Dataset& dataset,
-                                       const PartitionOptions& options);
+// `graph_built` (may be empty) is called once METIS has its own copy of the
+// topology and before METIS runs: the caller may free `dataset.indices` there
+// to lower the peak memory (only `dataset.indptr` is read afterwards).
+absl::StatusOr<Assignment> AssignParts(
+    const Dataset& dataset, const PartitionOptions& options,
+    const std::function<void()>& graph_built = {});
 
 // Random balanced deal: train nodes first, then the rest, each shuffled with
 // `seed` and dealt round-robin, so every part's node and train-node counts
