@@ -14,7 +14,8 @@ namespace shardgnn {
 namespace {
 using std::chrono::milliseconds;
 
-DistributedOptions Options(int rank, int world, int port, milliseconds timeout = milliseconds(20000)) {
+DistributedOptions Options(int rank, int world, int port,
+                           milliseconds timeout = milliseconds(20000)) {
   DistributedOptions o;
   o.rank = rank;
   o.world_size = world;
@@ -24,7 +25,8 @@ DistributedOptions Options(int rank, int world, int port, milliseconds timeout =
   return o;
 }
 
-// Runs `body(rank, group)` on `world` threads, each with its own process group, as separate trainers would.
+// Runs `body(rank, group)` on `world` threads, each with its own process group,
+// as separate trainers would.
 void RunRanks(int world, const std::function<void(int, ProcessGroup&)>& body) {
   int port = testing::PickFreePort();
   std::vector<std::thread> threads;
@@ -52,7 +54,8 @@ TEST(DistributedOptionsTest, ReadsTorchrunVariables) {
   auto bad = DistributedOptionsFromEnv({});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("RANK"), absl::string_view::npos);
-  for (const char* v : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) unsetenv(v);
+  for (const char* v : {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"})
+    unsetenv(v);
   EXPECT_FALSE(ValidateDistributedOptions(Options(2, 2, 1000)).ok());
   EXPECT_FALSE(ValidateDistributedOptions(Options(0, 1, 70000)).ok());
 }
@@ -65,7 +68,8 @@ TEST(ProcessGroupTest, AllreduceBroadcastBarrier) {
     std::vector<double> counts = {0.5 * (rank + 1)};
     ASSERT_OK(group.AllreduceSum(counts.data(), 1));
     EXPECT_DOUBLE_EQ(counts[0], 3.0);
-    std::vector<float> weights = {static_cast<float>(rank), static_cast<float>(rank * 2)};
+    std::vector<float> weights = {static_cast<float>(rank),
+                                  static_cast<float>(rank * 2)};
     ASSERT_OK(group.Broadcast(weights.data(), 2, 0));
     EXPECT_EQ(weights, (std::vector<float>{0.0f, 0.0f}));
     ASSERT_OK(group.Barrier());
@@ -74,9 +78,11 @@ TEST(ProcessGroupTest, AllreduceBroadcastBarrier) {
 
 TEST(ProcessGroupTest, MissingPeerFailsRendezvousWithinTimeout) {
   auto start = std::chrono::steady_clock::now();
-  auto group = ProcessGroup::Connect(Options(0, 2, testing::PickFreePort(), milliseconds(1500)));
+  auto group = ProcessGroup::Connect(
+      Options(0, 2, testing::PickFreePort(), milliseconds(1500)));
   ASSERT_FALSE(group.ok());
-  EXPECT_NE(group.status().message().find("127.0.0.1"), absl::string_view::npos) << group.status();
+  EXPECT_NE(group.status().message().find("127.0.0.1"), absl::string_view::npos)
+      << group.status();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
@@ -86,7 +92,8 @@ TEST(ProcessGroupTest, DeadPeerMakesCollectiveFailNotHang) {
   std::thread peer([&] {
     auto group = ProcessGroup::Connect(Options(1, 2, port, milliseconds(3000)));
     ASSERT_TRUE(group.ok()) << group.status();
-    // Leaves without joining the allreduce: the group is destroyed, its connections close.
+    // Leaves without joining the allreduce: the group is destroyed, its
+    // connections close.
   });
   auto group = ProcessGroup::Connect(Options(0, 2, port, milliseconds(3000)));
   ASSERT_TRUE(group.ok()) << group.status();
@@ -95,22 +102,26 @@ TEST(ProcessGroupTest, DeadPeerMakesCollectiveFailNotHang) {
   std::vector<float> values(4, 1.0f);
   survivor = (*group)->AllreduceSum(values.data(), 4);
   EXPECT_FALSE(survivor.ok());
-  EXPECT_NE(survivor.message().find("rank 0"), absl::string_view::npos) << survivor;
+  EXPECT_NE(survivor.message().find("rank 0"), absl::string_view::npos)
+      << survivor;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
 }
 
 TEST(C10dGradientSyncTest, AveragesGradientsAndBroadcastsParameters) {
   RunRanks(2, [](int rank, ProcessGroup& group) {
-    // Small buckets force several allreduces and a tensor split across buckets' boundaries.
+    // Small buckets force several allreduces and a tensor split across buckets'
+    // boundaries.
     C10dGradientSync sync(&group, /*bucket_bytes=*/16);
     auto a = torch::full({3}, static_cast<float>(rank + 1)).requires_grad_();
-    auto b = torch::full({2, 2}, static_cast<float>(10 * rank)).requires_grad_();
+    auto b =
+        torch::full({2, 2}, static_cast<float>(10 * rank)).requires_grad_();
     std::vector<torch::Tensor> params = {a, b};
     ASSERT_OK(sync.BroadcastParameters(params));
     EXPECT_TRUE(torch::equal(a, torch::full({3}, 1.0f)));
     EXPECT_TRUE(torch::equal(b, torch::zeros({2, 2})));
-    a.mutable_grad() = torch::full({3}, static_cast<float>(rank));      // mean 0.5
-    b.mutable_grad() = torch::full({2, 2}, static_cast<float>(4 * rank));  // mean 2
+    a.mutable_grad() = torch::full({3}, static_cast<float>(rank));  // mean 0.5
+    b.mutable_grad() =
+        torch::full({2, 2}, static_cast<float>(4 * rank));  // mean 2
     ASSERT_OK(sync.AllreduceGradients(params));
     EXPECT_TRUE(torch::allclose(a.grad(), torch::full({3}, 0.5f)));
     EXPECT_TRUE(torch::allclose(b.grad(), torch::full({2, 2}, 2.0f)));
