@@ -346,13 +346,16 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
 
 void GraphStoreServer::Shutdown(absl::Time deadline) {
   if (shut_down_.exchange(true) || server_ == nullptr) return;
-  // Drain first: gRPC's own graceful shutdown also waits, up to the
+  // Drain first: gRPC's own graceful shutdown also waits, up to its
   // deadline, for idle clients to acknowledge GOAWAY, which a client process
   // without a call in progress may take seconds to do. Once the admitted
-  // calls are done nothing is lost by shutting down at once. Calls still
-  // running at the deadline are cancelled; the workers run until then.
+  // calls are done, gRPC gets a short grace period in which calls still
+  // arriving are turned away with UNAVAILABLE (retryable) rather than
+  // cancelled. Calls still running at the deadline are cancelled; the
+  // workers run until every call has finished.
   service_->Drain(deadline);
-  server_->Shutdown(absl::ToChronoTime(absl::Now()));
+  server_->Shutdown(absl::ToChronoTime(
+      std::min(deadline, absl::Now() + absl::Milliseconds(250))));
   server_->Wait();
   service_->StopWorkers();
 }
