@@ -2,18 +2,23 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "common/progress.h"
 #include "datasets/dataset.h"
 #include "datasets/importers.h"
 #include "sampler/graph_source.h"
+#include "tests/testing/ports.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/trainer/sbm_graph.h"
+#include "trainer/c10d_gradient_sync.h"
+#include "trainer/distributed.h"
 
 namespace shardgnn {
 namespace {
@@ -88,6 +93,70 @@ TEST_F(TrainerTest, RejectsInconsistentOptions) {
   EXPECT_FALSE(result.ok());
   EXPECT_NE(std::string(result.status().message()).find("123456"),
             std::string::npos);
+}
+
+// Two trainers with half of the batch each make the same updates as one trainer
+// with the whole batch (gradients averaged through c10d Gloo): the mean of
+// their per-epoch losses equals the single trainer's, epoch by epoch.
+TEST(DataParallelTrainTest,
+     TwoRanksWithHalfBatchesMatchOneRankWithTheWholeBatch) {
+  SbmGraph graph(400, 4, 10, 3, 21);
+  ASSERT_OK_AND_ASSIGN(auto source,
+                       InMemoryGraphSource::Create(graph.arrays()));
+  TrainOptions options;
+  options.model.kind = ModelKind::kSage;
+  options.model.hidden = 16;
+  options.model.dropout =
+      0.0;  // Dropout masks would differ with the batch split.
+  options.fanouts = {
+      -1, -1};  // All neighbors: sampling does not depend on the batch seed.
+  options.epochs = 4;
+  options.seed = 9;
+  TrainSplits splits = graph.splits;
+  splits.train.resize(splits.train.size() / 2 * 2);
+  const int64_t half = static_cast<int64_t>(splits.train.size() / 2);
+  options.batch_size = 2 * half;  // One step per epoch.
+  ASSERT_OK_AND_ASSIGN(TrainResult single, Train(*source, splits, options));
+
+  TrainResult ranks[2];
+  const int port = testing::PickFreePort();
+  auto rank_main = [&](int rank) {
+    DistributedOptions dist;
+    dist.rank = rank;
+    dist.world_size = 2;
+    dist.master_port = port;
+    dist.timeout = std::chrono::seconds(30);
+    absl::StatusOr<std::unique_ptr<ProcessGroup>> group =
+        ProcessGroup::Connect(dist);
+    ASSERT_OK(group);
+    C10dGradientSync sync(group->get());
+    TrainSplits mine = splits;
+    mine.train.assign(splits.train.begin() + rank * half,
+                      splits.train.begin() + (rank + 1) * half);
+    TrainOptions rank_options = options;
+    rank_options.batch_size = half;
+    rank_options.seed =
+        options.seed +
+        rank;  // Rank 1's own initial parameters are replaced by rank 0's.
+    absl::StatusOr<TrainResult> result =
+        Train(*source, mine, rank_options, &sync);
+    ASSERT_OK(result);
+    ranks[rank] = *std::move(result);
+  };
+  std::thread other(rank_main, 1);
+  rank_main(0);
+  other.join();
+  ASSERT_EQ(ranks[0].epochs.size(), single.epochs.size());
+  ASSERT_EQ(ranks[1].epochs.size(), single.epochs.size());
+  for (size_t e = 0; e < single.epochs.size(); ++e) {
+    const double mean = (ranks[0].epochs[e].loss + ranks[1].epochs[e].loss) / 2;
+    EXPECT_NEAR(mean, single.epochs[e].loss, 1e-4 * single.epochs[e].loss)
+        << "epoch " << e + 1;
+    EXPECT_NEAR(ranks[0].epochs[e].val_acc, single.epochs[e].val_acc, 1e-9);
+    EXPECT_EQ(ranks[0].epochs[e].val_acc, ranks[1].epochs[e].val_acc);
+  }
+  EXPECT_NE(ranks[0].epochs[1].loss, ranks[1].epochs[1].loss);
+  EXPECT_NEAR(ranks[0].test_acc, single.test_acc, 1e-9);
 }
 
 // Cora (public Planetoid split) imported once from the bundled copy.
