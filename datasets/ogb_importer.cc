@@ -108,8 +108,8 @@ absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
                    StagingDir::Create(out_dir));
   const std::string& dir = staging->path();
 
-  // Feature rows stream into features.npy on a second thread while this one
-  // reads edges, labels and splits. A failure on either side stops the other.
+  // Feature rows stream into features.npy on a second thread. A failure on
+  // either side stops the other.
   std::atomic<bool> cancel{false};
   absl::StatusOr<int64_t> dim = int64_t{0};
   std::thread feature_thread([&] {
@@ -120,7 +120,14 @@ absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
   std::vector<NodeId> src, dst;
   std::vector<int64_t> labels;
   datasets_internal::Splits splits;
+  // This thread reads labels and splits (small, so bad ones fail fast), then
+  // the edges, and builds the CSR while the feature rows may still stream.
+  datasets_internal::CsrResult result;
   absl::Status status = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(labels, datasets_internal::ReadLabelColumn(label_path, n));
+    for (const auto& [name, path] : split_paths) {
+      ASSIGN_OR_RETURN(splits[name], datasets_internal::ReadSplitText(path, n));
+    }
     // The count is only a hint (the file is checked against it below).
     src.reserve(std::min<int64_t>(m, int64_t{1} << 28));
     dst.reserve(std::min<int64_t>(m, int64_t{1} << 28));
@@ -135,11 +142,12 @@ absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
       return absl::InvalidArgumentError(
           absl::StrCat(edge_path, ": the graph has no edges"));
     }
-    ASSIGN_OR_RETURN(labels, datasets_internal::ReadLabelColumn(label_path, n));
-    for (const auto& [name, path] : split_paths) {
-      ASSIGN_OR_RETURN(splits[name], datasets_internal::ReadSplitText(path, n));
-    }
-    return absl::OkStatus();
+    datasets_internal::CsrOptions csr;
+    csr.undirected = options.edges.undirected;
+    csr.keep_self_loops = options.edges.keep_self_loops;
+    ASSIGN_OR_RETURN(result, datasets_internal::WriteCsr(
+                                 n, std::move(src), std::move(dst), csr, dir));
+    return datasets_internal::WriteLabelsAndSplits(dir, labels, splits);
   }();
   if (!status.ok()) cancel = true;
   feature_thread.join();
@@ -149,14 +157,6 @@ absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
   BuildSummary summary;
   summary.out_dir = out_dir;
   summary.input_edges = m;
-  datasets_internal::CsrOptions csr;
-  csr.undirected = options.edges.undirected;
-  csr.keep_self_loops = options.edges.keep_self_loops;
-  ASSIGN_OR_RETURN(
-      datasets_internal::CsrResult result,
-      datasets_internal::WriteCsr(n, std::move(src), std::move(dst), csr, dir));
-  RETURN_IF_ERROR(datasets_internal::WriteLabelsAndSplits(dir, labels, splits));
-
   DatasetManifest& manifest = summary.manifest;
   manifest.name = options.name.empty()
                       ? datasets_internal::DefaultName(options.input_dir)
