@@ -1,0 +1,315 @@
+// End-to-end storage server benchmark on loopback; prints one JSON object.
+//
+// Generates a shard (default 200k nodes, ~15 neighbors each) per feature
+// dimension (128 and 602), serves it with a real GraphStoreServer in memory
+// mode and in disk mode (block cache smaller than the shard), and measures:
+//   - GetFeatures: batches of 1024 random IDs, one stream and 4 streams;
+//   - SampleNeighbors: batches of 1024 random IDs at fanouts 10 and 25;
+//   - the physical limit: the same request/response bytes per batch over a
+//     plain loopback TCP socket, one stream; and the ratio of the one-stream
+//     feature fetch to it.
+//
+//   graphstore_bench [--nodes N] [--seconds S] [--dir DIR]
+// Progress goes to stderr. Disk mode reads go through RocksDB and its block
+// cache, but the OS page cache will usually hold the shard files.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/sampling.h"
+#include "graphstore/client.h"
+#include "graphstore/server.h"
+#include "graphstore/shard_store.h"
+#include "graphstore/shard_writer.h"
+#include "nlohmann/json.hpp"
+
+namespace shardgnn {
+namespace {
+
+constexpr int kBatch = 1024;
+
+struct Flags {
+  int64_t nodes = 200000;
+  double seconds = 1.5;
+  std::string dir;
+};
+
+void Check(const absl::Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "graphstore_bench: %s: %s\n", what,
+                 std::string(s.message()).c_str());
+    std::exit(1);
+  }
+}
+
+// Writes a random graph with `dim` features as one shard at `path`.
+int64_t WriteShard(const std::string& path, int64_t nodes, int64_t dim) {
+  ShardMeta meta;
+  meta.node_start = 0;
+  meta.node_end = nodes;
+  meta.num_nodes_total = nodes;
+  meta.feature_dim = dim;
+  meta.num_classes = 10;
+  meta.partition_id = "bench";
+  auto writer = ShardWriter::Create(path, meta);
+  Check(writer.status(), "creating shard");
+  uint64_t state = 12345;
+  std::vector<NodeId> adj;
+  std::vector<float> row(static_cast<size_t>(dim));
+  int64_t edges = 0;
+  for (NodeId v = 0; v < nodes; ++v) {
+    adj.resize(1 + UniformBelow(&state, 29));  // 1..29, mean 15.
+    for (auto& n : adj) {
+      n = static_cast<NodeId>(UniformBelow(&state, nodes));
+    }
+    std::sort(adj.begin(), adj.end());
+    adj.erase(std::unique(adj.begin(), adj.end()), adj.end());
+    for (auto& x : row) x = static_cast<float>(SplitMix64(&state) >> 40);
+    edges += static_cast<int64_t>(adj.size());
+    Check((*writer)->AddNode(v, adj.data(), adj.size(), row.data(), v % 10),
+          "adding node");
+  }
+  Check((*writer)->Finish().status(), "finishing shard");
+  return edges;
+}
+
+// Runs fn(thread, iteration) on `threads` threads for about `seconds`;
+// returns the calls per second.
+double Rate(int threads, double seconds,
+            const std::function<void(int, int64_t)>& fn) {
+  for (int t = 0; t < threads; ++t) fn(t, -1);  // Warm up.
+  std::atomic<int64_t> calls{0};
+  auto start = std::chrono::steady_clock::now();
+  auto end = start + std::chrono::duration<double>(seconds);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (int64_t i = 0; std::chrono::steady_clock::now() < end; ++i) {
+        fn(t, i);
+        calls.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  return static_cast<double>(calls.load()) / took.count();
+}
+
+bool WriteAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+bool ReadAll(int fd, char* p, size_t n) {
+  while (n > 0) {
+    ssize_t r = read(fd, p, n);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// Request/response over a plain loopback TCP socket: `request` bytes up,
+// `response` bytes down, one stream. Returns round trips per second.
+double RawTcpRate(size_t request, size_t response, double seconds) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  listen(listener, 1);
+  socklen_t len = sizeof(addr);
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::thread server([&] {
+    int fd = accept(listener, nullptr, nullptr);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    std::vector<char> in(request), out(response, 'x');
+    while (ReadAll(fd, in.data(), in.size()) &&
+           WriteAll(fd, out.data(), out.size())) {
+    }
+    close(fd);
+  });
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  std::vector<char> req(request, 'r'), resp(response);
+  double rate = Rate(1, seconds, [&](int, int64_t) {
+    WriteAll(fd, req.data(), req.size());
+    ReadAll(fd, resp.data(), resp.size());
+  });
+  shutdown(fd, SHUT_RDWR);
+  close(fd);
+  server.join();
+  close(listener);
+  return rate;
+}
+
+nlohmann::ordered_json RunMode(const std::string& shard, int64_t nodes,
+                               int64_t dim, bool memory, int64_t cache_bytes,
+                               double seconds) {
+  ShardStoreOptions options;
+  options.path = shard;
+  options.in_memory = memory;
+  options.block_cache_bytes = cache_bytes;
+  auto opened = ShardStore::Open(options);
+  Check(opened.status(), "opening shard");
+  std::shared_ptr<const ShardStore> store = std::move(opened).value();
+  GraphStoreServerOptions server_options;
+  auto server = GraphStoreServer::Start(store, server_options);
+  Check(server.status(), "starting server");
+  auto client = GraphStoreClient::Connect((*server)->address());
+  Check(client.status(), "connecting");
+  Check((*client)->WaitForHealthy(absl::Now() + absl::Seconds(10)), "health");
+
+  constexpr int kMaxThreads = 4;
+  std::vector<std::vector<NodeId>> ids(kMaxThreads,
+                                       std::vector<NodeId>(kBatch));
+  std::vector<std::vector<float>> rows(
+      kMaxThreads, std::vector<float>(static_cast<size_t>(kBatch * dim)));
+  std::vector<uint64_t> rng = {1, 2, 3, 4};
+  auto random_batch = [&](int t) {
+    for (auto& id : ids[t]) {
+      id = static_cast<NodeId>(UniformBelow(&rng[t], nodes));
+    }
+  };
+  nlohmann::ordered_json out;
+  out["mode"] = memory ? "memory" : "disk";
+  if (!memory) out["block_cache_mib"] = cache_bytes >> 20;
+  const double row_bytes = static_cast<double>(dim) * 4;
+  for (int threads : {1, kMaxThreads}) {
+    double rate = Rate(threads, seconds, [&](int t, int64_t) {
+      random_batch(t);
+      Check((*client)->GetFeatures(ids[t], dim, rows[t].data()), "GetFeatures");
+    });
+    nlohmann::ordered_json f;
+    f["streams"] = threads;
+    f["batches_per_s"] = rate;
+    f["features_per_s"] = rate * kBatch;
+    f["mb_per_s"] = rate * kBatch * row_bytes / 1e6;
+    f["latency_ms"] = threads / rate * 1e3;
+    out["get_features"].push_back(f);
+  }
+  for (int fanout : {10, 25}) {
+    int64_t sampled = 0, batches = 0;
+    double rate = Rate(1, seconds, [&](int t, int64_t i) {
+      random_batch(t);
+      auto s = (*client)->SampleNeighbors(ids[t], fanout, false,
+                                          static_cast<uint64_t>(i));
+      Check(s.status(), "SampleNeighbors");
+      if (i >= 0) {
+        sampled += static_cast<int64_t>(s->neighbors.size());
+        ++batches;
+      }
+    });
+    nlohmann::ordered_json f;
+    f["fanout"] = fanout;
+    f["streams"] = 1;
+    f["batches_per_s"] = rate;
+    f["sampled_edges_per_batch"] =
+        static_cast<double>(sampled) / std::max<int64_t>(batches, 1);
+    f["sampled_edges_per_s"] =
+        rate * f["sampled_edges_per_batch"].get<double>();
+    out["sample_neighbors"].push_back(f);
+  }
+  (*server)->Shutdown(absl::Now() + absl::Seconds(5));
+  return out;
+}
+
+int Main(int argc, char** argv) {
+  Flags flags;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string name = argv[i];
+    if (name == "--nodes")
+      flags.nodes = std::stoll(argv[i + 1]);
+    else if (name == "--seconds")
+      flags.seconds = std::stod(argv[i + 1]);
+    else if (name == "--dir")
+      flags.dir = argv[i + 1];
+  }
+  namespace fs = std::filesystem;
+  std::string dir = flags.dir.empty()
+                        ? (fs::temp_directory_path() /
+                           absl::StrCat("graphstore_bench-", getpid()))
+                              .string()
+                        : flags.dir;
+  fs::create_directories(dir);
+
+  nlohmann::ordered_json result;
+  result["benchmark"] = "graphstore";
+  result["nodes"] = flags.nodes;
+  result["batch_ids"] = kBatch;
+  result["seconds_per_measurement"] = flags.seconds;
+  result["hardware_threads"] = std::thread::hardware_concurrency();
+  for (int64_t dim : {128, 602}) {
+    std::string shard = absl::StrCat(dir, "/dim-", dim);
+    std::error_code ec;
+    fs::remove_all(shard, ec);
+    std::fprintf(stderr, "graphstore_bench: writing %lld nodes x %lld dims\n",
+                 static_cast<long long>(flags.nodes),
+                 static_cast<long long>(dim));
+    auto t0 = std::chrono::steady_clock::now();
+    int64_t edges = WriteShard(shard, flags.nodes, dim);
+    std::chrono::duration<double> wrote = std::chrono::steady_clock::now() - t0;
+    int64_t shard_bytes = 0;
+    for (const auto& e : fs::recursive_directory_iterator(shard)) {
+      if (e.is_regular_file()) shard_bytes += e.file_size();
+    }
+    nlohmann::ordered_json d;
+    d["feature_dim"] = dim;
+    d["edges"] = edges;
+    d["shard_mib"] = shard_bytes >> 20;
+    d["write_seconds"] = wrote.count();
+    // The block cache holds about an eighth of the shard.
+    int64_t cache = std::max<int64_t>(shard_bytes / 8, 8 << 20);
+    for (bool memory : {true, false}) {
+      std::fprintf(stderr, "graphstore_bench: dim %lld, %s mode\n",
+                   static_cast<long long>(dim), memory ? "memory" : "disk");
+      d["modes"].push_back(
+          RunMode(shard, flags.nodes, dim, memory, cache, flags.seconds));
+    }
+    size_t request = kBatch * sizeof(NodeId);
+    size_t response = static_cast<size_t>(kBatch * dim * 4);
+    double raw = RawTcpRate(request, response, flags.seconds);
+    d["raw_tcp"] = {{"request_bytes", request},
+                    {"response_bytes", response},
+                    {"batches_per_s", raw},
+                    {"mb_per_s", raw * static_cast<double>(response) / 1e6}};
+    for (auto& mode : d["modes"]) {
+      double grpc = mode["get_features"][0]["batches_per_s"].get<double>();
+      mode["features_vs_raw_tcp"] = grpc / raw;
+    }
+    result["dims"].push_back(d);
+    fs::remove_all(shard, ec);
+  }
+  if (flags.dir.empty()) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  std::printf("%s\n", result.dump(2).c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace shardgnn
+
+int main(int argc, char** argv) { return shardgnn::Main(argc, argv); }
