@@ -61,6 +61,31 @@ void SeededShuffle(uint64_t seed, std::vector<NodeId>* nodes) {
   }
 }
 
+int64_t StepsPerEpoch(int64_t num_seeds, int64_t batch_size,
+                      int64_t fixed_steps) {
+  return fixed_steps > 0 ? fixed_steps
+                         : (num_seeds + batch_size - 1) / batch_size;
+}
+
+// The seeds of batch `step` out of `steps` over `order`: consecutive slices
+// (the last natural batch may be short); past the end of the order, batches
+// wrap around it and are full (padding, so that every rank runs `steps`).
+void BatchSeeds(const std::vector<NodeId>& order, int64_t batch_size,
+                int64_t step, int64_t steps, std::vector<NodeId>* out) {
+  const int64_t n = static_cast<int64_t>(order.size());
+  const int64_t begin = step * batch_size;
+  out->clear();
+  if (begin + batch_size <= n ||
+      (begin < n && steps <= StepsPerEpoch(n, batch_size, 0))) {
+    out->assign(order.begin() + begin,
+                order.begin() + std::min(n, begin + batch_size));
+    return;
+  }
+  for (int64_t k = 0; k < std::min(batch_size, n); ++k) {
+    out->push_back(order[(begin + k) % n]);
+  }
+}
+
 absl::Status CheckOptions(const GraphSource& source, const TrainSplits& splits,
                           const TrainOptions& options) {
   if (splits.train.empty())
@@ -82,9 +107,10 @@ absl::Status CheckOptions(const GraphSource& source, const TrainSplits& splits,
         "layers, hidden size and heads must be positive");
   }
   if (options.batch_size < 1 || options.eval_batch_size < 1 ||
-      options.epochs < 0) {
+      options.epochs < 0 || options.steps_per_epoch < 0) {
     return absl::InvalidArgumentError(
-        "batch sizes must be positive and epochs non-negative");
+        "batch sizes must be positive, epochs and steps per epoch "
+        "non-negative");
   }
   if (options.model.dropout < 0 || options.model.dropout >= 1 ||
       options.model.attn_dropout < 0 || options.model.attn_dropout >= 1) {
@@ -197,13 +223,15 @@ class Run {
     model_->train();
     double loss_sum = 0.0, correct = 0.0, labeled = 0.0;
     MiniBatch batch;
-    for (size_t begin = 0; begin < order.size(); begin += options_.batch_size) {
-      const size_t end = std::min(
-          order.size(), begin + static_cast<size_t>(options_.batch_size));
+    const int64_t steps =
+        StepsPerEpoch(static_cast<int64_t>(order.size()), options_.batch_size,
+                      options_.steps_per_epoch);
+    std::vector<NodeId> seeds;
+    for (int64_t step = 0; step < steps; ++step) {
+      BatchSeeds(order, options_.batch_size, step, steps, &seeds);
       auto t0 = Clock::now();
       RETURN_IF_ERROR(train_sampler_->Sample(
-          absl::MakeConstSpan(order).subspan(begin, end - begin),
-          MixSeed(epoch_seed, stats.steps), &batch));
+          seeds, MixSeed(epoch_seed, static_cast<uint64_t>(step)), &batch));
       stats.sample_seconds += SecondsSince(t0);
       for (const Block& block : batch.blocks)
         stats.sampled_edges += block.num_edges();

@@ -67,6 +67,11 @@ struct TrainOptions {
       10, 10};  // fanouts[0] is the seeds' hop (sampler/neighbor_sampler.h).
   std::vector<int> eval_fanouts;  // Empty: all neighbors (-1) for every layer.
   int64_t batch_size = 1024;
+  // 0: ceil(train / batch_size) steps per epoch. Otherwise exactly this many
+  // (every data-parallel rank must run the same number): past the end of the
+  // shuffled train list the batches wrap around it (pad); steps beyond the
+  // count are not run (trim).
+  int64_t steps_per_epoch = 0;
   int64_t eval_batch_size = 4096;
   int epochs = 10;
   double lr = 0.01;

@@ -79,6 +79,21 @@ TEST_F(TrainerTest, SameSeedGivesTheSameRun) {
   EXPECT_NE(a.epochs[0].loss, c.epochs[0].loss);
 }
 
+TEST_F(TrainerTest, FixedStepsPerEpochPadAndTrim) {
+  TrainOptions options = SbmOptions(ModelKind::kSage);
+  options.epochs = 1;
+  const int64_t natural =
+      static_cast<int64_t>((graph_.splits.train.size() + 63) / 64);
+  for (int64_t steps : {int64_t{2}, 2 * natural + 1}) {
+    options.steps_per_epoch = steps;
+    ASSERT_OK_AND_ASSIGN(TrainResult result,
+                         Train(*source_, graph_.splits, options));
+    EXPECT_EQ(result.epochs[0].steps, steps);
+  }
+  options.steps_per_epoch = -1;
+  EXPECT_FALSE(Train(*source_, graph_.splits, options).ok());
+}
+
 TEST_F(TrainerTest, RejectsInconsistentOptions) {
   TrainOptions options = SbmOptions(ModelKind::kSage);
   options.fanouts = {5, 5, 5};
