@@ -42,19 +42,21 @@ std::string DescribeDataset(const DatasetManifest& m) {
 
 // One line from timing.json: seconds per stage, peak RSS at the end.
 std::string DescribeTiming(const std::string& json) {
-  auto j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  auto j = nlohmann::ordered_json::parse(json, nullptr,
+                                         /*allow_exceptions=*/false);
   if (!j.is_object()) return "";
   std::string out = "\n  last run:";
+  std::string rss;
   for (const auto& [key, value] : j.items()) {
     if (!value.is_number()) continue;
     absl::string_view name = key;
     if (absl::ConsumeSuffix(&name, "_seconds")) {
       absl::StrAppendFormat(&out, " %s %.1fs", name, value.get<double>());
     } else if (key == "peak_rss_after_write") {
-      absl::StrAppend(&out, ", peak RSS ", HumanBytes(value.get<double>()));
+      rss = absl::StrCat(", peak RSS ", HumanBytes(value.get<double>()));
     }
   }
-  return out + "\n";
+  return absl::StrCat(out, rss, "\n");
 }
 
 absl::Status RunInfo(std::string path) {

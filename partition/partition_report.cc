@@ -50,7 +50,7 @@ std::string DescribePartition(const PartitionManifest& m) {
   for (const auto& [name, count] : m.splits) {
     absl::StrAppendFormat(&split_header, " %10s", name);
   }
-  absl::StrAppendFormat(&out, "\n  %4s %14s %10s %12s %12s%s %8s  %s\n", "part",
+  absl::StrAppendFormat(&out, "\n  %4s %20s %10s %12s %12s%s %8s  %s\n", "part",
                         "node range", "nodes", "edges", "cut edges",
                         split_header, "cut %", "dir");
   for (int p = 0; p < m.num_parts; ++p) {
@@ -64,7 +64,7 @@ std::string DescribePartition(const PartitionManifest& m) {
                             it == info.split_counts.end() ? 0 : it->second);
     }
     double cut_pct = info.edges > 0 ? 100.0 * info.cut_edges / info.edges : 0;
-    absl::StrAppendFormat(&out, "  %4d %14s %10d %12d %12d%s %7.2f%%  %s\n", p,
+    absl::StrAppendFormat(&out, "  %4d %20s %10d %12d %12d%s %7.2f%%  %s\n", p,
                           range, info.nodes, info.edges, info.cut_edges,
                           split_cells, cut_pct, info.dir);
   }
