@@ -134,6 +134,25 @@ TEST_F(PartitionTest, WorksWithoutTrainSplit) {
   CheckPartition(d, tmp.Sub("p"), m);
 }
 
+TEST_F(PartitionTest, EdgelessAndTinyGraphsStillPartition) {
+  Dataset d = ClusteredGraph(1, 12, 0);
+  ASSERT_EQ(d.num_edges(), 0);
+  TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = 3;
+  ASSERT_OK_AND_ASSIGN(PartitionManifest m,
+                       PartitionInMemory(d, tmp.Sub("edgeless"), options));
+  EXPECT_EQ(m.edge_cut, 0);
+  CheckPartition(d, tmp.Sub("edgeless"), m);
+  // K == N: one node per part (METIS may leave some empty; still valid).
+  Dataset tiny = ClusteredGraph(2, 3, 4);
+  options.num_parts = 6;
+  ASSERT_OK_AND_ASSIGN(PartitionManifest t,
+                       PartitionInMemory(tiny, tmp.Sub("tiny"), options));
+  EXPECT_EQ(t.node_ranges.back(), 6);
+  CheckPartition(tiny, tmp.Sub("tiny"), t);
+}
+
 TEST_F(PartitionTest, FallsBackToRandomWhenMetisIndexWouldOverflow) {
   Dataset d = ClusteredGraph(4, 50, 6);
   TempDir tmp;
