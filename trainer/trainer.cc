@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "sampler/neighbor_sampler.h"
 #include "trainer/gradient_sync.h"
+#include "trainer/internal/checkpoint.h"
 #include "trainer/internal/models.h"
 
 namespace shardgnn {
@@ -178,31 +179,59 @@ class Run {
     std::vector<torch::Tensor> params = model_->parameters();
     TrainResult result;
     for (const auto& p : params) result.num_parameters += p.numel();
-    if (sync_ != nullptr) RETURN_IF_ERROR(sync_->BroadcastParameters(params));
     torch::optim::Adam optimizer(params,
                                  torch::optim::AdamOptions(options_.lr)
                                      .weight_decay(options_.weight_decay));
+    const std::string fingerprint = absl::StrCat(
+        ModelKindName(options_.model.kind),
+        " layers=", options_.model.num_layers,
+        " hidden=", options_.model.hidden, " heads=", options_.model.heads,
+        " in=", source_.feature_dim(), " classes=", num_classes,
+        " seed=", options_.seed);
+    internal::CheckpointState state;
+    state.parameters = params;
+    if (options_.resume && !options_.checkpoint_path.empty()) {
+      ASSIGN_OR_RETURN(bool resumed, internal::ReadCheckpoint(
+                                         options_.checkpoint_path, fingerprint,
+                                         &state, &optimizer));
+      if (resumed) {
+        model_->seed_stream().set_count(state.dropout_count);
+        result.resumed_from_epoch = state.epoch;
+        result.epochs = state.history;
+        result.best_val_acc = state.best_val_acc;
+        result.best_epoch = state.best_epoch;
+      }
+    }
+    if (sync_ != nullptr) RETURN_IF_ERROR(sync_->BroadcastParameters(params));
 
-    std::vector<torch::Tensor> best;
-    for (int epoch = 1; epoch <= options_.epochs; ++epoch) {
+    for (int epoch = state.epoch + 1; epoch <= options_.epochs; ++epoch) {
       ASSIGN_OR_RETURN(EpochStats stats, TrainEpoch(epoch, &optimizer, params));
       const auto eval_start = Clock::now();
       ASSIGN_OR_RETURN(stats.val_acc, Accuracy(splits_.valid));
       stats.eval_seconds = SecondsSince(eval_start);
       stats.epoch_seconds += stats.eval_seconds;
-      if (best.empty() || stats.val_acc > result.best_val_acc) {
+      if (state.best.empty() || stats.val_acc > result.best_val_acc) {
         torch::NoGradGuard no_grad;
-        best.clear();
-        for (const auto& p : params) best.push_back(p.detach().clone());
+        state.best.clear();
+        for (const auto& p : params) state.best.push_back(p.detach().clone());
         result.best_val_acc = stats.val_acc;
         result.best_epoch = epoch;
       }
-      if (options_.on_epoch) options_.on_epoch(stats);
       result.epochs.push_back(stats);
+      if (!options_.checkpoint_path.empty()) {
+        state.epoch = epoch;
+        state.dropout_count = model_->seed_stream().count();
+        state.best_val_acc = result.best_val_acc;
+        state.best_epoch = result.best_epoch;
+        state.history = result.epochs;
+        RETURN_IF_ERROR(internal::WriteCheckpoint(
+            options_.checkpoint_path, fingerprint, state, optimizer));
+      }
+      if (options_.on_epoch) options_.on_epoch(stats);
     }
-    if (!best.empty()) {
+    if (!state.best.empty()) {
       torch::NoGradGuard no_grad;
-      for (size_t i = 0; i < params.size(); ++i) params[i].copy_(best[i]);
+      for (size_t i = 0; i < params.size(); ++i) params[i].copy_(state.best[i]);
     }
     ASSIGN_OR_RETURN(result.test_acc, Accuracy(splits_.test));
     return result;

@@ -78,7 +78,15 @@ struct TrainOptions {
   double weight_decay = 5e-4;
   uint64_t seed =
       0;  // Parameters, dropout, shuffles and sampling all derive from it.
-  int64_t num_classes = 0;  // 0: one more than the largest train label.
+  int64_t num_classes = 0;
+  // If set, the run's state (parameters, optimizer, epoch, best-on-validation
+  // parameters, dropout counter, history) is written there atomically after
+  // every epoch.
+  std::string checkpoint_path;
+  // Continue from checkpoint_path when it exists (otherwise start afresh).
+  // The checkpoint must come from a run with the same model, sizes and seed;
+  // the resumed run then continues exactly as the uninterrupted one would.
+  bool resume = false;  // 0: one more than the largest train label.
   // Called after every epoch (progress lines, metrics files); may be empty.
   std::function<void(const EpochStats&)> on_epoch;
 };
@@ -97,6 +105,7 @@ struct TrainResult {
   double best_val_acc = -1.0;
   double test_acc = -1.0;  // -1 if there is no test split.
   int64_t num_parameters = 0;
+  int resumed_from_epoch = 0;  // Epochs restored from a checkpoint (0: none).
 };
 
 // Trains a model on `source` (which must have features and labels). `sync` may

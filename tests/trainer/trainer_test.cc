@@ -94,6 +94,45 @@ TEST_F(TrainerTest, FixedStepsPerEpochPadAndTrim) {
   EXPECT_FALSE(Train(*source_, graph_.splits, options).ok());
 }
 
+TEST_F(TrainerTest,
+       ResumingFromACheckpointContinuesExactlyAsAnUninterruptedRun) {
+  TempDir tmp;
+  TrainOptions options =
+      SbmOptions(ModelKind::kGat);  // Dropout on features and attention.
+  options.epochs = 4;
+  options.checkpoint_path = tmp.Sub("full.ckpt");
+  ASSERT_OK_AND_ASSIGN(TrainResult full,
+                       Train(*source_, graph_.splits, options));
+
+  options.checkpoint_path = tmp.Sub("part.ckpt");
+  options.epochs = 2;
+  ASSERT_OK_AND_ASSIGN(TrainResult first,
+                       Train(*source_, graph_.splits, options));
+  options.epochs = 4;
+  options.resume = true;
+  ASSERT_OK_AND_ASSIGN(TrainResult resumed,
+                       Train(*source_, graph_.splits, options));
+  EXPECT_EQ(first.resumed_from_epoch, 0);
+  EXPECT_EQ(resumed.resumed_from_epoch, 2);
+  ASSERT_EQ(resumed.epochs.size(), 4u);
+  for (int e = 0; e < 4; ++e) {
+    EXPECT_EQ(resumed.epochs[e].epoch, e + 1);
+    EXPECT_EQ(resumed.epochs[e].loss, full.epochs[e].loss) << "epoch " << e + 1;
+    EXPECT_EQ(resumed.epochs[e].val_acc, full.epochs[e].val_acc)
+        << "epoch " << e + 1;
+  }
+  EXPECT_EQ(resumed.best_epoch, full.best_epoch);
+  EXPECT_EQ(resumed.test_acc, full.test_acc);
+
+  // A checkpoint from a different run is refused, naming the file.
+  options.model.hidden = 16;
+  absl::StatusOr<TrainResult> mismatch =
+      Train(*source_, graph_.splits, options);
+  EXPECT_EQ(mismatch.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(std::string(mismatch.status().message()).find("part.ckpt"),
+            std::string::npos);
+}
+
 TEST_F(TrainerTest, RejectsInconsistentOptions) {
   TrainOptions options = SbmOptions(ModelKind::kSage);
   options.fanouts = {5, 5, 5};

@@ -184,6 +184,8 @@ class Stack : public GnnModel {
     return h;
   }
 
+  SeedStream& seed_stream() override { return *seeds_; }
+
  private:
   std::shared_ptr<SeedStream> seeds_;
   double dropout_;

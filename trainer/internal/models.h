@@ -38,6 +38,9 @@ class SeedStream {
  public:
   explicit SeedStream(uint64_t seed) : seed_(seed) {}
   uint64_t Next();
+  // How many seeds were drawn (saved in checkpoints, restored on resume).
+  uint64_t count() const { return count_; }
+  void set_count(uint64_t count) { count_ = count; }
 
  private:
   uint64_t seed_;
@@ -50,6 +53,8 @@ class GnnModel : public torch::nn::Module {
  public:
   virtual torch::Tensor Forward(const std::vector<BlockTensors>& blocks,
                                 torch::Tensor x) = 0;
+  // The model's dropout seeds.
+  virtual SeedStream& seed_stream() = 0;
 };
 
 // Builds the model `options` describe with parameters drawn from a private

@@ -1,0 +1,52 @@
+// Checkpoints of a training run: everything needed to continue it exactly.
+//
+// Randomness in a run is counter-based (shuffles and sampling derive from
+// (seed, epoch, step), dropout masks from the model's SeedStream), so the "RNG
+// state" is the epoch and the SeedStream count. A checkpoint also holds the
+// parameters, the optimizer state, the best-on-validation parameters and the
+// per-epoch history. Files are written whole (temporary name, then rename).
+#ifndef SHARDGNN_TRAINER_INTERNAL_CHECKPOINT_H_
+#define SHARDGNN_TRAINER_INTERNAL_CHECKPOINT_H_
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "trainer/trainer.h"
+
+namespace shardgnn::internal {
+
+struct CheckpointState {
+  int epoch = 0;  // Epochs completed.
+  uint64_t dropout_count = 0;
+  std::vector<torch::Tensor> parameters;
+  std::vector<torch::Tensor> best;  // Empty until an epoch completed.
+  double best_val_acc = -1.0;
+  int best_epoch = 0;
+  std::vector<EpochStats>
+      history;  // Loss, accuracies and step counts (timings are not kept).
+};
+
+// Writes `state` and `optimizer`'s state to `path` atomically. `fingerprint`
+// identifies the run's shape (model, sizes, seed); ReadCheckpoint refuses a
+// file with another one.
+absl::Status WriteCheckpoint(const std::string& path,
+                             const std::string& fingerprint,
+                             const CheckpointState& state,
+                             torch::optim::Optimizer& optimizer);
+
+// Reads `path` into *state (copying parameters into state->parameters' tensors,
+// which must have the saved shapes) and `optimizer`. Returns false if there is
+// no file; fails, naming the file, if it is unreadable or belongs to a
+// different run.
+absl::StatusOr<bool> ReadCheckpoint(const std::string& path,
+                                    const std::string& fingerprint,
+                                    CheckpointState* state,
+                                    torch::optim::Optimizer* optimizer);
+
+}  // namespace shardgnn::internal
+
+#endif  // SHARDGNN_TRAINER_INTERNAL_CHECKPOINT_H_
