@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <memory>
 
 #include "absl/strings/ascii.h"
@@ -251,17 +252,36 @@ class Run {
         MixSeed(MixSeed(options_.seed, kTrainSampleStream), epoch);
     model_->train();
     double loss_sum = 0.0, correct = 0.0, labeled = 0.0;
-    MiniBatch batch;
     const int64_t steps =
         StepsPerEpoch(static_cast<int64_t>(order.size()), options_.batch_size,
                       options_.steps_per_epoch);
-    std::vector<NodeId> seeds;
+    // Batch step + 1 is sampled (on a background thread with prefetch) while
+    // batch step trains. `pending` is declared after what its task touches,
+    // so an early return waits for the task before those are destroyed.
+    MiniBatch batch, next;
+    std::vector<NodeId> next_seeds;
+    double busy = 0.0;
+    std::future<absl::Status> pending;
+    auto launch = [&](int64_t step) {
+      BatchSeeds(order, options_.batch_size, step, steps, &next_seeds);
+      const uint64_t seed = MixSeed(epoch_seed, static_cast<uint64_t>(step));
+      pending = std::async(
+          options_.prefetch ? std::launch::async : std::launch::deferred,
+          [this, seed, &next_seeds, &next, &busy] {
+            const auto start = Clock::now();
+            absl::Status status =
+                train_sampler_->Sample(next_seeds, seed, &next);
+            busy += SecondsSince(start);
+            return status;
+          });
+    };
+    if (steps > 0) launch(0);
     for (int64_t step = 0; step < steps; ++step) {
-      BatchSeeds(order, options_.batch_size, step, steps, &seeds);
       auto t0 = Clock::now();
-      RETURN_IF_ERROR(train_sampler_->Sample(
-          seeds, MixSeed(epoch_seed, static_cast<uint64_t>(step)), &batch));
+      RETURN_IF_ERROR(pending.get());
       stats.sample_seconds += SecondsSince(t0);
+      std::swap(batch, next);
+      if (step + 1 < steps) launch(step + 1);
       for (const Block& block : batch.blocks)
         stats.sampled_edges += block.num_edges();
       t0 = Clock::now();
@@ -297,6 +317,7 @@ class Run {
       stats.compute_seconds += SecondsSince(t0);
       ++stats.steps;
     }
+    stats.sample_busy_seconds = busy;
     stats.loss = labeled > 0 ? loss_sum / labeled : 0.0;
     stats.train_acc = labeled > 0 ? correct / labeled : 0.0;
     stats.epoch_seconds = SecondsSince(epoch_start);

@@ -50,12 +50,15 @@ struct EpochStats {
   double loss = 0.0;       // Mean over labeled train seeds.
   double train_acc = 0.0;  // On the sampled train batches (with dropout).
   double val_acc = 0.0;    // -1 if there is no validation split.
-  double sample_seconds =
-      0.0;  // Building minibatches (sampling, features, labels).
-  double compute_seconds =
-      0.0;  // Forward, backward, gradient sync and optimizer step.
-  double sync_seconds =
-      0.0;  // Part of compute spent in gradient synchronisation.
+  // Time the loop waited for minibatches: sampling, features and labels that
+  // did not overlap compute (all of it without prefetch).
+  double sample_seconds = 0.0;
+  // Time spent building minibatches, overlapped or not.
+  double sample_busy_seconds = 0.0;
+  // Forward, backward, gradient sync and optimizer step.
+  double compute_seconds = 0.0;
+  // The part of compute spent in gradient synchronisation.
+  double sync_seconds = 0.0;
   double eval_seconds = 0.0;
   double epoch_seconds = 0.0;
   int64_t sampled_edges = 0;
@@ -72,6 +75,9 @@ struct TrainOptions {
   // shuffled train list the batches wrap around it (pad); steps beyond the
   // count are not run (trim).
   int64_t steps_per_epoch = 0;
+  // Sample the next minibatch on a background thread while the current one
+  // trains (the GraphSource must be thread-safe, as the interface requires).
+  bool prefetch = true;
   int64_t eval_batch_size = 4096;
   int epochs = 10;
   double lr = 0.01;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -72,9 +73,14 @@ TEST_F(TrainerTest, SameSeedGivesTheSameRun) {
   options.epochs = 2;
   ASSERT_OK_AND_ASSIGN(TrainResult a, Train(*source_, graph_.splits, options));
   ASSERT_OK_AND_ASSIGN(TrainResult b, Train(*source_, graph_.splits, options));
+  options.prefetch = false;  // Sampling on the training thread: the same run.
+  ASSERT_OK_AND_ASSIGN(TrainResult d, Train(*source_, graph_.splits, options));
   options.seed = 6;
   ASSERT_OK_AND_ASSIGN(TrainResult c, Train(*source_, graph_.splits, options));
-  for (int e = 0; e < 2; ++e) EXPECT_EQ(a.epochs[e].loss, b.epochs[e].loss);
+  for (int e = 0; e < 2; ++e) {
+    EXPECT_EQ(a.epochs[e].loss, b.epochs[e].loss);
+    EXPECT_EQ(a.epochs[e].loss, d.epochs[e].loss);
+  }
   EXPECT_EQ(a.test_acc, b.test_acc);
   EXPECT_NE(a.epochs[0].loss, c.epochs[0].loss);
 }
@@ -131,6 +137,48 @@ TEST_F(TrainerTest,
   EXPECT_EQ(mismatch.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(std::string(mismatch.status().message()).find("part.ckpt"),
             std::string::npos);
+}
+
+// Fails every SampleNeighbors call after the first `ok_calls`, as a dead server
+// would.
+class FailingSource : public GraphSource {
+ public:
+  FailingSource(const GraphSource* inner, int ok_calls)
+      : inner_(inner), ok_calls_(ok_calls) {}
+  int64_t num_nodes() const override { return inner_->num_nodes(); }
+  int64_t feature_dim() const override { return inner_->feature_dim(); }
+  absl::Status SampleNeighbors(absl::Span<const NodeId> nodes, int fanout,
+                               bool replace, uint64_t seed,
+                               SampledNeighbors* out) const override {
+    if (calls_++ >= ok_calls_)
+      return absl::UnavailableError("127.0.0.1:9: server went away");
+    return inner_->SampleNeighbors(nodes, fanout, replace, seed, out);
+  }
+  absl::Status FetchFeatures(absl::Span<const NodeId> nodes,
+                             float* out) const override {
+    return inner_->FetchFeatures(nodes, out);
+  }
+  absl::Status FetchLabels(absl::Span<const NodeId> nodes,
+                           int64_t* out) const override {
+    return inner_->FetchLabels(nodes, out);
+  }
+
+ private:
+  const GraphSource* inner_;
+  int ok_calls_;
+  mutable std::atomic<int> calls_{0};
+};
+
+TEST_F(TrainerTest, ASourceFailureMidEpochEndsTheRunWithItsError) {
+  for (bool prefetch : {true, false}) {
+    FailingSource failing(source_.get(), 7);
+    TrainOptions options = SbmOptions(ModelKind::kSage);
+    options.prefetch = prefetch;
+    absl::StatusOr<TrainResult> result = Train(failing, graph_.splits, options);
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kUnavailable);
+    EXPECT_NE(std::string(result.status().message()).find("server went away"),
+              std::string::npos);
+  }
 }
 
 TEST_F(TrainerTest, RejectsInconsistentOptions) {
