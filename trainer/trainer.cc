@@ -23,8 +23,9 @@ absl::StatusOr<ModelKind> ParseModelKind(const std::string& name) {
   if (lower == "sage" || lower == "graphsage") return ModelKind::kSage;
   if (lower == "gcn") return ModelKind::kGcn;
   if (lower == "gat") return ModelKind::kGat;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown model '", name, "' (expected sage, gcn or gat)"));
+  if (lower == "mlp") return ModelKind::kMlp;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown model '", name, "' (expected sage, gcn, gat or mlp)"));
 }
 
 const char* ModelKindName(ModelKind kind) {
@@ -35,6 +36,8 @@ const char* ModelKindName(ModelKind kind) {
       return "gcn";
     case ModelKind::kGat:
       return "gat";
+    case ModelKind::kMlp:
+      return "mlp";
   }
   return "?";
 }

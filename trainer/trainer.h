@@ -26,9 +26,11 @@ namespace shardgnn {
 
 class GradientSync;
 
-enum class ModelKind { kSage, kGcn, kGat };
+// kMlp ignores the graph (each layer sees only the node's own state): the
+// baseline a GNN must beat. Give it fanouts of 0 to skip sampling.
+enum class ModelKind { kSage, kGcn, kGat, kMlp };
 
-// "sage", "gcn", "gat" (case-insensitive).
+// "sage", "gcn", "gat", "mlp" (case-insensitive).
 absl::StatusOr<ModelKind> ParseModelKind(const std::string& name);
 const char* ModelKindName(ModelKind kind);
 

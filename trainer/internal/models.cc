@@ -26,7 +26,7 @@ std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
     t.indices = torch::from_blob(const_cast<int64_t*>(block.indices.data()),
                                  {block.num_edges()}, i64)
                     .clone();
-    if (kind == ModelKind::kSage) continue;
+    if (kind == ModelKind::kSage || kind == ModelKind::kMlp) continue;
     const int64_t num_loop = block.num_edges() + block.num_dst;
     t.loop_indptr = torch::empty({block.num_dst + 1}, i64);
     t.loop_indices = torch::empty({num_loop}, i64);
@@ -158,6 +158,20 @@ class GatLayer : public torch::nn::Module {
   torch::Tensor attn_l_, attn_r_, bias_;
 };
 
+// h_dst' = W h_dst + b: no messages (the graph-free baseline).
+class MlpLayer : public torch::nn::Module {
+ public:
+  MlpLayer(int64_t in, int64_t out) {
+    linear_ = register_module("linear", torch::nn::Linear(in, out));
+  }
+  torch::Tensor Forward(const BlockTensors& b, const torch::Tensor& h) {
+    return linear_(h.narrow(0, 0, b.num_dst));
+  }
+
+ private:
+  torch::nn::Linear linear_{nullptr};
+};
+
 template <typename Layer>
 class Stack : public GnnModel {
  public:
@@ -245,6 +259,16 @@ std::shared_ptr<GnnModel> BuildModel(const ModelOptions& options,
             !last, options.attn_dropout, seeds));
       }
       return std::make_shared<Stack<GatLayer>>(options, std::move(layers),
+                                               seeds);
+    }
+    case ModelKind::kMlp: {
+      std::vector<std::shared_ptr<MlpLayer>> layers;
+      for (int l = 0; l < n; ++l) {
+        layers.push_back(std::make_shared<MlpLayer>(
+            l == 0 ? in_dim : options.hidden,
+            l + 1 == n ? num_classes : options.hidden));
+      }
+      return std::make_shared<Stack<MlpLayer>>(options, std::move(layers),
                                                seeds);
     }
   }

@@ -58,7 +58,8 @@ TEST(ModelsTest, BlockTensorsAddSelfLoopsAndSymmetricGcnWeights) {
 
 TEST(ModelsTest, EveryModelMapsFeaturesToSeedLogitsAndTrainsEveryParameter) {
   MiniBatch batch = TinyBatch();
-  for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat}) {
+  for (ModelKind kind :
+       {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat, ModelKind::kMlp}) {
     SCOPED_TRACE(ModelKindName(kind));
     ModelOptions options;
     options.kind = kind;
