@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "common/sampling.h"
@@ -196,25 +197,43 @@ TEST(NeighborSamplerThroughput, DISABLED_RandomGraph200k) {
   std::vector<NodeId> order(graph.indptr.size() - 1);
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = static_cast<NodeId>((i * 7919) % order.size());
-  SampleStats stats;
-  MiniBatch batch;
-  const auto start = std::chrono::steady_clock::now();
-  for (size_t begin = 0; begin + 1024 <= order.size(); begin += 1024) {
-    ASSERT_OK(sampler->Sample(absl::MakeConstSpan(order).subspan(begin, 1024),
-                              begin, &batch));
-    AccumulateStats(batch, &stats);
+  for (int threads : {1, 2}) {
+    // Thread t samples batches t, t + threads, ... with the one shared sampler.
+    std::vector<SampleStats> stats(threads);
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        MiniBatch batch;
+        for (size_t begin = 1024 * t; begin + 1024 <= order.size();
+             begin += 1024 * threads) {
+          EXPECT_OK(sampler->Sample(
+              absl::MakeConstSpan(order).subspan(begin, 1024), begin, &batch));
+          AccumulateStats(batch, &stats[t]);
+        }
+      });
+    }
+    for (auto& w : workers) w.join();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    SampleStats total;
+    for (const SampleStats& s : stats) {
+      total.seeds += s.seeds;
+      total.sampled_edges += s.sampled_edges;
+      total.input_nodes += s.input_nodes;
+    }
+    std::printf(
+        "{\"threads\": %d, \"nodes\": 200000, \"edges\": %zu, \"fanouts\": "
+        "[15,10,5], \"batch\": 1024, "
+        "\"seconds\": %.3f, \"seeds_per_s\": %.0f, \"sampled_edges_per_s\": "
+        "%.0f, \"input_nodes_per_batch\": "
+        "%.0f}\n",
+        threads, graph.indices.size(), seconds, total.seeds / seconds,
+        total.sampled_edges / seconds,
+        1024.0 * total.input_nodes / total.seeds);
+    EXPECT_GT(total.sampled_edges, 0);
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  std::printf(
-      "{\"nodes\": 200000, \"edges\": %zu, \"fanouts\": [15,10,5], \"batch\": "
-      "1024, \"seconds\": %.3f, "
-      "\"seeds_per_s\": %.0f, \"sampled_edges_per_s\": %.0f, "
-      "\"input_nodes_per_batch\": %.0f}\n",
-      graph.indices.size(), seconds, stats.seeds / seconds,
-      stats.sampled_edges / seconds, 1024.0 * stats.input_nodes / stats.seeds);
-  EXPECT_GT(stats.sampled_edges, 0);
 }
 
 }  // namespace
