@@ -58,7 +58,9 @@ TEST_P(PartitionInvariantsTest, EveryNodeEdgeAndRowSurvivesRelabelling) {
   int64_t cut = 0;
   for (const PartInfo& info : m.parts) cut += info.cut_edges;
   EXPECT_EQ(cut, m.edge_cut);
-  if (k == 1) EXPECT_EQ(m.edge_cut, 0);
+  if (k == 1) {
+    EXPECT_EQ(m.edge_cut, 0);
+  }
   // Nothing but the partition is left in the parent directory.
   EXPECT_EQ(Entries(tmp.path()), std::vector<std::string>{"p"});
 }

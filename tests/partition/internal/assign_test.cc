@@ -71,7 +71,9 @@ TEST(RandomAssignmentTest, DealsNodesAndTrainNodesEvenly) {
                   *std::min_element(train.begin(), train.end()),
               1);
     EXPECT_EQ(RandomAssignment(d, k, 9), part);
-    if (k > 1) EXPECT_NE(RandomAssignment(d, k, 10), part);
+    if (k > 1) {
+      EXPECT_NE(RandomAssignment(d, k, 10), part);
+    }
   }
 }
 
