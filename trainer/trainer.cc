@@ -214,7 +214,10 @@ class Run {
       ASSIGN_OR_RETURN(stats.val_acc, Accuracy(splits_.valid));
       stats.eval_seconds = SecondsSince(eval_start);
       stats.epoch_seconds += stats.eval_seconds;
-      if (state.best.empty() || stats.val_acc > result.best_val_acc) {
+      // Without validation nodes (on any rank: the accuracy is global) the
+      // last epoch is kept.
+      if (state.best.empty() || stats.val_acc > result.best_val_acc ||
+          stats.val_acc < 0) {
         torch::NoGradGuard no_grad;
         state.best.clear();
         for (const auto& p : params) state.best.push_back(p.detach().clone());

@@ -1,14 +1,18 @@
 // Training GNN models on sampled minibatches: model options, the training loop,
 // and what it reports.
 //
-// Train() runs a whole single-process training run over any GraphSource (in
-// memory now, storage servers later): each epoch it shuffles the train nodes
-// with a seeded shuffle, samples a minibatch per step, runs forward, backward,
-// an optional gradient synchronisation (data parallelism, see gradient_sync.h)
-// and an Adam step, then measures validation accuracy. The parameters of the
-// best validation epoch are kept and used for the final test accuracy. LibTorch
-// errors (c10::Error) are caught here and returned as Status; no torch type
-// appears in this header.
+// Train() runs one trainer's whole run over any GraphSource (in memory, or the
+// storage servers through the remote source): each epoch it shuffles the train
+// nodes with a seeded shuffle, samples a minibatch per step (the next one on a
+// background thread while the current one trains), runs forward, backward, an
+// optional gradient synchronisation (data parallelism: gradient_sync.h,
+// c10d_gradient_sync.h) and an Adam step, then measures validation accuracy.
+// The parameters of the best validation epoch are kept and used for the final
+// test accuracy; checkpoints allow an exact resume. All randomness derives from
+// TrainOptions::seed through counter-based streams (no global RNG), so a run is
+// reproducible and independent of threads and prefetching. LibTorch errors
+// (c10::Error) are caught here and returned as Status; no torch type appears in
+// this header. Train() is thread-compatible: separate runs may share a source.
 #ifndef SHARDGNN_TRAINER_TRAINER_H_
 #define SHARDGNN_TRAINER_TRAINER_H_
 

@@ -101,6 +101,17 @@ TEST_F(TrainerTest, FixedStepsPerEpochPadAndTrim) {
   EXPECT_FALSE(Train(*source_, graph_.splits, options).ok());
 }
 
+TEST_F(TrainerTest, WithoutValidationNodesTheLastEpochIsKept) {
+  TrainOptions options = SbmOptions(ModelKind::kSage);
+  options.epochs = 3;
+  TrainSplits splits = graph_.splits;
+  splits.valid.clear();
+  ASSERT_OK_AND_ASSIGN(TrainResult result, Train(*source_, splits, options));
+  EXPECT_EQ(result.best_epoch, 3);
+  EXPECT_EQ(result.epochs.back().val_acc, -1.0);
+  EXPECT_GT(result.test_acc, 0.5);
+}
+
 TEST_F(TrainerTest,
        ResumingFromACheckpointContinuesExactlyAsAnUninterruptedRun) {
   TempDir tmp;
