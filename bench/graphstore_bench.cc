@@ -6,8 +6,8 @@
 //   - GetFeatures: batches of 1024 random IDs, one stream and 4 streams;
 //   - SampleNeighbors: batches of 1024 random IDs at fanouts 10 and 25;
 //   - the physical limit: the same request/response bytes per batch over a
-//     plain loopback TCP socket, one stream; and the ratio of the one-stream
-//     feature fetch to it.
+//     plain loopback TCP socket, one stream, measured alternately with the
+//     one-stream feature fetch (best of 3 each), and the ratio of the two.
 //
 //   graphstore_bench [--nodes N] [--seconds S] [--dir DIR]
 // Progress goes to stderr. Disk mode reads go through RocksDB and its block
@@ -166,7 +166,8 @@ double RawTcpRate(size_t request, size_t response, double seconds) {
 
 nlohmann::ordered_json RunMode(const std::string& shard, int64_t nodes,
                                int64_t dim, bool memory, int64_t cache_bytes,
-                               double seconds) {
+                               double seconds,
+                               const std::function<double()>& raw_tcp) {
   ShardStoreOptions options;
   options.path = shard;
   options.in_memory = memory;
@@ -196,19 +197,32 @@ nlohmann::ordered_json RunMode(const std::string& shard, int64_t nodes,
   out["mode"] = memory ? "memory" : "disk";
   if (!memory) out["block_cache_mib"] = cache_bytes >> 20;
   const double row_bytes = static_cast<double>(dim) * 4;
-  for (int threads : {1, kMaxThreads}) {
-    double rate = Rate(threads, seconds, [&](int t, int64_t) {
-      random_batch(t);
-      Check((*client)->GetFeatures(ids[t], dim, rows[t].data()), "GetFeatures");
-    });
+  auto fetch = [&](int t, int64_t) {
+    random_batch(t);
+    Check((*client)->GetFeatures(ids[t], dim, rows[t].data()), "GetFeatures");
+  };
+  auto features_json = [&](int threads, double rate) {
     nlohmann::ordered_json f;
     f["streams"] = threads;
     f["batches_per_s"] = rate;
     f["features_per_s"] = rate * kBatch;
     f["mb_per_s"] = rate * kBatch * row_bytes / 1e6;
     f["latency_ms"] = threads / rate * 1e3;
-    out["get_features"].push_back(f);
+    return f;
+  };
+  // The machine may be shared: alternate the one-stream fetch with the raw
+  // TCP limit three times and compare the best of each.
+  double best = 0, raw_best = 0;
+  for (int round = 0; round < 3; ++round) {
+    best = std::max(best, Rate(1, seconds / 3, fetch));
+    raw_best = std::max(raw_best, raw_tcp());
   }
+  out["get_features"].push_back(features_json(1, best));
+  out["get_features"].push_back(
+      features_json(kMaxThreads, Rate(kMaxThreads, seconds, fetch)));
+  out["raw_tcp_batches_per_s"] = raw_best;
+  out["raw_tcp_mb_per_s"] = raw_best * kBatch * row_bytes / 1e6;
+  out["features_vs_raw_tcp"] = best / raw_best;
   for (int fanout : {10, 25}) {
     int64_t sampled = 0, batches = 0;
     double rate = Rate(1, seconds, [&](int t, int64_t i) {
@@ -281,22 +295,16 @@ int Main(int argc, char** argv) {
     d["write_seconds"] = wrote.count();
     // The block cache holds about an eighth of the shard.
     int64_t cache = std::max<int64_t>(shard_bytes / 8, 8 << 20);
+    size_t request = kBatch * sizeof(NodeId);
+    size_t response = static_cast<size_t>(kBatch * dim * 4);
+    d["raw_tcp_request_bytes"] = request;
+    d["raw_tcp_response_bytes"] = response;
+    auto raw = [&] { return RawTcpRate(request, response, flags.seconds / 3); };
     for (bool memory : {true, false}) {
       std::fprintf(stderr, "graphstore_bench: dim %lld, %s mode\n",
                    static_cast<long long>(dim), memory ? "memory" : "disk");
       d["modes"].push_back(
-          RunMode(shard, flags.nodes, dim, memory, cache, flags.seconds));
-    }
-    size_t request = kBatch * sizeof(NodeId);
-    size_t response = static_cast<size_t>(kBatch * dim * 4);
-    double raw = RawTcpRate(request, response, flags.seconds);
-    d["raw_tcp"] = {{"request_bytes", request},
-                    {"response_bytes", response},
-                    {"batches_per_s", raw},
-                    {"mb_per_s", raw * static_cast<double>(response) / 1e6}};
-    for (auto& mode : d["modes"]) {
-      double grpc = mode["get_features"][0]["batches_per_s"].get<double>();
-      mode["features_vs_raw_tcp"] = grpc / raw;
+          RunMode(shard, flags.nodes, dim, memory, cache, flags.seconds, raw));
     }
     result["dims"].push_back(d);
     fs::remove_all(shard, ec);

@@ -5,7 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "graphstore/internal/features_codec.h"
 #include "graphstore/internal/wire.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/graphstore.grpc.pb.h"
 
@@ -13,13 +15,16 @@ namespace shardgnn {
 
 using Stub = proto::GraphStore::Stub;
 
+constexpr char kGetFeaturesMethod[] = "/shardgnn.proto.GraphStore/GetFeatures";
+
 class GraphStoreClient::Impl {
  public:
   Impl(std::string address, GraphStoreClientOptions options,
-       std::unique_ptr<Stub> stub)
+       std::shared_ptr<grpc::Channel> channel)
       : address_(std::move(address)),
         options_(options),
-        stub_(std::move(stub)) {}
+        stub_(proto::GraphStore::NewStub(channel)),
+        generic_(channel) {}
 
   // Calls `rpc` with a deadline, retrying UNAVAILABLE with backoff.
   template <typename Req, typename Resp, typename Rpc>
@@ -65,12 +70,37 @@ class GraphStoreClient::Impl {
   }
 
   Stub* stub() { return stub_.get(); }
+
+  // A blocking unary GetFeatures call on raw buffers. It completes on the
+  // calling thread (its own completion queue), like a generated sync stub,
+  // so no thread hand-off is paid per batch.
+  grpc::Status RawCall(grpc::ClientContext* ctx,
+                       const grpc::ByteBuffer& request,
+                       grpc::ByteBuffer* response) {
+    grpc::CompletionQueue cq;
+    grpc::Status status;
+    auto rpc = generic_.PrepareUnaryCall(ctx, kGetFeaturesMethod, request, &cq);
+    rpc->StartCall();
+    rpc->Finish(response, &status, /*tag=*/&status);
+    void* tag = nullptr;
+    bool ok = false;
+    if (!cq.Next(&tag, &ok) || !ok) {
+      status =
+          grpc::Status(grpc::StatusCode::INTERNAL, "completion queue failed");
+    }
+    cq.Shutdown();
+    while (cq.Next(&tag, &ok)) {
+    }
+    return status;
+  }
+
   const GraphStoreClientOptions& options() const { return options_; }
 
  private:
   std::string address_;
   GraphStoreClientOptions options_;
   std::unique_ptr<Stub> stub_;
+  grpc::GenericStub generic_;
 };
 
 namespace {
@@ -103,14 +133,18 @@ absl::StatusOr<std::unique_ptr<GraphStoreClient>> GraphStoreClient::Connect(
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  // Feature batches are megabytes: a large stream window and frames let a
+  // response flow without waiting for window updates.
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 1 << 20);
+  args.SetInt(GRPC_ARG_TCP_READ_CHUNK_SIZE, 1 << 20);
   auto channel = grpc::CreateCustomChannel(
       address, grpc::InsecureChannelCredentials(), args);
   if (channel == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat(address, ": cannot create a channel"));
   }
-  auto impl = std::make_unique<Impl>(address, options,
-                                     proto::GraphStore::NewStub(channel));
+  auto impl = std::make_unique<Impl>(address, options, channel);
   return std::unique_ptr<GraphStoreClient>(
       new GraphStoreClient(address, std::move(impl)));
 }
@@ -209,19 +243,23 @@ absl::StatusOr<SampledNeighbors> GraphStoreClient::SampleNeighbors(
 
 absl::Status GraphStoreClient::GetFeatures(absl::Span<const NodeId> ids,
                                            int64_t feature_dim, float* out) {
-  proto::GetFeaturesResponse resp;
-  RETURN_IF_ERROR(impl_->Call("GetFeatures", IdsRequest(ids), &resp,
-                              [](Stub* s, grpc::ClientContext* c, const auto& q,
-                                 auto* r) { return s->GetFeatures(c, q, r); }));
-  const size_t want = ids.size() * static_cast<size_t>(feature_dim) * 4;
-  if (resp.feature_dim() != feature_dim || resp.features().size() != want) {
-    return impl_->Error(
-        absl::StatusCode::kDataLoss, "GetFeatures",
-        absl::StrCat("got ", resp.features().size(), " bytes of rows ",
-                     resp.feature_dim(), " wide, expected ", want,
-                     " bytes of rows ", feature_dim, " wide"));
+  // Raw call: rows go from the gRPC buffer to `out` in one copy.
+  grpc::ByteBuffer request;
+  bool own = false;
+  if (!grpc::SerializationTraits<proto::NodeIdsRequest>::Serialize(
+           IdsRequest(ids), &request, &own)
+           .ok()) {
+    return impl_->Error(absl::StatusCode::kInternal, "GetFeatures",
+                        "cannot serialize the request");
   }
-  if (want > 0) std::memcpy(out, resp.features().data(), want);
+  grpc::ByteBuffer response;
+  RETURN_IF_ERROR(impl_->Call(
+      "GetFeatures", request, &response,
+      [this](Stub*, grpc::ClientContext* c, const grpc::ByteBuffer& q,
+             grpc::ByteBuffer* r) { return impl_->RawCall(c, q, r); }));
+  absl::Status s =
+      internal::DecodeFeatures(response, ids.size(), feature_dim, out);
+  if (!s.ok()) return impl_->Error(s.code(), "GetFeatures", s.message());
   return absl::OkStatus();
 }
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status.h"
+#include "graphstore/internal/features_codec.h"
 #include "graphstore/internal/method_stats.h"
 #include "graphstore/internal/thread_pool.h"
 #include "graphstore/internal/wire.h"
@@ -44,10 +45,20 @@ constexpr const char* kMethodNames[kNumMethods] = {
     "Info",       "SampleNeighbors", "GetFeatures", "GetLabels",
     "GetDegrees", "GetSplit",        "Health",      "Stats"};
 
+int64_t PayloadBytes(const google::protobuf::Message& m) {
+  return static_cast<int64_t>(m.ByteSizeLong());
+}
+int64_t PayloadBytes(const grpc::ByteBuffer& b) {
+  return static_cast<int64_t>(b.Length());
+}
+
 }  // namespace
 
+// GetFeatures is a raw method: its megabyte responses are written straight
+// into a gRPC buffer (internal/features_codec.h) instead of through protobuf.
 class GraphStoreServer::Service final
-    : public proto::GraphStore::CallbackService {
+    : public proto::GraphStore::WithRawCallbackMethod_GetFeatures<
+          proto::GraphStore::CallbackService> {
  public:
   Service(std::shared_ptr<const ShardStore> store,
           const GraphStoreServerOptions& options)
@@ -116,7 +127,7 @@ class GraphStoreServer::Service final
       const proto::SampleNeighborsRequest* req,
       proto::SampleNeighborsResponse* resp) override {
     return Run(
-        ctx, kSampleNeighbors, req, resp, false,
+        ctx, kSampleNeighbors, req, resp, Inline(),
         [this, req, resp]() -> absl::Status {
           ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
           if (req->fanout() < -1 || req->fanout() > options_.max_fanout) {
@@ -138,13 +149,22 @@ class GraphStoreServer::Service final
         });
   }
 
-  grpc::ServerUnaryReactor* GetFeatures(
-      grpc::CallbackServerContext* ctx, const proto::NodeIdsRequest* req,
-      proto::GetFeaturesResponse* resp) override {
+  grpc::ServerUnaryReactor* GetFeatures(grpc::CallbackServerContext* ctx,
+                                        const grpc::ByteBuffer* req,
+                                        grpc::ByteBuffer* resp) override {
     return Run(
-        ctx, kGetFeatures, req, resp, false,
+        ctx, kGetFeatures, req, resp, Inline(),
         [this, req, resp]() -> absl::Status {
-          ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
+          proto::NodeIdsRequest request;
+          grpc::ByteBuffer copy(*req);  // Deserialize consumes its input.
+          if (!grpc::SerializationTraits<proto::NodeIdsRequest>::Deserialize(
+                   &copy, &request)
+                   .ok()) {
+            return absl::InvalidArgumentError(
+                "GetFeatures: request is not a NodeIdsRequest");
+          }
+          ASSIGN_OR_RETURN(std::vector<NodeId> ids,
+                           ReadIds(request.node_ids()));
           const int64_t dim = store_->Meta().feature_dim;
           const int64_t bytes = static_cast<int64_t>(ids.size()) * dim * 4;
           if (bytes > options_.max_message_bytes - 1024) {
@@ -155,31 +175,28 @@ class GraphStoreServer::Service final
                 options_.max_message_bytes / 1048576.0));
           }
           RETURN_IF_ERROR(store_->CheckOwned(ids));
-          resp->set_feature_dim(dim);
-          std::string* out = resp->mutable_features();
-          out->resize(static_cast<size_t>(bytes));
-          return store_->GetFeatures(ids,
-                                     reinterpret_cast<float*>(out->data()));
+          return internal::EncodeFeatures(*store_, ids, resp);
         });
   }
 
   grpc::ServerUnaryReactor* GetLabels(grpc::CallbackServerContext* ctx,
                                       const proto::NodeIdsRequest* req,
                                       proto::GetLabelsResponse* resp) override {
-    return Run(
-        ctx, kGetLabels, req, resp, false, [this, req, resp]() -> absl::Status {
-          ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
-          std::vector<int64_t> labels(ids.size());
-          RETURN_IF_ERROR(store_->GetLabels(ids, labels.data()));
-          wire::Pack<int64_t>(labels, resp->mutable_labels());
-          return absl::OkStatus();
-        });
+    return Run(ctx, kGetLabels, req, resp, Inline(),
+               [this, req, resp]() -> absl::Status {
+                 ASSIGN_OR_RETURN(std::vector<NodeId> ids,
+                                  ReadIds(req->node_ids()));
+                 std::vector<int64_t> labels(ids.size());
+                 RETURN_IF_ERROR(store_->GetLabels(ids, labels.data()));
+                 wire::Pack<int64_t>(labels, resp->mutable_labels());
+                 return absl::OkStatus();
+               });
   }
 
   grpc::ServerUnaryReactor* GetDegrees(
       grpc::CallbackServerContext* ctx, const proto::NodeIdsRequest* req,
       proto::GetDegreesResponse* resp) override {
-    return Run(ctx, kGetDegrees, req, resp, false,
+    return Run(ctx, kGetDegrees, req, resp, Inline(),
                [this, req, resp]() -> absl::Status {
                  ASSIGN_OR_RETURN(std::vector<NodeId> ids,
                                   ReadIds(req->node_ids()));
@@ -193,7 +210,7 @@ class GraphStoreServer::Service final
   grpc::ServerUnaryReactor* GetSplit(grpc::CallbackServerContext* ctx,
                                      const proto::GetSplitRequest* req,
                                      proto::GetSplitResponse* resp) override {
-    return Run(ctx, kGetSplit, req, resp, false,
+    return Run(ctx, kGetSplit, req, resp, Inline(),
                [this, req, resp]() -> absl::Status {
                  ASSIGN_OR_RETURN(std::vector<NodeId> ids,
                                   store_->GetSplit(req->name()));
@@ -233,6 +250,11 @@ class GraphStoreServer::Service final
   }
 
  private:
+  // Memory mode never blocks (reads are memcpy from arrays), so its calls
+  // run on gRPC's callback thread and skip two thread hand-offs; disk mode
+  // may wait on I/O and runs on the worker pool instead.
+  bool Inline() const { return store_->in_memory(); }
+
   // Decodes and bounds-checks a packed ID array.
   absl::StatusOr<std::vector<NodeId>> ReadIds(const std::string& bytes) const {
     RETURN_IF_ERROR(wire::CheckLength<NodeId>(wire::View(bytes), "node_ids"));
@@ -278,12 +300,11 @@ class GraphStoreServer::Service final
         status = absl::InternalError(
             absl::StrCat(kMethodNames[method], ": unknown exception"));
       }
-      if (!status.ok()) resp->Clear();
+      if (!status.ok()) resp->Clear();  // Message or ByteBuffer.
       std::chrono::duration<double, std::micro> us =
           std::chrono::steady_clock::now() - start;
-      stats_[method].Record(us.count(), status.ok(),
-                            static_cast<int64_t>(req->ByteSizeLong()),
-                            static_cast<int64_t>(resp->ByteSizeLong()));
+      stats_[method].Record(us.count(), status.ok(), PayloadBytes(*req),
+                            PayloadBytes(*resp));
       reactor->Finish(ToGrpc(status));
       absl::MutexLock lock(&mu_);
       --in_flight_;
@@ -328,6 +349,9 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+  // Large stream windows and frames for megabyte responses (see client.cc).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 1 << 20);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || selected_port == 0) {
     if (server->server_ != nullptr) server->server_->Shutdown();

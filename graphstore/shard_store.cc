@@ -68,9 +68,10 @@ class MemoryStore final : public ShardStore {
                            float* out) const override {
     RETURN_IF_ERROR(CheckOwned(ids));
     const size_t dim = static_cast<size_t>(Meta().feature_dim);
+    char* dst = reinterpret_cast<char*>(out);  // May be unaligned.
     for (size_t i = 0; i < ids.size(); ++i) {
       size_t local = static_cast<size_t>(ids[i] - Meta().node_start);
-      std::memcpy(out + i * dim, features_.data() + local * dim,
+      std::memcpy(dst + i * dim * sizeof(float), features_.data() + local * dim,
                   dim * sizeof(float));
     }
     return absl::OkStatus();

@@ -80,7 +80,8 @@ class ShardStore {
                                        bool replace, uint64_t seed,
                                        int64_t max_neighbors,
                                        SampledNeighbors* out) const = 0;
-  // Writes ids.size() * feature_dim floats to `out` (row i = node ids[i]).
+  // Writes ids.size() * feature_dim floats to `out` (row i = node ids[i])
+  // with memcpy: `out` need not be aligned.
   virtual absl::Status GetFeatures(absl::Span<const NodeId> ids,
                                    float* out) const = 0;
   // Writes ids.size() labels (-1 = unlabeled) to `out`.

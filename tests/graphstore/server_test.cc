@@ -320,7 +320,8 @@ TEST_P(ServerTest, ShutdownUnderLoadIsPromptAndNeverWrong) {
 class BlockingStore final : public ShardStore {
  public:
   explicit BlockingStore(std::shared_ptr<const ShardStore> inner)
-      : ShardStore(inner->Meta(), inner->in_memory()),
+      // Blocking calls must run on the worker pool, as in disk mode.
+      : ShardStore(inner->Meta(), /*in_memory=*/false),
         inner_(std::move(inner)) {}
   absl::Status SampleNeighbors(absl::Span<const NodeId> ids, int fanout,
                                bool replace, uint64_t seed,

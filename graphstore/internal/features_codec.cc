@@ -1,0 +1,161 @@
+#include "graphstore/internal/features_codec.h"
+
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "grpc/slice.h"
+#include "grpcpp/support/slice.h"
+
+namespace shardgnn::internal {
+namespace {
+
+constexpr uint8_t kDimTag = (1 << 3) | 0;       // Field 1, varint.
+constexpr uint8_t kFeaturesTag = (2 << 3) | 2;  // Field 2, length-delimited.
+
+size_t PutVarint(uint64_t v, uint8_t* p) {
+  size_t n = 0;
+  while (v >= 0x80) {
+    p[n++] = static_cast<uint8_t>(v | 0x80);
+    v >>= 7;
+  }
+  p[n++] = static_cast<uint8_t>(v);
+  return n;
+}
+
+// Sequential reads over the slices of a ByteBuffer (no copy until Copy()).
+class SliceReader {
+ public:
+  explicit SliceReader(std::vector<grpc::Slice> slices)
+      : slices_(std::move(slices)) {}
+
+  bool AtEnd() {
+    Skip0();
+    return index_ == slices_.size();
+  }
+  bool Byte(uint8_t* b) {
+    Skip0();
+    if (index_ == slices_.size()) return false;
+    *b = slices_[index_].begin()[offset_++];
+    return true;
+  }
+  bool Varint(uint64_t* v) {
+    *v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      uint8_t b;
+      if (!Byte(&b)) return false;
+      *v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) return true;
+    }
+    return false;
+  }
+  // Copies (or, with out == nullptr, skips) n bytes.
+  bool Copy(char* out, size_t n) {
+    while (n > 0) {
+      Skip0();
+      if (index_ == slices_.size()) return false;
+      size_t take = std::min(n, slices_[index_].size() - offset_);
+      if (out != nullptr) {
+        std::memcpy(out, slices_[index_].begin() + offset_, take);
+        out += take;
+      }
+      offset_ += take;
+      n -= take;
+    }
+    return true;
+  }
+
+ private:
+  void Skip0() {
+    while (index_ < slices_.size() && offset_ == slices_[index_].size()) {
+      ++index_;
+      offset_ = 0;
+    }
+  }
+  std::vector<grpc::Slice> slices_;
+  size_t index_ = 0;
+  size_t offset_ = 0;
+};
+
+}  // namespace
+
+absl::Status EncodeFeatures(const ShardStore& store,
+                            absl::Span<const NodeId> ids,
+                            grpc::ByteBuffer* out) {
+  const int64_t dim = store.Meta().feature_dim;
+  const size_t payload = ids.size() * static_cast<size_t>(dim) * 4;
+  uint8_t header[32];
+  size_t h = 0;
+  if (dim != 0) {
+    header[h++] = kDimTag;
+    h += PutVarint(static_cast<uint64_t>(dim), header + h);
+  }
+  if (payload != 0) {
+    header[h++] = kFeaturesTag;
+    h += PutVarint(payload, header + h);
+  }
+  grpc_slice raw = grpc_slice_malloc(h + payload);
+  grpc::Slice slice(raw, grpc::Slice::STEAL_REF);
+  uint8_t* p = GRPC_SLICE_START_PTR(raw);
+  std::memcpy(p, header, h);
+  absl::Status s =
+      store.GetFeatures(ids, reinterpret_cast<float*>(p + h));  // Unaligned.
+  if (!s.ok()) return s;
+  *out = grpc::ByteBuffer(&slice, 1);
+  return absl::OkStatus();
+}
+
+absl::Status DecodeFeatures(const grpc::ByteBuffer& response, size_t num_ids,
+                            int64_t feature_dim, float* out) {
+  std::vector<grpc::Slice> slices;
+  // An empty message may arrive as a buffer with no slices at all.
+  if (response.Valid() && !response.Dump(&slices).ok()) {
+    return absl::DataLossError("unreadable GetFeatures response");
+  }
+  const size_t want = num_ids * static_cast<size_t>(feature_dim) * 4;
+  SliceReader in(std::move(slices));
+  uint64_t dim = 0, got = 0;
+  while (!in.AtEnd()) {
+    uint64_t tag;
+    if (!in.Varint(&tag)) return absl::DataLossError("truncated response");
+    uint64_t len = 0;
+    bool ok = true;
+    switch (tag & 7) {
+      case 0:
+        ok = in.Varint(&len);
+        if (tag >> 3 == 1) dim = len;
+        break;
+      case 1:
+        ok = in.Copy(nullptr, 8);
+        break;
+      case 5:
+        ok = in.Copy(nullptr, 4);
+        break;
+      case 2:
+        ok = in.Varint(&len);
+        if (ok && tag >> 3 == 2) {
+          if (len != want) {
+            return absl::DataLossError(absl::StrCat(
+                "got ", len, " bytes of features, expected ", want, " (",
+                num_ids, " rows of ", feature_dim, " floats)"));
+          }
+          ok = in.Copy(reinterpret_cast<char*>(out), len);
+          got = len;
+        } else if (ok) {
+          ok = in.Copy(nullptr, len);
+        }
+        break;
+      default:
+        ok = false;
+    }
+    if (!ok) return absl::DataLossError("malformed GetFeatures response");
+  }
+  if (got != want || (want > 0 && static_cast<int64_t>(dim) != feature_dim)) {
+    return absl::DataLossError(
+        absl::StrCat("got ", got, " bytes of rows ", dim, " wide, expected ",
+                     want, " bytes of rows ", feature_dim, " wide"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shardgnn::internal

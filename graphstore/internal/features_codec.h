@@ -1,0 +1,34 @@
+// The GetFeatures response without protobuf copies.
+//
+// A feature batch is megabytes; building it as a GetFeaturesResponse costs a
+// zero-fill, a serialization copy on the server and a parse copy on the
+// client. These functions write and read the same protobuf wire format
+// (field 1 feature_dim varint, field 2 features bytes) directly between the
+// store and a gRPC ByteBuffer, so rows are copied once on each side. Any
+// standard GetFeaturesResponse parser reads what EncodeFeatures writes.
+#ifndef SHARDGNN_GRAPHSTORE_INTERNAL_FEATURES_CODEC_H_
+#define SHARDGNN_GRAPHSTORE_INTERNAL_FEATURES_CODEC_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "common/types.h"
+#include "graphstore/shard_store.h"
+#include "grpcpp/support/byte_buffer.h"
+
+namespace shardgnn::internal {
+
+// Reads the rows of `ids` from `store` straight into a single-slice response.
+absl::Status EncodeFeatures(const ShardStore& store,
+                            absl::Span<const NodeId> ids,
+                            grpc::ByteBuffer* out);
+
+// Parses a GetFeaturesResponse, checking it holds num_ids rows of
+// `feature_dim` floats, and copies the rows to `out`. DATA_LOSS otherwise.
+absl::Status DecodeFeatures(const grpc::ByteBuffer& response, size_t num_ids,
+                            int64_t feature_dim, float* out);
+
+}  // namespace shardgnn::internal
+
+#endif  // SHARDGNN_GRAPHSTORE_INTERNAL_FEATURES_CODEC_H_

@@ -1,0 +1,87 @@
+#include "graphstore/internal/features_codec.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "grpcpp/support/slice.h"
+#include "proto/graphstore.pb.h"
+#include "tests/graphstore/test_shards.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardgnn::internal {
+namespace {
+
+// Splits `bytes` into slices of `chunk` bytes, so fields straddle slices.
+grpc::ByteBuffer Chunked(const std::string& bytes, size_t chunk) {
+  std::vector<grpc::Slice> slices;
+  for (size_t i = 0; i < bytes.size(); i += chunk) {
+    slices.emplace_back(bytes.data() + i, std::min(chunk, bytes.size() - i));
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+std::string Flatten(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  EXPECT_TRUE(buffer.Dump(&slices).ok());
+  std::string out;
+  for (const auto& s : slices) {
+    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return out;
+}
+
+TEST(FeaturesCodecTest, EncodedResponseIsAStandardProtobufMessage) {
+  testing::TempDir dir;
+  auto graph = testing::MakeTestGraph(40, 5);
+  ASSERT_OK(testing::WriteTestShards(graph, 1, dir.path()));
+  ShardStoreOptions options;
+  options.path = dir.Sub("part-0");
+  options.in_memory = true;
+  ASSERT_OK_AND_ASSIGN(auto store, ShardStore::Open(options));
+  std::vector<NodeId> ids = {3, 39, 0, 3};
+  grpc::ByteBuffer buffer;
+  ASSERT_OK(EncodeFeatures(*store, ids, &buffer));
+  proto::GetFeaturesResponse parsed;
+  ASSERT_TRUE(parsed.ParseFromString(Flatten(buffer)));
+  EXPECT_EQ(parsed.feature_dim(), 5);
+  ASSERT_EQ(parsed.features().size(), ids.size() * 5 * 4);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(
+        std::memcmp(parsed.features().data() + i * 20, graph.Row(ids[i]), 20),
+        0);
+  }
+  // Unowned IDs are refused before anything is written.
+  EXPECT_EQ(EncodeFeatures(*store, {40}, &buffer).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(FeaturesCodecTest, DecodesAcrossSlicesAndSkipsUnknownFields) {
+  proto::GetFeaturesResponse msg;
+  msg.set_feature_dim(3);
+  std::vector<float> rows = {1, 2, 3, 4, 5, 6};
+  msg.set_features(
+      std::string(reinterpret_cast<const char*>(rows.data()), rows.size() * 4));
+  std::string bytes = msg.SerializeAsString();
+  // An unknown length-delimited field 9 and varint field 10 after the rows.
+  bytes += std::string("\x4a\x02hi\x50\x07", 6);
+  for (size_t chunk : {1, 2, 3, 7, 1000}) {
+    std::vector<float> out(6, -1);
+    ASSERT_OK(DecodeFeatures(Chunked(bytes, chunk), 2, 3, out.data())) << chunk;
+    EXPECT_EQ(out, rows);
+  }
+  std::vector<float> out(8);
+  EXPECT_EQ(DecodeFeatures(Chunked(bytes, 4), 2, 4, out.data()).code(),
+            absl::StatusCode::kDataLoss);  // Wrong width.
+  EXPECT_EQ(
+      DecodeFeatures(Chunked(bytes.substr(0, 10), 4), 2, 3, out.data()).code(),
+      absl::StatusCode::kDataLoss);  // Truncated.
+  // An empty answer for an empty request.
+  EXPECT_OK(DecodeFeatures(grpc::ByteBuffer(), 0, 3, out.data()));
+}
+
+}  // namespace
+}  // namespace shardgnn::internal
