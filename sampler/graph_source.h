@@ -15,19 +15,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/sampled_neighbors.h"
 #include "common/types.h"
 
 namespace shardgnn {
 
 struct Dataset;
-
-// The neighbors sampled for a list of nodes: node i's neighbors are
-// neighbors[offset_i .. offset_i + counts[i]) where offset_i is the sum of the
-// earlier counts.
-struct SampledNeighbors {
-  std::vector<int64_t> counts;
-  std::vector<NodeId> neighbors;
-};
 
 // Graph structure, features and labels addressed by global node ID.
 //
