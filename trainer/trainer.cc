@@ -172,7 +172,7 @@ class Run {
                      NeighborSampler::Create(&source_, train_sampling));
     SamplerOptions eval_sampling;
     eval_sampling.fanouts = options_.eval_fanouts.empty()
-                                ? std::vector<int>(options_.fanouts.size(), -1)
+                                ? options_.fanouts
                                 : options_.eval_fanouts;
     ASSIGN_OR_RETURN(eval_sampler_,
                      NeighborSampler::Create(&source_, eval_sampling));

@@ -74,7 +74,10 @@ struct TrainOptions {
   ModelOptions model;
   std::vector<int> fanouts = {
       10, 10};  // fanouts[0] is the seeds' hop (sampler/neighbor_sampler.h).
-  std::vector<int> eval_fanouts;  // Empty: all neighbors (-1) for every layer.
+  // Fanouts for validation and test. Empty: the training fanouts (full
+  // neighborhoods, -1, are exact but can reach most of a large power-law graph
+  // within three hops).
+  std::vector<int> eval_fanouts;
   int64_t batch_size = 1024;
   // 0: ceil(train / batch_size) steps per epoch. Otherwise exactly this many
   // (every data-parallel rank must run the same number): past the end of the
