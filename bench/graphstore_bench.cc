@@ -9,7 +9,8 @@
 //     plain loopback TCP socket, one stream, measured alternately with the
 //     one-stream feature fetch (best of 3 each), and the ratio of the two.
 //
-//   graphstore_bench [--nodes N] [--seconds S] [--dir DIR]
+//   graphstore_bench [--nodes N] [--seconds S] [--dir DIR] [--dim D]
+//                    [--memory-only]
 // Progress goes to stderr. Disk mode reads go through RocksDB and its block
 // cache, but the OS page cache will usually hold the shard files.
 #include <arpa/inet.h>
@@ -45,6 +46,8 @@ struct Flags {
   int64_t nodes = 200000;
   double seconds = 1.5;
   std::string dir;
+  std::vector<int64_t> dims = {128, 602};
+  bool memory_only = false;
 };
 
 void Check(const absl::Status& s, const char* what) {
@@ -251,14 +254,28 @@ nlohmann::ordered_json RunMode(const std::string& shard, int64_t nodes,
 
 int Main(int argc, char** argv) {
   Flags flags;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; ++i) {
     std::string name = argv[i];
-    if (name == "--nodes")
-      flags.nodes = std::stoll(argv[i + 1]);
-    else if (name == "--seconds")
-      flags.seconds = std::stod(argv[i + 1]);
-    else if (name == "--dir")
-      flags.dir = argv[i + 1];
+    std::string value = i + 1 < argc ? argv[i + 1] : "";
+    if (name == "--memory-only") {
+      flags.memory_only = true;
+      continue;
+    }
+    if (name == "--nodes") {
+      flags.nodes = std::stoll(value);
+    } else if (name == "--seconds") {
+      flags.seconds = std::stod(value);
+    } else if (name == "--dir") {
+      flags.dir = value;
+    } else if (name == "--dim") {
+      flags.dims = {std::stoll(value)};
+    } else {
+      std::fprintf(stderr,
+                   "usage: graphstore_bench [--nodes N] [--seconds S] "
+                   "[--dir DIR] [--dim D] [--memory-only]\n");
+      return 2;
+    }
+    ++i;
   }
   namespace fs = std::filesystem;
   std::string dir = flags.dir.empty()
@@ -274,7 +291,7 @@ int Main(int argc, char** argv) {
   result["batch_ids"] = kBatch;
   result["seconds_per_measurement"] = flags.seconds;
   result["hardware_threads"] = std::thread::hardware_concurrency();
-  for (int64_t dim : {128, 602}) {
+  for (int64_t dim : flags.dims) {
     std::string shard = absl::StrCat(dir, "/dim-", dim);
     std::error_code ec;
     fs::remove_all(shard, ec);
@@ -301,6 +318,7 @@ int Main(int argc, char** argv) {
     d["raw_tcp_response_bytes"] = response;
     auto raw = [&] { return RawTcpRate(request, response, flags.seconds / 3); };
     for (bool memory : {true, false}) {
+      if (!memory && flags.memory_only) continue;
       std::fprintf(stderr, "graphstore_bench: dim %lld, %s mode\n",
                    static_cast<long long>(dim), memory ? "memory" : "disk");
       d["modes"].push_back(

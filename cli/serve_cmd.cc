@@ -168,7 +168,7 @@ void AddServeCommand(CLI::App& app, absl::Status* result) {
                   "RocksDB block cache in MiB (disk mode)")
       ->capture_default_str();
   cmd->add_option("--threads", flags->threads,
-                  "Worker threads (default: one per core)");
+                  "Disk-mode worker threads (default: one per core)");
   cmd->add_option("--drain-seconds", flags->drain_seconds,
                   "On shutdown, how long calls in flight may finish")
       ->capture_default_str();

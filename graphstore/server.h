@@ -1,10 +1,13 @@
 // The storage server: serves one ShardStore over gRPC (proto/graphstore.proto).
 //
-// Built on gRPC's callback API: gRPC's own threads accept calls and hand the
-// work to a fixed pool of worker threads, so a slow disk read never blocks
-// the network. Every request is validated (byte lengths, ownership, batch and
-// fanout limits) and answered with a status; a handler never throws through
-// gRPC and the server never crashes on a request.
+// Built on gRPC's callback API. In disk mode gRPC's own threads hand each
+// call to a fixed pool of worker threads, so a slow disk read never blocks
+// the network; in memory mode, where a call never blocks, the work runs on
+// gRPC's callback thread and skips the hand-off. GetFeatures writes its rows
+// straight into the gRPC response buffer (no protobuf copy). Every request is
+// validated (byte lengths, ownership, batch and fanout limits) and answered
+// with a status; a handler never throws through gRPC and the server never
+// crashes on a request.
 //
 // Usage:
 //   ASSIGN_OR_RETURN(auto server, GraphStoreServer::Start(store, options));
@@ -33,7 +36,8 @@ namespace shardgnn {
 struct GraphStoreServerOptions {
   // HOST:PORT to bind. Port 0 picks a free port (read it back with port()).
   std::string listen_address = "127.0.0.1:0";
-  // Worker threads running the handlers; <= 0 means one per core (min 2).
+  // Worker threads running disk-mode handlers; <= 0 means one per core
+  // (min 2).
   int num_threads = 0;
   // Requests above these limits get INVALID_ARGUMENT before any allocation.
   int64_t max_ids_per_call = int64_t{1} << 20;
