@@ -240,6 +240,13 @@ nlohmann::ordered_json RunMode(const std::string& shard, int64_t nodes,
     Throughput r = raw_tcp();
     if (r.per_second > raw_best.per_second) raw_best = r;
   }
+  // The store alone, in process: the server's share of a batch.
+  Throughput local = Rate(1, seconds / 3, [&](int t, int64_t) {
+    random_batch(t);
+    Check(store->GetFeatures(ids[t], rows[t].data()), "GetFeatures");
+  });
+  out["store_only_features_per_s"] = local.per_second * kBatch;
+  out["store_only_us_per_batch"] = 1e6 / local.per_second;
   out["get_features"].push_back(features_json(1, best));
   out["get_features"].push_back(
       features_json(kMaxThreads, Rate(kMaxThreads, seconds, fetch)));

@@ -70,6 +70,16 @@ class MemoryStore final : public ShardStore {
     const size_t dim = static_cast<size_t>(Meta().feature_dim);
     char* dst = reinterpret_cast<char*>(out);  // May be unaligned.
     for (size_t i = 0; i < ids.size(); ++i) {
+      // Random rows miss the cache: start loading a few rows ahead.
+      if (i + kPrefetchRows < ids.size()) {
+        const float* ahead =
+            features_.data() +
+            static_cast<size_t>(ids[i + kPrefetchRows] - Meta().node_start) *
+                dim;
+        for (size_t b = 0; b < dim * sizeof(float); b += 64) {
+          __builtin_prefetch(reinterpret_cast<const char*>(ahead) + b);
+        }
+      }
       size_t local = static_cast<size_t>(ids[i] - Meta().node_start);
       std::memcpy(dst + i * dim * sizeof(float), features_.data() + local * dim,
                   dim * sizeof(float));
@@ -108,6 +118,8 @@ class MemoryStore final : public ShardStore {
     size_t local = static_cast<size_t>(id - Meta().node_start);
     return offsets_[local + 1] - offsets_[local];
   }
+
+  static constexpr size_t kPrefetchRows = 4;
 
   std::vector<int64_t> offsets_;  // [num_owned + 1]
   std::vector<NodeId> adjacency_;
