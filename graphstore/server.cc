@@ -352,10 +352,14 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
   // Large stream windows and frames for megabyte responses (see client.cc).
   builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 1 << 20);
+  // gRPC sets SO_REUSEPORT by default: a second server on a busy port would
+  // silently share it (and its clients) instead of failing.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || selected_port == 0) {
     if (server->server_ != nullptr) server->server_->Shutdown();
     server->service_->StopWorkers();
+    server->shut_down_ = true;  // Nothing left for the destructor to do.
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options.listen_address,
                      " (address in use, or not HOST:PORT?)"));

@@ -416,6 +416,14 @@ TEST(ServerStartTest, BadAddressIsUnavailable) {
   auto server = GraphStoreServer::Start(store, server_options);
   EXPECT_EQ(server.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(server.status().message()), HasSubstr("256.1.1.1"));
+
+  // A port already taken by another server is refused, not shared.
+  ASSERT_OK_AND_ASSIGN(auto first, GraphStoreServer::Start(store, {}));
+  server_options.listen_address = first->address();
+  auto second = GraphStoreServer::Start(store, server_options);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(second.status().message()),
+              HasSubstr(first->address()));
 }
 
 }  // namespace
