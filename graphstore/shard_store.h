@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/sampled_neighbors.h"
 #include "common/types.h"
 #include "graphstore/shard_format.h"
 
@@ -44,13 +45,6 @@ struct ShardStoreOptions {
   bool read_only = true;
   // Memory mode: recompute the content checksum and compare with the meta.
   bool verify_checksum = true;
-};
-
-// Sampled neighbors in CSR form: counts[i] neighbors of the i-th requested
-// node, concatenated in `neighbors` (global IDs).
-struct SampledNeighbors {
-  std::vector<int64_t> counts;
-  std::vector<NodeId> neighbors;
 };
 
 class ShardStore {
