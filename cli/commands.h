@@ -18,6 +18,8 @@ void AddDatasetCommand(CLI::App& app,
 void AddPartitionCommand(CLI::App& app, absl::Status* result);  // partition
 void AddInfoCommand(CLI::App& app, absl::Status* result);       // info PATH
 void AddServeCommand(CLI::App& app, absl::Status* result);      // serve
+void AddTrainCommand(CLI::App& app, absl::Status* result);      // train
+void AddRunCommand(CLI::App& app, absl::Status* result);        // run
 
 }  // namespace shardgnn::cli
 

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   shardgnn::cli::AddPartitionCommand(app, &result);
   shardgnn::cli::AddInfoCommand(app, &result);
   shardgnn::cli::AddServeCommand(app, &result);
+  shardgnn::cli::AddTrainCommand(app, &result);
+  shardgnn::cli::AddRunCommand(app, &result);
   app.parse_complete_callback(
       [&] { shardgnn::Progress::SetQuietByDefault(quiet); });
 

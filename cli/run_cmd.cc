@@ -1,11 +1,15 @@
-// `shardgnn run`: the whole pipeline on one machine, or a training run against storage servers already up.
+// `shardgnn run`: the whole pipeline on one machine, or a training run against
+// storage servers already up.
 //
-// With no arguments: import the bundled Cora (reused if done), partition it into 2 (reused if done), start 2
-// storage servers and 2 trainers as child processes on 127.0.0.1 with free ports, train GraphSAGE, print a line
-// per epoch and the final test accuracy, and stop every child. With --servers (or --cluster) only the trainers
-// are started, against the servers named, which must serve the run's partition; they are left running.
-// Ctrl-C, SIGTERM, or any child dying stops every child (the failed one is named); no orphans are left, also
-// when the launcher itself is killed (children die with it, see common/subprocess.h).
+// With no arguments: import the bundled Cora (reused if done), partition it
+// into 2 (reused if done), start 2 storage servers and 2 trainers as child
+// processes on 127.0.0.1 with free ports, train GraphSAGE, print a line per
+// epoch and the final test accuracy, and stop every child. With --servers (or
+// --cluster) only the trainers are started, against the servers named, which
+// must serve the run's partition; they are left running. Ctrl-C, SIGTERM, or
+// any child dying stops every child (the failed one is named); no orphans are
+// left, also when the launcher itself is killed (children die with it, see
+// common/subprocess.h).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -42,7 +46,8 @@ std::atomic<int> g_signal{0};
 void OnSignal(int signo) { g_signal = signo; }
 
 struct RunFlags {
-  std::string dataset;  // A canonical dataset dir, or raw input to import with --format.
+  std::string dataset;  // A canonical dataset dir, or raw input to import with
+                        // --format.
   std::string format = "ogb";
   std::string name;
   int parts = 2;
@@ -64,15 +69,18 @@ std::string SelfPath() {
   return ec ? std::string("shardgnn") : p.string();
 }
 
-// The bundled Cora in the source tree the binary was built from (SHARDGNN_DATA_DIR overrides).
+// The bundled Cora in the source tree the binary was built from
+// (SHARDGNN_DATA_DIR overrides).
 std::string DefaultDataset() {
-  if (const char* dir = std::getenv("SHARDGNN_DATA_DIR"); dir != nullptr && *dir != '\0') {
+  if (const char* dir = std::getenv("SHARDGNN_DATA_DIR");
+      dir != nullptr && *dir != '\0') {
     return JoinPath(dir, "cora/ogb-planetoid");
   }
   return JoinPath(SHARDGNN_DATA_DIR, "cora/ogb-planetoid");
 }
 
-// A free TCP port on loopback for the trainers' rendezvous (bound to port 0 and released).
+// A free TCP port on loopback for the trainers' rendezvous (bound to port 0 and
+// released).
 absl::StatusOr<int> FreePort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return absl::InternalError("socket() failed");
@@ -89,15 +97,19 @@ absl::StatusOr<int> FreePort() {
   return ntohs(addr.sin_port);
 }
 
-// Imports (or reuses) the dataset and partitions it (or reuses the partition). Returns the partition dir.
+// Imports (or reuses) the dataset and partitions it (or reuses the partition).
+// Returns the partition dir.
 absl::StatusOr<std::string> PreparePartition(const RunFlags& flags) {
   std::string input = flags.dataset.empty() ? DefaultDataset() : flags.dataset;
   std::string name = flags.name;
-  if (name.empty()) name = flags.dataset.empty() ? "cora" : fs::path(input).filename().string();
+  if (name.empty())
+    name = flags.dataset.empty() ? "cora" : fs::path(input).filename().string();
   std::error_code ec;
   fs::create_directories(JoinPath(flags.work_dir, "datasets"), ec);
   fs::create_directories(JoinPath(flags.work_dir, "partitions"), ec);
-  if (ec) return absl::PermissionDeniedError(absl::StrCat(flags.work_dir, ": cannot create: ", ec.message()));
+  if (ec)
+    return absl::PermissionDeniedError(
+        absl::StrCat(flags.work_dir, ": cannot create: ", ec.message()));
 
   std::string dataset_dir;
   if (fs::exists(JoinPath(input, kDatasetManifestFile))) {
@@ -114,16 +126,18 @@ absl::StatusOr<std::string> PreparePartition(const RunFlags& flags) {
       ASSIGN_OR_RETURN(BuildSummary summary, ImportOgb(options, dataset_dir));
       (void)summary;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "shardgnn run imports only --format ogb; import other formats with `shardgnn dataset import` and pass "
-          "the dataset directory"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("shardgnn run imports only --format ogb; import other "
+                       "formats with `shardgnn dataset import` and pass "
+                       "the dataset directory"));
     }
   }
   ASSIGN_OR_RETURN(DatasetManifest manifest, ReadDatasetManifest(dataset_dir));
   ASSIGN_OR_RETURN(PartitionMethod method, ParsePartitionMethod(flags.method));
-  std::string partition_dir = JoinPath(JoinPath(flags.work_dir, "partitions"),
-                                       absl::StrCat(manifest.name, "-", flags.parts, "parts-", flags.method,
-                                                    "-seed", flags.training.seed));
+  std::string partition_dir =
+      JoinPath(JoinPath(flags.work_dir, "partitions"),
+               absl::StrCat(manifest.name, "-", flags.parts, "parts-",
+                            flags.method, "-seed", flags.training.seed));
   if (fs::exists(JoinPath(partition_dir, kPartitionManifestFile))) {
     std::printf("shardgnn run: reusing partition %s\n", partition_dir.c_str());
     return partition_dir;
@@ -132,7 +146,8 @@ absl::StatusOr<std::string> PreparePartition(const RunFlags& flags) {
   options.num_parts = flags.parts;
   options.method = method;
   options.seed = flags.training.seed;
-  ASSIGN_OR_RETURN(PartitionManifest partition, PartitionDataset(dataset_dir, partition_dir, options));
+  ASSIGN_OR_RETURN(PartitionManifest partition,
+                   PartitionDataset(dataset_dir, partition_dir, options));
   std::printf("%s", PartitionSummary(partition).c_str());
   return partition_dir;
 }
@@ -140,29 +155,38 @@ absl::StatusOr<std::string> PreparePartition(const RunFlags& flags) {
 // Polls the children until the trainers finish, one fails, or a signal arrives.
 class Supervisor {
  public:
-  void AddServer(std::unique_ptr<Subprocess> p) { servers_.push_back(std::move(p)); }
-  void AddTrainer(std::unique_ptr<Subprocess> p) { trainers_.push_back(std::move(p)); }
-  const std::vector<std::unique_ptr<Subprocess>>& servers() const { return servers_; }
+  void AddServer(std::unique_ptr<Subprocess> p) {
+    servers_.push_back(std::move(p));
+  }
+  void AddTrainer(std::unique_ptr<Subprocess> p) {
+    trainers_.push_back(std::move(p));
+  }
+  const std::vector<std::unique_ptr<Subprocess>>& servers() const {
+    return servers_;
+  }
 
   absl::Status WaitForTrainers() {
     std::vector<bool> done(trainers_.size(), false);
     size_t finished = 0;
     while (finished < trainers_.size()) {
       if (int signo = g_signal.load()) {
-        return absl::CancelledError(absl::StrCat("interrupted by signal ", signo, "; stopped every child"));
+        return absl::CancelledError(absl::StrCat(
+            "interrupted by signal ", signo, "; stopped every child"));
       }
       for (const auto& s : servers_) {
         if (auto code = s->Poll()) {
-          return absl::UnavailableError(absl::StrCat(s->name(), " exited with status ", *code,
-                                                     " during training; its last output:\n", s->Tail(5)));
+          return absl::UnavailableError(
+              absl::StrCat(s->name(), " exited with status ", *code,
+                           " during training; its last output:\n", s->Tail(5)));
         }
       }
       for (size_t i = 0; i < trainers_.size(); ++i) {
         if (done[i]) continue;
         if (auto code = trainers_[i]->Poll()) {
           if (*code != 0) {
-            return absl::AbortedError(absl::StrCat(trainers_[i]->name(), " failed with status ", *code,
-                                                   "; its last output:\n", trainers_[i]->Tail(5)));
+            return absl::AbortedError(absl::StrCat(
+                trainers_[i]->name(), " failed with status ", *code,
+                "; its last output:\n", trainers_[i]->Tail(5)));
           }
           done[i] = true;
           ++finished;
@@ -185,13 +209,16 @@ class Supervisor {
 };
 
 void PrintLine(const std::string& prefix, const std::string& line) {
-  std::string text = prefix.empty() ? line + "\n" : absl::StrCat("[", prefix, "] ", line, "\n");
+  std::string text = prefix.empty()
+                         ? line + "\n"
+                         : absl::StrCat("[", prefix, "] ", line, "\n");
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
 }
 
 absl::Status RunPipeline(const RunFlags& flags) {
-  if (flags.trainers < 1) return absl::InvalidArgumentError("--trainers must be at least 1");
+  if (flags.trainers < 1)
+    return absl::InvalidArgumentError("--trainers must be at least 1");
   RETURN_IF_ERROR(ToTrainOptions(flags.training).status());
   g_signal = 0;
   struct sigaction action {};
@@ -208,12 +235,14 @@ absl::Status RunPipeline(const RunFlags& flags) {
     if (partition_dir.empty()) {
       ASSIGN_OR_RETURN(partition_dir, PreparePartition(flags));
     }
-    ASSIGN_OR_RETURN(PartitionManifest manifest, ReadPartitionManifest(partition_dir));
+    ASSIGN_OR_RETURN(PartitionManifest manifest,
+                     ReadPartitionManifest(partition_dir));
     for (int p = 0; p < manifest.num_parts; ++p) {
       SubprocessOptions options;
       options.name = absl::StrCat("storage server ", p);
-      options.argv = {self, "serve", "--partition", partition_dir, "--part", std::to_string(p), "--listen",
-                      "127.0.0.1:0"};
+      options.argv = {self,          "serve",      "--partition",
+                      partition_dir, "--part",     std::to_string(p),
+                      "--listen",    "127.0.0.1:0"};
       if (!flags.disk) options.argv.push_back("--memory");
       std::string prefix = absl::StrCat("server ", p);
       options.on_line = [prefix](const std::string& line) {
@@ -223,13 +252,15 @@ absl::Status RunPipeline(const RunFlags& flags) {
       supervisor.AddServer(std::move(server));
     }
     for (const auto& server : supervisor.servers()) {
-      ASSIGN_OR_RETURN(std::string line, server->WaitForLine("ready on ", milliseconds(120000)));
+      ASSIGN_OR_RETURN(std::string line,
+                       server->WaitForLine("ready on ", milliseconds(120000)));
       std::string rest = line.substr(line.find("ready on ") + 9);
       addresses.push_back(rest.substr(0, rest.find(' ')));
       PrintLine("", line);
     }
   } else {
-    ASSIGN_OR_RETURN(addresses, ServerAddresses(flags.servers, flags.cluster_file));
+    ASSIGN_OR_RETURN(addresses,
+                     ServerAddresses(flags.servers, flags.cluster_file));
   }
 
   std::string out_dir = flags.out_dir;
@@ -241,17 +272,21 @@ absl::Status RunPipeline(const RunFlags& flags) {
   }
   std::error_code ec;
   if (fs::exists(JoinPath(out_dir, "summary.json"))) {
-    return absl::AlreadyExistsError(absl::StrCat(out_dir, " already holds a finished run; choose another --out"));
+    return absl::AlreadyExistsError(absl::StrCat(
+        out_dir, " already holds a finished run; choose another --out"));
   }
   fs::create_directories(out_dir, ec);
-  if (ec) return absl::PermissionDeniedError(absl::StrCat(out_dir, ": cannot create: ", ec.message()));
+  if (ec)
+    return absl::PermissionDeniedError(
+        absl::StrCat(out_dir, ": cannot create: ", ec.message()));
 
   ASSIGN_OR_RETURN(int port, FreePort());
   for (int r = 0; r < flags.trainers; ++r) {
     SubprocessOptions options;
     options.name = absl::StrCat("trainer ", r);
-    options.argv = {self, "train", "--servers", absl::StrJoin(addresses, ","), "--out", out_dir, "--timeout",
-                    absl::StrCat(flags.timeout_seconds)};
+    options.argv = {
+        self,    "train", "--servers", absl::StrJoin(addresses, ","),
+        "--out", out_dir, "--timeout", absl::StrCat(flags.timeout_seconds)};
     if (!partition_dir.empty()) {
       options.argv.push_back("--partition");
       options.argv.push_back(partition_dir);
@@ -262,14 +297,17 @@ absl::Status RunPipeline(const RunFlags& flags) {
                    {"MASTER_ADDR", "127.0.0.1"},
                    {"MASTER_PORT", std::to_string(port)}};
     std::string prefix = r == 0 ? "" : absl::StrCat("trainer ", r);
-    options.on_line = [prefix](const std::string& line) { PrintLine(prefix, line); };
+    options.on_line = [prefix](const std::string& line) {
+      PrintLine(prefix, line);
+    };
     ASSIGN_OR_RETURN(auto trainer, Subprocess::Start(options));
     supervisor.AddTrainer(std::move(trainer));
   }
   absl::Status status = supervisor.WaitForTrainers();
   supervisor.StopAll();
   if (!status.ok()) return status;
-  std::printf("shardgnn run: done; metrics and summary in %s\n", out_dir.c_str());
+  std::printf("shardgnn run: done; metrics and summary in %s\n",
+              out_dir.c_str());
   return absl::OkStatus();
 }
 
@@ -277,23 +315,37 @@ absl::Status RunPipeline(const RunFlags& flags) {
 
 void AddRunCommand(CLI::App& app, absl::Status* result) {
   auto flags = std::make_shared<RunFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "run", "Run the pipeline locally (default: bundled Cora, 2 storage servers, 2 trainers on 127.0.0.1)");
+  CLI::App* cmd =
+      app.add_subcommand("run",
+                         "Run the pipeline locally (default: bundled Cora, 2 "
+                         "storage servers, 2 trainers on 127.0.0.1)");
   cmd->add_option("--dataset", flags->dataset,
-                  "Dataset directory, or raw OGB-layout input to import (default: the bundled Cora)");
+                  "Dataset directory, or raw OGB-layout input to import "
+                  "(default: the bundled Cora)");
   cmd->add_option("--name", flags->name, "Dataset name when importing");
-  cmd->add_option("--parts", flags->parts, "Partitions (= storage servers)")->capture_default_str();
-  cmd->add_option("--trainers", flags->trainers, "Trainer processes")->capture_default_str();
-  cmd->add_option("--method", flags->method, "Partitioning: metis or random")->capture_default_str();
-  cmd->add_option("--work-dir", flags->work_dir, "Where imported datasets, partitions and runs are kept")
+  cmd->add_option("--parts", flags->parts, "Partitions (= storage servers)")
       ->capture_default_str();
-  cmd->add_option("--out", flags->out_dir, "Run directory (default WORK_DIR/runs/<time>)");
-  cmd->add_option("--servers", flags->servers, "Train against running servers HOST:PORT,... (start none)");
-  cmd->add_option("--cluster", flags->cluster_file, "File naming running servers, one HOST:PORT per line");
+  cmd->add_option("--trainers", flags->trainers, "Trainer processes")
+      ->capture_default_str();
+  cmd->add_option("--method", flags->method, "Partitioning: metis or random")
+      ->capture_default_str();
+  cmd->add_option("--work-dir", flags->work_dir,
+                  "Where imported datasets, partitions and runs are kept")
+      ->capture_default_str();
+  cmd->add_option("--out", flags->out_dir,
+                  "Run directory (default WORK_DIR/runs/<time>)");
+  cmd->add_option("--servers", flags->servers,
+                  "Train against running servers HOST:PORT,... (start none)");
+  cmd->add_option("--cluster", flags->cluster_file,
+                  "File naming running servers, one HOST:PORT per line");
   cmd->add_option("--partition", flags->partition_dir,
-                  "Partition directory to serve, or (with --servers) the one the servers must serve");
-  cmd->add_flag("--disk", flags->disk, "Servers read RocksDB per request instead of loading shards into memory");
-  cmd->add_option("--timeout", flags->timeout_seconds, "Seconds before a trainer collective gives up")
+                  "Partition directory to serve, or (with --servers) the one "
+                  "the servers must serve");
+  cmd->add_flag(
+      "--disk", flags->disk,
+      "Servers read RocksDB per request instead of loading shards into memory");
+  cmd->add_option("--timeout", flags->timeout_seconds,
+                  "Seconds before a trainer collective gives up")
       ->capture_default_str();
   AddTrainingFlags(cmd, &flags->training);
   cmd->callback([flags, result] { *result = RunPipeline(*flags); });

@@ -8,45 +8,78 @@
 namespace shardgnn::cli {
 
 void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
-  cmd->add_option("--model", f->model, "sage, gcn or gat")->capture_default_str();
-  cmd->add_option("--epochs", f->epochs, "Training epochs")->capture_default_str();
-  cmd->add_option("--fanouts", f->fanouts, "Neighbors sampled per layer, seeds' hop first (-1 = all)")
+  cmd->add_option("--model", f->model, "sage, gcn or gat")
       ->capture_default_str();
-  cmd->add_option("--batch-size", f->batch_size, "Seed nodes per minibatch (per trainer)")->capture_default_str();
-  cmd->add_option("--hidden", f->hidden, "Hidden width (per head for GAT)")->capture_default_str();
-  cmd->add_option("--heads", f->heads, "GAT attention heads")->capture_default_str();
-  cmd->add_option("--dropout", f->dropout, "Dropout rate")->capture_default_str();
+  cmd->add_option("--epochs", f->epochs, "Training epochs")
+      ->capture_default_str();
+  cmd->add_option("--fanouts", f->fanouts,
+                  "Neighbors sampled per layer, seeds' hop first (-1 = all)")
+      ->capture_default_str();
+  cmd->add_option("--batch-size", f->batch_size,
+                  "Seed nodes per minibatch (per trainer)")
+      ->capture_default_str();
+  cmd->add_option("--hidden", f->hidden, "Hidden width (per head for GAT)")
+      ->capture_default_str();
+  cmd->add_option("--heads", f->heads, "GAT attention heads")
+      ->capture_default_str();
+  cmd->add_option("--dropout", f->dropout, "Dropout rate")
+      ->capture_default_str();
   cmd->add_option("--lr", f->lr, "Adam learning rate")->capture_default_str();
-  cmd->add_option("--weight-decay", f->weight_decay, "Adam weight decay")->capture_default_str();
-  cmd->add_option("--seed", f->seed, "Seed for parameters, shuffles, sampling and dropout")->capture_default_str();
-  cmd->add_option("--prefetch", f->prefetch, "Minibatches sampled ahead of the trainer (0 = none)")
+  cmd->add_option("--weight-decay", f->weight_decay, "Adam weight decay")
       ->capture_default_str();
-  cmd->add_option("--sampler-threads", f->sampler_threads, "Background sampling threads per trainer")
+  cmd->add_option("--seed", f->seed,
+                  "Seed for parameters, shuffles, sampling and dropout")
       ->capture_default_str();
-  cmd->add_option("--threads", f->threads, "LibTorch intra-op threads (0 = LibTorch's default)")
+  cmd->add_option("--prefetch", f->prefetch,
+                  "Minibatches sampled ahead of the trainer (0 = none)")
       ->capture_default_str();
-  cmd->add_option("--cache-mb", f->cache_mb, "Feature cache per trainer in MiB (0 = none)")->capture_default_str();
-  cmd->add_option("--cache-policy", f->cache_policy, "static (hottest by pre-sampling) or clock")
+  cmd->add_option("--sampler-threads", f->sampler_threads,
+                  "Background sampling threads per trainer")
       ->capture_default_str();
-  cmd->add_flag("--normalize-features", f->normalize_features, "Row-normalize input features (bag of words)");
+  cmd->add_option("--threads", f->threads,
+                  "LibTorch intra-op threads (0 = LibTorch's default)")
+      ->capture_default_str();
+  cmd->add_option("--cache-mb", f->cache_mb,
+                  "Feature cache per trainer in MiB (0 = none)")
+      ->capture_default_str();
+  cmd->add_option("--cache-policy", f->cache_policy,
+                  "static (hottest by pre-sampling) or clock")
+      ->capture_default_str();
+  cmd->add_flag("--normalize-features", f->normalize_features,
+                "Row-normalize input features (bag of words)");
 }
 
 std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
-  std::vector<std::string> args = {"--model",           f.model,
-                                   "--epochs",          std::to_string(f.epochs),
-                                   "--fanouts",         f.fanouts,
-                                   "--batch-size",      std::to_string(f.batch_size),
-                                   "--hidden",          std::to_string(f.hidden),
-                                   "--heads",           std::to_string(f.heads),
-                                   "--dropout",         absl::StrCat(f.dropout),
-                                   "--lr",              absl::StrCat(f.lr),
-                                   "--weight-decay",    absl::StrCat(f.weight_decay),
-                                   "--seed",            std::to_string(f.seed),
-                                   "--prefetch",        std::to_string(f.prefetch),
-                                   "--sampler-threads", std::to_string(f.sampler_threads),
-                                   "--threads",         std::to_string(f.threads),
-                                   "--cache-mb",        std::to_string(f.cache_mb),
-                                   "--cache-policy",    f.cache_policy};
+  std::vector<std::string> args = {"--model",
+                                   f.model,
+                                   "--epochs",
+                                   std::to_string(f.epochs),
+                                   "--fanouts",
+                                   f.fanouts,
+                                   "--batch-size",
+                                   std::to_string(f.batch_size),
+                                   "--hidden",
+                                   std::to_string(f.hidden),
+                                   "--heads",
+                                   std::to_string(f.heads),
+                                   "--dropout",
+                                   absl::StrCat(f.dropout),
+                                   "--lr",
+                                   absl::StrCat(f.lr),
+                                   "--weight-decay",
+                                   absl::StrCat(f.weight_decay),
+                                   "--seed",
+                                   std::to_string(f.seed),
+                                   "--prefetch",
+                                   std::to_string(f.prefetch),
+                                   "--sampler-threads",
+                                   std::to_string(f.sampler_threads),
+                                   "--threads",
+                                   std::to_string(f.threads),
+                                   "--cache-mb",
+                                   std::to_string(f.cache_mb),
+                                   "--cache-policy",
+                                   f.cache_policy};
   if (f.normalize_features) args.push_back("--normalize-features");
   return args;
 }
@@ -56,8 +89,9 @@ absl::StatusOr<std::vector<int>> ParseFanouts(const std::string& text) {
   for (absl::string_view part : absl::StrSplit(text, ',')) {
     int v;
     if (!absl::SimpleAtoi(part, &v) || v < -1 || v == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--fanouts '", text, "': each entry must be a positive count or -1 (all neighbors)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--fanouts '", text,
+          "': each entry must be a positive count or -1 (all neighbors)"));
     }
     fanouts.push_back(v);
   }
@@ -82,8 +116,13 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
   options.lr = f.lr;
   options.weight_decay = f.weight_decay;
   options.seed = f.seed;
-  if (f.epochs < 1) return absl::InvalidArgumentError("--epochs must be at least 1");
-  if (f.batch_size < 1) return absl::InvalidArgumentError("--batch-size must be positive");
+  options.prefetch = f.prefetch;
+  options.sampler_threads = f.sampler_threads;
+  options.torch_threads = f.threads;
+  if (f.epochs < 1)
+    return absl::InvalidArgumentError("--epochs must be at least 1");
+  if (f.batch_size < 1)
+    return absl::InvalidArgumentError("--batch-size must be positive");
   return options;
 }
 

@@ -1,5 +1,6 @@
-// The model and training flags `shardgnn train` takes and `shardgnn run` passes through to its trainers, kept in
-// one place so the two commands cannot drift apart.
+// The model and training flags `shardgnn train` takes and `shardgnn run` passes
+// through to its trainers, kept in one place so the two commands cannot drift
+// apart.
 #ifndef SHARDGNN_CLI_TRAINING_FLAGS_H_
 #define SHARDGNN_CLI_TRAINING_FLAGS_H_
 
@@ -27,10 +28,10 @@ struct TrainingFlags {
   double lr = 0.01;
   double weight_decay = 5e-4;
   uint64_t seed = 0;
-  int prefetch = 4;          // Batches sampled ahead of the trainer.
-  int sampler_threads = 1;   // Background sampling threads per trainer.
-  int threads = 0;           // LibTorch intra-op threads; 0 = leave the default.
-  int64_t cache_mb = 0;      // Feature cache per trainer.
+  int prefetch = 4;         // Batches sampled ahead of the trainer.
+  int sampler_threads = 1;  // Background sampling threads per trainer.
+  int threads = 0;          // LibTorch intra-op threads; 0 = leave the default.
+  int64_t cache_mb = 0;     // Feature cache per trainer.
   std::string cache_policy = "static";
   bool normalize_features = false;
 };
@@ -38,16 +39,20 @@ struct TrainingFlags {
 // Registers the flags on `cmd`.
 void AddTrainingFlags(CLI::App* cmd, TrainingFlags* flags);
 
-// The same flags as command-line arguments (for a launcher starting `shardgnn train`).
+// The same flags as command-line arguments (for a launcher starting `shardgnn
+// train`).
 std::vector<std::string> TrainingArgs(const TrainingFlags& flags);
 
 // Parses "15,10,5" (-1 = all neighbors).
 absl::StatusOr<std::vector<int>> ParseFanouts(const std::string& text);
 
-// Storage server addresses from "a:1,b:2" and/or a cluster file (one HOST:PORT per line, '#' comments).
-absl::StatusOr<std::vector<std::string>> ServerAddresses(const std::string& list, const std::string& file);
+// Storage server addresses from "a:1,b:2" and/or a cluster file (one HOST:PORT
+// per line, '#' comments).
+absl::StatusOr<std::vector<std::string>> ServerAddresses(
+    const std::string& list, const std::string& file);
 
-// TrainOptions from the flags (model kind, fanouts and layers, optimizer, seeds).
+// TrainOptions from the flags (model kind, fanouts and layers, optimizer,
+// seeds).
 absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& flags);
 
 }  // namespace shardgnn::cli

@@ -129,9 +129,13 @@ std::optional<int> Subprocess::Reap(bool block) {
   } while (r < 0 && errno == EINTR);
   if (r != pid_) return std::nullopt;
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   exit_status_ = code;
   cv_.notify_all();
+  // Let the reader take in what the child wrote before it exited, so Tail() and
+  // on_line see its last words. Bounded: a descendant that inherited the pipe
+  // may keep it open.
+  cv_.wait_for(lock, std::chrono::seconds(1), [&] { return output_closed_; });
   return code;
 }
 

@@ -81,16 +81,15 @@ void PrefetchLoader::StartEpoch(int64_t epoch) {
 std::vector<NodeId> PrefetchLoader::BatchSeeds(int64_t index) const {
   const auto n = static_cast<int64_t>(order_.size());
   const int64_t b = options_.batch_size;
-  int64_t begin = index * b;
+  const int64_t begin = index * b;
   std::vector<NodeId> out;
-  if (steps_ * b <= n || begin + b <= n) {
-    // Within the order (the last natural batch may be short).
-    int64_t end = std::min(n, begin + b);
-    out.assign(order_.begin() + begin, order_.begin() + end);
+  // Consecutive slices of the order (the last natural batch may be short) ...
+  if (begin + b <= n || (begin < n && steps_ <= (n + b - 1) / b)) {
+    out.assign(order_.begin() + begin, order_.begin() + std::min(n, begin + b));
     return out;
   }
-  // Padding: wrap around the order so every padded batch is full and holds
-  // distinct seeds (when n >= b).
+  // ... and past its end (padding to a fixed step count) full batches that wrap
+  // around it, distinct seeds each (when n >= b).
   out.reserve(static_cast<size_t>(std::min(b, n)));
   for (int64_t k = 0; k < std::min(b, n); ++k)
     out.push_back(order_[(begin + k) % n]);
@@ -160,7 +159,8 @@ absl::StatusOr<bool> PrefetchLoader::Next(MiniBatch* out) {
     return !error_.ok() || ready_.count(index) > 0;
   });
   stats_.wait_seconds += Seconds(Clock::now() - start);
-  if (!error_.ok()) return error_;
+  // Batches finished before a failure are still handed out; then the error.
+  if (ready_.count(index) == 0 && !error_.ok()) return error_;
   if (!arrived) {
     return absl::DeadlineExceededError(
         absl::StrCat("loader: batch ", index, " was not ready within ",

@@ -1,16 +1,21 @@
-// A prefetching minibatch loader: background threads sample the batches of an epoch ahead of the trainer.
+// A prefetching minibatch loader: background threads sample the batches of an
+// epoch ahead of the trainer.
 //
-// Each epoch visits the seeds in a seeded shuffled order (Fisher-Yates with common/sampling.h's generator and
-// seed MixSeed(shuffle_seed, epoch)); batch i takes the next batch_size seeds and is sampled with
-// MixSeed(MixSeed(sample_seed, epoch), i), so the batches are the same whatever the number of threads and
-// whether prefetching is on. `steps_per_epoch` fixes the number of batches (every data-parallel rank must run
-// the same number of steps): with more steps than the seeds fill, the order wraps around (pad); with fewer, the
-// rest of the epoch is skipped (trim).
+// Each epoch visits the seeds in a seeded shuffled order (Fisher-Yates with
+// common/sampling.h's generator and seed MixSeed(shuffle_seed, epoch)); batch i
+// takes the next batch_size seeds and is sampled with
+// MixSeed(MixSeed(sample_seed, epoch), i), so the batches are the same whatever
+// the number of threads and whether prefetching is on. `steps_per_epoch` fixes
+// the number of batches (every data-parallel rank must run the same number of
+// steps): with more steps than the seeds fill, the order wraps around (pad);
+// with fewer, the rest of the epoch is skipped (trim).
 //
-// Up to `prefetch` finished batches wait in a bounded buffer; with prefetch 0 Next() samples on the caller's
-// thread. The first error a background thread meets is kept and returned by every later Next() (never a hang:
-// the sources' calls have deadlines, and Next() itself gives up after `max_wait`). Stop() or the destructor
-// ends the background work mid-epoch. Next()/StartEpoch()/Stop() must be called from one thread.
+// Up to `prefetch` finished batches wait in a bounded buffer; with prefetch 0
+// Next() samples on the caller's thread. The first error a background thread
+// meets is kept and returned by every later Next() (never a hang: the sources'
+// calls have deadlines, and Next() itself gives up after `max_wait`). Stop() or
+// the destructor ends the background work mid-epoch. Next()/StartEpoch()/Stop()
+// must be called from one thread.
 #ifndef SHARDGNN_SAMPLER_LOADER_H_
 #define SHARDGNN_SAMPLER_LOADER_H_
 
@@ -35,8 +40,9 @@ namespace shardgnn {
 struct LoaderOptions {
   int64_t batch_size = 1024;
   int64_t steps_per_epoch = 0;  // 0: ceil(seeds / batch_size).
-  int prefetch = 4;             // Batches ready ahead of the consumer; 0 = no background threads.
-  int workers = 1;              // Background sampling threads (when prefetch > 0).
+  int prefetch =
+      4;  // Batches ready ahead of the consumer; 0 = no background threads.
+  int workers = 1;  // Background sampling threads (when prefetch > 0).
   uint64_t shuffle_seed = 0;
   uint64_t sample_seed = 0;
   std::chrono::milliseconds max_wait{std::chrono::minutes(10)};
@@ -44,7 +50,8 @@ struct LoaderOptions {
 
 struct LoaderStats {
   int64_t batches = 0;
-  double wait_seconds = 0;    // Time Next() blocked waiting for a batch (the trainer's idle time).
+  double wait_seconds =
+      0;  // Time Next() blocked waiting for a batch (the trainer's idle time).
   double sample_seconds = 0;  // Time spent sampling, summed over threads.
 };
 
@@ -53,17 +60,20 @@ int64_t StepsPerEpoch(int64_t num_seeds, const LoaderOptions& options);
 
 class PrefetchLoader {
  public:
-  // Fails if `seeds` is empty, the batch size is not positive, or steps_per_epoch is negative. The sampler is
-  // borrowed and must outlive the loader.
-  static absl::StatusOr<std::unique_ptr<PrefetchLoader>> Create(const NeighborSampler* sampler,
-                                                                std::vector<NodeId> seeds, LoaderOptions options);
+  // Fails if `seeds` is empty, the batch size is not positive, or
+  // steps_per_epoch is negative. The sampler is borrowed and must outlive the
+  // loader.
+  static absl::StatusOr<std::unique_ptr<PrefetchLoader>> Create(
+      const NeighborSampler* sampler, std::vector<NodeId> seeds,
+      LoaderOptions options);
   ~PrefetchLoader();
   PrefetchLoader(const PrefetchLoader&) = delete;
   PrefetchLoader& operator=(const PrefetchLoader&) = delete;
 
   // Stops any previous epoch and starts producing the batches of `epoch`.
   void StartEpoch(int64_t epoch);
-  // The next batch of the current epoch into *out; false once the epoch's batches are all handed out.
+  // The next batch of the current epoch into *out; false once the epoch's
+  // batches are all handed out.
   absl::StatusOr<bool> Next(MiniBatch* out);
   // Ends the background work (idempotent).
   void Stop();
@@ -72,7 +82,8 @@ class PrefetchLoader {
   LoaderStats stats() const;
 
  private:
-  PrefetchLoader(const NeighborSampler* sampler, std::vector<NodeId> seeds, LoaderOptions options);
+  PrefetchLoader(const NeighborSampler* sampler, std::vector<NodeId> seeds,
+                 LoaderOptions options);
   // The seeds of batch `index` of the current epoch.
   std::vector<NodeId> BatchSeeds(int64_t index) const;
   void Work();
@@ -82,9 +93,11 @@ class PrefetchLoader {
   LoaderOptions options_;
   int64_t steps_;
 
-  std::vector<NodeId> order_;  // The current epoch's order; written only while no worker runs.
+  std::vector<NodeId>
+      order_;  // The current epoch's order; written only while no worker runs.
   uint64_t epoch_seed_ = 0;
-  int64_t consumed_ = 0;  // Batches handed out this epoch (consumer thread only).
+  int64_t consumed_ =
+      0;  // Batches handed out this epoch (consumer thread only).
   std::vector<std::thread> workers_;
 
   mutable std::mutex mu_;

@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <future>
 #include <memory>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/sampling.h"
 #include "common/status.h"
+#include "sampler/loader.h"
 #include "sampler/neighbor_sampler.h"
 #include "trainer/gradient_sync.h"
 #include "trainer/internal/checkpoint.h"
@@ -63,31 +63,6 @@ void SeededShuffle(uint64_t seed, std::vector<NodeId>* nodes) {
   uint64_t state = seed;
   for (size_t i = nodes->size(); i > 1; --i) {
     std::swap((*nodes)[i - 1], (*nodes)[UniformBelow(&state, i)]);
-  }
-}
-
-int64_t StepsPerEpoch(int64_t num_seeds, int64_t batch_size,
-                      int64_t fixed_steps) {
-  return fixed_steps > 0 ? fixed_steps
-                         : (num_seeds + batch_size - 1) / batch_size;
-}
-
-// The seeds of batch `step` out of `steps` over `order`: consecutive slices
-// (the last natural batch may be short); past the end of the order, batches
-// wrap around it and are full (padding, so that every rank runs `steps`).
-void BatchSeeds(const std::vector<NodeId>& order, int64_t batch_size,
-                int64_t step, int64_t steps, std::vector<NodeId>* out) {
-  const int64_t n = static_cast<int64_t>(order.size());
-  const int64_t begin = step * batch_size;
-  out->clear();
-  if (begin + batch_size <= n ||
-      (begin < n && steps <= StepsPerEpoch(n, batch_size, 0))) {
-    out->assign(order.begin() + begin,
-                order.begin() + std::min(n, begin + batch_size));
-    return;
-  }
-  for (int64_t k = 0; k < std::min(batch_size, n); ++k) {
-    out->push_back(order[(begin + k) % n]);
   }
 }
 
@@ -157,6 +132,7 @@ class Run {
 
   absl::StatusOr<TrainResult> Go() {
     RETURN_IF_ERROR(CheckOptions(source_, splits_, options_));
+    if (options_.torch_threads > 0) at::set_num_threads(options_.torch_threads);
     int64_t num_classes = options_.num_classes;
     if (num_classes <= 0) {
       std::vector<int64_t> labels(splits_.train.size());
@@ -170,6 +146,15 @@ class Run {
     train_sampling.fanouts = options_.fanouts;
     ASSIGN_OR_RETURN(train_sampler_,
                      NeighborSampler::Create(&source_, train_sampling));
+    LoaderOptions loading;
+    loading.batch_size = options_.batch_size;
+    loading.steps_per_epoch = options_.steps_per_epoch;
+    loading.prefetch = options_.prefetch;
+    loading.workers = std::max(1, options_.sampler_threads);
+    loading.shuffle_seed = MixSeed(options_.seed, kShuffleStream);
+    loading.sample_seed = MixSeed(options_.seed, kTrainSampleStream);
+    ASSIGN_OR_RETURN(loader_, PrefetchLoader::Create(train_sampler_.get(),
+                                                     splits_.train, loading));
     SamplerOptions eval_sampling;
     eval_sampling.fanouts = options_.eval_fanouts.empty()
                                 ? options_.fanouts
@@ -251,43 +236,18 @@ class Run {
     const auto epoch_start = Clock::now();
     EpochStats stats;
     stats.epoch = epoch;
-    std::vector<NodeId> order = splits_.train;
-    SeededShuffle(MixSeed(MixSeed(options_.seed, kShuffleStream), epoch),
-                  &order);
-    const uint64_t epoch_seed =
-        MixSeed(MixSeed(options_.seed, kTrainSampleStream), epoch);
     model_->train();
     double loss_sum = 0.0, correct = 0.0, labeled = 0.0;
-    const int64_t steps =
-        StepsPerEpoch(static_cast<int64_t>(order.size()), options_.batch_size,
-                      options_.steps_per_epoch);
-    // Batch step + 1 is sampled (on a background thread with prefetch) while
-    // batch step trains. `pending` is declared after what its task touches,
-    // so an early return waits for the task before those are destroyed.
-    MiniBatch batch, next;
-    std::vector<NodeId> next_seeds;
-    double busy = 0.0;
-    std::future<absl::Status> pending;
-    auto launch = [&](int64_t step) {
-      BatchSeeds(order, options_.batch_size, step, steps, &next_seeds);
-      const uint64_t seed = MixSeed(epoch_seed, static_cast<uint64_t>(step));
-      pending = std::async(
-          options_.prefetch ? std::launch::async : std::launch::deferred,
-          [this, seed, &next_seeds, &next, &busy] {
-            const auto start = Clock::now();
-            absl::Status status =
-                train_sampler_->Sample(next_seeds, seed, &next);
-            busy += SecondsSince(start);
-            return status;
-          });
-    };
-    if (steps > 0) launch(0);
-    for (int64_t step = 0; step < steps; ++step) {
+    // The loader shuffles the train seeds for this epoch and samples batches
+    // ahead on background threads; the batches do not depend on prefetching.
+    const LoaderStats before = loader_->stats();
+    loader_->StartEpoch(epoch);
+    MiniBatch batch;
+    while (true) {
       auto t0 = Clock::now();
-      RETURN_IF_ERROR(pending.get());
+      ASSIGN_OR_RETURN(bool more, loader_->Next(&batch));
+      if (!more) break;
       stats.sample_seconds += SecondsSince(t0);
-      std::swap(batch, next);
-      if (step + 1 < steps) launch(step + 1);
       for (const Block& block : batch.blocks)
         stats.sampled_edges += block.num_edges();
       t0 = Clock::now();
@@ -323,7 +283,9 @@ class Run {
       stats.compute_seconds += SecondsSince(t0);
       ++stats.steps;
     }
-    stats.sample_busy_seconds = busy;
+    loader_->Stop();
+    stats.sample_busy_seconds =
+        loader_->stats().sample_seconds - before.sample_seconds;
     stats.loss = labeled > 0 ? loss_sum / labeled : 0.0;
     stats.train_acc = labeled > 0 ? correct / labeled : 0.0;
     stats.epoch_seconds = SecondsSince(epoch_start);
@@ -361,6 +323,7 @@ class Run {
   const TrainOptions& options_;
   GradientSync* sync_;
   std::unique_ptr<NeighborSampler> train_sampler_;
+  std::unique_ptr<PrefetchLoader> loader_;
   std::unique_ptr<NeighborSampler> eval_sampler_;
   std::shared_ptr<internal::GnnModel> model_;
 };

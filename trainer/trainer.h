@@ -84,16 +84,21 @@ struct TrainOptions {
   // shuffled train list the batches wrap around it (pad); steps beyond the
   // count are not run (trim).
   int64_t steps_per_epoch = 0;
-  // Sample the next minibatch on a background thread while the current one
-  // trains (the GraphSource must be thread-safe, as the interface requires).
-  bool prefetch = true;
+  // Minibatches sampled ahead of the training thread by background threads
+  // (sampler/loader.h; the GraphSource must be thread-safe, as the interface
+  // requires). 0 samples on the training thread. Results do not depend on it.
+  int prefetch = 4;
+  int sampler_threads = 1;  // Background sampling threads when prefetch > 0.
+  // LibTorch intra-op threads for this process (at::set_num_threads); 0 leaves
+  // LibTorch's default.
+  int torch_threads = 0;
   int64_t eval_batch_size = 4096;
   int epochs = 10;
   double lr = 0.01;
   double weight_decay = 5e-4;
   uint64_t seed =
       0;  // Parameters, dropout, shuffles and sampling all derive from it.
-  int64_t num_classes = 0;
+  int64_t num_classes = 0;  // 0: one more than the largest train label.
   // If set, the run's state (parameters, optimizer, epoch, best-on-validation
   // parameters, dropout counter, history) is written there atomically after
   // every epoch.
@@ -101,7 +106,7 @@ struct TrainOptions {
   // Continue from checkpoint_path when it exists (otherwise start afresh).
   // The checkpoint must come from a run with the same model, sizes and seed;
   // the resumed run then continues exactly as the uninterrupted one would.
-  bool resume = false;  // 0: one more than the largest train label.
+  bool resume = false;
   // Called after every epoch (progress lines, metrics files); may be empty.
   std::function<void(const EpochStats&)> on_epoch;
 };

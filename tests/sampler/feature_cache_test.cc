@@ -67,7 +67,9 @@ TEST(FeatureCacheTest, ClockEvictsButNeverServesWrongRows) {
                                                          CachePolicy::kClock}));
   for (NodeId round = 0; round < 20; ++round) {
     std::vector<NodeId> ids;
-    for (NodeId k = 0; k < 50; ++k) ids.push_back((k * 7 + round * 13) % 200);
+    for (NodeId k = 0; k < 10; ++k)
+      ids.push_back(1000 + k);  // Hot: asked every round.
+    for (NodeId k = 0; k < 40; ++k) ids.push_back((k * 7 + round * 13) % 200);
     std::vector<float> out(ids.size() * dim, -1.0f);
     std::vector<size_t> missing;
     cache->Lookup(ids, out.data(), &missing);

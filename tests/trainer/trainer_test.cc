@@ -74,7 +74,7 @@ TEST_F(TrainerTest, SameSeedGivesTheSameRun) {
   options.epochs = 2;
   ASSERT_OK_AND_ASSIGN(TrainResult a, Train(*source_, graph_.splits, options));
   ASSERT_OK_AND_ASSIGN(TrainResult b, Train(*source_, graph_.splits, options));
-  options.prefetch = false;  // Sampling on the training thread: the same run.
+  options.prefetch = 0;  // Sampling on the training thread: the same run.
   ASSERT_OK_AND_ASSIGN(TrainResult d, Train(*source_, graph_.splits, options));
   options.seed = 6;
   ASSERT_OK_AND_ASSIGN(TrainResult c, Train(*source_, graph_.splits, options));
@@ -182,7 +182,7 @@ class FailingSource : public GraphSource {
 };
 
 TEST_F(TrainerTest, ASourceFailureMidEpochEndsTheRunWithItsError) {
-  for (bool prefetch : {true, false}) {
+  for (int prefetch : {4, 0}) {
     FailingSource failing(source_.get(), 7);
     TrainOptions options = SbmOptions(ModelKind::kSage);
     options.prefetch = prefetch;
