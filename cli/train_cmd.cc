@@ -3,6 +3,7 @@
 // storage servers, joins the other trainers through c10d, trains, and (rank 0)
 // writes metrics.jsonl and summary.json.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "CLI/CLI.hpp"
@@ -161,6 +162,24 @@ absl::Status RunTrain(const TrainFlags& flags) {
     source = cached.get();
   }
 
+  if (!flags.out_dir.empty()) {
+    // Every rank checkpoints its own state (parameters agree across ranks;
+    // dropout and sampling streams do not), so a resumed run continues exactly
+    // where each rank stopped.
+    std::string dir = JoinPath(flags.out_dir, "checkpoints");
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(dir, ": cannot create: ", ec.message()));
+    }
+    options.checkpoint_path =
+        JoinPath(dir, absl::StrCat("rank-", dist.rank, ".ckpt"));
+    options.resume = flags.training.resume;
+  } else if (flags.training.resume) {
+    return absl::InvalidArgumentError(
+        "--resume needs --out, the run directory holding the checkpoints");
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroup> group,
                    ProcessGroup::Connect(dist));
   C10dGradientSync sync(group.get());

@@ -45,6 +45,8 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
   cmd->add_option("--cache-policy", f->cache_policy,
                   "static (hottest by pre-sampling) or clock")
       ->capture_default_str();
+  cmd->add_flag("--resume", f->resume,
+                "Continue an interrupted run from the checkpoints in its run directory (--out)");
   cmd->add_flag("--normalize-features", f->normalize_features,
                 "Row-normalize input features (bag of words)");
 }
@@ -81,6 +83,7 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
                                    "--cache-policy",
                                    f.cache_policy};
   if (f.normalize_features) args.push_back("--normalize-features");
+  if (f.resume) args.push_back("--resume");
   return args;
 }
 

@@ -21,7 +21,7 @@ struct TrainingFlags {
   std::string model = "sage";
   int epochs = 20;
   std::string fanouts = "10,10";
-  int64_t batch_size = 64;
+  int64_t batch_size = 1024;
   int64_t hidden = 256;
   int heads = 8;
   double dropout = 0.5;
@@ -34,6 +34,7 @@ struct TrainingFlags {
   int64_t cache_mb = 0;     // Feature cache per trainer.
   std::string cache_policy = "static";
   bool normalize_features = false;
+  bool resume = false;  // Continue from the run directory's checkpoints.
 };
 
 // Registers the flags on `cmd`.

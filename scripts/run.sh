@@ -1,19 +1,10 @@
 #!/usr/bin/env bash
-# The main job. Installs what is missing, builds, then imports the bundled Cora dataset (reused if already
-# imported), partitions it into 2 parts (reused if already done) and prints the partition summary.
-# Outputs go to ./out (SHARDGNN_OUT overrides).
+# The main job. Installs what is missing, builds, then runs `shardgnn run` with the embedded default: the bundled
+# Cora dataset (imported once), 2 partitions (made once), 2 storage servers and 2 trainers on 127.0.0.1,
+# GraphSAGE, ending with the test accuracy. Extra arguments go to `shardgnn run` (see `shardgnn run --help`).
+# Outputs go to ./out (SHARDGNN_OUT overrides): datasets/, partitions/ and one runs/<time>/ per run.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 shardgnn_install_deps
 shardgnn_build
-bin="$SHARDGNN_BUILD/cli/shardgnn"
-out="${SHARDGNN_OUT:-$SHARDGNN_ROOT/out}"
-mkdir -p "$out"
-if [ ! -d "$out/cora" ]; then
-  "$bin" dataset import --format ogb --input "$SHARDGNN_ROOT/datasets/cora/ogb-planetoid" --undirected \
-    --name cora --out "$out/cora"
-fi
-if [ ! -d "$out/cora-2parts" ]; then
-  "$bin" partition --dataset "$out/cora" --parts 2 --out "$out/cora-2parts"
-fi
-"$bin" info "$out/cora-2parts"
+exec "$SHARDGNN_BUILD/cli/shardgnn" run --work-dir "${SHARDGNN_OUT:-$SHARDGNN_ROOT/out}" "$@"
