@@ -1,0 +1,288 @@
+// The distributed sampler end to end: NeighborSampler over RemoteGraphSource
+// (optionally behind a feature cache, optionally fed through the
+// PrefetchLoader) against the in-process sampler over the same relabelled
+// graph, with real servers on loopback.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <tuple>
+
+#include "common/progress.h"
+#include "common/sampling.h"
+#include "partition/partition.h"
+#include "sampler/cached_graph_source.h"
+#include "sampler/feature_cache.h"
+#include "sampler/loader.h"
+#include "sampler/neighbor_sampler.h"
+#include "sampler/remote_graph_source.h"
+#include "tests/sampler/test_cluster.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardgnn {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::RelabelledGraph;
+using testing::TempDir;
+using testing::TestCluster;
+
+constexpr int64_t kNodes = 1500;
+constexpr int64_t kDim = 8;
+const std::vector<int> kFanouts = {15, 10, 5};
+
+class DistributedSamplingTest
+    : public ::testing::TestWithParam<std::tuple<int, bool>> {
+ protected:
+  void SetUp() override {
+    Build(std::get<0>(GetParam()), std::get<1>(GetParam()));
+  }
+
+  void Build(int parts, bool in_memory,
+             RemoteGraphSourceOptions remote_options = {}) {
+    Progress::SetQuietByDefault(true);
+    ASSERT_OK_AND_ASSIGN(dataset_, testing::MakeRmatDataset(
+                                       tmp_.Sub("rmat"), kNodes, 12, kDim, 9));
+    PartitionOptions options;
+    options.num_parts = parts;
+    ASSERT_OK(PartitionInMemory(dataset_, tmp_.Sub("part"), options).status());
+    ASSERT_OK_AND_ASSIGN(
+        graph_, testing::RelabelForPartition(dataset_, tmp_.Sub("part")));
+    ASSERT_OK_AND_ASSIGN(cluster_,
+                         TestCluster::Start(tmp_.Sub("part"), in_memory));
+    remote_options.connect_timeout = absl::Seconds(10);
+    ASSERT_OK_AND_ASSIGN(remote_, RemoteGraphSource::Connect(
+                                      cluster_->addresses(), remote_options));
+    ASSERT_OK_AND_ASSIGN(local_, InMemoryGraphSource::Create(graph_.arrays()));
+  }
+
+  std::unique_ptr<NeighborSampler> Sampler(const GraphSource* source,
+                                           bool replace = false) {
+    SamplerOptions options;
+    options.fanouts = kFanouts;
+    options.replace = replace;
+    auto sampler = NeighborSampler::Create(source, options);
+    EXPECT_OK(sampler);
+    return sampler.ok() ? std::move(sampler).value() : nullptr;
+  }
+
+  // Batch b's seeds: 64 distinct nodes spread over every part.
+  std::vector<NodeId> Seeds(int b) const {
+    std::vector<NodeId> seeds;
+    for (int i = 0; i < 64; ++i) seeds.push_back((b * 131 + i * 23) % kNodes);
+    return seeds;
+  }
+
+  // Every structural property of a minibatch, checked against the graph.
+  void CheckBatch(const MiniBatch& batch, bool replace) {
+    const int layers = static_cast<int>(kFanouts.size());
+    ASSERT_EQ(batch.blocks.size(), kFanouts.size());
+    std::set<NodeId> unique(batch.input_nodes.begin(), batch.input_nodes.end());
+    EXPECT_EQ(unique.size(), batch.input_nodes.size());
+    EXPECT_TRUE(std::equal(batch.seeds.begin(), batch.seeds.end(),
+                           batch.input_nodes.begin()));
+    EXPECT_EQ(batch.blocks.back().num_dst,
+              static_cast<int64_t>(batch.seeds.size()));
+    EXPECT_EQ(batch.blocks.front().num_src,
+              static_cast<int64_t>(batch.input_nodes.size()));
+    for (int l = 0; l < layers; ++l) {
+      const Block& block = batch.blocks[l];
+      const int fanout = kFanouts[layers - 1 - l];
+      ASSERT_EQ(block.indptr.size(), static_cast<size_t>(block.num_dst + 1));
+      EXPECT_LE(block.num_dst, block.num_src);
+      // The next layer's sources are this layer's destinations.
+      if (l + 1 < layers) {
+        EXPECT_EQ(batch.blocks[l + 1].num_src, block.num_dst);
+      }
+      EXPECT_EQ(block.indptr.back(), block.num_edges());
+      for (int64_t i = 0; i < block.num_dst; ++i) {
+        const NodeId v = batch.input_nodes[i];
+        EXPECT_EQ(block.indptr[i + 1] - block.indptr[i],
+                  SampledCount(graph_.Degree(v), fanout, replace))
+            << "node " << v << " layer " << l;
+        std::set<NodeId> seen;
+        for (int64_t e = block.indptr[i]; e < block.indptr[i + 1]; ++e) {
+          ASSERT_GE(block.indices[e], 0);
+          ASSERT_LT(block.indices[e], block.num_src);
+          const NodeId u = batch.input_nodes[block.indices[e]];
+          ASSERT_TRUE(graph_.HasEdge(v, u)) << v << " -> " << u;
+          if (!replace) {
+            EXPECT_TRUE(seen.insert(u).second) << "duplicate " << u;
+          }
+        }
+      }
+    }
+    ASSERT_EQ(batch.features.size(), batch.input_nodes.size() * kDim);
+    for (size_t i = 0; i < batch.input_nodes.size(); ++i) {
+      ASSERT_EQ(std::memcmp(&batch.features[i * kDim],
+                            &graph_.features[batch.input_nodes[i] * kDim],
+                            kDim * sizeof(float)),
+                0);
+    }
+    for (size_t i = 0; i < batch.seeds.size(); ++i)
+      EXPECT_EQ(batch.labels[i], graph_.labels[batch.seeds[i]]);
+  }
+
+  TempDir tmp_;
+  Dataset dataset_;
+  RelabelledGraph graph_;
+  std::unique_ptr<TestCluster> cluster_;
+  std::unique_ptr<RemoteGraphSource> remote_;
+  std::unique_ptr<InMemoryGraphSource> local_;
+};
+
+void ExpectSameBatch(const MiniBatch& a, const MiniBatch& b) {
+  EXPECT_EQ(a.seeds, b.seeds);
+  EXPECT_EQ(a.input_nodes, b.input_nodes);
+  ASSERT_EQ(a.blocks.size(), b.blocks.size());
+  for (size_t l = 0; l < a.blocks.size(); ++l) {
+    EXPECT_EQ(a.blocks[l].num_src, b.blocks[l].num_src) << "layer " << l;
+    EXPECT_EQ(a.blocks[l].num_dst, b.blocks[l].num_dst) << "layer " << l;
+    EXPECT_EQ(a.blocks[l].indptr, b.blocks[l].indptr) << "layer " << l;
+    EXPECT_EQ(a.blocks[l].indices, b.blocks[l].indices) << "layer " << l;
+  }
+  EXPECT_EQ(a.feature_dim, b.feature_dim);
+  ASSERT_EQ(a.features.size(), b.features.size());
+  EXPECT_EQ(std::memcmp(a.features.data(), b.features.data(),
+                        a.features.size() * sizeof(float)),
+            0);
+  EXPECT_EQ(a.labels, b.labels);
+}
+
+TEST_P(DistributedSamplingTest, SameMiniBatchAsInProcessForAFixedSeed) {
+  for (bool replace : {false, true}) {
+    auto distributed = Sampler(remote_.get(), replace);
+    auto in_process = Sampler(local_.get(), replace);
+    ASSERT_NE(distributed, nullptr);
+    ASSERT_NE(in_process, nullptr);
+    for (int b = 0; b < 3; ++b) {
+      const uint64_t seed = 40 + b;
+      ASSERT_OK_AND_ASSIGN(MiniBatch got, distributed->Sample(Seeds(b), seed));
+      ASSERT_OK_AND_ASSIGN(MiniBatch want, in_process->Sample(Seeds(b), seed));
+      ExpectSameBatch(got, want);
+      CheckBatch(got, replace);
+      EXPECT_GT(got.blocks.front().num_edges(), 0);
+    }
+  }
+}
+
+TEST_P(DistributedSamplingTest, CachedFeaturesAreBitIdentical) {
+  auto uncached = Sampler(remote_.get());
+  std::vector<MiniBatch> want;
+  for (int b = 0; b < 4; ++b) {
+    ASSERT_OK_AND_ASSIGN(MiniBatch batch, uncached->Sample(Seeds(b), b));
+    want.push_back(std::move(batch));
+  }
+  const int64_t uncached_bytes = remote_->stats().feature_bytes;
+
+  // Static, pre-filled by pre-sampling; CLOCK small enough to evict.
+  SamplerOptions presample_options;
+  presample_options.fanouts = kFanouts;
+  presample_options.fetch_features = false;
+  presample_options.fetch_labels = false;
+  ASSERT_OK_AND_ASSIGN(auto presampler, NeighborSampler::Create(
+                                            remote_.get(), presample_options));
+  std::vector<NodeId> all(kNodes);
+  for (NodeId v = 0; v < kNodes; ++v) all[v] = v;
+  ASSERT_OK_AND_ASSIGN(std::vector<NodeId> hottest,
+                       HottestByPresampling(*presampler, all, 4, 64, 3));
+  const int64_t row_bytes = kDim * sizeof(float);
+  for (CachePolicy policy : {CachePolicy::kStatic, CachePolicy::kClock}) {
+    ASSERT_OK_AND_ASSIGN(
+        auto cache,
+        FeatureCache::Create({kNodes / 4 * row_bytes, kDim, policy}));
+    if (policy == CachePolicy::kStatic) {
+      ASSERT_OK(PrefillCache(*remote_, hottest, cache.get()));
+    }
+    CachedGraphSource cached(remote_.get(), cache.get());
+    auto sampler = Sampler(&cached);
+    const int64_t before = remote_->stats().feature_bytes;
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      for (int b = 0; b < 4; ++b) {
+        ASSERT_OK_AND_ASSIGN(MiniBatch got, sampler->Sample(Seeds(b), b));
+        ExpectSameBatch(got, want[b]);
+      }
+    }
+    const FeatureCacheStats stats = cache->stats();
+    EXPECT_GT(stats.hits, 0);
+    EXPECT_GT(stats.misses, 0);
+    EXPECT_LE(stats.entries, stats.capacity_rows);
+    // Two epochs through the cache fetch less than two without it.
+    EXPECT_LT(remote_->stats().feature_bytes - before, 2 * uncached_bytes);
+    EXPECT_EQ(remote_->stats().feature_bytes - before + stats.bytes_saved,
+              2 * uncached_bytes);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Servers, DistributedSamplingTest,
+                         ::testing::Combine(::testing::Values(1, 2, 4),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::to_string(std::get<0>(info.param)) +
+                                  "Servers" +
+                                  (std::get<1>(info.param) ? "Memory" : "Disk");
+                         });
+
+// A server shut down mid-epoch: the loader reports it, naming the server,
+// within the client's deadline.
+class ServerLossTest : public DistributedSamplingTest {
+ protected:
+  void SetUp() override {}
+};
+
+TEST_F(ServerLossTest, LoaderNamesAKilledServerWithinTheDeadline) {
+  RemoteGraphSourceOptions options;
+  options.client.call_timeout = absl::Milliseconds(500);
+  options.client.max_attempts = 2;
+  options.client.initial_backoff = absl::Milliseconds(20);
+  options.client.max_backoff = absl::Milliseconds(100);
+  Build(2, /*in_memory=*/true, options);
+  auto sampler = Sampler(remote_.get());
+  std::vector<NodeId> seeds(kNodes);
+  for (NodeId v = 0; v < kNodes; ++v) seeds[v] = v;
+  LoaderOptions loader_options;
+  loader_options.batch_size = 8;  // 188 steps: the epoch outlives the kill.
+  loader_options.prefetch = 4;
+  loader_options.workers = 2;
+  loader_options.max_wait = std::chrono::seconds(60);
+  ASSERT_OK_AND_ASSIGN(auto loader, PrefetchLoader::Create(sampler.get(), seeds,
+                                                           loader_options));
+  loader->StartEpoch(0);
+  MiniBatch batch;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_OK_AND_ASSIGN(bool more, loader->Next(&batch));
+    ASSERT_TRUE(more);
+  }
+  const std::string killed = cluster_->server(1).address();
+  const absl::Time start = absl::Now();
+  cluster_->server(1).Shutdown(absl::Now());
+  absl::Status error;
+  int64_t after = 0;
+  while (true) {
+    absl::StatusOr<bool> more = loader->Next(&batch);
+    if (!more.ok()) {
+      error = more.status();
+      break;
+    }
+    ASSERT_TRUE(*more) << "the epoch ended without an error";
+    ++after;
+  }
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_THAT(std::string(error.message()), HasSubstr(killed));
+  EXPECT_LE(after, loader_options.prefetch + loader_options.workers)
+      << "only batches finished before the kill are handed out";
+  // Two attempts of 500 ms plus backoff, with room for a loaded machine.
+  EXPECT_LT(took, absl::Seconds(5)) << error;
+  std::printf("after the kill: %lld batches, then in %s: %s\n",
+              static_cast<long long>(after), absl::FormatDuration(took).c_str(),
+              std::string(error.message()).c_str());
+  // The error is sticky and Stop() returns.
+  EXPECT_FALSE(loader->Next(&batch).ok());
+  loader->Stop();
+}
+
+}  // namespace
+}  // namespace shardgnn

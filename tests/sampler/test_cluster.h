@@ -1,0 +1,77 @@
+// Fixtures for the distributed sampling tests: a small generated graph
+// partitioned with the real partitioner, the relabelled graph it implies (the
+// in-process reference), and real storage servers serving its shards in this
+// process on loopback port 0.
+#ifndef SHARDGNN_TESTS_SAMPLER_TEST_CLUSTER_H_
+#define SHARDGNN_TESTS_SAMPLER_TEST_CLUSTER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/types.h"
+#include "datasets/dataset.h"
+#include "graphstore/server.h"
+#include "partition/partition_book.h"
+#include "sampler/graph_source.h"
+
+namespace shardgnn::testing {
+
+// Generates an R-MAT dataset (skewed degrees, so there are hubs) of
+// `num_nodes` nodes into `dir` and loads it.
+absl::StatusOr<Dataset> MakeRmatDataset(const std::string& dir,
+                                        int64_t num_nodes, double avg_degree,
+                                        int64_t feature_dim, uint64_t seed);
+
+// The graph in relabelled IDs: row v is what the shard of v's owner stores
+// (neighbors mapped through the relabelling, sorted), and the features and
+// labels of v are those of orig_ids[v].
+struct RelabelledGraph {
+  std::vector<int64_t> indptr;
+  std::vector<NodeId> indices;
+  std::vector<float> features;
+  std::vector<int64_t> labels;
+  int64_t feature_dim = 0;
+
+  int64_t num_nodes() const { return static_cast<int64_t>(indptr.size()) - 1; }
+  int64_t Degree(NodeId v) const { return indptr[v + 1] - indptr[v]; }
+  bool HasEdge(NodeId v, NodeId u) const;
+  GraphArrays arrays() const;
+};
+
+// Builds the relabelled graph of `dataset` from the partition directory's
+// orig_ids.npy.
+absl::StatusOr<RelabelledGraph> RelabelForPartition(
+    const Dataset& dataset, const std::string& partition_dir);
+
+// One GraphStoreServer per part of a partition directory, each over its own
+// ShardStore (memory or disk mode), bound to 127.0.0.1:0.
+class TestCluster {
+ public:
+  static absl::StatusOr<std::unique_ptr<TestCluster>> Start(
+      const std::string& partition_dir, bool in_memory);
+  ~TestCluster();
+
+  int num_parts() const { return static_cast<int>(servers_.size()); }
+  // Server addresses, indexed by part.
+  std::vector<std::string> addresses() const;
+  GraphStoreServer& server(int part) { return *servers_[part]; }
+  const PartitionManifest& manifest() const { return manifest_; }
+
+ private:
+  TestCluster() = default;
+  PartitionManifest manifest_;
+  std::vector<std::unique_ptr<GraphStoreServer>> servers_;
+};
+
+// A GraphStoreServer over part `part` of `partition_dir` (another server for
+// the same part, or one for a part of another partition).
+absl::StatusOr<std::unique_ptr<GraphStoreServer>> ServePart(
+    const std::string& partition_dir, int part, bool in_memory);
+
+}  // namespace shardgnn::testing
+
+#endif  // SHARDGNN_TESTS_SAMPLER_TEST_CLUSTER_H_
