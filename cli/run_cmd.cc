@@ -36,6 +36,7 @@
 #include "nlohmann/json.hpp"
 #include "partition/partition.h"
 #include "partition/partition_book.h"
+#include "sampler/remote_graph_source.h"
 
 namespace shardgnn::cli {
 namespace {
@@ -152,11 +153,41 @@ absl::StatusOr<std::string> PreparePartition(const RunFlags& flags) {
   return partition_dir;
 }
 
+void InstallSignalHandlers() {
+  g_signal = 0;
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+// The storage server's "... ready on HOST:PORT ..." line; gives up on a signal
+// or after two minutes.
+absl::StatusOr<std::string> WaitUntilReady(Subprocess& server) {
+  const auto deadline = std::chrono::steady_clock::now() + milliseconds(120000);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (int signo = g_signal.load()) {
+      return absl::CancelledError(absl::StrCat("interrupted by signal ", signo,
+                                               "; stopped every child"));
+    }
+    auto line = server.WaitForLine("ready on ", milliseconds(200));
+    if (line.ok() || !absl::IsDeadlineExceeded(line.status())) return line;
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat(server.name(), " not ready within 120 s; its last output:\n",
+                   server.Tail(5)));
+}
+
 // Polls the children until the trainers finish, one fails, or a signal arrives.
 class Supervisor {
  public:
   void AddServer(std::unique_ptr<Subprocess> p) {
     servers_.push_back(std::move(p));
+    server_addresses_.emplace_back();
+  }
+  // The address server `i` announced, for error messages.
+  void SetServerAddress(size_t i, const std::string& address) {
+    server_addresses_[i] = address;
   }
   void AddTrainer(std::unique_ptr<Subprocess> p) {
     trainers_.push_back(std::move(p));
@@ -173,17 +204,13 @@ class Supervisor {
         return absl::CancelledError(absl::StrCat(
             "interrupted by signal ", signo, "; stopped every child"));
       }
-      for (const auto& s : servers_) {
-        if (auto code = s->Poll()) {
-          return absl::UnavailableError(
-              absl::StrCat(s->name(), " exited with status ", *code,
-                           " during training; its last output:\n", s->Tail(5)));
-        }
-      }
+      RETURN_IF_ERROR(CheckServers());
       for (size_t i = 0; i < trainers_.size(); ++i) {
         if (done[i]) continue;
         if (auto code = trainers_[i]->Poll()) {
           if (*code != 0) {
+            // A trainer usually fails because a server died: name the server.
+            RETURN_IF_ERROR(CheckServers());
             return absl::AbortedError(absl::StrCat(
                 trainers_[i]->name(), " failed with status ", *code,
                 "; its last output:\n", trainers_[i]->Tail(5)));
@@ -197,6 +224,21 @@ class Supervisor {
     return absl::OkStatus();
   }
 
+  // An error naming the first server that has exited.
+  absl::Status CheckServers() {
+    for (size_t i = 0; i < servers_.size(); ++i) {
+      if (auto code = servers_[i]->Poll()) {
+        std::string where = server_addresses_[i].empty()
+                                ? ""
+                                : absl::StrCat(" (", server_addresses_[i], ")");
+        return absl::UnavailableError(absl::StrCat(
+            servers_[i]->name(), where, " exited with status ", *code,
+            " during training; its last output:\n", servers_[i]->Tail(5)));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   // Stops trainers, then the servers this run started (graceful first).
   void StopAll() {
     for (auto& t : trainers_) t->Terminate(milliseconds(3000));
@@ -205,6 +247,7 @@ class Supervisor {
 
  private:
   std::vector<std::unique_ptr<Subprocess>> servers_;
+  std::vector<std::string> server_addresses_;
   std::vector<std::unique_ptr<Subprocess>> trainers_;
 };
 
@@ -219,12 +262,13 @@ void PrintLine(const std::string& prefix, const std::string& line) {
 absl::Status RunPipeline(const RunFlags& flags) {
   if (flags.trainers < 1)
     return absl::InvalidArgumentError("--trainers must be at least 1");
+  if (flags.parts < 1)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--parts must be at least 1 (got ", flags.parts, ")"));
+  if (!(flags.timeout_seconds > 0))
+    return absl::InvalidArgumentError("--timeout must be positive");
+  RETURN_IF_ERROR(ParsePartitionMethod(flags.method).status());
   RETURN_IF_ERROR(ToTrainOptions(flags.training).status());
-  g_signal = 0;
-  struct sigaction action {};
-  action.sa_handler = OnSignal;
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
 
   const std::string self = SelfPath();
   Supervisor supervisor;
@@ -237,6 +281,9 @@ absl::Status RunPipeline(const RunFlags& flags) {
     }
     ASSIGN_OR_RETURN(PartitionManifest manifest,
                      ReadPartitionManifest(partition_dir));
+    // Until now Ctrl-C simply ends the launcher (imports and partitions are
+    // staged); from here on it stops the children first.
+    InstallSignalHandlers();
     for (int p = 0; p < manifest.num_parts; ++p) {
       SubprocessOptions options;
       options.name = absl::StrCat("storage server ", p);
@@ -251,16 +298,33 @@ absl::Status RunPipeline(const RunFlags& flags) {
       ASSIGN_OR_RETURN(auto server, Subprocess::Start(options));
       supervisor.AddServer(std::move(server));
     }
-    for (const auto& server : supervisor.servers()) {
+    for (size_t i = 0; i < supervisor.servers().size(); ++i) {
       ASSIGN_OR_RETURN(std::string line,
-                       server->WaitForLine("ready on ", milliseconds(120000)));
+                       WaitUntilReady(*supervisor.servers()[i]));
       std::string rest = line.substr(line.find("ready on ") + 9);
       addresses.push_back(rest.substr(0, rest.find(' ')));
+      supervisor.SetServerAddress(i, addresses.back());
       PrintLine("", line);
     }
   } else {
     ASSIGN_OR_RETURN(addresses,
                      ServerAddresses(flags.servers, flags.cluster_file));
+    if (!partition_dir.empty()) {
+      // Check once, before starting any trainer, that the running servers
+      // serve the partition this run names.
+      ASSIGN_OR_RETURN(PartitionManifest manifest,
+                       ReadPartitionManifest(partition_dir));
+      RemoteGraphSourceOptions check;
+      check.expected_partition_id = manifest.partition_id;
+      auto servers = RemoteGraphSource::Connect(addresses, check);
+      if (!servers.ok()) {
+        return absl::Status(
+            servers.status().code(),
+            absl::StrCat("checking --servers against --partition ",
+                         partition_dir, ": ", servers.status().message()));
+      }
+    }
+    InstallSignalHandlers();
   }
 
   std::string out_dir = flags.out_dir;
@@ -349,8 +413,9 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
       ->capture_default_str();
   AddTrainingFlags(cmd, &flags->training);
   cmd->callback([cmd, flags, result] {
-    // The embedded default trains Cora with the settings its published results use (row-normalized
-    // bag-of-words features, 64 hidden units, small batches) unless the user chose otherwise.
+    // The embedded default trains Cora with the settings its published results
+    // use (row-normalized bag-of-words features, 64 hidden units, small
+    // batches) unless the user chose otherwise.
     if (flags->dataset.empty()) {
       if (cmd->count("--batch-size") == 0) flags->training.batch_size = 32;
       if (cmd->count("--hidden") == 0) flags->training.hidden = 64;

@@ -1,0 +1,417 @@
+// `shardgnn run` end to end (cli/run_cmd.cc): the real binary as a child
+// process, with its storage servers and trainers as its own children, on the
+// bundled Cora in a temporary work dir.
+#include <dirent.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/subprocess.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardgnn {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::ShardgnnBinary;
+using testing::TempDir;
+
+constexpr milliseconds kRunTimeout = seconds(120);
+
+// A process found in /proc.
+struct ProcessInfo {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  std::string cmdline;  // Arguments joined by spaces.
+};
+
+std::string ReadProcFile(pid_t pid, const char* name) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/", name), std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Every live process (not zombies: their cmdline is empty) whose command line
+// contains `needle`, other than this test itself.
+std::vector<ProcessInfo> ProcessesMentioning(const std::string& needle) {
+  std::vector<ProcessInfo> found;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return found;
+  while (dirent* entry = readdir(proc)) {
+    int pid;
+    if (!absl::SimpleAtoi(entry->d_name, &pid) || pid == getpid()) continue;
+    std::string raw = ReadProcFile(pid, "cmdline");
+    if (raw.empty()) continue;
+    std::vector<std::string> args =
+        absl::StrSplit(raw, '\0', absl::SkipEmpty());
+    ProcessInfo info{pid, 0, absl::StrJoin(args, " ")};
+    if (info.cmdline.find(needle) == std::string::npos) continue;
+    // "pid (comm) state ppid ...": the ppid follows the last ')'.
+    std::string stat = ReadProcFile(pid, "stat");
+    size_t paren = stat.rfind(')');
+    if (paren != std::string::npos) {
+      std::vector<std::string> fields =
+          absl::StrSplit(stat.substr(paren + 2), ' ');
+      if (fields.size() > 1) (void)absl::SimpleAtoi(fields[1], &info.ppid);
+    }
+    found.push_back(info);
+  }
+  closedir(proc);
+  return found;
+}
+
+std::vector<ProcessInfo> ChildrenOf(pid_t parent, const std::string& needle) {
+  std::vector<ProcessInfo> children;
+  for (auto& p : ProcessesMentioning(needle)) {
+    if (p.ppid == parent) children.push_back(p);
+  }
+  return children;
+}
+
+std::string Describe(const std::vector<ProcessInfo>& processes) {
+  std::string text;
+  for (const auto& p : processes) {
+    absl::StrAppend(&text, "\n  pid ", p.pid, " (parent ", p.ppid,
+                    "): ", p.cmdline);
+  }
+  return text;
+}
+
+bool IsAlive(pid_t pid) {
+  // Gone, or a zombie nobody reaped yet: either way no longer running.
+  std::string stat = ReadProcFile(pid, "stat");
+  size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() &&
+         stat[paren + 2] != 'Z';
+}
+
+// `shardgnn <args>` as a child process.
+std::unique_ptr<Subprocess> StartShardgnn(std::vector<std::string> args,
+                                          const std::string& name) {
+  SubprocessOptions options;
+  options.name = name;
+  options.argv = {ShardgnnBinary()};
+  for (auto& a : args) options.argv.push_back(std::move(a));
+  options.max_kept_lines = 100000;
+  auto started = Subprocess::Start(std::move(options));
+  EXPECT_TRUE(started.ok()) << started.status();
+  return started.ok() ? std::move(started).value() : nullptr;
+}
+
+struct Finished {
+  int exit_status = -1;
+  std::string output;  // stdout and stderr, interleaved.
+};
+
+// Runs `shardgnn <args>` to completion (killed after kRunTimeout).
+Finished RunShardgnn(std::vector<std::string> args) {
+  auto child = StartShardgnn(std::move(args), "shardgnn");
+  if (child == nullptr) return {};
+  std::optional<int> status = child->Wait(kRunTimeout);
+  Finished result;
+  result.exit_status = status.value_or(child->Terminate(milliseconds(1000)));
+  result.output = child->Tail(100000);
+  return result;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  return absl::StrSplit(text, '\n', absl::SkipEmpty());
+}
+
+// The value after "test accuracy " in the output, or -1.
+double ReportedTestAccuracy(const std::string& output) {
+  size_t at = output.rfind("test accuracy ");
+  double value = -1;
+  if (at == std::string::npos) return value;
+  std::string rest = output.substr(at + 14);
+  (void)absl::SimpleAtod(rest.substr(0, rest.find(' ')), &value);
+  return value;
+}
+
+// The "127.0.0.1:PORT" after "ready on " in `line`.
+std::string ReadyAddress(const std::string& line) {
+  std::string rest = line.substr(line.find("ready on ") + 9);
+  return rest.substr(0, rest.find(' '));
+}
+
+class RunTest : public ::testing::Test {
+ protected:
+  // Flags every run in these tests shares: nothing lands outside the temp dir.
+  std::vector<std::string> RunArgs(const std::string& out,
+                                   const std::string& epochs) {
+    return {"run",      "--work-dir", work_dir_,   "--out", out,
+            "--epochs", epochs,       "--timeout", "30"};
+  }
+
+  // Fails the test if any process still mentions the work dir.
+  void ExpectNoOrphans() {
+    auto left = ProcessesMentioning(work_dir_);
+    EXPECT_TRUE(left.empty()) << "processes left behind:" << Describe(left);
+  }
+
+  TempDir dir_;
+  const std::string work_dir_ = dir_.Sub("work");
+};
+
+TEST_F(RunTest, TrainsCoraEndToEndAndLeavesNoChildren) {
+  const std::string out = dir_.Sub("run");
+  auto run = StartShardgnn(RunArgs(out, "10"), "shardgnn run");
+  ASSERT_NE(run, nullptr);
+  // While it trains: 2 storage servers and 2 trainers, all its children.
+  ASSERT_OK(run->WaitForLine("epoch   1/10", kRunTimeout));
+  std::vector<ProcessInfo> children = ChildrenOf(run->pid(), work_dir_);
+  int servers = 0, trainers = 0;
+  for (const auto& c : children) {
+    servers += c.cmdline.find(" serve ") != std::string::npos;
+    trainers += c.cmdline.find(" train ") != std::string::npos;
+  }
+  EXPECT_EQ(servers, 2) << Describe(children);
+  EXPECT_EQ(trainers, 2) << Describe(children);
+
+  std::optional<int> status = run->Wait(kRunTimeout);
+  std::string output = run->Tail(100000);
+  ASSERT_EQ(status, 0) << output;
+  for (int e = 1; e <= 10; ++e) {
+    EXPECT_THAT(output, HasSubstr(absl::StrFormat("epoch %3d/10  loss ", e)))
+        << output;
+  }
+  double reported = ReportedTestAccuracy(output);
+  EXPECT_GT(reported, 0.6) << output;  // 7 classes: chance is about 0.14.
+
+  // summary.json agrees with the printed accuracy.
+  auto summary = nlohmann::json::parse(std::ifstream(out + "/summary.json"),
+                                       nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(summary.is_object()) << "summary.json missing or unreadable";
+  EXPECT_GT(summary["test_acc"].get<double>(), 0.6);
+  EXPECT_NEAR(summary["test_acc"].get<double>(), reported, 1e-4);
+  EXPECT_EQ(summary["world_size"], 2);
+  EXPECT_EQ(summary["servers"].size(), 2u);
+
+  // metrics.jsonl: one line per epoch, in order.
+  std::ifstream metrics(out + "/metrics.jsonl");
+  ASSERT_TRUE(metrics.is_open()) << "metrics.jsonl missing";
+  std::string line;
+  int epoch = 0;
+  while (std::getline(metrics, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << "bad metrics line: " << line;
+    EXPECT_EQ(j["epoch"], ++epoch);
+    EXPECT_GT(j["loss"].get<double>(), 0);
+  }
+  EXPECT_EQ(epoch, 10);
+
+  for (const auto& c : children) {
+    EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
+  }
+  ExpectNoOrphans();
+}
+
+TEST_F(RunTest, SecondRunReusesDatasetAndPartition) {
+  Finished first = RunShardgnn(RunArgs(dir_.Sub("run1"), "1"));
+  ASSERT_EQ(first.exit_status, 0) << first.output;
+  EXPECT_THAT(first.output, HasSubstr("partition of 'cora'"));
+  EXPECT_THAT(first.output, Not(HasSubstr("reusing")));
+
+  Finished second = RunShardgnn(RunArgs(dir_.Sub("run2"), "1"));
+  ASSERT_EQ(second.exit_status, 0) << second.output;
+  EXPECT_THAT(second.output, HasSubstr("reusing dataset"));
+  EXPECT_THAT(second.output, HasSubstr("reusing partition"));
+  EXPECT_THAT(second.output, Not(HasSubstr("partition of 'cora'")));
+  EXPECT_TRUE(fs::exists(dir_.Sub("run2") + "/summary.json"));
+}
+
+TEST_F(RunTest, KilledStorageServerStopsRunNamingIt) {
+  auto run = StartShardgnn(RunArgs(dir_.Sub("run"), "1000"), "shardgnn run");
+  ASSERT_NE(run, nullptr);
+  ASSERT_OK_AND_ASSIGN(std::string ready,
+                       run->WaitForLine("part 1 ready on", kRunTimeout));
+  const std::string address = ReadyAddress(ready);
+  ASSERT_OK(run->WaitForLine("epoch   1/1000", kRunTimeout));
+  std::vector<ProcessInfo> children = ChildrenOf(run->pid(), work_dir_);
+  ASSERT_EQ(children.size(), 4u) << Describe(children);
+  pid_t server = 0;
+  for (const auto& c : children) {
+    if (c.cmdline.find(" serve ") != std::string::npos &&
+        c.cmdline.find("--part 1 ") != std::string::npos) {
+      server = c.pid;
+    }
+  }
+  ASSERT_GT(server, 0) << Describe(children);
+
+  auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(server, SIGKILL), 0);
+  std::optional<int> status = run->Wait(seconds(60));
+  double elapsed = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - killed_at)
+                       .count();
+  ASSERT_TRUE(status.has_value()) << "no exit 60 s after the kill";
+  std::string output = run->Tail(100000);
+  EXPECT_NE(*status, 0) << output;
+  EXPECT_LT(elapsed, 60);
+  // The last line is the error, and it names the dead server.
+  std::vector<std::string> lines = Lines(output);
+  std::string error;
+  for (const auto& l : lines) {
+    if (l.rfind("shardgnn: error:", 0) == 0) error = l;
+  }
+  EXPECT_THAT(error, AllOf(HasSubstr("storage server 1"), HasSubstr(address)))
+      << output;
+  EXPECT_FALSE(fs::exists(dir_.Sub("run") + "/summary.json"));
+  for (const auto& c : children) {
+    EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
+  }
+  ExpectNoOrphans();
+}
+
+TEST_F(RunTest, InterruptStopsEveryChild) {
+  auto run = StartShardgnn(RunArgs(dir_.Sub("run"), "1000"), "shardgnn run");
+  ASSERT_NE(run, nullptr);
+  ASSERT_OK(run->WaitForLine("epoch   1/1000", kRunTimeout));
+  std::vector<ProcessInfo> children = ChildrenOf(run->pid(), work_dir_);
+  ASSERT_EQ(children.size(), 4u) << Describe(children);
+
+  auto interrupted_at = std::chrono::steady_clock::now();
+  run->Signal(SIGINT);
+  std::optional<int> status = run->Wait(seconds(30));
+  ASSERT_TRUE(status.has_value()) << "no exit 30 s after SIGINT";
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                          interrupted_at)
+                .count(),
+            15);
+  std::string output = run->Tail(100000);
+  EXPECT_NE(*status, 0) << output;
+  EXPECT_THAT(Lines(output).back(), HasSubstr("interrupted")) << output;
+  for (const auto& c : children) {
+    EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
+  }
+  ExpectNoOrphans();
+}
+
+// Storage servers started by the test outlive the runs submitted to them.
+TEST_F(RunTest, SubmitsTwiceToRunningServersAndChecksThePartition) {
+  const std::string dataset = dir_.Sub("cora");
+  const std::string metis = dir_.Sub("metis");
+  const std::string random = dir_.Sub("random");
+  Finished imported = RunShardgnn(
+      {"-q", "dataset", "import", "--format", "ogb", "--undirected", "--input",
+       testing::SourcePath("datasets/cora/ogb-planetoid"), "--out", dataset});
+  ASSERT_EQ(imported.exit_status, 0) << imported.output;
+  for (const auto& [out, method] :
+       {std::pair{metis, "metis"}, std::pair{random, "random"}}) {
+    Finished parted =
+        RunShardgnn({"-q", "partition", "--dataset", dataset, "--parts", "2",
+                     "--method", method, "--out", out});
+    ASSERT_EQ(parted.exit_status, 0) << parted.output;
+  }
+
+  std::vector<std::unique_ptr<Subprocess>> servers;
+  std::vector<std::string> addresses;
+  for (int p = 0; p < 2; ++p) {
+    servers.push_back(StartShardgnn(
+        {"serve", "--partition", metis, "--part", std::to_string(p), "--listen",
+         "127.0.0.1:0", "--memory"},
+        absl::StrCat("server ", p)));
+    ASSERT_NE(servers.back(), nullptr);
+  }
+  for (auto& s : servers) {
+    ASSERT_OK_AND_ASSIGN(std::string line,
+                         s->WaitForLine("ready on ", kRunTimeout));
+    addresses.push_back(ReadyAddress(line));
+  }
+  const std::string list = absl::StrJoin(addresses, ",");
+
+  for (const char* name : {"run1", "run2"}) {
+    SCOPED_TRACE(name);
+    std::vector<std::string> args = RunArgs(dir_.Sub(name), "3");
+    for (const char* a :
+         {"--servers", list.c_str(), "--partition", metis.c_str()}) {
+      args.push_back(a);
+    }
+    Finished run = RunShardgnn(args);
+    ASSERT_EQ(run.exit_status, 0) << run.output;
+    EXPECT_THAT(run.output, HasSubstr("epoch   3/3"));
+    EXPECT_GT(ReportedTestAccuracy(run.output), 0.3) << run.output;
+    EXPECT_TRUE(fs::exists(dir_.Sub(name) + "/summary.json"));
+    for (auto& s : servers) {
+      EXPECT_EQ(s->Poll(), std::nullopt) << s->name() << " stopped";
+    }
+  }
+
+  // A run naming another partition of the same data is refused before any
+  // training, and the servers stay up.
+  std::vector<std::string> args = RunArgs(dir_.Sub("wrong"), "3");
+  for (const char* a :
+       {"--servers", list.c_str(), "--partition", random.c_str()}) {
+    args.push_back(a);
+  }
+  Finished wrong = RunShardgnn(args);
+  EXPECT_NE(wrong.exit_status, 0) << wrong.output;
+  EXPECT_THAT(Lines(wrong.output).back(),
+              AllOf(HasSubstr("shardgnn: error:"), HasSubstr("partition")))
+      << wrong.output;
+  EXPECT_THAT(wrong.output, Not(HasSubstr("epoch ")));
+  EXPECT_FALSE(fs::exists(dir_.Sub("wrong") + "/summary.json"));
+  for (auto& s : servers) {
+    EXPECT_EQ(s->Poll(), std::nullopt) << s->name() << " stopped";
+    EXPECT_EQ(s->Terminate(milliseconds(10000)), 0) << s->Tail(5);
+  }
+}
+
+struct BadFlag {
+  std::string name;  // Test name suffix.
+  std::vector<std::string> args;
+  std::string mentions;  // The error line must contain this.
+};
+
+class RunBadFlagTest : public RunTest,
+                       public ::testing::WithParamInterface<BadFlag> {};
+
+TEST_P(RunBadFlagTest, OneErrorLineAndNoChildren) {
+  std::vector<std::string> args = {"run", "--work-dir", work_dir_};
+  for (const auto& a : GetParam().args) args.push_back(a);
+  Finished run = RunShardgnn(args);
+  EXPECT_NE(run.exit_status, 0);
+  std::vector<std::string> lines = Lines(run.output);
+  ASSERT_EQ(lines.size(), 1u) << run.output;
+  EXPECT_THAT(lines[0], AllOf(HasSubstr("shardgnn: error:"),
+                              HasSubstr(GetParam().mentions)));
+  // Nothing was imported, partitioned or started.
+  EXPECT_FALSE(fs::exists(work_dir_));
+  ExpectNoOrphans();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Flags, RunBadFlagTest,
+    ::testing::Values(
+        BadFlag{"Fanouts", {"--fanouts", "10,x"}, "--fanouts '10,x'"},
+        BadFlag{"Model", {"--model", "nope"}, "model 'nope'"},
+        BadFlag{"Trainers", {"--trainers", "0"}, "--trainers"},
+        BadFlag{"Parts", {"--parts", "0"}, "--parts"},
+        BadFlag{"Epochs", {"--epochs", "0"}, "--epochs"},
+        BadFlag{"Method", {"--method", "bogus"}, "method 'bogus'"}),
+    [](const ::testing::TestParamInfo<BadFlag>& info) {
+      return info.param.name;
+    });
+
+}  // namespace
+}  // namespace shardgnn
