@@ -88,7 +88,9 @@ nlohmann::ordered_json EpochJson(const EpochStats& s) {
   j["train_acc"] = s.train_acc;
   j["val_acc"] = s.val_acc;
   j["epoch_seconds"] = s.epoch_seconds;
-  j["sample_seconds"] = s.sample_seconds;
+  j["wait_seconds"] = s.sample_seconds;
+  j["sample_busy_seconds"] = s.sample_busy_seconds;
+  j["fetch_seconds"] = s.fetch_seconds;
   j["compute_seconds"] = s.compute_seconds;
   j["allreduce_seconds"] = s.sync_seconds;
   j["eval_seconds"] = s.eval_seconds;
@@ -206,12 +208,12 @@ absl::Status RunTrain(const TrainFlags& flags) {
   options.on_epoch = [&](const EpochStats& s) {
     if (!leader) return;
     std::printf(
-        "epoch %3d/%d  loss %.4f  train %.3f  val %.3f  %.2fs (sample %.2f, "
-        "compute %.2f, allreduce %.2f, "
-        "eval %.2f)\n",
+        "epoch %3d/%d  loss %.4f  train %.3f  val %.3f  %.2fs (sampling %.2f, "
+        "fetch %.2f, compute %.2f, allreduce %.2f, waiting %.2f, eval %.2f)\n",
         s.epoch, options.epochs, s.loss, s.train_acc, s.val_acc,
-        s.epoch_seconds, s.sample_seconds, s.compute_seconds - s.sync_seconds,
-        s.sync_seconds, s.eval_seconds);
+        s.epoch_seconds, s.sample_busy_seconds - s.fetch_seconds,
+        s.fetch_seconds, s.compute_seconds - s.sync_seconds, s.sync_seconds,
+        s.sample_seconds, s.eval_seconds);
     std::fflush(stdout);
     if (metrics) *metrics << EpochJson(s).dump() << "\n" << std::flush;
   };

@@ -51,8 +51,10 @@ struct ShardMeta {
   int64_t feature_dim = 0;
   int64_t num_classes = 0;
   std::map<std::string, int64_t> split_counts;  // Owned nodes per split.
-  std::string partition_id;  // Identifies the partition run (checksum of its
-                             // manifest's content).
+  // Identifies the partition: a checksum of what determines it (dataset
+  // checksum, method, seed, parts, node ranges, orig_ids), so the same input
+  // and seed give the same id. Trainers check that every server has it.
+  std::string partition_id;
   std::string content_checksum;  // XXH64 over every (column family, key, value)
                                  // in key order, hex.
 

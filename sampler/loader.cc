@@ -97,6 +97,7 @@ std::vector<NodeId> PrefetchLoader::BatchSeeds(int64_t index) const {
 }
 
 void PrefetchLoader::Work() {
+  MiniBatch batch;
   while (true) {
     int64_t index;
     {
@@ -108,9 +109,12 @@ void PrefetchLoader::Work() {
       });
       if (stop_ || !error_.ok() || next_to_sample_ >= steps_) return;
       index = next_to_sample_++;
+      if (!spare_.empty()) {
+        batch = std::move(spare_.back());
+        spare_.pop_back();
+      }
     }
     std::vector<NodeId> seeds = BatchSeeds(index);
-    MiniBatch batch;
     auto start = Clock::now();
     absl::Status s = sampler_->Sample(
         seeds, MixSeed(epoch_seed_, static_cast<uint64_t>(index)), &batch);
@@ -118,6 +122,7 @@ void PrefetchLoader::Work() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stats_.sample_seconds += seconds;
+      stats_.fetch_seconds += batch.fetch_seconds;
       if (!s.ok()) {
         if (error_.ok()) error_ = s;
       } else {
@@ -143,8 +148,9 @@ absl::StatusOr<bool> PrefetchLoader::Next(MiniBatch* out) {
     double seconds = Seconds(Clock::now() - start);
     std::lock_guard<std::mutex> lock(mu_);
     stats_.sample_seconds += seconds;
-    stats_.wait_seconds +=
-        seconds;  // Without prefetching the trainer waits for every sample.
+    stats_.fetch_seconds += out->fetch_seconds;
+    // Without prefetching the trainer waits for every batch.
+    stats_.wait_seconds += seconds;
     if (!s.ok()) {
       error_ = s;
       return s;
@@ -167,7 +173,11 @@ absl::StatusOr<bool> PrefetchLoader::Next(MiniBatch* out) {
                      options_.max_wait.count(), " ms"));
   }
   auto it = ready_.find(index);
-  *out = std::move(it->second);
+  // The consumer's previous batch goes back to the workers.
+  std::swap(*out, it->second);
+  if (static_cast<int>(spare_.size()) < options_.workers) {
+    spare_.push_back(std::move(it->second));
+  }
   ready_.erase(it);
   ++stats_.batches;
   ++consumed_;

@@ -52,7 +52,10 @@ struct LoaderStats {
   int64_t batches = 0;
   double wait_seconds =
       0;  // Time Next() blocked waiting for a batch (the trainer's idle time).
-  double sample_seconds = 0;  // Time spent sampling, summed over threads.
+  double sample_seconds =
+      0;  // Time spent building batches, summed over threads.
+  double fetch_seconds =
+      0;  // The part of sample_seconds spent fetching features.
 };
 
 // The number of batches an epoch has for `num_seeds` seeds with these options.
@@ -105,6 +108,10 @@ class PrefetchLoader {
   int64_t next_to_sample_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t consumer_at_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<int64_t, MiniBatch> ready_ ABSL_GUARDED_BY(mu_);
+  // Batches the consumer is done with, whose buffers the workers reuse (a
+  // fresh multi-megabyte feature buffer per batch costs a page fault every
+  // 4 KiB).
+  std::vector<MiniBatch> spare_ ABSL_GUARDED_BY(mu_);
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   LoaderStats stats_ ABSL_GUARDED_BY(mu_);

@@ -1,5 +1,7 @@
 #include "sampler/neighbor_sampler.h"
 
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 #include "common/sampling.h"
 #include "common/status.h"
@@ -64,6 +66,7 @@ absl::Status NeighborSampler::SampleWith(absl::Span<const NodeId> seeds,
                                          internal::BlockBuilder* builder,
                                          MiniBatch* out) const {
   const int num_hops = num_layers();
+  out->fetch_seconds = 0;
   RETURN_IF_ERROR(builder->Reset(seeds));
   out->seeds.assign(seeds.begin(), seeds.end());
   out->blocks.resize(num_hops);
@@ -80,8 +83,12 @@ absl::Status NeighborSampler::SampleWith(absl::Span<const NodeId> seeds,
   out->feature_dim = source_->feature_dim();
   if (options_.fetch_features) {
     out->features.resize(out->input_nodes.size() * out->feature_dim);
+    const auto fetch_start = std::chrono::steady_clock::now();
     RETURN_IF_ERROR(
         source_->FetchFeatures(out->input_nodes, out->features.data()));
+    out->fetch_seconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - fetch_start)
+                             .count();
   } else {
     out->features.clear();
   }

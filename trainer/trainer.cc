@@ -286,6 +286,7 @@ class Run {
     loader_->Stop();
     stats.sample_busy_seconds =
         loader_->stats().sample_seconds - before.sample_seconds;
+    stats.fetch_seconds = loader_->stats().fetch_seconds - before.fetch_seconds;
     stats.loss = labeled > 0 ? loss_sum / labeled : 0.0;
     stats.train_acc = labeled > 0 ? correct / labeled : 0.0;
     stats.epoch_seconds = SecondsSince(epoch_start);

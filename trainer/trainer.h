@@ -61,6 +61,8 @@ struct EpochStats {
   double sample_seconds = 0.0;
   // Time spent building minibatches, overlapped or not.
   double sample_busy_seconds = 0.0;
+  // The part of sample_busy_seconds spent fetching input features.
+  double fetch_seconds = 0.0;
   // Forward, backward, gradient sync and optimizer step.
   double compute_seconds = 0.0;
   // The part of compute spent in gradient synchronisation.
