@@ -13,9 +13,10 @@
 //                    --workers threads) with a consumer that does nothing.
 // Every configuration samples the same batches (the loader's seeded order).
 // For each: seeds/s, sampled edges/s, input nodes per batch, remote feature
-// bytes per batch and per epoch (one pass over the train seeds, extrapolated
-// from the measured batches), and the cache hit rate. Also the in-process
-// sampler alone (no features, no labels) on one thread: sampled edges/s.
+// bytes per batch and per epoch (one pass over the train seeds; measured when
+// --batches is 0, the default, else extrapolated), and the cache hit rate. Also
+// the in-process sampler alone (no features, no labels) on one thread: sampled
+// edges/s.
 //
 // Servers, client and sampler share this process and its cores; on loopback
 // the remote figures include the servers' CPU time.
@@ -28,6 +29,9 @@
 // the next run with the same sizes (otherwise a temporary directory is used
 // and removed). Progress goes to stderr. CI smoke run (a few seconds):
 //   sampler_bench --nodes 5000 --avg_degree 10 --dim 16 --batch 64 --batches 4
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -70,7 +74,7 @@ struct Flags {
   int64_t dim = 128;
   int64_t batch = 1024;
   std::vector<int> fanouts = {15, 10, 5};
-  int64_t batches = 20;
+  int64_t batches = 0;  // 0: one epoch over the train seeds.
   int workers = 2;
   int prefetch = 4;
   std::string method = "metis";
@@ -95,6 +99,14 @@ void Check(const absl::Status& s, absl::string_view what) {
 
 double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Process CPU time (user + system, all threads: client and servers).
+double CpuSeconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 void Note(const std::string& line) {
@@ -124,7 +136,7 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (name == "--batch") {
       ok = absl::SimpleAtoi(value, &f.batch) && f.batch > 0;
     } else if (name == "--batches") {
-      ok = absl::SimpleAtoi(value, &f.batches) && f.batches > 0;
+      ok = absl::SimpleAtoi(value, &f.batches) && f.batches >= 0;
     } else if (name == "--workers") {
       ok = absl::SimpleAtoi(value, &f.workers) && f.workers > 0;
     } else if (name == "--prefetch") {
@@ -193,6 +205,7 @@ Relabelled Relabel(Dataset dataset, const std::string& partition_dir) {
 // One configuration's figures.
 struct Run {
   double seconds = 0;
+  double cpu_seconds = 0;
   SampleStats sampled;
   int64_t batches = 0;
   int64_t feature_bytes = 0;  // Remote feature bytes over the timed batches.
@@ -204,6 +217,8 @@ Json ToJson(const Run& r, int64_t steps_per_epoch) {
   Json j;
   j["batches"] = r.batches;
   j["seconds"] = r.seconds;
+  // CPU time per batch does not depend on how busy the machine is.
+  j["cpu_ms_per_batch"] = 1e3 * r.cpu_seconds / r.batches;
   j["seeds_per_s"] = r.sampled.seeds / r.seconds;
   j["sampled_edges_per_s"] = r.sampled.sampled_edges / r.seconds;
   j["batches_per_s"] = r.batches / r.seconds;
@@ -222,8 +237,9 @@ Json ToJson(const Run& r, int64_t steps_per_epoch) {
   return j;
 }
 
-// Samples `flags.batches` batches from a loader over `sampler` and measures
-// all of them, from the start of the epoch (so the loader's start-up counts).
+// Samples `flags.batches` batches (0: a whole epoch) from a loader over
+// `sampler` and measures all of them, from the start of the epoch (so the
+// loader's start-up counts).
 Run Measure(const NeighborSampler& sampler, const std::vector<NodeId>& seeds,
             const Flags& flags, int prefetch, const RemoteGraphSource* remote,
             const FeatureCache* cache) {
@@ -240,6 +256,7 @@ Run Measure(const NeighborSampler& sampler, const std::vector<NodeId>& seeds,
   const RemoteStats remote_before = remote ? remote->stats() : RemoteStats{};
   const FeatureCacheStats cache_before =
       cache ? cache->stats() : FeatureCacheStats{};
+  const double cpu_start = CpuSeconds();
   const auto start = Clock::now();
   loader->StartEpoch(0);
   MiniBatch batch;
@@ -249,6 +266,7 @@ Run Measure(const NeighborSampler& sampler, const std::vector<NodeId>& seeds,
   }
   run.seconds = Since(start);
   loader->Stop();
+  run.cpu_seconds = CpuSeconds() - cpu_start;
   if (remote != nullptr) {
     run.feature_bytes =
         remote->stats().feature_bytes - remote_before.feature_bytes;

@@ -4,6 +4,7 @@
 #include <future>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 
 namespace shardgnn {
 
@@ -182,6 +183,33 @@ absl::Status RemoteGraphSource::SampleNeighbors(absl::Span<const NodeId> nodes,
   return absl::OkStatus();
 }
 
+std::unique_ptr<RemoteGraphSource::RowBuffer> RemoteGraphSource::AcquireRows(
+    size_t floats) const {
+  std::unique_ptr<RowBuffer> buffer;
+  {
+    std::lock_guard<std::mutex> lock(rows_mu_);
+    if (!idle_rows_.empty()) {
+      buffer = std::move(idle_rows_.back());
+      idle_rows_.pop_back();
+    }
+  }
+  if (buffer == nullptr) buffer = std::make_unique<RowBuffer>();
+  if (buffer->capacity < floats) {
+    // Uninitialized: the server's rows overwrite every element.
+    buffer->data.reset(new float[floats]);
+    buffer->capacity = floats;
+  }
+  return buffer;
+}
+
+void RemoteGraphSource::ReleaseRows(std::unique_ptr<RowBuffer> buffer) const {
+  std::lock_guard<std::mutex> lock(rows_mu_);
+  // Enough for a few concurrent batches of every part; more are freed.
+  if (idle_rows_.size() < 4 * clients_.size()) {
+    idle_rows_.push_back(std::move(buffer));
+  }
+}
+
 absl::Status RemoteGraphSource::FetchFeatures(absl::Span<const NodeId> nodes,
                                               float* out) const {
   auto groups = Group(nodes);
@@ -189,15 +217,26 @@ absl::Status RemoteGraphSource::FetchFeatures(absl::Span<const NodeId> nodes,
   const int64_t dim = feature_dim_;
   return ForEachPart(*groups, [&](int p) -> absl::Status {
     const auto& positions = groups->positions[p];
-    std::vector<float> rows(positions.size() * static_cast<size_t>(dim));
-    absl::Status s = clients_[p]->GetFeatures(groups->ids[p], dim, rows.data());
-    if (!s.ok()) return s;
-    for (size_t j = 0; j < positions.size(); ++j) {
-      std::memcpy(out + positions[j] * dim, rows.data() + j * dim,
-                  dim * sizeof(float));
+    // A part that owns every requested node answers straight into `out`.
+    if (positions.size() == nodes.size()) {
+      RETURN_IF_ERROR(clients_[p]->GetFeatures(groups->ids[p], dim, out));
+      feature_bytes_ +=
+          static_cast<int64_t>(nodes.size() * dim * sizeof(float));
+      return absl::OkStatus();
     }
-    feature_bytes_ += static_cast<int64_t>(rows.size() * sizeof(float));
-    return absl::OkStatus();
+    const size_t floats = positions.size() * static_cast<size_t>(dim);
+    std::unique_ptr<RowBuffer> rows = AcquireRows(floats);
+    absl::Status s =
+        clients_[p]->GetFeatures(groups->ids[p], dim, rows->data.get());
+    if (s.ok()) {
+      const float* row = rows->data.get();
+      for (size_t j = 0; j < positions.size(); ++j, row += dim) {
+        std::memcpy(out + positions[j] * dim, row, dim * sizeof(float));
+      }
+      feature_bytes_ += static_cast<int64_t>(floats * sizeof(float));
+    }
+    ReleaseRows(std::move(rows));
+    return s;
   });
 }
 
