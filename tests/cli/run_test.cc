@@ -12,6 +12,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -382,6 +383,9 @@ struct BadFlag {
   std::vector<std::string> args;
   std::string mentions;  // The error line must contain this.
 };
+
+// Test logs show the case by name.
+void PrintTo(const BadFlag& c, std::ostream* os) { *os << c.name; }
 
 class RunBadFlagTest : public RunTest,
                        public ::testing::WithParamInterface<BadFlag> {};
