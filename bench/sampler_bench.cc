@@ -10,7 +10,8 @@
 //   remote_cache_P   the same behind a static FeatureCache holding P% of all
 //                    feature rows, filled by pre-sampling 8 batches (GNNLab);
 //   loader_cache_P   remote_cache_P through the PrefetchLoader (prefetch 4,
-//                    --workers threads) with a consumer that does nothing.
+//                    --workers threads, default 2; loader_cache_P_1_worker
+//                    with one) with a consumer that does nothing.
 // Every configuration samples the same batches (the loader's seeded order).
 // For each: seeds/s, sampled edges/s, input nodes per batch, remote feature
 // bytes per batch and per epoch (one pass over the train seeds; measured when
@@ -242,12 +243,12 @@ Json ToJson(const Run& r, int64_t steps_per_epoch) {
 // loader's start-up counts).
 Run Measure(const NeighborSampler& sampler, const std::vector<NodeId>& seeds,
             const Flags& flags, int prefetch, const RemoteGraphSource* remote,
-            const FeatureCache* cache) {
+            const FeatureCache* cache, int workers = 0) {
   LoaderOptions options;
   options.batch_size = flags.batch;
   options.steps_per_epoch = flags.batches;
   options.prefetch = prefetch;
-  options.workers = flags.workers;
+  options.workers = workers > 0 ? workers : flags.workers;
   options.shuffle_seed = 7;
   options.sample_seed = 8;
   auto loader = OrDie(PrefetchLoader::Create(&sampler, seeds, options),
@@ -440,16 +441,22 @@ int Main(int argc, char** argv) {
         static_cast<double>(c.feature_bytes) / c.batches /
         (static_cast<double>(b.feature_bytes) / b.batches);
     out[absl::StrCat("remote_cache_", percent)] = cj;
-    Note(absl::StrCat("(d) 2 servers, static cache ", percent,
-                      "%, prefetching loader"));
-    Run d = Measure(*sampler, seeds, flags, flags.prefetch, remote.get(),
-                    cache.get());
-    Json dj = ToJson(d, steps_per_epoch);
-    const double ratio =
-        (d.sampled.seeds / d.seconds) / (a.sampled.seeds / a.seconds);
-    dj["seeds_per_s_vs_in_process"] = ratio;
-    best_ratio = std::max(best_ratio, ratio);
-    out[absl::StrCat("loader_cache_", percent)] = dj;
+    // (d) with --workers threads, and with one if that is not the same.
+    for (int workers : {flags.workers, 1}) {
+      if (workers == 1 && flags.workers == 1) break;
+      Note(absl::StrCat("(d) 2 servers, static cache ", percent,
+                        "%, prefetching loader, ", workers, " worker(s)"));
+      Run d = Measure(*sampler, seeds, flags, flags.prefetch, remote.get(),
+                      cache.get(), workers);
+      Json dj = ToJson(d, steps_per_epoch);
+      dj["workers"] = workers;
+      const double ratio =
+          (d.sampled.seeds / d.seconds) / (a.sampled.seeds / a.seconds);
+      dj["seeds_per_s_vs_in_process"] = ratio;
+      best_ratio = std::max(best_ratio, ratio);
+      out[absl::StrCat("loader_cache_", percent,
+                       workers == flags.workers ? "" : "_1_worker")] = dj;
+    }
   }
   out["goals"] = {{"loader_vs_in_process_best", best_ratio},
                   {"loader_vs_in_process_goal", 0.7},
