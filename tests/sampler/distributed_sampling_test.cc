@@ -217,6 +217,41 @@ TEST_P(DistributedSamplingTest, CachedFeaturesAreBitIdentical) {
   }
 }
 
+// A whole epoch through the prefetching loader (2 workers, recycled batch
+// buffers) over the servers equals the in-process loader's, batch for batch.
+TEST_P(DistributedSamplingTest, LoaderEpochMatchesInProcess) {
+  auto distributed = Sampler(remote_.get());
+  auto in_process = Sampler(local_.get());
+  std::vector<NodeId> seeds(kNodes / 2);
+  for (size_t i = 0; i < seeds.size(); ++i) seeds[i] = 2 * i + 1;
+  LoaderOptions options;
+  options.batch_size = 50;
+  options.shuffle_seed = 3;
+  options.sample_seed = 4;
+  options.prefetch = 0;
+  ASSERT_OK_AND_ASSIGN(
+      auto reference, PrefetchLoader::Create(in_process.get(), seeds, options));
+  options.prefetch = 4;
+  options.workers = 2;
+  ASSERT_OK_AND_ASSIGN(
+      auto loader, PrefetchLoader::Create(distributed.get(), seeds, options));
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    reference->StartEpoch(epoch);
+    loader->StartEpoch(epoch);
+    MiniBatch got, want;
+    int64_t batches = 0;
+    while (true) {
+      ASSERT_OK_AND_ASSIGN(bool more_want, reference->Next(&want));
+      ASSERT_OK_AND_ASSIGN(bool more_got, loader->Next(&got));
+      ASSERT_EQ(more_got, more_want);
+      if (!more_got) break;
+      ExpectSameBatch(got, want);
+      ++batches;
+    }
+    EXPECT_EQ(batches, loader->steps_per_epoch());
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Servers, DistributedSamplingTest,
                          ::testing::Combine(::testing::Values(1, 2, 4),
                                             ::testing::Bool()),
