@@ -332,7 +332,19 @@ absl::Status RunPipeline(const RunFlags& flags) {
     char stamp[32];
     std::time_t now = std::time(nullptr);
     std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::localtime(&now));
-    out_dir = JoinPath(JoinPath(flags.work_dir, "runs"), stamp);
+    // A fresh directory even when another run started in the same second
+    // (create_directory claims it atomically).
+    std::string runs = JoinPath(flags.work_dir, "runs");
+    std::error_code ec;
+    fs::create_directories(runs, ec);
+    for (int n = 1; !ec; ++n) {
+      out_dir = JoinPath(
+          runs, n == 1 ? std::string(stamp) : absl::StrCat(stamp, "-", n));
+      if (fs::create_directory(out_dir, ec)) break;
+    }
+    if (ec)
+      return absl::PermissionDeniedError(absl::StrCat(
+          runs, ": cannot create a run directory: ", ec.message()));
   }
   std::error_code ec;
   if (fs::exists(JoinPath(out_dir, "summary.json"))) {

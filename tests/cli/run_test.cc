@@ -14,6 +14,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -227,18 +228,25 @@ TEST_F(RunTest, TrainsCoraEndToEndAndLeavesNoChildren) {
   ExpectNoOrphans();
 }
 
+// Also: without --out each run gets its own directory under WORK_DIR/runs.
 TEST_F(RunTest, SecondRunReusesDatasetAndPartition) {
-  Finished first = RunShardgnn(RunArgs(dir_.Sub("run1"), "1"));
+  const std::vector<std::string> args = {"run", "--work-dir", work_dir_,
+                                         "--epochs", "1"};
+  Finished first = RunShardgnn(args);
   ASSERT_EQ(first.exit_status, 0) << first.output;
   EXPECT_THAT(first.output, HasSubstr("partition of 'cora'"));
   EXPECT_THAT(first.output, Not(HasSubstr("reusing")));
 
-  Finished second = RunShardgnn(RunArgs(dir_.Sub("run2"), "1"));
+  Finished second = RunShardgnn(args);
   ASSERT_EQ(second.exit_status, 0) << second.output;
   EXPECT_THAT(second.output, HasSubstr("reusing dataset"));
   EXPECT_THAT(second.output, HasSubstr("reusing partition"));
   EXPECT_THAT(second.output, Not(HasSubstr("partition of 'cora'")));
-  EXPECT_TRUE(fs::exists(dir_.Sub("run2") + "/summary.json"));
+  int finished_runs = 0;
+  for (const auto& entry : fs::directory_iterator(work_dir_ + "/runs")) {
+    finished_runs += fs::exists(entry.path() / "summary.json");
+  }
+  EXPECT_EQ(finished_runs, 2);
 }
 
 TEST_F(RunTest, KilledStorageServerStopsRunNamingIt) {
@@ -280,6 +288,26 @@ TEST_F(RunTest, KilledStorageServerStopsRunNamingIt) {
   EXPECT_FALSE(fs::exists(dir_.Sub("run") + "/summary.json"));
   for (const auto& c : children) {
     EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
+  }
+  ExpectNoOrphans();
+}
+
+// The launcher killed outright cannot stop its children; they die with it
+// (PR_SET_PDEATHSIG).
+TEST_F(RunTest, KilledLauncherTakesItsChildrenWithIt) {
+  auto run = StartShardgnn(RunArgs(dir_.Sub("run"), "1000"), "shardgnn run");
+  ASSERT_NE(run, nullptr);
+  ASSERT_OK(run->WaitForLine("epoch   1/1000", kRunTimeout));
+  std::vector<ProcessInfo> children = ChildrenOf(run->pid(), work_dir_);
+  ASSERT_EQ(children.size(), 4u) << Describe(children);
+  run->Signal(SIGKILL);
+  ASSERT_EQ(run->Wait(seconds(10)), 128 + SIGKILL);
+  // The kernel delivers the children's SIGKILL asynchronously: allow a
+  // bounded moment for them to go.
+  auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  while (!ProcessesMentioning(work_dir_).empty() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(50));
   }
   ExpectNoOrphans();
 }
