@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -312,24 +313,66 @@ TEST_F(RunTest, KilledLauncherTakesItsChildrenWithIt) {
   ExpectNoOrphans();
 }
 
-TEST_F(RunTest, InterruptStopsEveryChild) {
+// Ctrl-C (SIGINT) or SIGTERM to the launcher mid-training stops every child
+// and exits non-zero saying so.
+class RunSignalTest : public RunTest,
+                      public ::testing::WithParamInterface<int> {};
+
+TEST_P(RunSignalTest, StopsEveryChild) {
   auto run = StartShardgnn(RunArgs(dir_.Sub("run"), "1000"), "shardgnn run");
   ASSERT_NE(run, nullptr);
   ASSERT_OK(run->WaitForLine("epoch   1/1000", kRunTimeout));
   std::vector<ProcessInfo> children = ChildrenOf(run->pid(), work_dir_);
   ASSERT_EQ(children.size(), 4u) << Describe(children);
 
-  auto interrupted_at = std::chrono::steady_clock::now();
-  run->Signal(SIGINT);
+  auto signalled_at = std::chrono::steady_clock::now();
+  run->Signal(GetParam());
   std::optional<int> status = run->Wait(seconds(30));
-  ASSERT_TRUE(status.has_value()) << "no exit 30 s after SIGINT";
+  ASSERT_TRUE(status.has_value()) << "no exit 30 s after the signal";
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                          interrupted_at)
+                                          signalled_at)
                 .count(),
             15);
   std::string output = run->Tail(100000);
   EXPECT_NE(*status, 0) << output;
-  EXPECT_THAT(Lines(output).back(), HasSubstr("interrupted")) << output;
+  EXPECT_THAT(Lines(output).back(),
+              HasSubstr(absl::StrCat("interrupted by signal ", GetParam())))
+      << output;
+  for (const auto& c : children) {
+    EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
+  }
+  ExpectNoOrphans();
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, RunSignalTest,
+                         ::testing::Values(SIGINT, SIGTERM),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::string(info.param == SIGINT ? "Sigint"
+                                                                   : "Sigterm");
+                         });
+
+// A trainer dying makes the run stop naming that trainer.
+TEST_F(RunTest, KilledTrainerStopsRunNamingIt) {
+  auto run = StartShardgnn(RunArgs(dir_.Sub("run"), "1000"), "shardgnn run");
+  ASSERT_NE(run, nullptr);
+  ASSERT_OK(run->WaitForLine("epoch   1/1000", kRunTimeout));
+  std::vector<ProcessInfo> children = ChildrenOf(run->pid(), work_dir_);
+  ASSERT_EQ(children.size(), 4u) << Describe(children);
+  // Trainers are started in rank order, after the servers.
+  pid_t trainer = 0;
+  for (const auto& c : children) {
+    if (c.cmdline.find(" train ") != std::string::npos) {
+      trainer = std::max(trainer, c.pid);
+    }
+  }
+  ASSERT_GT(trainer, 0) << Describe(children);
+  ASSERT_EQ(kill(trainer, SIGKILL), 0);
+  std::optional<int> status = run->Wait(seconds(60));
+  ASSERT_TRUE(status.has_value()) << "no exit 60 s after the kill";
+  std::string output = run->Tail(100000);
+  EXPECT_NE(*status, 0) << output;
+  EXPECT_THAT(output, HasSubstr("shardgnn: error: trainer "));
+  EXPECT_THAT(output, HasSubstr("with status 137")) << output;
   for (const auto& c : children) {
     EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
   }
@@ -369,13 +412,18 @@ TEST_F(RunTest, SubmitsTwiceToRunningServersAndChecksThePartition) {
   }
   const std::string list = absl::StrJoin(addresses, ",");
 
+  // The second run names the servers in a cluster file instead.
+  const std::string cluster = dir_.Sub("cluster.txt");
+  std::ofstream(cluster) << "# storage servers\n"
+                         << addresses[1] << "\n"
+                         << addresses[0] << "  # part 0\n";
   for (const char* name : {"run1", "run2"}) {
     SCOPED_TRACE(name);
     std::vector<std::string> args = RunArgs(dir_.Sub(name), "3");
-    for (const char* a :
-         {"--servers", list.c_str(), "--partition", metis.c_str()}) {
-      args.push_back(a);
-    }
+    args.push_back(name == std::string("run1") ? "--servers" : "--cluster");
+    args.push_back(name == std::string("run1") ? list : cluster);
+    args.push_back("--partition");
+    args.push_back(metis);
     Finished run = RunShardgnn(args);
     ASSERT_EQ(run.exit_status, 0) << run.output;
     EXPECT_THAT(run.output, HasSubstr("epoch   3/3"));
