@@ -1,7 +1,6 @@
 // `shardgnn run` end to end (cli/run_cmd.cc): the real binary as a child
 // process, with its storage servers and trainers as its own children, on the
 // bundled Cora in a temporary work dir.
-#include <dirent.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -25,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "common/subprocess.h"
 #include "nlohmann/json.hpp"
+#include "tests/cli/process_table.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -35,78 +35,17 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::AllOf;
+using testing::ChildrenOf;
+using testing::Describe;
 using ::testing::HasSubstr;
+using testing::IsAlive;
 using ::testing::Not;
+using testing::ProcessesMentioning;
+using testing::ProcessInfo;
 using testing::ShardgnnBinary;
 using testing::TempDir;
 
 constexpr milliseconds kRunTimeout = seconds(120);
-
-// A process found in /proc.
-struct ProcessInfo {
-  pid_t pid = 0;
-  pid_t ppid = 0;
-  std::string cmdline;  // Arguments joined by spaces.
-};
-
-std::string ReadProcFile(pid_t pid, const char* name) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/", name), std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// Every live process (not zombies: their cmdline is empty) whose command line
-// contains `needle`, other than this test itself.
-std::vector<ProcessInfo> ProcessesMentioning(const std::string& needle) {
-  std::vector<ProcessInfo> found;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return found;
-  while (dirent* entry = readdir(proc)) {
-    int pid;
-    if (!absl::SimpleAtoi(entry->d_name, &pid) || pid == getpid()) continue;
-    std::string raw = ReadProcFile(pid, "cmdline");
-    if (raw.empty()) continue;
-    std::vector<std::string> args =
-        absl::StrSplit(raw, '\0', absl::SkipEmpty());
-    ProcessInfo info{pid, 0, absl::StrJoin(args, " ")};
-    if (info.cmdline.find(needle) == std::string::npos) continue;
-    // "pid (comm) state ppid ...": the ppid follows the last ')'.
-    std::string stat = ReadProcFile(pid, "stat");
-    size_t paren = stat.rfind(')');
-    if (paren != std::string::npos) {
-      std::vector<std::string> fields =
-          absl::StrSplit(stat.substr(paren + 2), ' ');
-      if (fields.size() > 1) (void)absl::SimpleAtoi(fields[1], &info.ppid);
-    }
-    found.push_back(info);
-  }
-  closedir(proc);
-  return found;
-}
-
-std::vector<ProcessInfo> ChildrenOf(pid_t parent, const std::string& needle) {
-  std::vector<ProcessInfo> children;
-  for (auto& p : ProcessesMentioning(needle)) {
-    if (p.ppid == parent) children.push_back(p);
-  }
-  return children;
-}
-
-std::string Describe(const std::vector<ProcessInfo>& processes) {
-  std::string text;
-  for (const auto& p : processes) {
-    absl::StrAppend(&text, "\n  pid ", p.pid, " (parent ", p.ppid,
-                    "): ", p.cmdline);
-  }
-  return text;
-}
-
-bool IsAlive(pid_t pid) {
-  // Gone, or a zombie nobody reaped yet: either way no longer running.
-  std::string stat = ReadProcFile(pid, "stat");
-  size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() &&
-         stat[paren + 2] != 'Z';
-}
 
 // `shardgnn <args>` as a child process.
 std::unique_ptr<Subprocess> StartShardgnn(std::vector<std::string> args,
