@@ -268,6 +268,9 @@ absl::Status RunPipeline(const RunFlags& flags) {
   if (!(flags.timeout_seconds > 0))
     return absl::InvalidArgumentError("--timeout must be positive");
   RETURN_IF_ERROR(ParsePartitionMethod(flags.method).status());
+  if (flags.training.resume && flags.out_dir.empty())
+    return absl::InvalidArgumentError(
+        "--resume needs --out, the directory of the run to continue");
   RETURN_IF_ERROR(ToTrainOptions(flags.training).status());
 
   const std::string self = SelfPath();

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -318,6 +319,62 @@ TEST_F(RunTest, KilledTrainerStopsRunNamingIt) {
   ExpectNoOrphans();
 }
 
+// Per epoch (the last line written for it wins): the loss.
+std::map<int, double> LossByEpoch(const std::string& run_dir) {
+  std::map<int, double> loss;
+  std::ifstream in(run_dir + "/metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object()) loss[j["epoch"].get<int>()] = j["loss"].get<double>();
+  }
+  return loss;
+}
+
+double SummaryTestAccuracy(const std::string& run_dir) {
+  auto j = nlohmann::json::parse(std::ifstream(run_dir + "/summary.json"),
+                                 nullptr, false);
+  return j.is_object() ? j["test_acc"].get<double>() : -1;
+}
+
+// A run interrupted mid-way and continued with --resume ends where an
+// uninterrupted run with the same seed ends.
+TEST_F(RunTest, InterruptedRunResumesToTheSameResult) {
+  const std::string whole = dir_.Sub("whole");
+  const std::string resumed = dir_.Sub("resumed");
+  Finished uninterrupted = RunShardgnn(RunArgs(whole, "8"));
+  ASSERT_EQ(uninterrupted.exit_status, 0) << uninterrupted.output;
+
+  auto run = StartShardgnn(RunArgs(resumed, "8"), "shardgnn run");
+  ASSERT_NE(run, nullptr);
+  ASSERT_OK(run->WaitForLine("epoch   2/8", kRunTimeout));
+  run->Signal(SIGINT);
+  std::optional<int> status = run->Wait(seconds(30));
+  ASSERT_TRUE(status.has_value());
+  if (*status == 0) GTEST_SKIP() << "the run finished before the interrupt";
+  ASSERT_FALSE(fs::exists(resumed + "/summary.json"));
+  const size_t epochs_before = LossByEpoch(resumed).size();
+  EXPECT_GE(epochs_before, 2u);
+  EXPECT_LT(epochs_before, 8u);
+
+  std::vector<std::string> args = RunArgs(resumed, "8");
+  args.push_back("--resume");
+  Finished continued = RunShardgnn(args);
+  ASSERT_EQ(continued.exit_status, 0) << continued.output;
+  // It continues after the last checkpoint instead of starting over.
+  EXPECT_THAT(continued.output, Not(HasSubstr("epoch   1/8")))
+      << continued.output;
+  EXPECT_THAT(continued.output, HasSubstr("epoch   8/8"));
+
+  std::map<int, double> expected = LossByEpoch(whole);
+  std::map<int, double> actual = LossByEpoch(resumed);
+  ASSERT_EQ(actual.size(), 8u);
+  for (const auto& [epoch, loss] : expected) {
+    EXPECT_NEAR(actual[epoch], loss, 1e-4) << "epoch " << epoch;
+  }
+  EXPECT_NEAR(SummaryTestAccuracy(resumed), SummaryTestAccuracy(whole), 1e-6);
+}
+
 // Storage servers started by the test outlive the runs submitted to them.
 TEST_F(RunTest, SubmitsTwiceToRunningServersAndChecksThePartition) {
   const std::string dataset = dir_.Sub("cora");
@@ -427,7 +484,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"Trainers", {"--trainers", "0"}, "--trainers"},
         BadFlag{"Parts", {"--parts", "0"}, "--parts"},
         BadFlag{"Epochs", {"--epochs", "0"}, "--epochs"},
-        BadFlag{"Method", {"--method", "bogus"}, "method 'bogus'"}),
+        BadFlag{"Method", {"--method", "bogus"}, "method 'bogus'"},
+        BadFlag{"ResumeWithoutOut", {"--resume"}, "--resume needs --out"}),
     [](const ::testing::TestParamInfo<BadFlag>& info) {
       return info.param.name;
     });
