@@ -57,15 +57,6 @@ constexpr uint64_t kTrainSampleStream = 2;
 constexpr uint64_t kEvalSampleStream = 3;
 constexpr uint64_t kModelStream = 4;
 
-// Fisher-Yates with the project's portable generator: the same order on every
-// platform and standard library.
-void SeededShuffle(uint64_t seed, std::vector<NodeId>* nodes) {
-  uint64_t state = seed;
-  for (size_t i = nodes->size(); i > 1; --i) {
-    std::swap((*nodes)[i - 1], (*nodes)[UniformBelow(&state, i)]);
-  }
-}
-
 absl::Status CheckOptions(const GraphSource& source, const TrainSplits& splits,
                           const TrainOptions& options) {
   if (splits.train.empty())
