@@ -153,17 +153,8 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
                    options.split_paths.empty()
                        ? absl::StrCat("; random split with seed ", options.seed)
                        : "; split from .npy files");
-  RETURN_IF_ERROR(datasets_internal::FinishDatasetDir(dir, manifest));
-  RETURN_IF_ERROR(staging->Commit());
-
-  summary.out_dir = out_dir;
-  ASSIGN_OR_RETURN(summary.manifest, ReadDatasetManifest(out_dir));
-  summary.duplicate_edges_dropped = result.duplicate_edges_dropped;
-  summary.self_loops_dropped = result.self_loops_dropped;
-  summary.max_degree = result.max_degree;
-  summary.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+  RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(staging.get(), manifest,
+                                                      result, start, &summary));
   return summary;
 }
 

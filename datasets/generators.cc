@@ -341,19 +341,10 @@ absl::StatusOr<BuildSummary> GenerateDataset(const GeneratorOptions& options,
       GraphKindName(options.kind), n, options.avg_degree, f,
       options.num_classes, options.split[0], options.split[1], options.split[2],
       options.homophily, options.feature_noise, options.seed);
-  RETURN_IF_ERROR(datasets_internal::FinishDatasetDir(dir, manifest));
-  RETURN_IF_ERROR(staging->Commit());
-
   BuildSummary summary;
-  summary.out_dir = out_dir;
-  ASSIGN_OR_RETURN(summary.manifest, ReadDatasetManifest(out_dir));
   summary.input_edges = m;
-  summary.duplicate_edges_dropped = result.duplicate_edges_dropped;
-  summary.self_loops_dropped = result.self_loops_dropped;
-  summary.max_degree = result.max_degree;
-  summary.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+  RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(staging.get(), manifest,
+                                                      result, start, &summary));
   return summary;
 }
 

@@ -186,17 +186,8 @@ absl::StatusOr<BuildSummary> ImportLinqs(const LinqsImportOptions& options,
       "; stratified split with seed ", options.seed, " (",
       options.train_per_class, " per class train, ", options.num_valid,
       " valid, ", options.num_test, " test); classes: ", classes);
-  RETURN_IF_ERROR(datasets_internal::FinishDatasetDir(dir, manifest));
-  RETURN_IF_ERROR(staging->Commit());
-
-  summary.out_dir = out_dir;
-  ASSIGN_OR_RETURN(summary.manifest, ReadDatasetManifest(out_dir));
-  summary.duplicate_edges_dropped = result.duplicate_edges_dropped;
-  summary.self_loops_dropped = result.self_loops_dropped;
-  summary.max_degree = result.max_degree;
-  summary.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+  RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(staging.get(), manifest,
+                                                      result, start, &summary));
   return summary;
 }
 

@@ -175,15 +175,8 @@ absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
       absl::StrCat("imported from the OGB raw layout at ", options.input_dir,
                    " (split ", fs::path(split_dir).filename().string(), ")",
                    options.edges.undirected ? "; reverse edges added" : "");
-  RETURN_IF_ERROR(datasets_internal::FinishDatasetDir(dir, manifest));
-  RETURN_IF_ERROR(staging->Commit());
-  ASSIGN_OR_RETURN(summary.manifest, ReadDatasetManifest(out_dir));
-  summary.duplicate_edges_dropped = result.duplicate_edges_dropped;
-  summary.self_loops_dropped = result.self_loops_dropped;
-  summary.max_degree = result.max_degree;
-  summary.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+  RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(staging.get(), manifest,
+                                                      result, start, &summary));
   return summary;
 }
 

@@ -102,4 +102,21 @@ absl::Status FinishDatasetDir(const std::string& dir,
                          ManifestToJson(manifest));
 }
 
+absl::Status CommitDatasetDir(StagingDir* staging, DatasetManifest manifest,
+                              const CsrResult& csr,
+                              std::chrono::steady_clock::time_point start,
+                              BuildSummary* summary) {
+  RETURN_IF_ERROR(FinishDatasetDir(staging->path(), std::move(manifest)));
+  RETURN_IF_ERROR(staging->Commit());
+  summary->out_dir = staging->final_path();
+  ASSIGN_OR_RETURN(summary->manifest, ReadDatasetManifest(summary->out_dir));
+  summary->duplicate_edges_dropped = csr.duplicate_edges_dropped;
+  summary->self_loops_dropped = csr.self_loops_dropped;
+  summary->max_degree = csr.max_degree;
+  summary->seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return absl::OkStatus();
+}
+
 }  // namespace shardgnn::datasets_internal

@@ -6,11 +6,15 @@
 #ifndef SHARDGNN_DATASETS_INTERNAL_DATASET_DIR_H_
 #define SHARDGNN_DATASETS_INTERNAL_DATASET_DIR_H_
 
+#include <chrono>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/file_util.h"
 #include "datasets/dataset.h"
+#include "datasets/internal/csr_builder.h"
+#include "datasets/summary.h"
 
 namespace shardgnn::datasets_internal {
 
@@ -26,6 +30,15 @@ absl::StatusOr<DatasetManifest> ManifestFromJson(const std::string& text,
 // manifest.splits), stores them in manifest.files and writes manifest.json
 // atomically. Files must already be complete.
 absl::Status FinishDatasetDir(const std::string& dir, DatasetManifest manifest);
+
+// The last step every importer and generator shares: FinishDatasetDir on the
+// staging directory, the rename into place, and the rest of *summary (the
+// output path, the manifest as written, the counts from the CSR build, the
+// time since `start`).
+absl::Status CommitDatasetDir(StagingDir* staging, DatasetManifest manifest,
+                              const CsrResult& csr,
+                              std::chrono::steady_clock::time_point start,
+                              BuildSummary* summary);
 
 }  // namespace shardgnn::datasets_internal
 
