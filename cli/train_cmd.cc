@@ -1,10 +1,18 @@
 // `shardgnn train`: one data-parallel trainer. Reads the torchrun variables
 // (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; flags override), connects to the
 // storage servers, joins the other trainers through c10d, trains, and (rank 0)
-// writes metrics.jsonl and summary.json.
+// writes metrics.jsonl and summary.json. With --dataset it instead trains in
+// this one process over the whole graph in memory (InMemoryGraphSource, no RPC,
+// no process group): the same sampler, loader and model code, the physical
+// limit a distributed run is measured against.
+#include <ATen/Parallel.h>
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -16,6 +24,7 @@
 #include "common/file_util.h"
 #include "common/sampling.h"
 #include "common/status.h"
+#include "datasets/dataset.h"
 #include "nlohmann/json.hpp"
 #include "partition/partition_book.h"
 #include "sampler/cached_graph_source.h"
@@ -30,6 +39,7 @@ namespace {
 struct TrainFlags {
   std::string servers;
   std::string cluster_file;
+  std::string dataset_dir;  // In-process mode: the whole graph in memory.
   std::string partition_dir;
   std::string out_dir;
   int rank = -1;
@@ -98,7 +108,202 @@ nlohmann::ordered_json EpochJson(const EpochStats& s) {
   return j;
 }
 
+// Peak resident set of this process in bytes (Linux reports KiB), -1 if
+// unknown.
+int64_t PeakRssBytes() {
+  struct rusage usage {};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return -1;
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+// This process's resources and where its epochs' time went: means over the
+// epochs after the first (the warm-up), or over the only epoch. Sampling and
+// fetch overlap compute when prefetching; `waiting` is the part that did not.
+// `train_seeds` counts every trainer's seeds in one epoch.
+nlohmann::ordered_json PerformanceJson(const TrainResult& result,
+                                       const TrainingFlags& training,
+                                       int64_t train_seeds) {
+  const auto& all = result.epochs;
+  size_t first = all.size() > 1 ? 1 : 0;
+  double n = static_cast<double>(all.size() - first);
+  EpochStats mean;
+  for (size_t i = first; i < all.size(); ++i) {
+    mean.epoch_seconds += all[i].epoch_seconds / n;
+    mean.sample_busy_seconds += all[i].sample_busy_seconds / n;
+    mean.fetch_seconds += all[i].fetch_seconds / n;
+    mean.compute_seconds += all[i].compute_seconds / n;
+    mean.sync_seconds += all[i].sync_seconds / n;
+    mean.sample_seconds += all[i].sample_seconds / n;
+    mean.eval_seconds += all[i].eval_seconds / n;
+  }
+  double step_seconds = mean.epoch_seconds - mean.eval_seconds;
+  nlohmann::ordered_json process;
+  process["peak_rss_bytes"] = PeakRssBytes();
+  process["torch_threads"] = at::get_num_threads();
+  process["sampler_threads"] =
+      training.prefetch > 0 ? training.sampler_threads : 0;
+  process["prefetch"] = training.prefetch;
+  nlohmann::ordered_json time;
+  time["epochs_measured"] = all.size() - first;
+  time["epoch_seconds"] = mean.epoch_seconds;
+  time["step_seconds"] = step_seconds;
+  time["sampling_seconds"] = mean.sample_busy_seconds - mean.fetch_seconds;
+  time["fetch_seconds"] = mean.fetch_seconds;
+  time["compute_seconds"] = mean.compute_seconds - mean.sync_seconds;
+  time["allreduce_seconds"] = mean.sync_seconds;
+  time["waiting_seconds"] = mean.sample_seconds;
+  time["eval_seconds"] = mean.eval_seconds;
+  time["wait_fraction"] =
+      step_seconds > 0 ? mean.sample_seconds / step_seconds : 0.0;
+  time["train_seeds_per_epoch"] = train_seeds;
+  time["seeds_per_second"] =
+      step_seconds > 0 ? static_cast<double>(train_seeds) / step_seconds : 0.0;
+  return {{"process", process}, {"epoch_time", time}};
+}
+
+// What every summary.json holds; callers add where the graph came from.
+nlohmann::ordered_json SummaryJson(const TrainResult& result,
+                                   const TrainingFlags& training,
+                                   int world_size, int64_t train_seeds) {
+  nlohmann::ordered_json summary;
+  summary["test_acc"] = result.test_acc;
+  summary["best_val_acc"] = result.best_val_acc;
+  summary["best_epoch"] = result.best_epoch;
+  summary["num_parameters"] = result.num_parameters;
+  summary["world_size"] = world_size;
+  double total = 0;
+  for (const auto& e : result.epochs) total += e.epoch_seconds;
+  summary["train_seconds"] = total;
+  summary["config"] =
+      nlohmann::json::parse(nlohmann::json(TrainingArgs(training)).dump());
+  nlohmann::ordered_json performance =
+      PerformanceJson(result, training, train_seeds);
+  for (auto& [key, value] : performance.items()) summary[key] = value;
+  return summary;
+}
+
+// Points options at <out>/checkpoints/rank-R.ckpt (every rank checkpoints its
+// own state: parameters agree across ranks, dropout and sampling streams do
+// not, so a resumed run continues exactly where each rank stopped).
+absl::Status ConfigureCheckpoints(const TrainFlags& flags, int rank,
+                                  TrainOptions* options) {
+  if (flags.out_dir.empty()) {
+    if (flags.training.resume) {
+      return absl::InvalidArgumentError(
+          "--resume needs --out, the run directory holding the checkpoints");
+    }
+    return absl::OkStatus();
+  }
+  std::string dir = JoinPath(flags.out_dir, "checkpoints");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(dir, ": cannot create: ", ec.message()));
+  }
+  options->checkpoint_path =
+      JoinPath(dir, absl::StrCat("rank-", rank, ".ckpt"));
+  options->resume = flags.training.resume;
+  return absl::OkStatus();
+}
+
+// <out>/metrics.jsonl opened for appending; null without --out or off rank 0.
+absl::StatusOr<std::unique_ptr<std::ofstream>> OpenMetrics(
+    const std::string& out_dir, bool leader) {
+  if (!leader || out_dir.empty()) return nullptr;
+  auto metrics = std::make_unique<std::ofstream>(
+      JoinPath(out_dir, "metrics.jsonl"), std::ios::app);
+  if (!*metrics) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(out_dir, "/metrics.jsonl: cannot open"));
+  }
+  return metrics;
+}
+
+// Prints one progress line per epoch and appends it to `metrics` (may be
+// null, must outlive the callback).
+std::function<void(const EpochStats&)> EpochReporter(int epochs,
+                                                     std::ofstream* metrics) {
+  return [epochs, metrics](const EpochStats& s) {
+    std::printf(
+        "epoch %3d/%d  loss %.4f  train %.3f  val %.3f  %.2fs (sampling %.2f, "
+        "fetch %.2f, compute %.2f, allreduce %.2f, waiting %.2f, eval %.2f)\n",
+        s.epoch, epochs, s.loss, s.train_acc, s.val_acc, s.epoch_seconds,
+        s.sample_busy_seconds - s.fetch_seconds, s.fetch_seconds,
+        s.compute_seconds - s.sync_seconds, s.sync_seconds, s.sample_seconds,
+        s.eval_seconds);
+    std::fflush(stdout);
+    if (metrics) *metrics << EpochJson(s).dump() << "\n" << std::flush;
+  };
+}
+
+void PrintResult(const TrainResult& result) {
+  std::printf("test accuracy %.4f (best validation %.4f at epoch %d)\n",
+              result.test_acc, result.best_val_acc, result.best_epoch);
+  std::fflush(stdout);
+}
+
+// --dataset: one process, the whole graph in memory, no RPC and no process
+// group.
+absl::Status RunInProcess(const TrainFlags& flags) {
+  if (!flags.servers.empty() || !flags.cluster_file.empty() ||
+      !flags.partition_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--dataset trains in this process over the graph in memory; it cannot "
+        "be combined with --servers, --cluster or --partition");
+  }
+  if (flags.world_size > 1 || flags.rank > 0) {
+    return absl::InvalidArgumentError(
+        "--dataset trains in one process: --world-size and --rank do not "
+        "apply");
+  }
+  if (flags.training.cache_mb > 0) {
+    return absl::InvalidArgumentError(
+        "--dataset holds every feature in memory: --cache-mb does not apply");
+  }
+  ASSIGN_OR_RETURN(TrainOptions options, ToTrainOptions(flags.training));
+  ASSIGN_OR_RETURN(Dataset dataset, LoadDataset(flags.dataset_dir));
+  ASSIGN_OR_RETURN(std::unique_ptr<InMemoryGraphSource> source,
+                   InMemoryGraphSource::FromDataset(dataset));
+  options.num_classes = dataset.manifest.num_classes;
+  TrainSplits splits;
+  auto split = [&](const char* name) {
+    auto it = dataset.splits.find(name);
+    return it == dataset.splits.end() ? std::vector<NodeId>() : it->second;
+  };
+  splits.train = split("train");
+  splits.valid = split("valid");
+  splits.test = split("test");
+  if (splits.train.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flags.dataset_dir, ": no train split (", SplitFileName("train"), ")"));
+  }
+  RETURN_IF_ERROR(ConfigureCheckpoints(flags, /*rank=*/0, &options));
+  ASSIGN_OR_RETURN(std::unique_ptr<std::ofstream> metrics,
+                   OpenMetrics(flags.out_dir, /*leader=*/true));
+  std::printf(
+      "shardgnn train: in process, dataset '%s' in memory (%lld nodes, %lld "
+      "edges), %zu train / %zu valid / %zu test nodes\n",
+      dataset.manifest.name.c_str(),
+      static_cast<long long>(dataset.num_nodes()),
+      static_cast<long long>(dataset.num_edges()), splits.train.size(),
+      splits.valid.size(), splits.test.size());
+  std::fflush(stdout);
+  options.on_epoch = EpochReporter(options.epochs, metrics.get());
+  ASSIGN_OR_RETURN(TrainResult result, Train(*source, splits, options));
+  PrintResult(result);
+  if (flags.out_dir.empty()) return absl::OkStatus();
+  nlohmann::ordered_json summary =
+      SummaryJson(result, flags.training, /*world_size=*/1,
+                  static_cast<int64_t>(splits.train.size()));
+  summary["mode"] = "in-process";
+  summary["dataset"] = flags.dataset_dir;
+  return WriteFileAtomic(JoinPath(flags.out_dir, "summary.json"),
+                         summary.dump(2) + "\n");
+}
+
 absl::Status RunTrain(const TrainFlags& flags) {
+  if (!flags.dataset_dir.empty()) return RunInProcess(flags);
   DistributedOptions defaults;
   ASSIGN_OR_RETURN(DistributedOptions dist,
                    DistributedOptionsFromEnv(defaults));
@@ -164,37 +369,14 @@ absl::Status RunTrain(const TrainFlags& flags) {
     source = cached.get();
   }
 
-  if (!flags.out_dir.empty()) {
-    // Every rank checkpoints its own state (parameters agree across ranks;
-    // dropout and sampling streams do not), so a resumed run continues exactly
-    // where each rank stopped.
-    std::string dir = JoinPath(flags.out_dir, "checkpoints");
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) {
-      return absl::PermissionDeniedError(
-          absl::StrCat(dir, ": cannot create: ", ec.message()));
-    }
-    options.checkpoint_path =
-        JoinPath(dir, absl::StrCat("rank-", dist.rank, ".ckpt"));
-    options.resume = flags.training.resume;
-  } else if (flags.training.resume) {
-    return absl::InvalidArgumentError(
-        "--resume needs --out, the run directory holding the checkpoints");
-  }
+  RETURN_IF_ERROR(ConfigureCheckpoints(flags, dist.rank, &options));
   ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroup> group,
                    ProcessGroup::Connect(dist));
   C10dGradientSync sync(group.get());
 
   const bool leader = dist.rank == 0;
-  std::unique_ptr<std::ofstream> metrics;
-  if (leader && !flags.out_dir.empty()) {
-    metrics = std::make_unique<std::ofstream>(
-        JoinPath(flags.out_dir, "metrics.jsonl"), std::ios::app);
-    if (!*metrics)
-      return absl::PermissionDeniedError(
-          absl::StrCat(flags.out_dir, "/metrics.jsonl: cannot open"));
-  }
+  ASSIGN_OR_RETURN(std::unique_ptr<std::ofstream> metrics,
+                   OpenMetrics(flags.out_dir, leader));
   if (leader) {
     std::printf(
         "shardgnn train: %d trainer(s), %zu servers, partition %s, %zu train / "
@@ -204,39 +386,19 @@ absl::Status RunTrain(const TrainFlags& flags) {
         train.size(), valid.size(), test.size(),
         static_cast<long long>(options.steps_per_epoch));
     std::fflush(stdout);
+    options.on_epoch = EpochReporter(options.epochs, metrics.get());
   }
-  options.on_epoch = [&](const EpochStats& s) {
-    if (!leader) return;
-    std::printf(
-        "epoch %3d/%d  loss %.4f  train %.3f  val %.3f  %.2fs (sampling %.2f, "
-        "fetch %.2f, compute %.2f, allreduce %.2f, waiting %.2f, eval %.2f)\n",
-        s.epoch, options.epochs, s.loss, s.train_acc, s.val_acc,
-        s.epoch_seconds, s.sample_busy_seconds - s.fetch_seconds,
-        s.fetch_seconds, s.compute_seconds - s.sync_seconds, s.sync_seconds,
-        s.sample_seconds, s.eval_seconds);
-    std::fflush(stdout);
-    if (metrics) *metrics << EpochJson(s).dump() << "\n" << std::flush;
-  };
 
   ASSIGN_OR_RETURN(TrainResult result, Train(*source, splits, options, &sync));
   if (leader) {
-    std::printf("test accuracy %.4f (best validation %.4f at epoch %d)\n",
-                result.test_acc, result.best_val_acc, result.best_epoch);
-    std::fflush(stdout);
+    PrintResult(result);
     if (!flags.out_dir.empty()) {
-      nlohmann::ordered_json summary;
-      summary["test_acc"] = result.test_acc;
-      summary["best_val_acc"] = result.best_val_acc;
-      summary["best_epoch"] = result.best_epoch;
-      summary["num_parameters"] = result.num_parameters;
-      summary["world_size"] = dist.world_size;
+      nlohmann::ordered_json summary =
+          SummaryJson(result, flags.training, dist.world_size,
+                      static_cast<int64_t>(train.size()));
+      summary["mode"] = "distributed";
       summary["servers"] = addresses;
       summary["partition_id"] = remote->partition_id();
-      double total = 0;
-      for (const auto& e : result.epochs) total += e.epoch_seconds;
-      summary["train_seconds"] = total;
-      summary["config"] = nlohmann::json::parse(
-          nlohmann::json(TrainingArgs(flags.training)).dump());
       if (cache) {
         auto cs = cache->stats();
         summary["cache"] = {{"hit_rate", cs.hit_rate()},
@@ -259,11 +421,16 @@ absl::Status RunTrain(const TrainFlags& flags) {
 void AddTrainCommand(CLI::App& app, absl::Status* result) {
   auto flags = std::make_shared<TrainFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "train", "Run one data-parallel trainer against running storage servers");
+      "train",
+      "Run one data-parallel trainer against running storage servers, "
+      "or (--dataset) train in one process with the graph in memory");
   cmd->add_option("--servers", flags->servers,
                   "Storage servers, HOST:PORT,... (any order)");
   cmd->add_option("--cluster", flags->cluster_file,
                   "File naming the storage servers, one HOST:PORT per line");
+  cmd->add_option("--dataset", flags->dataset_dir,
+                  "Train in this process over this dataset directory in "
+                  "memory (no servers, no other trainers)");
   cmd->add_option("--partition", flags->partition_dir,
                   "Partition directory: the servers must serve this partition "
                   "(checked by its id)");

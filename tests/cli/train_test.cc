@@ -1,17 +1,22 @@
 // `shardgnn train` (cli/train_cmd.cc) as a real child process: configuration
 // errors (torchrun variables, servers, partition) are one clear line naming
-// what is wrong, before any connection is tried.
+// what is wrong, before any connection is tried; --dataset trains Cora in one
+// process and writes the run directory.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "common/file_util.h"
 #include "common/subprocess.h"
+#include "nlohmann/json.hpp"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -94,6 +99,10 @@ INSTANTIATE_TEST_SUITE_P(
                  {},
                  {"--servers", "127.0.0.1:1", "--partition", "/nonexistent"},
                  {"/nonexistent/partition.json"}},
+        BadTrain{"DatasetWithServers",
+                 {},
+                 {"--dataset", "/nonexistent", "--servers", "127.0.0.1:1"},
+                 {"--dataset", "--servers"}},
         BadTrain{"BadFanouts",
                  {},
                  {"--servers", "127.0.0.1:1", "--fanouts", "5,0"},
@@ -101,6 +110,63 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BadTrain>& info) {
       return info.param.name;
     });
+
+// Runs `shardgnn <args>` to completion; returns its exit status and output.
+std::pair<int, std::string> RunShardgnn(std::vector<std::string> args) {
+  SubprocessOptions options;
+  options.name = "shardgnn";
+  options.argv = {testing::ShardgnnBinary()};
+  for (auto& a : args) options.argv.push_back(std::move(a));
+  options.max_kept_lines = 10000;
+  auto child = Subprocess::Start(std::move(options));
+  EXPECT_TRUE(child.ok()) << child.status();
+  if (!child.ok()) return {-1, ""};
+  std::optional<int> status = (*child)->Wait(std::chrono::seconds(120));
+  int code = status.value_or((*child)->Terminate(std::chrono::seconds(1)));
+  return {code, (*child)->Tail(10000)};
+}
+
+TEST(TrainInProcessTest, TrainsCoraInMemoryAndWritesTheRunDirectory) {
+  testing::TempDir dir;
+  const std::string cora = dir.Sub("cora");
+  const std::string out = dir.Sub("run");
+  auto [imported, import_output] = RunShardgnn(
+      {"-q", "dataset", "import", "--format", "ogb", "--undirected", "--input",
+       testing::SourcePath("datasets/cora/ogb-planetoid"), "--out", cora});
+  ASSERT_EQ(imported, 0) << import_output;
+  // No torchrun variables and no servers: one process, nothing to contact.
+  auto [trained, output] =
+      RunShardgnn({"train", "--dataset", cora, "--epochs", "4", "--out", out,
+                   "--prefetch", "2", "--sampler-threads", "1"});
+  ASSERT_EQ(trained, 0) << output;
+  EXPECT_THAT(output, HasSubstr("in process"));
+
+  ASSERT_OK_AND_ASSIGN(std::string metrics,
+                       ReadFileToString(out + "/metrics.jsonl"));
+  EXPECT_EQ(
+      std::vector<std::string>(absl::StrSplit(metrics, '\n', absl::SkipEmpty()))
+          .size(),
+      4u);
+  ASSERT_OK_AND_ASSIGN(std::string text,
+                       ReadFileToString(out + "/summary.json"));
+  nlohmann::json summary = nlohmann::json::parse(text);
+  EXPECT_EQ(summary["mode"], "in-process");
+  EXPECT_EQ(summary["world_size"], 1);
+  // Seven classes: chance is about 0.14.
+  EXPECT_GT(summary["test_acc"].get<double>(), 0.5) << text;
+  EXPECT_GT(summary["process"]["peak_rss_bytes"].get<int64_t>(), 1 << 20);
+  EXPECT_GE(summary["process"]["torch_threads"].get<int>(), 1);
+  EXPECT_EQ(summary["process"]["sampler_threads"], 1);
+  EXPECT_EQ(summary["process"]["prefetch"], 2);
+  const auto& time = summary["epoch_time"];
+  EXPECT_EQ(time["epochs_measured"], 3);  // The first epoch is warm-up.
+  EXPECT_EQ(time["train_seeds_per_epoch"], 140);
+  EXPECT_GT(time["seeds_per_second"].get<double>(), 0);
+  EXPECT_GT(time["compute_seconds"].get<double>(), 0);
+  EXPECT_EQ(time["allreduce_seconds"].get<double>(), 0);
+  EXPECT_LE(time["step_seconds"].get<double>(),
+            time["epoch_seconds"].get<double>());
+}
 
 }  // namespace
 }  // namespace shardgnn

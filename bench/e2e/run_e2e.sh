@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# End-to-end benchmark (issue 6): the same GraphSAGE training
+#   (a) in one process with the graph in memory  (shardgnn train --dataset),
+#   (b) 2 storage servers + 1 trainer on loopback (shardgnn run --trainers 1),
+#   (c) 2 storage servers + 2 trainers             (shardgnn run --trainers 2),
+# each with dropout 0.5 and 0, on a generated SBM graph; prints ONE JSON object
+# with every configuration's summary figures (docs/formats.md, summary.json),
+# the peak RSS of every server and trainer process (VmHWM, read from /proc while
+# they run), and the ratios (b)/(a), (c)/(a) of epoch time. See
+# docs/benchmarks.md.
+#
+# Usage: bench/e2e/run_e2e.sh [--small] [--work DIR] [--nodes N] ...
+#   (--help lists every flag). Progress goes to stderr, the JSON to stdout.
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+run_e2e.sh: end-to-end benchmark, in-process vs 2 servers + 1 / 2 trainers.
+  --shardgnn BIN        shardgnn binary (default: $SHARDGNN, else
+                        build/cli/shardgnn next to this script's repo)
+  --work DIR            datasets, partitions, run dirs and logs (default
+                        /tmp/shardgnn-e2e); an existing dataset/partition of
+                        the same size is reused
+  --nodes N             graph nodes (1000000)
+  --avg-degree D        stored edges per node (20)
+  --features F          feature dimension (128)
+  --classes C           classes (32)
+  --split T,V,X         train,valid,test fractions (0.1,0.1,0.8)
+  --epochs E            epochs per run; the first is warm-up (3)
+  --dropouts LIST       dropout rates, comma-separated (0.5,0)
+  --threads T           LibTorch intra-op threads per trainer (0 = default)
+  --sampler-threads S   sampler threads per trainer (1)
+  --prefetch P          minibatches prefetched (4)
+  --configs LIST        subset of a,b,c (a,b,c)
+  --small               20k nodes, 16 features, 8 classes, 2 epochs,
+                        dropout 0.5 only (a smoke run, well under a minute)
+EOF
+}
+
+invocation="$0 $*"
+script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "${script_dir}/../.." && pwd)"
+shardgnn="${SHARDGNN:-${repo}/build/cli/shardgnn}"
+work=/tmp/shardgnn-e2e
+nodes=1000000 avg_degree=20 features=128 classes=32 split=0.1,0.1,0.8
+epochs=3 dropouts=0.5,0 threads=0 sampler_threads=1 prefetch=4 configs=a,b,c
+while (($#)); do
+  case "$1" in
+    --shardgnn) shardgnn="$2"; shift 2 ;;
+    --work) work="$2"; shift 2 ;;
+    --nodes) nodes="$2"; shift 2 ;;
+    --avg-degree) avg_degree="$2"; shift 2 ;;
+    --features) features="$2"; shift 2 ;;
+    --classes) classes="$2"; shift 2 ;;
+    --split) split="$2"; shift 2 ;;
+    --epochs) epochs="$2"; shift 2 ;;
+    --dropouts) dropouts="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    --sampler-threads) sampler_threads="$2"; shift 2 ;;
+    --prefetch) prefetch="$2"; shift 2 ;;
+    --configs) configs="$2"; shift 2 ;;
+    --small)
+      nodes=20000 features=16 classes=8 epochs=2 dropouts=0.5
+      shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "run_e2e.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+if [[ ! -x "${shardgnn}" ]]; then
+  echo "run_e2e.sh: ${shardgnn}: no shardgnn binary (build it, or give" \
+    "--shardgnn)" >&2
+  exit 2
+fi
+command -v python3 >/dev/null || {
+  echo "run_e2e.sh: python3 is needed to assemble the JSON" >&2; exit 2; }
+
+log() { echo "run_e2e.sh: $*" >&2; }
+mkdir -p "${work}"
+name="sbm-n${nodes}-d${avg_degree}-f${features}-c${classes}-s${split//,/_}"
+dataset="${work}/${name}"
+partition="${work}/${name}-metis2"
+runs="${work}/runs"
+mkdir -p "${runs}"
+
+seconds_since() { python3 -c "import time,sys; print(round(time.time()-float(sys.argv[1]),3))" "$1"; }
+
+prep_json="${runs}/prep.json"
+echo '{}' > "${prep_json}"
+if [[ -f "${dataset}/manifest.json" ]]; then
+  log "reusing dataset ${dataset}"
+else
+  log "generating ${dataset}"
+  t0=$(date +%s.%N)
+  "${shardgnn}" -q dataset generate --kind sbm --nodes "${nodes}" \
+    --avg-degree "${avg_degree}" --features "${features}" \
+    --classes "${classes}" --split "${split}" --out "${dataset}" >&2
+  echo "{\"generate_seconds\": $(seconds_since "${t0}")}" > "${prep_json}"
+fi
+if [[ -f "${partition}/partition.json" ]]; then
+  log "reusing partition ${partition}"
+else
+  log "partitioning into 2 (metis)"
+  t0=$(date +%s.%N)
+  "${shardgnn}" -q partition --dataset "${dataset}" --parts 2 \
+    --method metis --out "${partition}" >&2
+  python3 - "${prep_json}" "$(seconds_since "${t0}")" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["partition_seconds"] = float(sys.argv[2])
+json.dump(d, open(sys.argv[1], "w"))
+PY
+fi
+
+# Peak RSS (VmHWM, bytes) of every process under $1 that serves or trains,
+# sampled each 0.5 s while $1 lives; written as "pid role bytes" lines to $2.
+watch_rss() {
+  local root="$1" out="$2"
+  declare -A peak role
+  while kill -0 "${root}" 2>/dev/null; do
+    for pid in $(pgrep -P "${root}" 2>/dev/null) "${root}"; do
+      local cmd hwm
+      cmd=$(tr '\0' ' ' < "/proc/${pid}/cmdline" 2>/dev/null) || continue
+      hwm=$(awk '/^VmHWM:/ {print $2 * 1024}' "/proc/${pid}/status" \
+        2>/dev/null) || continue
+      [[ -n "${hwm}" ]] || continue
+      case "${cmd}" in
+        *" serve "*) role[${pid}]="server" ;;
+        *" train "*) role[${pid}]="trainer" ;;
+        *) continue ;;
+      esac
+      if ((hwm > ${peak[${pid}]:-0})); then peak[${pid}]=${hwm}; fi
+    done
+    sleep 0.5
+  done
+  : > "${out}"
+  for pid in "${!peak[@]}"; do
+    echo "${pid} ${role[${pid}]} ${peak[${pid}]}" >> "${out}"
+  done
+}
+
+train_flags=(--model sage --fanouts 15,10 --batch-size 1024 --hidden 256
+  --epochs "${epochs}" --threads "${threads}"
+  --sampler-threads "${sampler_threads}" --prefetch "${prefetch}")
+
+# run_config CONFIG DROPOUT: one run; its directory is ${runs}/CONFIG-dDROPOUT.
+run_config() {
+  local config="$1" dropout="$2" out="${runs}/$1-d$2"
+  rm -rf "${out}" "${out}.log" "${out}.rss"
+  local cmd
+  case "${config}" in
+    a) mkdir -p "${out}"
+       cmd=("${shardgnn}" train --dataset "${dataset}" --out "${out}") ;;
+    b | c)
+      local trainers=1; [[ "${config}" == c ]] && trainers=2
+      cmd=("${shardgnn}" run --partition "${partition}"
+        --trainers "${trainers}" --work-dir "${runs}/work" --out "${out}") ;;
+  esac
+  log "(${config}) dropout ${dropout}: ${cmd[*]} ${train_flags[*]}"
+  local t0; t0=$(date +%s.%N)
+  "${cmd[@]}" "${train_flags[@]}" --dropout "${dropout}" \
+    > "${out}.log" 2>&1 &
+  local pid=$!
+  watch_rss "${pid}" "${out}.rss" &
+  local watcher=$!
+  if ! wait "${pid}"; then
+    wait "${watcher}" || true
+    log "(${config}) failed; the last lines of ${out}.log:"
+    tail -20 "${out}.log" >&2
+    exit 1
+  fi
+  wait "${watcher}" || true
+  echo "$(seconds_since "${t0}")" > "${out}.wall"
+  grep -E "^(\[trainer 0\] )?(epoch|test accuracy)" "${out}.log" >&2 || true
+}
+
+IFS=, read -r -a dropout_list <<< "${dropouts}"
+IFS=, read -r -a config_list <<< "${configs}"
+for dropout in "${dropout_list[@]}"; do
+  for config in "${config_list[@]}"; do
+    run_config "${config}" "${dropout}"
+  done
+done
+
+python3 - "${runs}" "${dataset}" "${partition}" "${dropouts}" "${configs}" \
+  "${prep_json}" "${invocation}" <<'PY'
+import json, os, sys
+runs, dataset, partition, dropouts, configs, prep, command = sys.argv[1:8]
+names = {"a": "a_in_process", "b": "b_2servers_1trainer",
+         "c": "c_2servers_2trainers"}
+manifest = json.load(open(os.path.join(dataset, "manifest.json")))
+result = {
+    "dataset": {k: manifest.get(k) for k in
+                ("name", "num_nodes", "num_edges", "feature_dim",
+                 "num_classes", "splits")},
+    "dataset_dir": dataset, "partition_dir": partition,
+    "preparation": json.load(open(prep)),
+    "model": "sage, 2 layers, hidden 256, fanouts 15,10, batch 1024",
+    "by_dropout": {},
+}
+for dropout in dropouts.split(","):
+    block = {}
+    for c in configs.split(","):
+        out = os.path.join(runs, f"{c}-d{dropout}")
+        s = json.load(open(os.path.join(out, "summary.json")))
+        rss = {"server": [], "trainer": []}
+        for line in open(out + ".rss"):
+            _, role, peak = line.split()
+            rss[role].append(int(peak))
+        t = s["epoch_time"]
+        block[names[c]] = {
+            "test_acc": s["test_acc"],
+            "world_size": s["world_size"],
+            "wall_seconds": float(open(out + ".wall").read()),
+            "epoch_time": t,
+            "wait_fraction_of_step": t["wait_fraction"],
+            "process": s["process"],
+            "remote": s.get("remote"),
+            "cache": s.get("cache"),
+            "peak_rss_bytes": {"servers": sorted(rss["server"]),
+                               "trainers": sorted(rss["trainer"])},
+            "run_dir": out,
+        }
+    if "a_in_process" in block:
+        a = block["a_in_process"]["epoch_time"]
+        ratios = {}
+        for key in ("b_2servers_1trainer", "c_2servers_2trainers"):
+            if key in block:
+                t = block[key]["epoch_time"]
+                ratios[f"{key[0]}_over_a_epoch_seconds"] = (
+                    t["epoch_seconds"] / a["epoch_seconds"])
+                ratios[f"{key[0]}_over_a_step_seconds"] = (
+                    t["step_seconds"] / a["step_seconds"])
+        block["ratios"] = ratios
+    block["dropout"] = float(dropout)
+    result["by_dropout"][dropout] = block
+result["command"] = command
+print(json.dumps(result, indent=2))
+PY
