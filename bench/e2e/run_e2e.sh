@@ -75,6 +75,15 @@ command -v python3 >/dev/null || {
   echo "run_e2e.sh: python3 is needed to assemble the JSON" >&2; exit 2; }
 
 log() { echo "run_e2e.sh: $*" >&2; }
+# Interrupted: stop the run in flight (shardgnn run stops its own servers and
+# trainers on SIGTERM) and the RSS watcher.
+cleanup() {
+  local jobs_left
+  jobs_left=$(jobs -p)
+  [[ -z "${jobs_left}" ]] || kill ${jobs_left} 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 mkdir -p "${work}"
 name="sbm-n${nodes}-d${avg_degree}-f${features}-c${classes}-s${split//,/_}"
 dataset="${work}/${name}"
