@@ -208,13 +208,7 @@ class Supervisor {
       for (size_t i = 0; i < trainers_.size(); ++i) {
         if (done[i]) continue;
         if (auto code = trainers_[i]->Poll()) {
-          if (*code != 0) {
-            // A trainer usually fails because a server died: name the server.
-            RETURN_IF_ERROR(CheckServers());
-            return absl::AbortedError(absl::StrCat(
-                trainers_[i]->name(), " failed with status ", *code,
-                "; its last output:\n", trainers_[i]->Tail(5)));
-          }
+          if (*code != 0) return TrainerFailure(i, *code);
           done[i] = true;
           ++finished;
         }
@@ -222,6 +216,27 @@ class Supervisor {
       std::this_thread::sleep_for(milliseconds(50));
     }
     return absl::OkStatus();
+  }
+
+  // The error for a failed trainer, naming the root cause: one failure
+  // cascades (a dead server or a dead peer makes the other trainers fail
+  // their calls), so wait briefly for the others to settle, then prefer a
+  // server that exited, then a trainer killed by a signal, then `first`.
+  absl::Status TrainerFailure(size_t first, int first_code) {
+    std::this_thread::sleep_for(milliseconds(500));
+    RETURN_IF_ERROR(CheckServers());
+    size_t culprit = first;
+    int culprit_code = first_code;
+    for (size_t i = 0; i < trainers_.size(); ++i) {
+      auto code = trainers_[i]->Poll();
+      if (code && *code >= 128 && culprit_code < 128) {
+        culprit = i;
+        culprit_code = *code;
+      }
+    }
+    return absl::AbortedError(absl::StrCat(
+        trainers_[culprit]->name(), " failed with status ", culprit_code,
+        "; its last output:\n", trainers_[culprit]->Tail(5)));
   }
 
   // An error naming the first server that has exited.
