@@ -5,42 +5,12 @@
 #include <atomic>
 #include <set>
 
+#include "tests/sampler/failing_source.h"
 #include "tests/sampler/test_graph.h"
 #include "tests/testing/status_matchers.h"
 
 namespace shardgnn {
 namespace {
-
-// Fails every call after the first `ok_calls` SampleNeighbors calls, as a dead
-// server would.
-class FailingSource : public GraphSource {
- public:
-  FailingSource(const GraphSource* inner, int ok_calls)
-      : inner_(inner), ok_calls_(ok_calls) {}
-  int64_t num_nodes() const override { return inner_->num_nodes(); }
-  int64_t feature_dim() const override { return inner_->feature_dim(); }
-  absl::Status SampleNeighbors(absl::Span<const NodeId> nodes, int fanout,
-                               bool replace, uint64_t seed,
-                               SampledNeighbors* out) const override {
-    if (calls_++ >= ok_calls_)
-      return absl::UnavailableError(
-          "127.0.0.1:9: UNAVAILABLE: server went away");
-    return inner_->SampleNeighbors(nodes, fanout, replace, seed, out);
-  }
-  absl::Status FetchFeatures(absl::Span<const NodeId> nodes,
-                             float* out) const override {
-    return inner_->FetchFeatures(nodes, out);
-  }
-  absl::Status FetchLabels(absl::Span<const NodeId> nodes,
-                           int64_t* out) const override {
-    return inner_->FetchLabels(nodes, out);
-  }
-
- private:
-  const GraphSource* inner_;
-  int ok_calls_;
-  mutable std::atomic<int> calls_{0};
-};
 
 class LoaderTest : public ::testing::Test {
  protected:
@@ -148,7 +118,7 @@ TEST_F(LoaderTest, FixedStepsPadAndTrim) {
 
 TEST_F(LoaderTest, BackgroundErrorReachesTheConsumer) {
   // Two hops per batch: the third batch's first hop fails.
-  FailingSource failing(source_.get(), 4);
+  testing::FailingSource failing(source_.get(), 4);
   SamplerOptions sampler_options;
   sampler_options.fanouts = {5, 3};
   ASSERT_OK_AND_ASSIGN(auto sampler,

@@ -15,6 +15,7 @@
 #include "datasets/generators.h"
 #include "datasets/importers.h"
 #include "sampler/graph_source.h"
+#include "tests/sampler/failing_source.h"
 #include "tests/testing/ports.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -151,39 +152,9 @@ TEST_F(TrainerTest,
             std::string::npos);
 }
 
-// Fails every SampleNeighbors call after the first `ok_calls`, as a dead server
-// would.
-class FailingSource : public GraphSource {
- public:
-  FailingSource(const GraphSource* inner, int ok_calls)
-      : inner_(inner), ok_calls_(ok_calls) {}
-  int64_t num_nodes() const override { return inner_->num_nodes(); }
-  int64_t feature_dim() const override { return inner_->feature_dim(); }
-  absl::Status SampleNeighbors(absl::Span<const NodeId> nodes, int fanout,
-                               bool replace, uint64_t seed,
-                               SampledNeighbors* out) const override {
-    if (calls_++ >= ok_calls_)
-      return absl::UnavailableError("127.0.0.1:9: server went away");
-    return inner_->SampleNeighbors(nodes, fanout, replace, seed, out);
-  }
-  absl::Status FetchFeatures(absl::Span<const NodeId> nodes,
-                             float* out) const override {
-    return inner_->FetchFeatures(nodes, out);
-  }
-  absl::Status FetchLabels(absl::Span<const NodeId> nodes,
-                           int64_t* out) const override {
-    return inner_->FetchLabels(nodes, out);
-  }
-
- private:
-  const GraphSource* inner_;
-  int ok_calls_;
-  mutable std::atomic<int> calls_{0};
-};
-
 TEST_F(TrainerTest, ASourceFailureMidEpochEndsTheRunWithItsError) {
   for (int prefetch : {4, 0}) {
-    FailingSource failing(source_.get(), 7);
+    testing::FailingSource failing(source_.get(), 7);
     TrainOptions options = SbmOptions(ModelKind::kSage);
     options.prefetch = prefetch;
     absl::StatusOr<TrainResult> result = Train(failing, graph_.splits, options);
@@ -366,6 +337,10 @@ class CoraTest : public ::testing::Test {
         options.model.attn_dropout = 0.6;
         options.lr = 0.005;
         options.epochs = 40;
+        break;
+      case ModelKind::kMlp:  // The baseline: SAGE's sizes.
+        options.model.hidden = 64;
+        options.model.dropout = 0.5;
         break;
     }
     return options;
