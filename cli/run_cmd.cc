@@ -10,10 +10,7 @@
 // any child dying stops every child (the failed one is named); no orphans are
 // left, also when the launcher itself is killed (children die with it, see
 // common/subprocess.h).
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -29,6 +26,7 @@
 #include "cli/commands.h"
 #include "cli/training_flags.h"
 #include "common/file_util.h"
+#include "common/ports.h"
 #include "common/status.h"
 #include "common/subprocess.h"
 #include "datasets/dataset.h"
@@ -78,24 +76,6 @@ std::string DefaultDataset() {
     return JoinPath(dir, "cora/ogb-planetoid");
   }
   return JoinPath(SHARDGNN_DATA_DIR, "cora/ogb-planetoid");
-}
-
-// A free TCP port on loopback for the trainers' rendezvous (bound to port 0 and
-// released).
-absl::StatusOr<int> FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return absl::InternalError("socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    return absl::InternalError("could not find a free port on 127.0.0.1");
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
 }
 
 // Imports (or reuses) the dataset and partitions it (or reuses the partition).
@@ -374,7 +354,7 @@ absl::Status RunPipeline(const RunFlags& flags) {
     return absl::PermissionDeniedError(
         absl::StrCat(out_dir, ": cannot create: ", ec.message()));
 
-  ASSIGN_OR_RETURN(int port, FreePort());
+  ASSIGN_OR_RETURN(int port, PickFreeLoopbackPort());
   for (int r = 0; r < flags.trainers; ++r) {
     SubprocessOptions options;
     options.name = absl::StrCat("trainer ", r);

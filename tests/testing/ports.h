@@ -1,11 +1,12 @@
-// Free loopback ports for services that cannot bind port 0 themselves (c10d's TCPStore master).
+// Free loopback ports for services that cannot bind port 0 themselves (c10d's
+// TCPStore master).
 #ifndef SHARDGNN_TESTS_TESTING_PORTS_H_
 #define SHARDGNN_TESTS_TESTING_PORTS_H_
 
 namespace shardgnn::testing {
 
-// A port that was free on 127.0.0.1 a moment ago (bound to port 0 and released). Another process could take it
-// in between; callers that can bind port 0 directly should do that instead.
+// common/ports.h's PickFreeLoopbackPort for tests: throws if no port can be
+// had, so fixtures stay one line.
 int PickFreePort();
 
 }  // namespace shardgnn::testing
