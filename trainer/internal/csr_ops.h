@@ -27,10 +27,10 @@ torch::Tensor CsrAggregate(const torch::Tensor& x, const torch::Tensor& weights,
 torch::Tensor EdgeSoftmax(const torch::Tensor& scores,
                           const torch::Tensor& indptr);
 
-// Inverted dropout with a counter-based RNG mask (LibTorch's bernoulli_ runs
-// serially without MKL): the mask is a pure function of `seed` and the element
-// index, so runs are reproducible and threads never share a generator.
-// Identity when !training or p == 0.
+// Inverted dropout with a counter-based mask (LibTorch's bernoulli_ runs
+// serially without MKL): whether element k is kept is a pure function of
+// (`seed`, k), so runs are reproducible, threads never share a generator, and
+// no mask is stored: backward recomputes it. Identity when !training or p == 0.
 torch::Tensor FastDropout(const torch::Tensor& x, double p, bool training,
                           uint64_t seed);
 

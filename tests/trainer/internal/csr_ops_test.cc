@@ -117,5 +117,31 @@ TEST_F(CsrOpsTest, DropoutKeepsTheRightFractionScalesAndIsSeeded) {
   EXPECT_TRUE(torch::equal(FastDropout(x, 0.3, false, 7), x));
 }
 
+// The mask behaves like independent Bernoulli draws: masks of two seeds, and
+// neighbouring elements of one mask, are kept together with probability
+// (1-p)^2; backward multiplies an arbitrary gradient by the forward mask.
+TEST_F(CsrOpsTest, DropoutMasksAreIndependentAndBackwardReusesTheMask) {
+  const double p = 0.4, keep = 1.0 - p;
+  torch::Tensor x = torch::ones({300, 1000}, torch::requires_grad());
+  torch::Tensor a = FastDropout(x, p, true, 11).ne(0).to(torch::kDouble);
+  torch::Tensor b = FastDropout(x, p, true, 12).ne(0).to(torch::kDouble);
+  EXPECT_NEAR(a.mean().item<double>(), keep, 0.005);
+  EXPECT_NEAR((a * b).mean().item<double>(), keep * keep, 0.005);
+  torch::Tensor flat = a.flatten();
+  EXPECT_NEAR((flat.slice(0, 1) * flat.slice(0, 0, -1)).mean().item<double>(),
+              keep * keep, 0.005);
+  // Rows (1000 apart) as well as neighbours.
+  EXPECT_NEAR((a.slice(0, 1) * a.slice(0, 0, -1)).mean().item<double>(),
+              keep * keep, 0.005);
+
+  torch::Tensor y = torch::randn({257, 129}, torch::requires_grad());
+  torch::Tensor out = FastDropout(y, p, true, 5);
+  torch::Tensor g = torch::randn({257, 129});
+  out.backward(g);
+  torch::Tensor mask = out.detach().ne(0).to(torch::kFloat) / keep;
+  EXPECT_TRUE(torch::allclose(out.detach(), y.detach() * mask));
+  EXPECT_TRUE(torch::allclose(y.grad(), g * mask));
+}
+
 }  // namespace
 }  // namespace shardgnn::internal
