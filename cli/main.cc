@@ -1,11 +1,22 @@
 // shardgnn: one binary, one subcommand per stage of the workflow.
 #include <cstdio>
+#include <string>
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
 #include "common/progress.h"
+#include "trainer/compute_env.h"
 
 int main(int argc, char** argv) {
+  // Training processes (and the launcher, whose trainers inherit it) need the
+  // threading libraries' idle policy set before those libraries load.
+  for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] == '-') continue;  // Global flags take no values.
+    const std::string command = argv[i];
+    if (command == "train" || command == "run")
+      shardgnn::ReexecWithComputeEnvironment(argv);
+    break;
+  }
   CLI::App app{"shardgnn: distributed graph neural network training",
                "shardgnn"};
   app.require_subcommand(1);

@@ -30,6 +30,7 @@
 #include "sampler/cached_graph_source.h"
 #include "sampler/remote_graph_source.h"
 #include "trainer/c10d_gradient_sync.h"
+#include "trainer/compute_env.h"
 #include "trainer/distributed.h"
 #include "trainer/trainer.h"
 
@@ -140,6 +141,9 @@ nlohmann::ordered_json PerformanceJson(const TrainResult& result,
   nlohmann::ordered_json process;
   process["peak_rss_bytes"] = PeakRssBytes();
   process["torch_threads"] = at::get_num_threads();
+  process["blas_threads"] = BlasThreads();
+  process["omp_wait_policy"] = EnvOrEmpty("OMP_WAIT_POLICY");
+  process["openblas_thread_timeout"] = EnvOrEmpty("OPENBLAS_THREAD_TIMEOUT");
   process["sampler_threads"] =
       training.prefetch > 0 ? training.sampler_threads : 0;
   process["prefetch"] = training.prefetch;
@@ -303,6 +307,7 @@ absl::Status RunInProcess(const TrainFlags& flags) {
 }
 
 absl::Status RunTrain(const TrainFlags& flags) {
+  TuneAllocatorForTraining();
   if (!flags.dataset_dir.empty()) return RunInProcess(flags);
   DistributedOptions defaults;
   ASSIGN_OR_RETURN(DistributedOptions dist,

@@ -37,7 +37,8 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
                   "Background sampling threads per trainer")
       ->capture_default_str();
   cmd->add_option("--threads", f->threads,
-                  "LibTorch intra-op threads (0 = LibTorch's default)")
+                  "Compute threads (LibTorch intra-op and OpenBLAS; 0 = every "
+                  "core, or under `run` an equal share per trainer)")
       ->capture_default_str();
   cmd->add_option("--cache-mb", f->cache_mb,
                   "Feature cache per trainer in MiB (0 = none)")
@@ -46,7 +47,8 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
                   "static (hottest by pre-sampling) or clock")
       ->capture_default_str();
   cmd->add_flag("--resume", f->resume,
-                "Continue an interrupted run from the checkpoints in its run directory (--out)");
+                "Continue an interrupted run from the checkpoints in its run "
+                "directory (--out)");
   cmd->add_flag("--normalize-features", f->normalize_features,
                 "Row-normalize input features (bag of words)");
 }

@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "sampler/loader.h"
 #include "sampler/neighbor_sampler.h"
+#include "trainer/compute_env.h"
 #include "trainer/gradient_sync.h"
 #include "trainer/internal/checkpoint.h"
 #include "trainer/internal/models.h"
@@ -123,7 +124,7 @@ class Run {
 
   absl::StatusOr<TrainResult> Go() {
     RETURN_IF_ERROR(CheckOptions(source_, splits_, options_));
-    if (options_.torch_threads > 0) at::set_num_threads(options_.torch_threads);
+    SetComputeThreads(options_.torch_threads);
     int64_t num_classes = options_.num_classes;
     if (num_classes <= 0) {
       std::vector<int64_t> labels(splits_.train.size());

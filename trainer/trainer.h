@@ -91,8 +91,8 @@ struct TrainOptions {
   // requires). 0 samples on the training thread. Results do not depend on it.
   int prefetch = 4;
   int sampler_threads = 1;  // Background sampling threads when prefetch > 0.
-  // LibTorch intra-op threads for this process (at::set_num_threads); 0 leaves
-  // LibTorch's default.
+  // Compute threads for this process: LibTorch's intra-op pool and OpenBLAS
+  // (trainer/compute_env.h SetComputeThreads); 0 = every core of the machine.
   int torch_threads = 0;
   int64_t eval_batch_size = 4096;
   int epochs = 10;

@@ -149,6 +149,10 @@ TEST_F(RunTest, TrainsCoraEndToEndAndLeavesNoChildren) {
   EXPECT_NEAR(summary["test_acc"].get<double>(), reported, 1e-4);
   EXPECT_EQ(summary["world_size"], 2);
   EXPECT_EQ(summary["servers"].size(), 2u);
+  // The 2 trainers share the machine's cores for compute.
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  EXPECT_EQ(summary["process"]["torch_threads"].get<int>(),
+            std::max(1, cores / 2));
 
   // metrics.jsonl: one line per epoch, in order.
   std::ifstream metrics(out + "/metrics.jsonl");

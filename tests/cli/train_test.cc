@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -155,7 +157,18 @@ TEST(TrainInProcessTest, TrainsCoraInMemoryAndWritesTheRunDirectory) {
   // Seven classes: chance is about 0.14.
   EXPECT_GT(summary["test_acc"].get<double>(), 0.5) << text;
   EXPECT_GT(summary["process"]["peak_rss_bytes"].get<int64_t>(), 1 << 20);
-  EXPECT_GE(summary["process"]["torch_threads"].get<int>(), 1);
+  // Compute threads default to every core, LibTorch's and OpenBLAS's alike,
+  // and the process ran with idle threads sleeping (it re-executed itself
+  // with that environment unless the test's environment already set it).
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  EXPECT_EQ(summary["process"]["torch_threads"].get<int>(), cores);
+  EXPECT_EQ(summary["process"]["blas_threads"].get<int>(), cores);
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  EXPECT_EQ(summary["process"]["omp_wait_policy"],
+            policy != nullptr ? policy : "PASSIVE");
+  const char* timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT");
+  EXPECT_EQ(summary["process"]["openblas_thread_timeout"],
+            timeout != nullptr ? timeout : "4");
   EXPECT_EQ(summary["process"]["sampler_threads"], 1);
   EXPECT_EQ(summary["process"]["prefetch"], 2);
   const auto& time = summary["epoch_time"];
