@@ -30,6 +30,7 @@ struct ServeFlags {
   int part = -1;
   std::string listen = "127.0.0.1:0";
   bool memory = false;
+  bool no_shared_memory = false;
   int64_t cache_mb = 256;
   int threads = 0;
   double drain_seconds = 10;
@@ -112,6 +113,7 @@ absl::Status RunServe(const ServeFlags& flags) {
   ShardStoreOptions store_options;
   store_options.path = shard_dir;
   store_options.in_memory = flags.memory;
+  store_options.share_features = !flags.no_shared_memory;
   store_options.block_cache_bytes = flags.cache_mb << 20;
   ASSIGN_OR_RETURN(std::unique_ptr<ShardStore> opened,
                    ShardStore::Open(store_options));
@@ -164,6 +166,9 @@ void AddServeCommand(CLI::App& app, absl::Status* result) {
       ->capture_default_str();
   cmd->add_flag("--memory", flags->memory,
                 "Load the shard into memory (default: read RocksDB per call)");
+  cmd->add_flag("--no-shared-memory", flags->no_shared_memory,
+                "Memory mode: keep the features private instead of letting "
+                "trainers on this machine map them");
   cmd->add_option("--cache-mb", flags->cache_mb,
                   "RocksDB block cache in MiB (disk mode)")
       ->capture_default_str();

@@ -17,6 +17,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "cli/commands.h"
@@ -329,9 +330,20 @@ absl::Status RunTrain(const TrainFlags& flags) {
                      ReadPartitionManifest(flags.partition_dir));
     source_options.expected_partition_id = manifest.partition_id;
   }
+  source_options.use_shared_memory = !flags.training.no_shared_memory;
   ASSIGN_OR_RETURN(std::unique_ptr<RemoteGraphSource> remote,
                    RemoteGraphSource::Connect(addresses, source_options));
   options.num_classes = remote->num_classes();
+  std::vector<std::string> shared_parts;
+  for (int p = 0; p < remote->book().num_parts(); ++p) {
+    if (remote->reads_shared_memory(p)) shared_parts.push_back(absl::StrCat(p));
+  }
+  if (!shared_parts.empty()) {
+    std::printf(
+        "shardgnn train: features of part(s) %s read from their servers' "
+        "shared memory (same machine)\n",
+        absl::StrJoin(shared_parts, ",").c_str());
+  }
 
   TrainSplits splits;
   ASSIGN_OR_RETURN(std::vector<NodeId> train, remote->FetchSplit("train"));
@@ -413,6 +425,7 @@ absl::Status RunTrain(const TrainFlags& flags) {
       auto rs = remote->stats();
       summary["remote"] = {{"requests", rs.requests},
                            {"feature_bytes", rs.feature_bytes},
+                           {"shared_feature_bytes", rs.shared_feature_bytes},
                            {"neighbor_bytes", rs.neighbor_bytes}};
       RETURN_IF_ERROR(WriteFileAtomic(JoinPath(flags.out_dir, "summary.json"),
                                       summary.dump(2) + "\n"));

@@ -46,6 +46,9 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
   cmd->add_option("--cache-policy", f->cache_policy,
                   "static (hottest by pre-sampling) or clock")
       ->capture_default_str();
+  cmd->add_flag("--no-shared-memory", f->no_shared_memory,
+                "Fetch features through calls even from storage servers on "
+                "this machine (default: map their shared feature matrix)");
   cmd->add_flag("--resume", f->resume,
                 "Continue an interrupted run from the checkpoints in its run "
                 "directory (--out)");
@@ -86,6 +89,7 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
                                    f.cache_policy};
   if (f.normalize_features) args.push_back("--normalize-features");
   if (f.resume) args.push_back("--resume");
+  if (f.no_shared_memory) args.push_back("--no-shared-memory");
   return args;
 }
 

@@ -30,10 +30,13 @@ struct TrainingFlags {
   uint64_t seed = 0;
   int prefetch = 4;         // Batches sampled ahead of the trainer.
   int sampler_threads = 1;  // Background sampling threads per trainer.
-  int threads = 0;          // LibTorch intra-op threads; 0 = leave the default.
+  int threads = 0;          // Compute threads; 0 = every core (run: a share).
   int64_t cache_mb = 0;     // Feature cache per trainer.
   std::string cache_policy = "static";
   bool normalize_features = false;
+  // Fetch every feature row through GetFeatures calls, even from servers on
+  // this machine that share their feature matrix.
+  bool no_shared_memory = false;
   bool resume = false;  // Continue from the run directory's checkpoints.
 };
 

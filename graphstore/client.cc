@@ -214,6 +214,16 @@ absl::StatusOr<ServerInfo> GraphStoreClient::Info() {
   m.content_checksum = resp.content_checksum();
   info.server_version = resp.server_version();
   info.in_memory = resp.in_memory();
+  if (resp.has_shared_features()) {
+    const proto::SharedRegion& r = resp.shared_features();
+    SharedRegionRef ref;
+    ref.pid = r.pid();
+    ref.fd = r.fd();
+    ref.token = r.token();
+    ref.bytes = r.bytes();
+    ref.boot_id = r.boot_id();
+    info.shared_features = ref;
+  }
   return info;
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/shared_memory.h"
 #include "common/types.h"
 #include "graphstore/shard_format.h"
 #include "graphstore/shard_store.h"
@@ -42,6 +44,9 @@ struct ServerInfo {
   ShardMeta meta;  // The served shard's metadata.
   std::string server_version;
   bool in_memory = false;
+  // Where the server's feature matrix can be mapped by a process on its
+  // machine (ShardStore::SharedFeatures), if it offers that.
+  std::optional<SharedRegionRef> shared_features;
 };
 
 // One method's counters from the Stats call.

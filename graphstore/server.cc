@@ -118,6 +118,14 @@ class GraphStoreServer::Service final
       resp->set_format_version(m.format_version);
       resp->set_server_version(kServerVersion);
       resp->set_in_memory(store_->in_memory());
+      if (auto shared = store_->SharedFeatures()) {
+        proto::SharedRegion* r = resp->mutable_shared_features();
+        r->set_pid(shared->pid);
+        r->set_fd(shared->fd);
+        r->set_token(shared->token);
+        r->set_bytes(shared->bytes);
+        r->set_boot_id(shared->boot_id);
+      }
       return absl::OkStatus();
     });
   }

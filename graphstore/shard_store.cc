@@ -8,6 +8,7 @@
 #include "common/checksum.h"
 #include "common/progress.h"
 #include "common/sampling.h"
+#include "common/shared_memory.h"
 #include "common/status.h"
 #include "graphstore/internal/rocks_util.h"
 #include "rocksdb/db.h"
@@ -27,10 +28,41 @@ absl::Status TooMany(int64_t total, int64_t max_neighbors) {
 // ---------------------------------------------------------------------------
 // Memory mode: CSR adjacency, a dense feature matrix and a label array.
 
+// The dense feature matrix of memory mode: in a shared region (header words:
+// node_start, rows, feature_dim) when co-located processes may map it, else
+// in ordinary memory.
+struct FeatureMatrix {
+  std::unique_ptr<SharedRegion> region;
+  std::vector<float> owned;
+  float* data = nullptr;
+
+  static FeatureMatrix Allocate(const ShardMeta& meta, bool shared) {
+    FeatureMatrix m;
+    const int64_t rows = meta.node_end - meta.node_start;
+    const uint64_t floats =
+        static_cast<uint64_t>(rows) * static_cast<uint64_t>(meta.feature_dim);
+    if (shared) {
+      const int64_t words[3] = {meta.node_start, rows, meta.feature_dim};
+      auto region =
+          SharedRegion::Create(absl::StrCat("shardgnn-features-", meta.part_id),
+                               floats * sizeof(float), words);
+      if (region.ok()) {
+        m.region = std::move(*region);
+        m.data = reinterpret_cast<float*>(m.region->payload());
+        return m;
+      }
+      // No memfd here (an old kernel, a sandbox): serve from private memory.
+    }
+    m.owned.resize(floats);
+    m.data = m.owned.data();
+    return m;
+  }
+};
+
 class MemoryStore final : public ShardStore {
  public:
   MemoryStore(ShardMeta meta, std::vector<int64_t> offsets,
-              std::vector<NodeId> adjacency, std::vector<float> features,
+              std::vector<NodeId> adjacency, FeatureMatrix features,
               std::vector<int64_t> labels,
               std::map<std::string, std::vector<NodeId>> splits)
       : ShardStore(std::move(meta), /*in_memory=*/true),
@@ -39,6 +71,11 @@ class MemoryStore final : public ShardStore {
         features_(std::move(features)),
         labels_(std::move(labels)),
         splits_(std::move(splits)) {}
+
+  std::optional<SharedRegionRef> SharedFeatures() const override {
+    if (features_.region == nullptr) return std::nullopt;
+    return features_.region->Ref();
+  }
 
   absl::Status SampleNeighbors(absl::Span<const NodeId> ids, int fanout,
                                bool replace, uint64_t seed,
@@ -73,7 +110,7 @@ class MemoryStore final : public ShardStore {
       // Random rows miss the cache: start loading a few rows ahead.
       if (i + kPrefetchRows < ids.size()) {
         const float* ahead =
-            features_.data() +
+            features_.data +
             static_cast<size_t>(ids[i + kPrefetchRows] - Meta().node_start) *
                 dim;
         for (size_t b = 0; b < dim * sizeof(float); b += 64) {
@@ -81,7 +118,7 @@ class MemoryStore final : public ShardStore {
         }
       }
       size_t local = static_cast<size_t>(ids[i] - Meta().node_start);
-      std::memcpy(dst + i * dim * sizeof(float), features_.data() + local * dim,
+      std::memcpy(dst + i * dim * sizeof(float), features_.data + local * dim,
                   dim * sizeof(float));
     }
     return absl::OkStatus();
@@ -123,7 +160,7 @@ class MemoryStore final : public ShardStore {
 
   std::vector<int64_t> offsets_;  // [num_owned + 1]
   std::vector<NodeId> adjacency_;
-  std::vector<float> features_;  // [num_owned, feature_dim]
+  FeatureMatrix features_;  // [num_owned, feature_dim]
   std::vector<int64_t> labels_;
   std::map<std::string, std::vector<NodeId>> splits_;
 };
@@ -141,14 +178,15 @@ void HashRow(Checksum* checksum, char cf, const rocksdb::Slice& key,
 // Reads every row of the shard into a MemoryStore, checking that each owned
 // node has exactly one row of the right size in each column family.
 absl::StatusOr<std::unique_ptr<ShardStore>> LoadIntoMemory(
-    const ShardDb& shard, ShardMeta meta, bool verify_checksum) {
+    const ShardDb& shard, ShardMeta meta, bool verify_checksum,
+    bool share_features) {
   const std::string& path = shard.path();
   const int64_t n = meta.node_end - meta.node_start;
   const size_t dim = static_cast<size_t>(meta.feature_dim);
   std::vector<int64_t> offsets(static_cast<size_t>(n) + 1, 0);
   std::vector<NodeId> adjacency;
   adjacency.reserve(static_cast<size_t>(std::max<int64_t>(meta.num_edges, 0)));
-  std::vector<float> features(static_cast<size_t>(n) * dim);
+  FeatureMatrix features = FeatureMatrix::Allocate(meta, share_features);
   std::vector<int64_t> labels(static_cast<size_t>(n));
 
   rocksdb::ReadOptions ro;
@@ -192,7 +230,7 @@ absl::StatusOr<std::unique_ptr<ShardStore>> LoadIntoMemory(
     if (degree > 0) std::memcpy(adjacency.data() + old, a.data(), a.size());
     offsets[static_cast<size_t>(local) + 1] =
         static_cast<int64_t>(old + degree);
-    if (dim > 0) std::memcpy(features.data() + local * dim, f.data(), f.size());
+    if (dim > 0) std::memcpy(features.data + local * dim, f.data(), f.size());
     std::memcpy(&labels[static_cast<size_t>(local)], l.data(), sizeof(int64_t));
     if (verify_checksum) {
       HashRow(&checksum, 'a', want, a);
@@ -413,7 +451,8 @@ absl::StatusOr<std::unique_ptr<ShardStore>> ShardStore::Open(
                                  options.read_only));
   ASSIGN_OR_RETURN(ShardMeta meta, shard->ReadMeta());
   if (options.in_memory) {
-    return LoadIntoMemory(*shard, std::move(meta), options.verify_checksum);
+    return LoadIntoMemory(*shard, std::move(meta), options.verify_checksum,
+                          options.share_features);
   }
   return std::unique_ptr<ShardStore>(
       new DiskStore(std::move(meta), std::move(shard)));

@@ -8,7 +8,8 @@
 //     configurable size, so a shard larger than RAM can be served;
 //   - memory mode loads the whole shard into flat arrays (CSR adjacency,
 //     feature matrix, labels) at Open() and verifies the stored content
-//     checksum while doing so.
+//     checksum while doing so. Its feature matrix lives in a shared region
+//     that trainers on the same machine map to read features without a call.
 //
 // Sampling calls shardgnn::SampleNeighbors (common/sampling.h) with the
 // request's seed and each node's global ID, so a sample depends only on
@@ -21,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/sampled_neighbors.h"
+#include "common/shared_memory.h"
 #include "common/types.h"
 #include "graphstore/shard_format.h"
 
@@ -45,6 +48,11 @@ struct ShardStoreOptions {
   bool read_only = true;
   // Memory mode: recompute the content checksum and compare with the meta.
   bool verify_checksum = true;
+  // Memory mode: keep the feature matrix in a shared region
+  // (common/shared_memory.h) that processes on this machine may map
+  // read-only; see SharedFeatures(). Falls back to private memory if the
+  // kernel offers no memfd.
+  bool share_features = true;
 };
 
 class ShardStore {
@@ -88,6 +96,12 @@ class ShardStore {
   // split.
   virtual absl::StatusOr<std::vector<NodeId>> GetSplit(
       absl::string_view name) const = 0;
+  // Memory mode with share_features: where co-located processes find the
+  // feature matrix (row-major float32 [rows, feature_dim] after the region
+  // header; header words: node_start, rows, feature_dim). nullopt otherwise.
+  virtual std::optional<SharedRegionRef> SharedFeatures() const {
+    return std::nullopt;
+  }
 
  protected:
   ShardStore(ShardMeta meta, bool in_memory)

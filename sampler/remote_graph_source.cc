@@ -8,6 +8,28 @@
 
 namespace shardgnn {
 
+namespace {
+
+// The server's shared feature matrix, mapped, if it offers one on this machine
+// whose header agrees with the shard it reported; else null (use calls).
+std::unique_ptr<SharedRegion> MapSharedFeatures(const ServerInfo& info) {
+  if (!info.shared_features.has_value()) return nullptr;
+  auto region = SharedRegion::MapPeer(*info.shared_features);
+  if (!region.ok()) return nullptr;  // Another machine, or not reachable.
+  const ShardMeta& m = info.meta;
+  const int64_t rows = m.node_end - m.node_start;
+  const SharedRegionHeader& h = (*region)->header();
+  if (h.words[0] != m.node_start || h.words[1] != rows ||
+      h.words[2] != m.feature_dim ||
+      (*region)->payload_bytes() <
+          static_cast<uint64_t>(rows) * m.feature_dim * sizeof(float)) {
+    return nullptr;
+  }
+  return std::move(*region);
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
     const std::vector<std::string>& addresses,
     const RemoteGraphSourceOptions& options) {
@@ -73,16 +95,24 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
   }
   auto book = PartitionBook::Create(std::move(ranges));
   if (!book.ok()) return book.status();
+  std::vector<std::unique_ptr<SharedRegion>> shared(by_part.size());
+  if (options.use_shared_memory) {
+    for (int p = 0; p < num_parts; ++p) {
+      shared[p] = MapSharedFeatures(infos[p]);
+    }
+  }
   return std::unique_ptr<RemoteGraphSource>(new RemoteGraphSource(
-      std::move(*book), std::move(by_part), infos[0].meta.feature_dim,
-      infos[0].meta.num_classes, partition_id));
+      std::move(*book), std::move(by_part), std::move(shared),
+      infos[0].meta.feature_dim, infos[0].meta.num_classes, partition_id));
 }
 
 RemoteGraphSource::RemoteGraphSource(
     PartitionBook book, std::vector<std::unique_ptr<GraphStoreClient>> clients,
-    int64_t feature_dim, int64_t num_classes, std::string partition_id)
+    std::vector<std::unique_ptr<SharedRegion>> shared, int64_t feature_dim,
+    int64_t num_classes, std::string partition_id)
     : book_(std::move(book)),
       clients_(std::move(clients)),
+      shared_(std::move(shared)),
       feature_dim_(feature_dim),
       num_classes_(num_classes),
       partition_id_(std::move(partition_id)) {}
@@ -217,6 +247,20 @@ absl::Status RemoteGraphSource::FetchFeatures(absl::Span<const NodeId> nodes,
   const int64_t dim = feature_dim_;
   return ForEachPart(*groups, [&](int p) -> absl::Status {
     const auto& positions = groups->positions[p];
+    if (shared_[p] != nullptr) {
+      // A co-located server's matrix: copy the rows from the mapping.
+      const float* base = reinterpret_cast<const float*>(shared_[p]->payload());
+      const NodeId first = book_.Range(p).start;
+      const auto& ids = groups->ids[p];
+      for (size_t j = 0; j < positions.size(); ++j) {
+        std::memcpy(out + positions[j] * dim,
+                    base + static_cast<size_t>(ids[j] - first) * dim,
+                    dim * sizeof(float));
+      }
+      shared_feature_bytes_ +=
+          static_cast<int64_t>(positions.size() * dim * sizeof(float));
+      return absl::OkStatus();
+    }
     // A part that owns every requested node answers straight into `out`.
     if (positions.size() == nodes.size()) {
       RETURN_IF_ERROR(clients_[p]->GetFeatures(groups->ids[p], dim, out));
@@ -291,8 +335,13 @@ absl::StatusOr<std::vector<int64_t>> RemoteGraphSource::FetchAllDegrees()
 }
 
 RemoteStats RemoteGraphSource::stats() const {
-  return {requests_.load(), ids_sent_.load(), neighbor_bytes_.load(),
-          feature_bytes_.load()};
+  RemoteStats stats;
+  stats.requests = requests_.load();
+  stats.ids_sent = ids_sent_.load();
+  stats.neighbor_bytes = neighbor_bytes_.load();
+  stats.feature_bytes = feature_bytes_.load();
+  stats.shared_feature_bytes = shared_feature_bytes_.load();
+  return stats;
 }
 
 }  // namespace shardgnn

@@ -6,7 +6,8 @@
 // shared kernel (common/sampling.h), keyed by (seed, node), the result is
 // identical to an InMemoryGraphSource over the same relabelled graph. Errors
 // name the server that failed. Thread-safe: the clients are, and per-call state
-// lives on the caller's stack.
+// lives on the caller's stack. Features of servers on the same machine are
+// read from their shared memory (RemoteGraphSourceOptions::use_shared_memory).
 #ifndef SHARDGNN_SAMPLER_REMOTE_GRAPH_SOURCE_H_
 #define SHARDGNN_SAMPLER_REMOTE_GRAPH_SOURCE_H_
 
@@ -19,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/shared_memory.h"
 #include "graphstore/client.h"
 #include "partition/partition_book.h"
 #include "sampler/graph_source.h"
@@ -32,6 +34,13 @@ struct RemoteGraphSourceOptions {
   // If set, every server must report this partition_id (the run's
   // partition.json), or Connect() fails.
   std::string expected_partition_id;
+  // Read the features of a server on this machine that offers its feature
+  // matrix in shared memory (memory mode; ShardStore::SharedFeatures) by
+  // mapping it, instead of calling GetFeatures: no copy through the server,
+  // gRPC and the socket. Sampling and labels still go through the server, so
+  // a dead server is still noticed on the next batch. A region that cannot be
+  // mapped or fails its checks falls back to calls.
+  bool use_shared_memory = true;
 };
 
 // Remote traffic counters (all servers).
@@ -39,7 +48,9 @@ struct RemoteStats {
   int64_t requests = 0;
   int64_t ids_sent = 0;
   int64_t neighbor_bytes = 0;
-  int64_t feature_bytes = 0;
+  int64_t feature_bytes = 0;  // Received in GetFeatures answers.
+  // Read from servers' shared feature matrices (no call, no network).
+  int64_t shared_feature_bytes = 0;
 };
 
 class RemoteGraphSource : public GraphSource {
@@ -79,6 +90,10 @@ class RemoteGraphSource : public GraphSource {
   absl::StatusOr<std::vector<int64_t>> FetchAllDegrees() const;
 
   RemoteStats stats() const;
+  // Whether part p's features are read through shared memory.
+  bool reads_shared_memory(int part) const {
+    return shared_[static_cast<size_t>(part)] != nullptr;
+  }
 
  private:
   // Node positions grouped by owning part.
@@ -88,6 +103,7 @@ class RemoteGraphSource : public GraphSource {
   };
   RemoteGraphSource(PartitionBook book,
                     std::vector<std::unique_ptr<GraphStoreClient>> clients,
+                    std::vector<std::unique_ptr<SharedRegion>> shared,
                     int64_t feature_dim, int64_t num_classes,
                     std::string partition_id);
   absl::StatusOr<Groups> Group(absl::Span<const NodeId> nodes) const;
@@ -107,11 +123,13 @@ class RemoteGraphSource : public GraphSource {
 
   PartitionBook book_;
   std::vector<std::unique_ptr<GraphStoreClient>> clients_;  // Indexed by part.
+  // Mapped feature matrices of co-located servers, by part (null: use calls).
+  std::vector<std::unique_ptr<SharedRegion>> shared_;
   int64_t feature_dim_;
   int64_t num_classes_;
   std::string partition_id_;
   mutable std::atomic<int64_t> requests_{0}, ids_sent_{0}, neighbor_bytes_{0},
-      feature_bytes_{0};
+      feature_bytes_{0}, shared_feature_bytes_{0};
   mutable std::mutex rows_mu_;
   mutable std::vector<std::unique_ptr<RowBuffer>> idle_rows_;  // rows_mu_
 };

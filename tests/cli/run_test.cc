@@ -424,6 +424,10 @@ TEST_F(RunTest, SubmitsTwiceToRunningServersAndChecksThePartition) {
     args.push_back(name == std::string("run1") ? list : cluster);
     args.push_back("--partition");
     args.push_back(metis);
+    // The servers run on this machine in memory mode: run1's trainers map
+    // their feature matrices, run2's are told to fetch through calls.
+    const bool shared = name == std::string("run1");
+    if (!shared) args.push_back("--no-shared-memory");
     Finished run = RunShardgnn(args);
     ASSERT_EQ(run.exit_status, 0) << run.output;
     EXPECT_THAT(run.output, HasSubstr("epoch   3/3"));
@@ -432,6 +436,12 @@ TEST_F(RunTest, SubmitsTwiceToRunningServersAndChecksThePartition) {
     auto summary = nlohmann::json::parse(
         std::ifstream(dir_.Sub(name) + "/summary.json"), nullptr, false);
     EXPECT_THAT(summary["config"].dump(), Not(HasSubstr("normalize")));
+    EXPECT_EQ(run.output.find("shared memory") != std::string::npos, shared)
+        << run.output;
+    const auto& remote = summary["remote"];
+    EXPECT_EQ(remote["feature_bytes"].get<int64_t>() > 0, !shared) << remote;
+    EXPECT_EQ(remote["shared_feature_bytes"].get<int64_t>() > 0, shared)
+        << remote;
     for (auto& s : servers) {
       EXPECT_EQ(s->Poll(), std::nullopt) << s->name() << " stopped";
     }

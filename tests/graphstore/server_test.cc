@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -10,6 +11,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "common/sampling.h"
+#include "common/shared_memory.h"
 #include "graphstore/client.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/graphstore.grpc.pb.h"
@@ -104,6 +106,16 @@ TEST_P(ServerTest, InfoDescribesTheShard) {
   EXPECT_EQ(info.meta.partition_id, "test-partition");
   EXPECT_EQ(info.meta.split_counts, metas_[1].split_counts);
   EXPECT_EQ(info.in_memory, GetParam());
+  // Memory mode lends its feature matrix to processes on this machine.
+  ASSERT_EQ(info.shared_features.has_value(), GetParam());
+  if (info.shared_features) {
+    EXPECT_EQ(info.shared_features->pid, getpid());
+    EXPECT_EQ(info.shared_features->boot_id, BootId());
+    auto region = SharedRegion::MapPeer(*info.shared_features);
+    ASSERT_TRUE(region.ok()) << region.status();
+    EXPECT_EQ((*region)->header().words[0], metas_[1].node_start);
+    EXPECT_EQ((*region)->header().words[2], kDim);
+  }
 }
 
 TEST_P(ServerTest, AnswersMatchTheSource) {

@@ -210,21 +210,36 @@ TEST_P(RemoteSourceTest, SamplesTrueNeighborsExactlyAsInProcess) {
   }
 }
 
+// Memory-mode servers in this process share their feature matrices, so the
+// default source maps them; the same rows must come through calls with
+// shared memory off, and from disk-mode servers (which share nothing).
 TEST_P(RemoteSourceTest, FeaturesAndLabelsAreBitIdentical) {
+  const bool in_memory = std::get<1>(GetParam());
+  RemoteGraphSourceOptions no_shm = FastOptions();
+  no_shm.use_shared_memory = false;
+  ASSERT_OK_AND_ASSIGN(auto through_calls,
+                       RemoteGraphSource::Connect(Shuffled(), no_shm));
   const std::vector<NodeId> ids = AllNodesScrambled();
-  std::vector<float> rows(ids.size() * kDim, -1.0f);
-  ASSERT_OK(remote_->FetchFeatures(ids, rows.data()));
-  std::vector<int64_t> labels(ids.size(), -2);
-  ASSERT_OK(remote_->FetchLabels(ids, labels.data()));
-  for (size_t i = 0; i < ids.size(); ++i) {
-    ASSERT_EQ(std::memcmp(&rows[i * kDim], &graph_.features[ids[i] * kDim],
-                          kDim * sizeof(float)),
-              0)
-        << "node " << ids[i];
-    ASSERT_EQ(labels[i], graph_.labels[ids[i]]) << "node " << ids[i];
+  const int64_t bytes = static_cast<int64_t>(ids.size() * kDim * sizeof(float));
+  for (RemoteGraphSource* source : {remote_.get(), through_calls.get()}) {
+    const bool shared = source == remote_.get() && in_memory;
+    for (int p = 0; p < source->book().num_parts(); ++p) {
+      EXPECT_EQ(source->reads_shared_memory(p), shared) << "part " << p;
+    }
+    std::vector<float> rows(ids.size() * kDim, -1.0f);
+    ASSERT_OK(source->FetchFeatures(ids, rows.data()));
+    std::vector<int64_t> labels(ids.size(), -2);
+    ASSERT_OK(source->FetchLabels(ids, labels.data()));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      ASSERT_EQ(std::memcmp(&rows[i * kDim], &graph_.features[ids[i] * kDim],
+                            kDim * sizeof(float)),
+                0)
+          << "node " << ids[i] << (shared ? " (shared memory)" : " (calls)");
+      ASSERT_EQ(labels[i], graph_.labels[ids[i]]) << "node " << ids[i];
+    }
+    EXPECT_EQ(source->stats().feature_bytes, shared ? 0 : bytes);
+    EXPECT_EQ(source->stats().shared_feature_bytes, shared ? bytes : 0);
   }
-  EXPECT_EQ(remote_->stats().feature_bytes,
-            static_cast<int64_t>(rows.size() * sizeof(float)));
 }
 
 TEST_P(RemoteSourceTest, RejectsAnIdOutsideTheGraph) {
