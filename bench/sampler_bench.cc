@@ -358,7 +358,15 @@ int Main(int argc, char** argv) {
         OrDie(GraphStoreServer::Start(store, {}), "starting a server"));
     addresses.push_back(servers.back()->address());
   }
-  auto remote = OrDie(RemoteGraphSource::Connect(addresses), "connecting");
+  // (b)-(d) measure the network path: features through GetFeatures calls.
+  // The servers run in this process, so shared memory would be available;
+  // it gets its own row below.
+  RemoteGraphSourceOptions calls_only;
+  calls_only.use_shared_memory = false;
+  auto remote =
+      OrDie(RemoteGraphSource::Connect(addresses, calls_only), "connecting");
+  auto shared_remote =
+      OrDie(RemoteGraphSource::Connect(addresses), "connecting (shared)");
   out["setup"]["serve_seconds"] = Since(stage);
   const std::vector<NodeId> seeds =
       OrDie(remote->FetchSplit("train"), "train split");
@@ -405,6 +413,22 @@ int Main(int argc, char** argv) {
       ToJson(Measure(*distributed, seeds, flags, flags.prefetch, remote.get(),
                      nullptr),
              steps_per_epoch);
+
+  // (b) with the servers' feature matrices mapped (same machine): sampling
+  // by calls, features by memcpy from shared memory, no cache.
+  {
+    auto sampler =
+        OrDie(NeighborSampler::Create(shared_remote.get(), sampler_options),
+              "sampler");
+    Note("(b) 2 servers, shared-memory features, prefetching loader");
+    Run shm = Measure(*sampler, seeds, flags, flags.prefetch,
+                      shared_remote.get(), nullptr);
+    Json j = ToJson(shm, steps_per_epoch);
+    j["shared_feature_bytes"] = shared_remote->stats().shared_feature_bytes;
+    j["seeds_per_s_vs_in_process"] =
+        (shm.sampled.seeds / shm.seconds) / (a.sampled.seeds / a.seconds);
+    out["loader_shared_memory"] = j;
+  }
 
   // Hottest nodes by pre-sampling (GNNLab), shared by both cache sizes.
   stage = Clock::now();

@@ -252,7 +252,13 @@ absl::StatusOr<SampledNeighbors> GraphStoreClient::SampleNeighbors(
 }
 
 absl::Status GraphStoreClient::GetFeatures(absl::Span<const NodeId> ids,
-                                           int64_t feature_dim, float* out) {
+                                           int64_t feature_dim, float* out,
+                                           absl::Span<const size_t> rows) {
+  if (!rows.empty() && rows.size() != ids.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("GetFeatures: ", rows.size(),
+                                                   " destination rows for ",
+                                                   ids.size(), " IDs"));
+  }
   // Raw call: rows go from the gRPC buffer to `out` in one copy.
   grpc::ByteBuffer request;
   bool own = false;
@@ -268,7 +274,8 @@ absl::Status GraphStoreClient::GetFeatures(absl::Span<const NodeId> ids,
       [this](Stub*, grpc::ClientContext* c, const grpc::ByteBuffer& q,
              grpc::ByteBuffer* r) { return impl_->RawCall(c, q, r); }));
   absl::Status s =
-      internal::DecodeFeatures(response, ids.size(), feature_dim, out);
+      internal::DecodeFeatures(response, ids.size(), feature_dim, out,
+                               rows.empty() ? nullptr : rows.data());
   if (!s.ok()) return impl_->Error(s.code(), "GetFeatures", s.message());
   return absl::OkStatus();
 }

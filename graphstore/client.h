@@ -89,10 +89,12 @@ class GraphStoreClient {
   absl::StatusOr<SampledNeighbors> SampleNeighbors(absl::Span<const NodeId> ids,
                                                    int fanout, bool replace,
                                                    uint64_t seed);
-  // Writes ids.size() * feature_dim floats to `out`; fails with DATA_LOSS if
-  // the server's rows are not `feature_dim` wide.
+  // Writes the row of ids[i] to out + i * feature_dim, or, when `rows` is
+  // given (one entry per ID), to out + rows[i] * feature_dim: received bytes
+  // are copied once, straight to their place. Fails with DATA_LOSS if the
+  // server's rows are not `feature_dim` wide.
   absl::Status GetFeatures(absl::Span<const NodeId> ids, int64_t feature_dim,
-                           float* out);
+                           float* out, absl::Span<const size_t> rows = {});
   // The same, returning the rows and their width.
   absl::StatusOr<std::vector<float>> GetFeatures(absl::Span<const NodeId> ids,
                                                  int64_t* feature_dim);

@@ -7,35 +7,21 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "common/sampling.h"
+#include "common/status.h"
 
 namespace shardgnn {
 
 absl::Status CachedGraphSource::FetchFeatures(absl::Span<const NodeId> nodes,
                                               float* out) const {
-  const int64_t dim = inner_->feature_dim();
   std::vector<size_t> missing;
   cache_->Lookup(nodes, out, &missing);
   if (missing.empty()) return absl::OkStatus();
   std::vector<NodeId> missing_ids(missing.size());
   for (size_t i = 0; i < missing.size(); ++i)
     missing_ids[i] = nodes[missing[i]];
-  // The misses' rows before they are scattered into `out`, in a buffer kept
-  // per thread: a fresh multi-megabyte allocation per call costs a page fault
-  // every 4 KiB. Uninitialized; the inner source writes every element.
-  thread_local std::unique_ptr<float[]> buffer;
-  thread_local size_t capacity = 0;
-  const size_t floats = missing.size() * static_cast<size_t>(dim);
-  if (capacity < floats) {
-    buffer.reset(new float[floats]);
-    capacity = floats;
-  }
-  float* rows = buffer.get();
-  absl::Status s = inner_->FetchFeatures(missing_ids, rows);
-  if (!s.ok()) return s;
-  for (size_t i = 0; i < missing.size(); ++i) {
-    std::memcpy(out + missing[i] * dim, rows + i * dim, dim * sizeof(float));
-  }
-  cache_->Insert(missing_ids, rows);
+  // The inner source places each missed row straight at its position.
+  RETURN_IF_ERROR(inner_->FetchFeaturesInto(missing_ids, missing, out));
+  cache_->Insert(missing_ids, out, missing);
   return absl::OkStatus();
 }
 

@@ -145,7 +145,8 @@ void FeatureCache::Lookup(absl::Span<const NodeId> ids, float* out,
   misses_ += static_cast<int64_t>(ids.size()) - hits;
 }
 
-void FeatureCache::Insert(absl::Span<const NodeId> ids, const float* rows) {
+void FeatureCache::Insert(absl::Span<const NodeId> ids, const float* rows,
+                          absl::Span<const size_t> at) {
   if (options_.policy != CachePolicy::kClock) return;
   const int64_t dim = options_.feature_dim;
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -162,7 +163,8 @@ void FeatureCache::Insert(absl::Span<const NodeId> ids, const float* rows) {
     shard.index[ids[i]] = slot;
     shard.slot_ids[static_cast<size_t>(slot)] = ids[i];
     shard.referenced[static_cast<size_t>(slot)] = 0;
-    std::memcpy(&shard.rows[static_cast<size_t>(slot * dim)], rows + i * dim,
+    const size_t row = at.empty() ? i : at[i];
+    std::memcpy(&shard.rows[static_cast<size_t>(slot * dim)], rows + row * dim,
                 dim * sizeof(float));
   }
 }

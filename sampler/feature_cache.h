@@ -75,9 +75,11 @@ class FeatureCache {
   void Lookup(absl::Span<const NodeId> ids, float* out,
               std::vector<size_t>* missing);
 
-  // kClock: stores rows (ids.size() x feature_dim floats), evicting as needed.
+  // kClock: stores the row of ids[i], read from rows + i * feature_dim (or
+  // from rows + at[i] * feature_dim when `at` is given), evicting as needed.
   // No-op for kStatic.
-  void Insert(absl::Span<const NodeId> ids, const float* rows);
+  void Insert(absl::Span<const NodeId> ids, const float* rows,
+              absl::Span<const size_t> at = {});
 
   FeatureCacheStats stats() const;
   const FeatureCacheOptions& options() const { return options_; }

@@ -1,6 +1,7 @@
 #include "sampler/graph_source.h"
 
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/sampling.h"
@@ -8,6 +9,24 @@
 #include "datasets/dataset.h"
 
 namespace shardgnn {
+
+absl::Status GraphSource::FetchFeaturesInto(absl::Span<const NodeId> nodes,
+                                            absl::Span<const size_t> rows,
+                                            float* out) const {
+  if (rows.size() != nodes.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("FetchFeaturesInto: ", rows.size(), " rows for ",
+                     nodes.size(), " nodes"));
+  }
+  const size_t dim = static_cast<size_t>(feature_dim());
+  std::vector<float> buffer(nodes.size() * dim);
+  RETURN_IF_ERROR(FetchFeatures(nodes, buffer.data()));
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::memcpy(out + rows[i] * dim, buffer.data() + i * dim,
+                dim * sizeof(float));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<InMemoryGraphSource>>
 InMemoryGraphSource::Create(const GraphArrays& arrays) {

@@ -46,6 +46,13 @@ class GraphSource {
   // out holds nodes.size() * feature_dim() floats.
   virtual absl::Status FetchFeatures(absl::Span<const NodeId> nodes,
                                      float* out) const = 0;
+  // Writes the row of nodes[i] to out + rows[i] * feature_dim() instead (a
+  // scatter into a larger matrix; rows.size() == nodes.size()). The default
+  // fetches into a buffer and copies; sources that receive rows piecewise
+  // override it to place them directly.
+  virtual absl::Status FetchFeaturesInto(absl::Span<const NodeId> nodes,
+                                         absl::Span<const size_t> rows,
+                                         float* out) const;
 
   // Writes the label of each node (-1 = unlabeled) to out[i]. REQUIRES: out
   // holds nodes.size() values.

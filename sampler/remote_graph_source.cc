@@ -213,73 +213,60 @@ absl::Status RemoteGraphSource::SampleNeighbors(absl::Span<const NodeId> nodes,
   return absl::OkStatus();
 }
 
-std::unique_ptr<RemoteGraphSource::RowBuffer> RemoteGraphSource::AcquireRows(
-    size_t floats) const {
-  std::unique_ptr<RowBuffer> buffer;
-  {
-    std::lock_guard<std::mutex> lock(rows_mu_);
-    if (!idle_rows_.empty()) {
-      buffer = std::move(idle_rows_.back());
-      idle_rows_.pop_back();
-    }
-  }
-  if (buffer == nullptr) buffer = std::make_unique<RowBuffer>();
-  if (buffer->capacity < floats) {
-    // Uninitialized: the server's rows overwrite every element.
-    buffer->data.reset(new float[floats]);
-    buffer->capacity = floats;
-  }
-  return buffer;
-}
-
-void RemoteGraphSource::ReleaseRows(std::unique_ptr<RowBuffer> buffer) const {
-  std::lock_guard<std::mutex> lock(rows_mu_);
-  // Enough for a few concurrent batches of every part; more are freed.
-  if (idle_rows_.size() < 4 * clients_.size()) {
-    idle_rows_.push_back(std::move(buffer));
-  }
-}
-
 absl::Status RemoteGraphSource::FetchFeatures(absl::Span<const NodeId> nodes,
                                               float* out) const {
+  return Fetch(nodes, {}, out);
+}
+
+absl::Status RemoteGraphSource::FetchFeaturesInto(
+    absl::Span<const NodeId> nodes, absl::Span<const size_t> rows,
+    float* out) const {
+  if (rows.size() != nodes.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("FetchFeaturesInto: ", rows.size(), " rows for ",
+                     nodes.size(), " nodes"));
+  }
+  return Fetch(nodes, rows, out);
+}
+
+absl::Status RemoteGraphSource::Fetch(absl::Span<const NodeId> nodes,
+                                      absl::Span<const size_t> rows,
+                                      float* out) const {
   auto groups = Group(nodes);
   if (!groups.ok()) return groups.status();
   const int64_t dim = feature_dim_;
   return ForEachPart(*groups, [&](int p) -> absl::Status {
     const auto& positions = groups->positions[p];
+    const auto& ids = groups->ids[p];
+    const int64_t bytes =
+        static_cast<int64_t>(positions.size() * dim * sizeof(float));
+    // Where the j-th row of this part goes in `out`, in rows.
+    auto dest = [&](size_t j) {
+      return rows.empty() ? positions[j] : rows[positions[j]];
+    };
     if (shared_[p] != nullptr) {
       // A co-located server's matrix: copy the rows from the mapping.
       const float* base = reinterpret_cast<const float*>(shared_[p]->payload());
       const NodeId first = book_.Range(p).start;
-      const auto& ids = groups->ids[p];
       for (size_t j = 0; j < positions.size(); ++j) {
-        std::memcpy(out + positions[j] * dim,
+        std::memcpy(out + dest(j) * dim,
                     base + static_cast<size_t>(ids[j] - first) * dim,
                     dim * sizeof(float));
       }
-      shared_feature_bytes_ +=
-          static_cast<int64_t>(positions.size() * dim * sizeof(float));
+      shared_feature_bytes_ += bytes;
       return absl::OkStatus();
     }
-    // A part that owns every requested node answers straight into `out`.
-    if (positions.size() == nodes.size()) {
-      RETURN_IF_ERROR(clients_[p]->GetFeatures(groups->ids[p], dim, out));
-      feature_bytes_ +=
-          static_cast<int64_t>(nodes.size() * dim * sizeof(float));
-      return absl::OkStatus();
+    absl::Status s;
+    if (rows.empty() && positions.size() == nodes.size()) {
+      // One part owns every requested node, in order: rows land contiguously.
+      s = clients_[p]->GetFeatures(ids, dim, out);
+    } else {
+      // The client scatters straight from the received buffer.
+      std::vector<size_t> where(positions.size());
+      for (size_t j = 0; j < positions.size(); ++j) where[j] = dest(j);
+      s = clients_[p]->GetFeatures(ids, dim, out, where);
     }
-    const size_t floats = positions.size() * static_cast<size_t>(dim);
-    std::unique_ptr<RowBuffer> rows = AcquireRows(floats);
-    absl::Status s =
-        clients_[p]->GetFeatures(groups->ids[p], dim, rows->data.get());
-    if (s.ok()) {
-      const float* row = rows->data.get();
-      for (size_t j = 0; j < positions.size(); ++j, row += dim) {
-        std::memcpy(out + positions[j] * dim, row, dim * sizeof(float));
-      }
-      feature_bytes_ += static_cast<int64_t>(floats * sizeof(float));
-    }
-    ReleaseRows(std::move(rows));
+    if (s.ok()) feature_bytes_ += bytes;
     return s;
   });
 }

@@ -14,7 +14,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -79,6 +78,11 @@ class RemoteGraphSource : public GraphSource {
                                SampledNeighbors* out) const override;
   absl::Status FetchFeatures(absl::Span<const NodeId> nodes,
                              float* out) const override;
+  // Rows are scattered once, from the received gRPC buffer (or the shared
+  // mapping) straight to their place.
+  absl::Status FetchFeaturesInto(absl::Span<const NodeId> nodes,
+                                 absl::Span<const size_t> rows,
+                                 float* out) const override;
   absl::Status FetchLabels(absl::Span<const NodeId> nodes,
                            int64_t* out) const override;
 
@@ -107,15 +111,9 @@ class RemoteGraphSource : public GraphSource {
                     int64_t feature_dim, int64_t num_classes,
                     std::string partition_id);
   absl::StatusOr<Groups> Group(absl::Span<const NodeId> nodes) const;
-  // A buffer of feature rows received from one server before they are
-  // scattered into place. Buffers are pooled: a fresh multi-megabyte
-  // allocation per call costs a page fault every 4 KiB (and a memset).
-  struct RowBuffer {
-    std::unique_ptr<float[]> data;
-    size_t capacity = 0;
-  };
-  std::unique_ptr<RowBuffer> AcquireRows(size_t floats) const;
-  void ReleaseRows(std::unique_ptr<RowBuffer> buffer) const;
+  // FetchFeatures (rows empty: row i at i) and FetchFeaturesInto.
+  absl::Status Fetch(absl::Span<const NodeId> nodes,
+                     absl::Span<const size_t> rows, float* out) const;
   // Runs fn(part) for every part with nodes, concurrently; returns the first
   // error.
   absl::Status ForEachPart(const Groups& groups,
@@ -130,8 +128,6 @@ class RemoteGraphSource : public GraphSource {
   std::string partition_id_;
   mutable std::atomic<int64_t> requests_{0}, ids_sent_{0}, neighbor_bytes_{0},
       feature_bytes_{0}, shared_feature_bytes_{0};
-  mutable std::mutex rows_mu_;
-  mutable std::vector<std::unique_ptr<RowBuffer>> idle_rows_;  // rows_mu_
 };
 
 }  // namespace shardgnn

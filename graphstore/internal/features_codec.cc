@@ -49,6 +49,25 @@ class SliceReader {
     }
     return false;
   }
+  // Copies n bytes of whole rows of row_bytes each: byte b goes to row b /
+  // row_bytes of `out`, placed at out + rows[b / row_bytes] * row_bytes (or
+  // contiguously when rows is null).
+  bool CopyRows(char* out, const size_t* rows, size_t row_bytes, size_t n) {
+    if (rows == nullptr) return Copy(out, n);
+    size_t done = 0;
+    while (done < n) {
+      Skip0();
+      if (index_ == slices_.size()) return false;
+      const size_t row = done / row_bytes, in_row = done % row_bytes;
+      size_t take = std::min(
+          {n - done, slices_[index_].size() - offset_, row_bytes - in_row});
+      std::memcpy(out + rows[row] * row_bytes + in_row,
+                  slices_[index_].begin() + offset_, take);
+      offset_ += take;
+      done += take;
+    }
+    return true;
+  }
   // Copies (or, with out == nullptr, skips) n bytes.
   bool Copy(char* out, size_t n) {
     while (n > 0) {
@@ -106,7 +125,8 @@ absl::Status EncodeFeatures(const ShardStore& store,
 }
 
 absl::Status DecodeFeatures(const grpc::ByteBuffer& response, size_t num_ids,
-                            int64_t feature_dim, float* out) {
+                            int64_t feature_dim, float* out,
+                            const size_t* rows) {
   std::vector<grpc::Slice> slices;
   // An empty message may arrive as a buffer with no slices at all.
   if (response.Valid() && !response.Dump(&slices).ok()) {
@@ -139,7 +159,9 @@ absl::Status DecodeFeatures(const grpc::ByteBuffer& response, size_t num_ids,
                 "got ", len, " bytes of features, expected ", want, " (",
                 num_ids, " rows of ", feature_dim, " floats)"));
           }
-          ok = in.Copy(reinterpret_cast<char*>(out), len);
+          ok = len == 0 ||
+               in.CopyRows(reinterpret_cast<char*>(out), rows,
+                           static_cast<size_t>(feature_dim) * 4, len);
           got = len;
         } else if (ok) {
           ok = in.Copy(nullptr, len);

@@ -25,9 +25,12 @@ absl::Status EncodeFeatures(const ShardStore& store,
                             grpc::ByteBuffer* out);
 
 // Parses a GetFeaturesResponse, checking it holds num_ids rows of
-// `feature_dim` floats, and copies the rows to `out`. DATA_LOSS otherwise.
+// `feature_dim` floats, and copies row i to out + i * feature_dim, or to
+// out + rows[i] * feature_dim when `rows` is given (scattering straight from
+// the gRPC slices). DATA_LOSS otherwise.
 absl::Status DecodeFeatures(const grpc::ByteBuffer& response, size_t num_ids,
-                            int64_t feature_dim, float* out);
+                            int64_t feature_dim, float* out,
+                            const size_t* rows = nullptr);
 
 }  // namespace shardgnn::internal
 

@@ -239,6 +239,23 @@ TEST_P(RemoteSourceTest, FeaturesAndLabelsAreBitIdentical) {
     }
     EXPECT_EQ(source->stats().feature_bytes, shared ? 0 : bytes);
     EXPECT_EQ(source->stats().shared_feature_bytes, shared ? bytes : 0);
+
+    // FetchFeaturesInto: node i's row lands at row `at[i]` of a larger
+    // matrix (a permutation with gaps); rows not named stay untouched.
+    const size_t n = ids.size();
+    std::vector<size_t> at(n);
+    for (size_t i = 0; i < n; ++i) at[i] = 2 * ((i * 7919) % n) + 1;
+    std::vector<float> matrix(2 * n * kDim, -7.0f);
+    ASSERT_OK(source->FetchFeaturesInto(ids, at, matrix.data()));
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(std::memcmp(&matrix[at[i] * kDim],
+                            &graph_.features[ids[i] * kDim],
+                            kDim * sizeof(float)),
+                0)
+          << "node " << ids[i];
+      ASSERT_EQ(matrix[2 * ((i * 7919) % n) * kDim], -7.0f);
+    }
+    EXPECT_FALSE(source->FetchFeaturesInto(ids, {1, 2}, matrix.data()).ok());
   }
 }
 

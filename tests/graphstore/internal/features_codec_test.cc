@@ -72,6 +72,14 @@ TEST(FeaturesCodecTest, DecodesAcrossSlicesAndSkipsUnknownFields) {
     std::vector<float> out(6, -1);
     ASSERT_OK(DecodeFeatures(Chunked(bytes, chunk), 2, 3, out.data())) << chunk;
     EXPECT_EQ(out, rows);
+    // Scattered: row 0 to row 2 of a 3-row matrix, row 1 to row 0; row 1 of
+    // the matrix is left alone.
+    std::vector<float> matrix(9, -1);
+    const size_t at[] = {2, 0};
+    ASSERT_OK(DecodeFeatures(Chunked(bytes, chunk), 2, 3, matrix.data(), at))
+        << chunk;
+    EXPECT_EQ(matrix, std::vector<float>({4, 5, 6, -1, -1, -1, 1, 2, 3}))
+        << chunk;
   }
   std::vector<float> out(8);
   EXPECT_EQ(DecodeFeatures(Chunked(bytes, 4), 2, 4, out.data()).code(),
