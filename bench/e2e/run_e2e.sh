@@ -3,10 +3,11 @@
 #   (a) in one process with the graph in memory  (shardgnn train --dataset),
 #   (b) 2 storage servers + 1 trainer on loopback (shardgnn run --trainers 1),
 #   (c) 2 storage servers + 2 trainers             (shardgnn run --trainers 2),
+#   (bcalls) (b) with --no-shared-memory: every feature row through calls,
 # each with dropout 0.5 and 0, on a generated SBM graph; prints ONE JSON object
 # with every configuration's summary figures (docs/formats.md, summary.json),
 # the peak RSS of every server and trainer process (VmHWM, read from /proc while
-# they run), and the ratios (b)/(a), (c)/(a) of epoch time. See
+# they run), and the ratios of each configuration's epoch time to (a)'s. See
 # docs/benchmarks.md.
 #
 # Usage: bench/e2e/run_e2e.sh [--small] [--work DIR] [--nodes N] ...
@@ -31,7 +32,8 @@ run_e2e.sh: end-to-end benchmark, in-process vs 2 servers + 1 / 2 trainers.
   --threads T           LibTorch intra-op threads per trainer (0 = default)
   --sampler-threads S   sampler threads per trainer (1)
   --prefetch P          minibatches prefetched (4)
-  --configs LIST        subset of a,b,c (a,b,c)
+  --configs LIST        subset of a,b,c,bcalls (a,b,c,bcalls); bcalls is (b)
+                        with --no-shared-memory: features through calls
   --small               20k nodes, 16 features, 8 classes, 2 epochs,
                         dropout 0.5 only (a smoke run, well under a minute)
 EOF
@@ -43,7 +45,7 @@ repo="$(cd "${script_dir}/../.." && pwd)"
 shardgnn="${SHARDGNN:-${repo}/build/cli/shardgnn}"
 work=/tmp/shardgnn-e2e
 nodes=1000000 avg_degree=20 features=128 classes=32 split=0.1,0.1,0.8
-epochs=3 dropouts=0.5,0 threads=0 sampler_threads=1 prefetch=4 configs=a,b,c
+epochs=3 dropouts=0.5,0 threads=0 sampler_threads=1 prefetch=4 configs=a,b,c,bcalls
 while (($#)); do
   case "$1" in
     --shardgnn) shardgnn="$2"; shift 2 ;;
@@ -158,10 +160,13 @@ run_config() {
   case "${config}" in
     a) mkdir -p "${out}"
        cmd=("${shardgnn}" train --dataset "${dataset}" --out "${out}") ;;
-    b | c)
+    b | c | bcalls)
       local trainers=1; [[ "${config}" == c ]] && trainers=2
       cmd=("${shardgnn}" run --partition "${partition}"
-        --trainers "${trainers}" --work-dir "${runs}/work" --out "${out}") ;;
+        --trainers "${trainers}" --work-dir "${runs}/work" --out "${out}")
+      # (b) with every feature row through GetFeatures calls: the network
+      # path, as between machines.
+      [[ "${config}" == bcalls ]] && cmd+=(--no-shared-memory) ;;
   esac
   log "(${config}) dropout ${dropout}: ${cmd[*]} ${train_flags[*]}"
   local t0; t0=$(date +%s.%N)
@@ -183,6 +188,13 @@ run_config() {
 
 IFS=, read -r -a dropout_list <<< "${dropouts}"
 IFS=, read -r -a config_list <<< "${configs}"
+for config in "${config_list[@]}"; do
+  case "${config}" in
+    a | b | c | bcalls) ;;
+    *) echo "run_e2e.sh: unknown configuration '${config}' (a, b, c, bcalls)" >&2
+       exit 2 ;;
+  esac
+done
 for dropout in "${dropout_list[@]}"; do
   for config in "${config_list[@]}"; do
     run_config "${config}" "${dropout}"
@@ -194,7 +206,8 @@ python3 - "${runs}" "${dataset}" "${partition}" "${dropouts}" "${configs}" \
 import json, os, sys
 runs, dataset, partition, dropouts, configs, prep, command = sys.argv[1:8]
 names = {"a": "a_in_process", "b": "b_2servers_1trainer",
-         "c": "c_2servers_2trainers"}
+         "c": "c_2servers_2trainers",
+         "bcalls": "b_2servers_1trainer_no_shared_memory"}
 manifest = json.load(open(os.path.join(dataset, "manifest.json")))
 result = {
     "dataset": {k: manifest.get(k) for k in
@@ -231,12 +244,13 @@ for dropout in dropouts.split(","):
     if "a_in_process" in block:
         a = block["a_in_process"]["epoch_time"]
         ratios = {}
-        for key in ("b_2servers_1trainer", "c_2servers_2trainers"):
-            if key in block:
+        for c in configs.split(","):
+            key = names[c]
+            if c != "a":
                 t = block[key]["epoch_time"]
-                ratios[f"{key[0]}_over_a_epoch_seconds"] = (
+                ratios[f"{c}_over_a_epoch_seconds"] = (
                     t["epoch_seconds"] / a["epoch_seconds"])
-                ratios[f"{key[0]}_over_a_step_seconds"] = (
+                ratios[f"{c}_over_a_step_seconds"] = (
                     t["step_seconds"] / a["step_seconds"])
         block["ratios"] = ratios
     block["dropout"] = float(dropout)
