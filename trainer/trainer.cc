@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <memory>
 
 #include "absl/strings/ascii.h"
@@ -286,20 +287,33 @@ class Run {
   }
 
   // Fraction of labeled `nodes` predicted correctly (summed over ranks with a
-  // sync); -1 if there are none.
+  // sync); -1 if there are none. The next batch is sampled (and its features
+  // fetched) on a helper thread while the model runs on the current one.
   absl::StatusOr<double> Accuracy(const std::vector<NodeId>& nodes) {
     torch::NoGradGuard no_grad;
     model_->eval();
     double counts[2] = {0.0, 0.0};  // correct, labeled
-    MiniBatch batch;
     const uint64_t seed = MixSeed(options_.seed, kEvalSampleStream);
-    for (size_t begin = 0; begin < nodes.size();
-         begin += options_.eval_batch_size) {
-      const size_t end = std::min(
-          nodes.size(), begin + static_cast<size_t>(options_.eval_batch_size));
-      RETURN_IF_ERROR(eval_sampler_->Sample(
+    const size_t step = static_cast<size_t>(options_.eval_batch_size);
+    MiniBatch batches[2];
+    auto sample = [&](size_t begin, MiniBatch* batch) {
+      const size_t end = std::min(nodes.size(), begin + step);
+      return eval_sampler_->Sample(
           absl::MakeConstSpan(nodes).subspan(begin, end - begin),
-          MixSeed(seed, begin), &batch));
+          MixSeed(seed, begin), batch);
+    };
+    std::future<absl::Status> next;
+    if (!nodes.empty())
+      next = std::async(std::launch::async, sample, 0, &batches[0]);
+    for (size_t begin = 0, k = 0; begin < nodes.size(); begin += step, ++k) {
+      // (On an error return the destructor of a pending future waits for its
+      // sampling, which ends: every remote call has a deadline.)
+      RETURN_IF_ERROR(next.get());
+      const MiniBatch& batch = batches[k % 2];
+      if (begin + step < nodes.size()) {
+        next = std::async(std::launch::async, sample, begin + step,
+                          &batches[(k + 1) % 2]);
+      }
       BatchTensors t = ToTensors(batch, options_.model);
       torch::Tensor pred = model_->Forward(t.blocks, t.x).argmax(1);
       torch::Tensor mask = t.labels.ge(0);
