@@ -61,6 +61,7 @@
 #include "graphstore/shard_store.h"
 #include "nlohmann/json.hpp"
 #include "partition/partition.h"
+#include "partition/relabelled_graph.h"
 #include "sampler/cached_graph_source.h"
 #include "sampler/feature_cache.h"
 #include "sampler/graph_source.h"
@@ -172,42 +173,6 @@ Flags ParseFlags(int argc, char** argv) {
 
 // The graph in relabelled IDs, as the shards store it: row v lists the
 // relabelled neighbors of orig_ids[v], sorted; features and labels follow.
-struct Relabelled {
-  std::vector<int64_t> indptr;
-  std::vector<NodeId> indices;
-  std::vector<float> features;
-  std::vector<int64_t> labels;
-  int64_t dim = 0;
-};
-
-Relabelled Relabel(Dataset dataset, const std::string& partition_dir) {
-  auto orig = OrDie(ReadNpy<int64_t>(JoinPath(partition_dir, kOrigIdsFile), 1),
-                    "reading orig_ids.npy");
-  const int64_t n = dataset.num_nodes();
-  std::vector<NodeId> new_id(static_cast<size_t>(n));
-  for (NodeId v = 0; v < n; ++v) new_id[orig.data[v]] = v;
-  Relabelled g;
-  g.dim = dataset.feature_dim();
-  const auto dim = static_cast<size_t>(g.dim);
-  g.indptr.reserve(static_cast<size_t>(n + 1));
-  g.indptr.push_back(0);
-  g.indices.reserve(dataset.indices.size());
-  g.features.resize(static_cast<size_t>(n) * dim);
-  g.labels.resize(static_cast<size_t>(n));
-  for (NodeId v = 0; v < n; ++v) {
-    const NodeId o = orig.data[v];
-    const size_t begin = g.indices.size();
-    for (int64_t e = dataset.indptr[o]; e < dataset.indptr[o + 1]; ++e)
-      g.indices.push_back(new_id[dataset.indices[e]]);
-    std::sort(g.indices.begin() + begin, g.indices.end());
-    g.indptr.push_back(static_cast<int64_t>(g.indices.size()));
-    std::copy_n(dataset.features.begin() + o * dim, dim,
-                g.features.begin() + v * dim);
-    g.labels[v] = dataset.labels[o];
-  }
-  return g;
-}
-
 // One configuration's figures.
 struct Run {
   double seconds = 0;
@@ -346,7 +311,9 @@ int Main(int argc, char** argv) {
   }
   out["setup"]["partition_seconds"] = Since(stage);
   stage = Clock::now();
-  const Relabelled graph = Relabel(std::move(dataset), part_dir);
+  const RelabelledGraph graph =
+      OrDie(RelabelForPartition(dataset, part_dir), "relabelling");
+  dataset = Dataset();  // The relabelled copy is all that is needed now.
   out["setup"]["relabel_seconds"] = Since(stage);
 
   // Servers and the remote source.
@@ -384,7 +351,7 @@ int Main(int argc, char** argv) {
   arrays.indptr = graph.indptr;
   arrays.indices = graph.indices;
   arrays.features = graph.features;
-  arrays.feature_dim = graph.dim;
+  arrays.feature_dim = graph.feature_dim;
   arrays.labels = graph.labels;
   auto local = OrDie(InMemoryGraphSource::Create(arrays), "in-memory source");
   SamplerOptions sampler_options;
@@ -450,9 +417,9 @@ int Main(int argc, char** argv) {
   for (int percent : {10, 25}) {
     const int64_t rows = graph.indptr.size() - 1;
     FeatureCacheOptions cache_options;
-    cache_options.capacity_bytes =
-        rows * percent / 100 * graph.dim * static_cast<int64_t>(sizeof(float));
-    cache_options.feature_dim = graph.dim;
+    cache_options.capacity_bytes = rows * percent / 100 * graph.feature_dim *
+                                   static_cast<int64_t>(sizeof(float));
+    cache_options.feature_dim = graph.feature_dim;
     cache_options.policy = CachePolicy::kStatic;
     auto cache = OrDie(FeatureCache::Create(cache_options), "cache");
     stage = Clock::now();

@@ -1,7 +1,5 @@
 #include "tests/sampler/test_cluster.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/npy.h"
@@ -26,11 +24,6 @@ absl::StatusOr<Dataset> MakeRmatDataset(const std::string& dir,
   return LoadDataset(dir);
 }
 
-bool RelabelledGraph::HasEdge(NodeId v, NodeId u) const {
-  return std::binary_search(indices.begin() + indptr[v],
-                            indices.begin() + indptr[v + 1], u);
-}
-
 GraphArrays RelabelledGraph::arrays() const {
   GraphArrays a;
   a.indptr = indptr;
@@ -43,32 +36,11 @@ GraphArrays RelabelledGraph::arrays() const {
 
 absl::StatusOr<RelabelledGraph> RelabelForPartition(
     const Dataset& dataset, const std::string& partition_dir) {
-  const std::string path = JoinPath(partition_dir, kOrigIdsFile);
-  ASSIGN_OR_RETURN(NpyArray<int64_t> orig, ReadNpy<int64_t>(path, 1));
-  const int64_t n = dataset.num_nodes();
-  if (static_cast<int64_t>(orig.data.size()) != n) {
-    return absl::DataLossError(
-        absl::StrCat(path, ": ", orig.data.size(), " IDs for ", n, " nodes"));
-  }
-  std::vector<NodeId> new_id(static_cast<size_t>(n), -1);
-  for (NodeId v = 0; v < n; ++v) new_id[orig.data[v]] = v;
-  RelabelledGraph g;
-  g.feature_dim = dataset.feature_dim();
-  g.indptr.push_back(0);
-  const auto dim = static_cast<size_t>(g.feature_dim);
-  for (NodeId v = 0; v < n; ++v) {
-    const NodeId o = orig.data[v];
-    std::vector<NodeId> row;
-    for (int64_t e = dataset.indptr[o]; e < dataset.indptr[o + 1]; ++e)
-      row.push_back(new_id[dataset.indices[e]]);
-    std::sort(row.begin(), row.end());
-    g.indices.insert(g.indices.end(), row.begin(), row.end());
-    g.indptr.push_back(static_cast<int64_t>(g.indices.size()));
-    g.features.insert(g.features.end(), dataset.features.begin() + o * dim,
-                      dataset.features.begin() + (o + 1) * dim);
-    g.labels.push_back(dataset.labels[o]);
-  }
-  return g;
+  ASSIGN_OR_RETURN(shardgnn::RelabelledGraph g,
+                   shardgnn::RelabelForPartition(dataset, partition_dir));
+  RelabelledGraph out;
+  static_cast<shardgnn::RelabelledGraph&>(out) = std::move(g);
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<GraphStoreServer>> ServePart(

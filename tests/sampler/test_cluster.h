@@ -16,6 +16,7 @@
 #include "datasets/dataset.h"
 #include "graphstore/server.h"
 #include "partition/partition_book.h"
+#include "partition/relabelled_graph.h"
 #include "sampler/graph_source.h"
 
 namespace shardgnn::testing {
@@ -26,19 +27,9 @@ absl::StatusOr<Dataset> MakeRmatDataset(const std::string& dir,
                                         int64_t num_nodes, double avg_degree,
                                         int64_t feature_dim, uint64_t seed);
 
-// The graph in relabelled IDs: row v is what the shard of v's owner stores
-// (neighbors mapped through the relabelling, sorted), and the features and
-// labels of v are those of orig_ids[v].
-struct RelabelledGraph {
-  std::vector<int64_t> indptr;
-  std::vector<NodeId> indices;
-  std::vector<float> features;
-  std::vector<int64_t> labels;
-  int64_t feature_dim = 0;
-
-  int64_t num_nodes() const { return static_cast<int64_t>(indptr.size()) - 1; }
-  int64_t Degree(NodeId v) const { return indptr[v + 1] - indptr[v]; }
-  bool HasEdge(NodeId v, NodeId u) const;
+// The graph in relabelled IDs (partition/relabelled_graph.h), with a view
+// for an InMemoryGraphSource.
+struct RelabelledGraph : shardgnn::RelabelledGraph {
   GraphArrays arrays() const;
 };
 
