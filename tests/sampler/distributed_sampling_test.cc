@@ -18,6 +18,7 @@
 #include "sampler/loader.h"
 #include "sampler/neighbor_sampler.h"
 #include "sampler/remote_graph_source.h"
+#include "tests/sampler/check_minibatch.h"
 #include "tests/sampler/test_cluster.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -78,52 +79,7 @@ class DistributedSamplingTest
 
   // Every structural property of a minibatch, checked against the graph.
   void CheckBatch(const MiniBatch& batch, bool replace) {
-    const int layers = static_cast<int>(kFanouts.size());
-    ASSERT_EQ(batch.blocks.size(), kFanouts.size());
-    std::set<NodeId> unique(batch.input_nodes.begin(), batch.input_nodes.end());
-    EXPECT_EQ(unique.size(), batch.input_nodes.size());
-    EXPECT_TRUE(std::equal(batch.seeds.begin(), batch.seeds.end(),
-                           batch.input_nodes.begin()));
-    EXPECT_EQ(batch.blocks.back().num_dst,
-              static_cast<int64_t>(batch.seeds.size()));
-    EXPECT_EQ(batch.blocks.front().num_src,
-              static_cast<int64_t>(batch.input_nodes.size()));
-    for (int l = 0; l < layers; ++l) {
-      const Block& block = batch.blocks[l];
-      const int fanout = kFanouts[layers - 1 - l];
-      ASSERT_EQ(block.indptr.size(), static_cast<size_t>(block.num_dst + 1));
-      EXPECT_LE(block.num_dst, block.num_src);
-      // The next layer's sources are this layer's destinations.
-      if (l + 1 < layers) {
-        EXPECT_EQ(batch.blocks[l + 1].num_src, block.num_dst);
-      }
-      EXPECT_EQ(block.indptr.back(), block.num_edges());
-      for (int64_t i = 0; i < block.num_dst; ++i) {
-        const NodeId v = batch.input_nodes[i];
-        EXPECT_EQ(block.indptr[i + 1] - block.indptr[i],
-                  SampledCount(graph_.Degree(v), fanout, replace))
-            << "node " << v << " layer " << l;
-        std::set<NodeId> seen;
-        for (int64_t e = block.indptr[i]; e < block.indptr[i + 1]; ++e) {
-          ASSERT_GE(block.indices[e], 0);
-          ASSERT_LT(block.indices[e], block.num_src);
-          const NodeId u = batch.input_nodes[block.indices[e]];
-          ASSERT_TRUE(graph_.HasEdge(v, u)) << v << " -> " << u;
-          if (!replace) {
-            EXPECT_TRUE(seen.insert(u).second) << "duplicate " << u;
-          }
-        }
-      }
-    }
-    ASSERT_EQ(batch.features.size(), batch.input_nodes.size() * kDim);
-    for (size_t i = 0; i < batch.input_nodes.size(); ++i) {
-      ASSERT_EQ(std::memcmp(&batch.features[i * kDim],
-                            &graph_.features[batch.input_nodes[i] * kDim],
-                            kDim * sizeof(float)),
-                0);
-    }
-    for (size_t i = 0; i < batch.seeds.size(); ++i)
-      EXPECT_EQ(batch.labels[i], graph_.labels[batch.seeds[i]]);
+    testing::CheckMiniBatch(graph_, batch, kFanouts, replace);
   }
 
   TempDir tmp_;

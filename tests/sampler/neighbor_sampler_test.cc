@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/sampling.h"
+#include "tests/sampler/check_minibatch.h"
 #include "tests/sampler/test_graph.h"
 #include "tests/testing/status_matchers.h"
 
@@ -40,61 +41,9 @@ class NeighborSamplerTest : public ::testing::Test {
   std::unique_ptr<InMemoryGraphSource> source_;
 };
 
-// Checks every structural property of a minibatch against the graph.
 void CheckBatch(const TestGraph& graph, const MiniBatch& batch,
                 const std::vector<int>& fanouts, bool replace) {
-  const int layers = static_cast<int>(fanouts.size());
-  ASSERT_EQ(batch.blocks.size(), fanouts.size());
-  // Input nodes are unique and start with the seeds.
-  std::set<NodeId> unique(batch.input_nodes.begin(), batch.input_nodes.end());
-  EXPECT_EQ(unique.size(), batch.input_nodes.size());
-  ASSERT_GE(batch.input_nodes.size(), batch.seeds.size());
-  EXPECT_TRUE(std::equal(batch.seeds.begin(), batch.seeds.end(),
-                         batch.input_nodes.begin()));
-  EXPECT_EQ(batch.blocks.back().num_dst,
-            static_cast<int64_t>(batch.seeds.size()));
-  EXPECT_EQ(batch.blocks.front().num_src,
-            static_cast<int64_t>(batch.input_nodes.size()));
-  for (int l = 0; l < layers; ++l) {
-    const Block& block = batch.blocks[l];
-    const int fanout = fanouts[layers - 1 - l];
-    ASSERT_EQ(block.indptr.size(), static_cast<size_t>(block.num_dst + 1));
-    EXPECT_LE(block.num_dst, block.num_src);
-    EXPECT_EQ(block.indptr.back(), block.num_edges());
-    if (l + 1 < layers) {
-      EXPECT_EQ(block.num_dst, batch.blocks[l + 1].num_src);
-    }  // Sources of the next are our dsts.
-    for (int64_t i = 0; i < block.num_dst; ++i) {
-      const NodeId dst = batch.input_nodes[i];
-      const int64_t count = block.indptr[i + 1] - block.indptr[i];
-      EXPECT_EQ(count, SampledCount(graph.Degree(dst), fanout, replace))
-          << "dst " << dst;
-      std::set<NodeId> seen;
-      for (int64_t e = block.indptr[i]; e < block.indptr[i + 1]; ++e) {
-        ASSERT_GE(block.indices[e], 0);
-        ASSERT_LT(block.indices[e], block.num_src);
-        const NodeId src = batch.input_nodes[block.indices[e]];
-        EXPECT_TRUE(graph.HasEdge(dst, src)) << dst << " -> " << src;
-        if (!replace) {
-          EXPECT_TRUE(seen.insert(src).second)
-              << "duplicate neighbor " << src << " of " << dst;
-        }
-      }
-    }
-  }
-  // Features and labels belong to the right nodes.
-  ASSERT_EQ(batch.feature_dim, graph.feature_dim);
-  ASSERT_EQ(batch.features.size(),
-            batch.input_nodes.size() * graph.feature_dim);
-  for (size_t i = 0; i < batch.input_nodes.size(); ++i) {
-    for (int64_t j = 0; j < graph.feature_dim; ++j) {
-      ASSERT_EQ(batch.features[i * graph.feature_dim + j],
-                static_cast<float>(batch.input_nodes[i] * 1000 + j));
-    }
-  }
-  ASSERT_EQ(batch.labels.size(), batch.seeds.size());
-  for (size_t i = 0; i < batch.seeds.size(); ++i)
-    EXPECT_EQ(batch.labels[i], batch.seeds[i] % 7);
+  testing::CheckMiniBatch(graph, batch, fanouts, replace);
 }
 
 TEST_F(NeighborSamplerTest, BlocksAreConsistentWithoutReplacement) {

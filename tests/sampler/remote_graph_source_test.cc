@@ -248,10 +248,10 @@ TEST_P(RemoteSourceTest, FeaturesAndLabelsAreBitIdentical) {
     std::vector<float> matrix(2 * n * kDim, -7.0f);
     ASSERT_OK(source->FetchFeaturesInto(ids, at, matrix.data()));
     for (size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(std::memcmp(&matrix[at[i] * kDim],
-                            &graph_.features[ids[i] * kDim],
-                            kDim * sizeof(float)),
-                0)
+      ASSERT_EQ(
+          std::memcmp(&matrix[at[i] * kDim], &graph_.features[ids[i] * kDim],
+                      kDim * sizeof(float)),
+          0)
           << "node " << ids[i];
       ASSERT_EQ(matrix[2 * ((i * 7919) % n) * kDim], -7.0f);
     }
