@@ -116,9 +116,8 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
   ASSIGN_OR_RETURN(std::unique_ptr<StagingDir> staging,
                    StagingDir::Create(out_dir));
   const std::string& dir = staging->path();
-  datasets_internal::CsrOptions csr;
-  csr.undirected = options.edges.undirected;
-  csr.keep_self_loops = options.edges.keep_self_loops;
+  const datasets_internal::CsrOptions csr =
+      datasets_internal::CsrOptionsFor(options.edges);
   ASSIGN_OR_RETURN(
       datasets_internal::CsrResult result,
       datasets_internal::WriteCsr(n, std::move(src), std::move(dst), csr, dir));

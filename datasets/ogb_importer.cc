@@ -142,9 +142,8 @@ absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
       return absl::InvalidArgumentError(
           absl::StrCat(edge_path, ": the graph has no edges"));
     }
-    datasets_internal::CsrOptions csr;
-    csr.undirected = options.edges.undirected;
-    csr.keep_self_loops = options.edges.keep_self_loops;
+    const datasets_internal::CsrOptions csr =
+        datasets_internal::CsrOptionsFor(options.edges);
     ASSIGN_OR_RETURN(result, datasets_internal::WriteCsr(
                                  n, std::move(src), std::move(dst), csr, dir));
     return datasets_internal::WriteLabelsAndSplits(dir, labels, splits);

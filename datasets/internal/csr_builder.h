@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/types.h"
+#include "datasets/importers.h"
 
 namespace shardgnn::datasets_internal {
 
@@ -22,6 +23,14 @@ struct CsrOptions {
   int threads = 2;
   std::string progress_task = "building CSR";
 };
+
+// The CSR options an importer's edge flags ask for.
+inline CsrOptions CsrOptionsFor(const EdgeOptions& edges) {
+  CsrOptions csr;
+  csr.undirected = edges.undirected;
+  csr.keep_self_loops = edges.keep_self_loops;
+  return csr;
+}
 
 struct CsrResult {
   int64_t num_edges = 0;  // Entries written to indices.npy.
