@@ -2,12 +2,17 @@
 //
 // Generates a shard (default 200k nodes, ~15 neighbors each) per feature
 // dimension (128 and 602), serves it with a real GraphStoreServer in memory
-// mode and in disk mode (block cache smaller than the shard), and measures:
+// mode and in disk mode (block cache smaller than the shard) in a separate
+// process, as servers are deployed (this program re-executed with
+// --serve-shard), and measures:
 //   - GetFeatures: batches of 1024 random IDs, one stream and 4 streams;
 //   - SampleNeighbors: batches of 1024 random IDs at fanouts 10 and 25;
 //   - the physical limit: the same request/response bytes per batch over a
 //     plain loopback TCP socket, one stream, measured alternately with the
-//     one-stream feature fetch (best of 3 each), and the ratio of the two.
+//     one-stream feature fetch (best of 3 each), and the ratio of the two;
+//   - for comparison, the one-stream fetch from a server in this process
+//     (client and server threads then share one gRPC poller set).
+// CPU per call counts this process and the server process.
 //
 //   graphstore_bench [--nodes N] [--seconds S] [--dir DIR] [--dim D]
 //                    [--memory-only]
@@ -25,13 +30,17 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/sampling.h"
+#include "common/subprocess.h"
 #include "graphstore/client.h"
 #include "graphstore/server.h"
 #include "graphstore/shard_store.h"
@@ -42,6 +51,7 @@ namespace shardgnn {
 namespace {
 
 constexpr int kBatch = 1024;
+constexpr char kReadyLine[] = "graphstore_bench server ready on";
 
 struct Flags {
   int64_t nodes = 200000;
@@ -90,11 +100,34 @@ int64_t WriteShard(const std::string& path, int64_t nodes, int64_t dim) {
   return edges;
 }
 
+// The server process while one runs (its CPU time counts with ours).
+pid_t g_server_pid = 0;
+
+// utime + stime of a live process, from /proc/<pid>/stat.
+double ProcessCpuSeconds(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  // Fields after the parenthesised command name; utime and stime are the
+  // 14th and 15th fields of the line.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i >= 14) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 double CpuSeconds() {
   rusage u;
   getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+  double self =
+      static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+      static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+  return self + (g_server_pid > 0 ? ProcessCpuSeconds(g_server_pid) : 0.0);
 }
 
 // Calls per second, and process CPU time (client + server, user + system)
@@ -194,10 +227,18 @@ nlohmann::ordered_json RunMode(const std::string& shard, int64_t nodes,
   auto opened = ShardStore::Open(options);
   Check(opened.status(), "opening shard");
   std::shared_ptr<const ShardStore> store = std::move(opened).value();
-  GraphStoreServerOptions server_options;
-  auto server = GraphStoreServer::Start(store, server_options);
-  Check(server.status(), "starting server");
-  auto client = GraphStoreClient::Connect((*server)->address());
+  SubprocessOptions child;
+  child.argv = {"/proc/self/exe", "--serve-shard", shard, "--cache-bytes",
+                std::to_string(cache_bytes)};
+  if (memory) child.argv.push_back("--memory");
+  child.name = "server";
+  auto server = Subprocess::Start(child);
+  Check(server.status(), "starting the server process");
+  auto ready = (*server)->WaitForLine(kReadyLine, std::chrono::minutes(5));
+  Check(ready.status(), "waiting for the server");
+  const std::string address = ready->substr(ready->rfind(' ') + 1);
+  g_server_pid = (*server)->pid();
+  auto client = GraphStoreClient::Connect(address);
   Check(client.status(), "connecting");
   Check((*client)->WaitForHealthy(absl::Now() + absl::Seconds(10)), "health");
 
@@ -256,6 +297,22 @@ nlohmann::ordered_json RunMode(const std::string& shard, int64_t nodes,
   out["features_vs_raw_tcp"] = best.per_second / raw_best.per_second;
   out["features_vs_raw_tcp_cpu"] =
       raw_best.cpu_us_per_call / best.cpu_us_per_call;
+  {
+    // The same fetch from a server in this process.
+    auto local_server = GraphStoreServer::Start(store, {});
+    Check(local_server.status(), "starting an in-process server");
+    auto local_client = GraphStoreClient::Connect((*local_server)->address());
+    Check(local_client.status(), "connecting in process");
+    Throughput in_process = Rate(1, seconds / 3, [&](int t, int64_t) {
+      random_batch(t);
+      Check((*local_client)->GetFeatures(ids[t], dim, rows[t].data()),
+            "GetFeatures (in-process server)");
+    });
+    out["in_process_server_get_features"] = features_json(1, in_process);
+    out["in_process_server_features_vs_raw_tcp"] =
+        in_process.per_second / raw_best.per_second;
+    (*local_server)->Shutdown(absl::Now() + absl::Seconds(5));
+  }
   for (int fanout : {10, 25}) {
     int64_t sampled = 0, batches = 0;
     Throughput measured = Rate(1, seconds, [&](int t, int64_t i) {
@@ -280,11 +337,41 @@ nlohmann::ordered_json RunMode(const std::string& shard, int64_t nodes,
         rate * f["sampled_edges_per_batch"].get<double>();
     out["sample_neighbors"].push_back(f);
   }
-  (*server)->Shutdown(absl::Now() + absl::Seconds(5));
+  client->reset();
+  g_server_pid = 0;
+  (*server)->Terminate(std::chrono::seconds(5));
   return out;
 }
 
+// --serve-shard PATH [--memory] [--cache-bytes N]: this program as the
+// storage server process; prints kReadyLine and its address, then serves
+// until it is terminated.
+int ServeShard(int argc, char** argv) {
+  ShardStoreOptions options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string name = argv[i];
+    if (name == "--serve-shard" && i + 1 < argc) {
+      options.path = argv[++i];
+    } else if (name == "--memory") {
+      options.in_memory = true;
+    } else if (name == "--cache-bytes" && i + 1 < argc) {
+      options.block_cache_bytes = std::stoll(argv[++i]);
+    }
+  }
+  auto store = ShardStore::Open(options);
+  Check(store.status(), "opening shard (server process)");
+  auto server = GraphStoreServer::Start(
+      std::shared_ptr<const ShardStore>(std::move(*store)), {});
+  Check(server.status(), "starting server (server process)");
+  std::printf("%s %s\n", kReadyLine, (*server)->address().c_str());
+  std::fflush(stdout);
+  for (;;) pause();
+}
+
 int Main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--serve-shard") return ServeShard(argc, argv);
+  }
   Flags flags;
   for (int i = 1; i < argc; ++i) {
     std::string name = argv[i];
