@@ -8,13 +8,17 @@
 #include <ATen/Parallel.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <thread>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -250,6 +254,26 @@ void PrintResult(const TrainResult& result) {
 
 // --dataset: one process, the whole graph in memory, no RPC and no process
 // group.
+// Training options from the flags, with the compute threads decided: --threads
+// if given, else this machine's cores shared among the trainers on it
+// (torchrun's LOCAL_WORLD_SIZE; 1 when unset).
+absl::StatusOr<TrainOptions> TrainOptionsFor(const TrainFlags& flags) {
+  ASSIGN_OR_RETURN(TrainOptions options, ToTrainOptions(flags.training));
+  if (options.torch_threads <= 0) {
+    int local = 1;
+    if (const char* value = std::getenv("LOCAL_WORLD_SIZE")) {
+      if (!absl::SimpleAtoi(value, &local) || local < 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "LOCAL_WORLD_SIZE '", value, "' is not a positive integer"));
+      }
+    }
+    const int cores =
+        std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    options.torch_threads = std::max(1, cores / local);
+  }
+  return options;
+}
+
 absl::Status RunInProcess(const TrainFlags& flags) {
   if (!flags.servers.empty() || !flags.cluster_file.empty() ||
       !flags.partition_dir.empty()) {
@@ -266,7 +290,7 @@ absl::Status RunInProcess(const TrainFlags& flags) {
     return absl::InvalidArgumentError(
         "--dataset holds every feature in memory: --cache-mb does not apply");
   }
-  ASSIGN_OR_RETURN(TrainOptions options, ToTrainOptions(flags.training));
+  ASSIGN_OR_RETURN(TrainOptions options, TrainOptionsFor(flags));
   ASSIGN_OR_RETURN(Dataset dataset, LoadDataset(flags.dataset_dir));
   ASSIGN_OR_RETURN(std::unique_ptr<InMemoryGraphSource> source,
                    InMemoryGraphSource::FromDataset(dataset));
@@ -320,7 +344,7 @@ absl::Status RunTrain(const TrainFlags& flags) {
   dist.timeout = std::chrono::milliseconds(
       static_cast<int64_t>(flags.timeout_seconds * 1000));
   RETURN_IF_ERROR(ValidateDistributedOptions(dist));
-  ASSIGN_OR_RETURN(TrainOptions options, ToTrainOptions(flags.training));
+  ASSIGN_OR_RETURN(TrainOptions options, TrainOptionsFor(flags));
   ASSIGN_OR_RETURN(std::vector<std::string> addresses,
                    ServerAddresses(flags.servers, flags.cluster_file));
 

@@ -36,9 +36,11 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
   cmd->add_option("--sampler-threads", f->sampler_threads,
                   "Background sampling threads per trainer")
       ->capture_default_str();
-  cmd->add_option("--threads", f->threads,
-                  "Compute threads (LibTorch intra-op and OpenBLAS; 0 = every "
-                  "core, or under `run` an equal share per trainer)")
+  cmd->add_option(
+         "--threads", f->threads,
+         "Compute threads (LibTorch intra-op and OpenBLAS; 0 = this "
+         "machine's cores shared among its trainers: LOCAL_WORLD_SIZE, "
+         "or under `run` the trainers it starts)")
       ->capture_default_str();
   cmd->add_option("--cache-mb", f->cache_mb,
                   "Feature cache per trainer in MiB (0 = none)")

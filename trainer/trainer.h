@@ -93,6 +93,7 @@ struct TrainOptions {
   int sampler_threads = 1;  // Background sampling threads when prefetch > 0.
   // Compute threads for this process: LibTorch's intra-op pool and OpenBLAS
   // (trainer/compute_env.h SetComputeThreads); 0 = every core of the machine.
+  // (The CLI decides a share when several trainers run on one machine.)
   int torch_threads = 0;
   int64_t eval_batch_size = 4096;
   int epochs = 10;

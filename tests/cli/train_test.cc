@@ -5,8 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -114,9 +116,12 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // Runs `shardgnn <args>` to completion; returns its exit status and output.
-std::pair<int, std::string> RunShardgnn(std::vector<std::string> args) {
+std::pair<int, std::string> RunShardgnn(
+    std::vector<std::string> args,
+    std::map<std::string, std::string> env = {}) {
   SubprocessOptions options;
   options.name = "shardgnn";
+  options.env = std::move(env);
   options.argv = {testing::ShardgnnBinary()};
   for (auto& a : args) options.argv.push_back(std::move(a));
   options.max_kept_lines = 10000;
@@ -179,6 +184,47 @@ TEST(TrainInProcessTest, TrainsCoraInMemoryAndWritesTheRunDirectory) {
   EXPECT_EQ(time["allreduce_seconds"].get<double>(), 0);
   EXPECT_LE(time["step_seconds"].get<double>(),
             time["epoch_seconds"].get<double>());
+}
+
+// Trainers that share a machine (torchrun's LOCAL_WORLD_SIZE) share its cores;
+// --threads overrides; a malformed LOCAL_WORLD_SIZE is one clear error.
+TEST(TrainInProcessTest, ComputeThreadsShareTheMachine) {
+  testing::TempDir dir;
+  const std::string cora = dir.Sub("cora");
+  auto [imported, import_output] = RunShardgnn(
+      {"-q", "dataset", "import", "--format", "ogb", "--undirected", "--input",
+       testing::SourcePath("datasets/cora/ogb-planetoid"), "--out", cora});
+  ASSERT_EQ(imported, 0) << import_output;
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  struct Case {
+    std::string name, local, threads;
+    int want;
+  };
+  for (const Case& c :
+       {Case{"local2", "2", "", std::max(1, cores / 2)},
+        Case{"local2-threads1", "2", "1", 1}, Case{"localhuge", "64", "", 1}}) {
+    SCOPED_TRACE(c.name);
+    const std::string out = dir.Sub(c.name);
+    std::vector<std::string> args = {"-q",       "train", "--dataset", cora,
+                                     "--epochs", "1",     "--out",     out};
+    if (!c.threads.empty()) {
+      args.push_back("--threads");
+      args.push_back(c.threads);
+    }
+    auto [code, output] = RunShardgnn(args, {{"LOCAL_WORLD_SIZE", c.local}});
+    ASSERT_EQ(code, 0) << output;
+    ASSERT_OK_AND_ASSIGN(std::string text,
+                         ReadFileToString(out + "/summary.json"));
+    nlohmann::json summary = nlohmann::json::parse(text);
+    EXPECT_EQ(summary["process"]["torch_threads"].get<int>(), c.want);
+    EXPECT_EQ(summary["process"]["blas_threads"].get<int>(), c.want);
+  }
+  auto [code, output] = RunShardgnn({"-q", "train", "--dataset", cora,
+                                     "--epochs", "1", "--out", dir.Sub("bad")},
+                                    {{"LOCAL_WORLD_SIZE", "two"}});
+  EXPECT_NE(code, 0);
+  EXPECT_THAT(output, HasSubstr("LOCAL_WORLD_SIZE 'two'")) << output;
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("bad") + "/summary.json"));
 }
 
 }  // namespace
