@@ -11,6 +11,7 @@ SHARDGNN_PACKAGES=(
   libtorch-dev libgloo-dev libopenblas0-pthread librocksdb-dev libmetis-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev libxxhash-dev
+  iproute2  # ip netns, for the multi-host tests
 )
 
 shardgnn_install_deps() {

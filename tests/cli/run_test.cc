@@ -26,6 +26,7 @@
 #include "common/subprocess.h"
 #include "nlohmann/json.hpp"
 #include "tests/cli/process_table.h"
+#include "tests/cli/shardgnn_child.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -38,64 +39,20 @@ using std::chrono::seconds;
 using ::testing::AllOf;
 using testing::ChildrenOf;
 using testing::Describe;
+using testing::Finished;
 using ::testing::HasSubstr;
 using testing::IsAlive;
+using testing::kRunTimeout;
+using testing::Lines;
 using ::testing::Not;
 using testing::ProcessesMentioning;
 using testing::ProcessInfo;
+using testing::ReadyAddress;
+using testing::ReportedTestAccuracy;
+using testing::RunShardgnn;
 using testing::ShardgnnBinary;
+using testing::StartShardgnn;
 using testing::TempDir;
-
-constexpr milliseconds kRunTimeout = seconds(120);
-
-// `shardgnn <args>` as a child process.
-std::unique_ptr<Subprocess> StartShardgnn(std::vector<std::string> args,
-                                          const std::string& name) {
-  SubprocessOptions options;
-  options.name = name;
-  options.argv = {ShardgnnBinary()};
-  for (auto& a : args) options.argv.push_back(std::move(a));
-  options.max_kept_lines = 100000;
-  auto started = Subprocess::Start(std::move(options));
-  EXPECT_TRUE(started.ok()) << started.status();
-  return started.ok() ? std::move(started).value() : nullptr;
-}
-
-struct Finished {
-  int exit_status = -1;
-  std::string output;  // stdout and stderr, interleaved.
-};
-
-// Runs `shardgnn <args>` to completion (killed after kRunTimeout).
-Finished RunShardgnn(std::vector<std::string> args) {
-  auto child = StartShardgnn(std::move(args), "shardgnn");
-  if (child == nullptr) return {};
-  std::optional<int> status = child->Wait(kRunTimeout);
-  Finished result;
-  result.exit_status = status.value_or(child->Terminate(milliseconds(1000)));
-  result.output = child->Tail(100000);
-  return result;
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  return absl::StrSplit(text, '\n', absl::SkipEmpty());
-}
-
-// The value after "test accuracy " in the output, or -1.
-double ReportedTestAccuracy(const std::string& output) {
-  size_t at = output.rfind("test accuracy ");
-  double value = -1;
-  if (at == std::string::npos) return value;
-  std::string rest = output.substr(at + 14);
-  (void)absl::SimpleAtod(rest.substr(0, rest.find(' ')), &value);
-  return value;
-}
-
-// The "127.0.0.1:PORT" after "ready on " in `line`.
-std::string ReadyAddress(const std::string& line) {
-  std::string rest = line.substr(line.find("ready on ") + 9);
-  return rest.substr(0, rest.find(' '));
-}
 
 class RunTest : public ::testing::Test {
  protected:
