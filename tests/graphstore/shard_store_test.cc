@@ -114,8 +114,9 @@ TEST_P(ShardStoreTest, SamplesAreTrueNeighborsAndReproducible) {
           EXPECT_EQ(std::set<NodeId>(got.begin(), got.end()).size(),
                     got.size());
         }
-        if (fanout < 0)
+        if (fanout < 0) {
           EXPECT_EQ(got, std::vector<NodeId>(adj.begin(), adj.end()));
+        }
         // Exactly the shared kernel's answer for (seed, node).
         std::vector<NodeId> want;
         shardgnn::SampleNeighbors(adj.data(), degree, fanout, replace, 42,

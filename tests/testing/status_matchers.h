@@ -1,5 +1,5 @@
 // Test helpers for absl::Status: ASSERT_OK(expr), EXPECT_OK(expr),
-// ASSERT_OK_AND_ASSIGN(lhs, expr).
+// ASSERT_OK_AND_ASSIGN(lhs, expr). Each evaluates `expr` exactly once.
 #ifndef SHARDGNN_TESTS_TESTING_STATUS_MATCHERS_H_
 #define SHARDGNN_TESTS_TESTING_STATUS_MATCHERS_H_
 
@@ -16,12 +16,17 @@ const absl::Status& ToStatus(const absl::StatusOr<T>& s) {
 }
 }  // namespace shardgnn::testing
 
-#define ASSERT_OK(expr)                                 \
-  ASSERT_TRUE(::shardgnn::testing::ToStatus(expr).ok()) \
-      << ::shardgnn::testing::ToStatus(expr)
-#define EXPECT_OK(expr)                                 \
-  EXPECT_TRUE(::shardgnn::testing::ToStatus(expr).ok()) \
-      << ::shardgnn::testing::ToStatus(expr)
+// `expr` is evaluated once; the failure message shows that status, and more
+// can be streamed after the macro (ASSERT_OK(f()) << "context").
+#define SHARDGNN_STATUS_OK_(expr, on_failure)  \
+  GTEST_AMBIGUOUS_ELSE_BLOCKER_                \
+  if (const ::absl::Status shardgnn_status_ =  \
+          ::shardgnn::testing::ToStatus(expr); \
+      shardgnn_status_.ok()) {                 \
+  } else /* NOLINT */                          \
+    on_failure() << #expr << " returned " << shardgnn_status_ << " "
+#define ASSERT_OK(expr) SHARDGNN_STATUS_OK_(expr, GTEST_FAIL)
+#define EXPECT_OK(expr) SHARDGNN_STATUS_OK_(expr, ADD_FAILURE)
 
 #define SHARDGNN_TEST_CONCAT_INNER_(a, b) a##b
 #define SHARDGNN_TEST_CONCAT_(a, b) SHARDGNN_TEST_CONCAT_INNER_(a, b)
