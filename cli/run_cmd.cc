@@ -13,7 +13,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -356,14 +355,6 @@ absl::Status RunPipeline(const RunFlags& flags) {
         absl::StrCat(out_dir, ": cannot create: ", ec.message()));
 
   ASSIGN_OR_RETURN(int port, PickFreeLoopbackPort());
-  // The trainers share this machine's cores: unless --threads says otherwise,
-  // each gets an equal share for its compute (trainer/compute_env.h).
-  TrainingFlags training = flags.training;
-  if (training.threads <= 0) {
-    const int cores =
-        std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    training.threads = std::max(1, cores / flags.trainers);
-  }
   for (int r = 0; r < flags.trainers; ++r) {
     SubprocessOptions options;
     options.name = absl::StrCat("trainer ", r);
@@ -374,9 +365,12 @@ absl::Status RunPipeline(const RunFlags& flags) {
       options.argv.push_back("--partition");
       options.argv.push_back(partition_dir);
     }
-    for (auto& a : TrainingArgs(training)) options.argv.push_back(a);
+    for (auto& a : TrainingArgs(flags.training)) options.argv.push_back(a);
     options.env = {{"RANK", std::to_string(r)},
                    {"WORLD_SIZE", std::to_string(flags.trainers)},
+                   // All on this machine: each trainer takes its share of the
+                   // cores for compute unless --threads says otherwise.
+                   {"LOCAL_WORLD_SIZE", std::to_string(flags.trainers)},
                    {"MASTER_ADDR", "127.0.0.1"},
                    {"MASTER_PORT", std::to_string(port)}};
     std::string prefix = r == 0 ? "" : absl::StrCat("trainer ", r);

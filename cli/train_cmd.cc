@@ -8,14 +8,12 @@
 #include <ATen/Parallel.h>
 #include <sys/resource.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
-#include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
@@ -252,8 +250,6 @@ void PrintResult(const TrainResult& result) {
   std::fflush(stdout);
 }
 
-// --dataset: one process, the whole graph in memory, no RPC and no process
-// group.
 // Training options from the flags, with the compute threads decided: --threads
 // if given, else this machine's cores shared among the trainers on it
 // (torchrun's LOCAL_WORLD_SIZE; 1 when unset).
@@ -267,13 +263,13 @@ absl::StatusOr<TrainOptions> TrainOptionsFor(const TrainFlags& flags) {
             "LOCAL_WORLD_SIZE '", value, "' is not a positive integer"));
       }
     }
-    const int cores =
-        std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    options.torch_threads = std::max(1, cores / local);
+    options.torch_threads = ComputeThreadsShare(local);
   }
   return options;
 }
 
+// --dataset: one process, the whole graph in memory, no RPC and no process
+// group.
 absl::Status RunInProcess(const TrainFlags& flags) {
   if (!flags.servers.empty() || !flags.cluster_file.empty() ||
       !flags.partition_dir.empty()) {

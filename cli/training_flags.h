@@ -30,8 +30,8 @@ struct TrainingFlags {
   uint64_t seed = 0;
   int prefetch = 4;         // Batches sampled ahead of the trainer.
   int sampler_threads = 1;  // Background sampling threads per trainer.
-  int threads = 0;          // Compute threads; 0 = every core (run: a share).
-  int64_t cache_mb = 0;     // Feature cache per trainer.
+  int threads = 0;       // Compute threads; 0 = the cores / LOCAL_WORLD_SIZE.
+  int64_t cache_mb = 0;  // Feature cache per trainer.
   std::string cache_policy = "static";
   bool normalize_features = false;
   // Fetch every feature row through GetFeatures calls, even from servers on

@@ -44,8 +44,14 @@ void TuneAllocatorForTraining() {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
+int ComputeThreadsShare(int trainers) {
+  const int cores =
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, trainers));
+}
+
 int SetComputeThreads(int threads) {
-  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads <= 0) threads = ComputeThreadsShare(1);
   at::set_num_threads(threads);
   using SetThreadsFn = void (*)(int);
   if (auto fn = reinterpret_cast<SetThreadsFn>(

@@ -31,9 +31,12 @@ void ReexecWithComputeEnvironment(char** argv);
 // allocate and free the same large activations over and over.
 void TuneAllocatorForTraining();
 
+// This machine's cores shared among `trainers` processes on it: at least 1.
+int ComputeThreadsShare(int trainers);
+
 // Sets LibTorch's intra-op threads and OpenBLAS's threads (when the BLAS in use
-// is OpenBLAS) to `threads`, or to every core of the machine when threads <= 0.
-// Returns the count set.
+// is OpenBLAS) to `threads`, or to every core of the machine
+// (ComputeThreadsShare(1)) when threads <= 0. Returns the count set.
 int SetComputeThreads(int threads);
 
 // OpenBLAS's thread count, or -1 when the BLAS in use is not OpenBLAS.
