@@ -18,6 +18,12 @@ absl::Status GraphSource::FetchFeaturesInto(absl::Span<const NodeId> nodes,
         absl::StrCat("FetchFeaturesInto: ", rows.size(), " rows for ",
                      nodes.size(), " nodes"));
   }
+  return ScatterFeatures(nodes, rows, out);
+}
+
+absl::Status GraphSource::ScatterFeatures(absl::Span<const NodeId> nodes,
+                                          absl::Span<const size_t> rows,
+                                          float* out) const {
   const size_t dim = static_cast<size_t>(feature_dim());
   std::vector<float> buffer(nodes.size() * dim);
   RETURN_IF_ERROR(FetchFeatures(nodes, buffer.data()));

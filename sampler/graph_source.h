@@ -47,17 +47,24 @@ class GraphSource {
   virtual absl::Status FetchFeatures(absl::Span<const NodeId> nodes,
                                      float* out) const = 0;
   // Writes the row of nodes[i] to out + rows[i] * feature_dim() instead (a
-  // scatter into a larger matrix; rows.size() == nodes.size()). The default
-  // fetches into a buffer and copies; sources that receive rows piecewise
-  // override it to place them directly.
-  virtual absl::Status FetchFeaturesInto(absl::Span<const NodeId> nodes,
-                                         absl::Span<const size_t> rows,
-                                         float* out) const;
+  // scatter into a larger matrix). INVALID_ARGUMENT unless rows.size() ==
+  // nodes.size(); then ScatterFeatures does the work.
+  absl::Status FetchFeaturesInto(absl::Span<const NodeId> nodes,
+                                 absl::Span<const size_t> rows,
+                                 float* out) const;
 
   // Writes the label of each node (-1 = unlabeled) to out[i]. REQUIRES: out
   // holds nodes.size() values.
   virtual absl::Status FetchLabels(absl::Span<const NodeId> nodes,
                                    int64_t* out) const = 0;
+
+ protected:
+  // FetchFeaturesInto with rows.size() == nodes.size() checked. The default
+  // fetches into a buffer and copies; sources that receive rows piecewise
+  // override it to place them directly.
+  virtual absl::Status ScatterFeatures(absl::Span<const NodeId> nodes,
+                                       absl::Span<const size_t> rows,
+                                       float* out) const;
 };
 
 // Borrowed views of a whole graph in memory: CSR adjacency (row v lists the

@@ -218,14 +218,9 @@ absl::Status RemoteGraphSource::FetchFeatures(absl::Span<const NodeId> nodes,
   return Fetch(nodes, {}, out);
 }
 
-absl::Status RemoteGraphSource::FetchFeaturesInto(
-    absl::Span<const NodeId> nodes, absl::Span<const size_t> rows,
-    float* out) const {
-  if (rows.size() != nodes.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("FetchFeaturesInto: ", rows.size(), " rows for ",
-                     nodes.size(), " nodes"));
-  }
+absl::Status RemoteGraphSource::ScatterFeatures(absl::Span<const NodeId> nodes,
+                                                absl::Span<const size_t> rows,
+                                                float* out) const {
   return Fetch(nodes, rows, out);
 }
 

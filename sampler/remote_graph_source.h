@@ -78,11 +78,6 @@ class RemoteGraphSource : public GraphSource {
                                SampledNeighbors* out) const override;
   absl::Status FetchFeatures(absl::Span<const NodeId> nodes,
                              float* out) const override;
-  // Rows are scattered once, from the received gRPC buffer (or the shared
-  // mapping) straight to their place.
-  absl::Status FetchFeaturesInto(absl::Span<const NodeId> nodes,
-                                 absl::Span<const size_t> rows,
-                                 float* out) const override;
   absl::Status FetchLabels(absl::Span<const NodeId> nodes,
                            int64_t* out) const override;
 
@@ -111,7 +106,12 @@ class RemoteGraphSource : public GraphSource {
                     int64_t feature_dim, int64_t num_classes,
                     std::string partition_id);
   absl::StatusOr<Groups> Group(absl::Span<const NodeId> nodes) const;
-  // FetchFeatures (rows empty: row i at i) and FetchFeaturesInto.
+  // Rows are scattered once, from the received gRPC buffer (or the shared
+  // mapping) straight to their place.
+  absl::Status ScatterFeatures(absl::Span<const NodeId> nodes,
+                               absl::Span<const size_t> rows,
+                               float* out) const override;
+  // FetchFeatures (rows empty: row i at i) and ScatterFeatures.
   absl::Status Fetch(absl::Span<const NodeId> nodes,
                      absl::Span<const size_t> rows, float* out) const;
   // Runs fn(part) for every part with nodes, concurrently; returns the first
