@@ -75,8 +75,11 @@ absl::StatusOr<std::unique_ptr<SharedRegion>> SharedRegion::MapPeer(
         absl::StrCat(path, " is not a region of ", ref.bytes, " bytes"));
   }
   void* base = mmap(nullptr, ref.bytes, PROT_READ, MAP_SHARED, fd, 0);
+  // Read errno before close() can change it.
+  absl::Status mapped = base == MAP_FAILED ? Errno(absl::StrCat("mmap ", path))
+                                           : absl::OkStatus();
   close(fd);  // The mapping keeps the region alive.
-  if (base == MAP_FAILED) return Errno(absl::StrCat("mmap ", path));
+  if (!mapped.ok()) return mapped;
   std::unique_ptr<SharedRegion> region(new SharedRegion(base, ref.bytes, -1));
   if (region->header().magic != kMagic || region->header().token != ref.token)
     return absl::FailedPreconditionError(

@@ -193,9 +193,10 @@ class EdgeSoftmaxFunction
 };
 
 // The dropout mask is a pure function of (seed, element index): element k is
-// kept when DropoutHash(k) >= threshold. Nothing is stored for backward, which
-// recomputes the same mask; the loop is branch-free 32-bit integer arithmetic
-// the compiler vectorises (AVX2 clone where the CPU has it).
+// kept when its keyed hash (two LowBias32 rounds) is >= threshold. Nothing is
+// stored for backward, which recomputes the same mask; the loop is branch-free
+// 32-bit integer arithmetic the compiler vectorises (AVX2 clone where the CPU
+// has it).
 struct DropoutKey {
   uint32_t s1, s2;     // seed words
   uint32_t threshold;  // keep iff hash >= threshold (= p * 2^32)
