@@ -30,7 +30,7 @@ using std::chrono::seconds;
 using testing::Finished;
 using ::testing::HasSubstr;
 using testing::kRunTimeout;
-using testing::Lines;
+using testing::LastErrorLine;
 using testing::ReadyAddress;
 using testing::ReportedTestAccuracy;
 using testing::RunShardgnn;
@@ -188,10 +188,7 @@ TEST_F(TwoHostsTest, NetworkPartitionFailsTheRunNamingTheServer) {
   const std::string output = run->Tail(100000);
   EXPECT_NE(*status, 0) << output;
   EXPECT_LT(elapsed, 90);
-  std::string error;
-  for (const auto& l : Lines(output)) {
-    if (l.rfind("shardgnn: error:", 0) == 0) error = l;
-  }
+  const std::string error = LastErrorLine(output);
   EXPECT_THAT(error, HasSubstr(address_a_ + ":")) << output;
   std::printf("failed %.1f s after the cut: %s\n", elapsed, error.c_str());
   EXPECT_FALSE(std::filesystem::exists(out + "/summary.json"));

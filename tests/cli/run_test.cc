@@ -43,6 +43,7 @@ using testing::Finished;
 using ::testing::HasSubstr;
 using testing::IsAlive;
 using testing::kRunTimeout;
+using testing::LastErrorLine;
 using testing::Lines;
 using ::testing::Not;
 using testing::ProcessesMentioning;
@@ -61,6 +62,17 @@ class RunTest : public ::testing::Test {
                                    const std::string& epochs) {
     return {"run",      "--work-dir", work_dir_,   "--out", out,
             "--epochs", epochs,       "--timeout", "30"};
+  }
+
+  // Starts a long run (1000 epochs) in dir_/run and waits until it trains:
+  // epoch 1 done, its 2 servers and 2 trainers running (*children).
+  void StartTraining(std::unique_ptr<Subprocess>* run,
+                     std::vector<ProcessInfo>* children) {
+    *run = StartShardgnn(RunArgs(dir_.Sub("run"), "1000"), "shardgnn run");
+    ASSERT_NE(*run, nullptr);
+    ASSERT_OK((*run)->WaitForLine("epoch   1/1000", kRunTimeout));
+    *children = ChildrenOf((*run)->pid(), work_dir_);
+    ASSERT_EQ(children->size(), 4u) << Describe(*children);
   }
 
   // Fails the test if any process still mentions the work dir.
@@ -152,14 +164,13 @@ TEST_F(RunTest, SecondRunReusesDatasetAndPartition) {
 }
 
 TEST_F(RunTest, KilledStorageServerStopsRunNamingIt) {
-  auto run = StartShardgnn(RunArgs(dir_.Sub("run"), "1000"), "shardgnn run");
-  ASSERT_NE(run, nullptr);
+  std::unique_ptr<Subprocess> run;
+  std::vector<ProcessInfo> children;
+  ASSERT_NO_FATAL_FAILURE(StartTraining(&run, &children));
+  // Lines already printed count.
   ASSERT_OK_AND_ASSIGN(std::string ready,
                        run->WaitForLine("part 1 ready on", kRunTimeout));
   const std::string address = ReadyAddress(ready);
-  ASSERT_OK(run->WaitForLine("epoch   1/1000", kRunTimeout));
-  std::vector<ProcessInfo> children = ChildrenOf(run->pid(), work_dir_);
-  ASSERT_EQ(children.size(), 4u) << Describe(children);
   pid_t server = 0;
   for (const auto& c : children) {
     if (c.cmdline.find(" serve ") != std::string::npos &&
@@ -179,13 +190,9 @@ TEST_F(RunTest, KilledStorageServerStopsRunNamingIt) {
   std::string output = run->Tail(100000);
   EXPECT_NE(*status, 0) << output;
   EXPECT_LT(elapsed, 60);
-  // The last line is the error, and it names the dead server.
-  std::vector<std::string> lines = Lines(output);
-  std::string error;
-  for (const auto& l : lines) {
-    if (l.rfind("shardgnn: error:", 0) == 0) error = l;
-  }
-  EXPECT_THAT(error, AllOf(HasSubstr("storage server 1"), HasSubstr(address)))
+  // The error names the dead server.
+  EXPECT_THAT(LastErrorLine(output),
+              AllOf(HasSubstr("storage server 1"), HasSubstr(address)))
       << output;
   EXPECT_FALSE(fs::exists(dir_.Sub("run") + "/summary.json"));
   for (const auto& c : children) {
@@ -197,11 +204,9 @@ TEST_F(RunTest, KilledStorageServerStopsRunNamingIt) {
 // The launcher killed outright cannot stop its children; they die with it
 // (PR_SET_PDEATHSIG).
 TEST_F(RunTest, KilledLauncherTakesItsChildrenWithIt) {
-  auto run = StartShardgnn(RunArgs(dir_.Sub("run"), "1000"), "shardgnn run");
-  ASSERT_NE(run, nullptr);
-  ASSERT_OK(run->WaitForLine("epoch   1/1000", kRunTimeout));
-  std::vector<ProcessInfo> children = ChildrenOf(run->pid(), work_dir_);
-  ASSERT_EQ(children.size(), 4u) << Describe(children);
+  std::unique_ptr<Subprocess> run;
+  std::vector<ProcessInfo> children;
+  ASSERT_NO_FATAL_FAILURE(StartTraining(&run, &children));
   run->Signal(SIGKILL);
   ASSERT_EQ(run->Wait(seconds(10)), 128 + SIGKILL);
   // The kernel delivers the children's SIGKILL asynchronously: allow a
@@ -220,11 +225,9 @@ class RunSignalTest : public RunTest,
                       public ::testing::WithParamInterface<int> {};
 
 TEST_P(RunSignalTest, StopsEveryChild) {
-  auto run = StartShardgnn(RunArgs(dir_.Sub("run"), "1000"), "shardgnn run");
-  ASSERT_NE(run, nullptr);
-  ASSERT_OK(run->WaitForLine("epoch   1/1000", kRunTimeout));
-  std::vector<ProcessInfo> children = ChildrenOf(run->pid(), work_dir_);
-  ASSERT_EQ(children.size(), 4u) << Describe(children);
+  std::unique_ptr<Subprocess> run;
+  std::vector<ProcessInfo> children;
+  ASSERT_NO_FATAL_FAILURE(StartTraining(&run, &children));
 
   auto signalled_at = std::chrono::steady_clock::now();
   run->Signal(GetParam());
@@ -254,11 +257,9 @@ INSTANTIATE_TEST_SUITE_P(Signals, RunSignalTest,
 
 // A trainer dying makes the run stop naming that trainer.
 TEST_F(RunTest, KilledTrainerStopsRunNamingIt) {
-  auto run = StartShardgnn(RunArgs(dir_.Sub("run"), "1000"), "shardgnn run");
-  ASSERT_NE(run, nullptr);
-  ASSERT_OK(run->WaitForLine("epoch   1/1000", kRunTimeout));
-  std::vector<ProcessInfo> children = ChildrenOf(run->pid(), work_dir_);
-  ASSERT_EQ(children.size(), 4u) << Describe(children);
+  std::unique_ptr<Subprocess> run;
+  std::vector<ProcessInfo> children;
+  ASSERT_NO_FATAL_FAILURE(StartTraining(&run, &children));
   // Trainers are started in rank order, after the servers.
   pid_t trainer = 0;
   for (const auto& c : children) {

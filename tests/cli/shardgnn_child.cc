@@ -41,6 +41,14 @@ std::vector<std::string> Lines(const std::string& text) {
   return absl::StrSplit(text, '\n', absl::SkipEmpty());
 }
 
+std::string LastErrorLine(const std::string& output) {
+  std::string error;
+  for (const auto& line : Lines(output)) {
+    if (line.rfind("shardgnn: error:", 0) == 0) error = line;
+  }
+  return error;
+}
+
 double ReportedTestAccuracy(const std::string& output) {
   size_t at = output.rfind("test accuracy ");
   double value = -1;

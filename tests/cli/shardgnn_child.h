@@ -32,6 +32,9 @@ Finished RunShardgnn(std::vector<std::string> args,
 
 std::vector<std::string> Lines(const std::string& text);
 
+// The last line of `output` that starts "shardgnn: error:", or "".
+std::string LastErrorLine(const std::string& output);
+
 // The value after "test accuracy " in the output, or -1.
 double ReportedTestAccuracy(const std::string& output);
 
