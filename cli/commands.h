@@ -13,6 +13,11 @@ class App;
 
 namespace shardgnn::cli {
 
+// Exit status of `shardgnn train` when its error is a collective that failed
+// because of another trainer (IsPeerFailure): the launcher then looks for the
+// trainer that failed first. Any other error exits 1.
+inline constexpr int kPeerFailureExit = 3;
+
 void AddDatasetCommand(CLI::App& app,
                        absl::Status* result);  // dataset import | generate
 void AddPartitionCommand(CLI::App& app, absl::Status* result);  // partition

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "common/progress.h"
 #include "trainer/compute_env.h"
+#include "trainer/distributed.h"
 
 int main(int argc, char** argv) {
   // Training processes (and the launcher, whose trainers inherit it) need the
@@ -42,7 +43,8 @@ int main(int argc, char** argv) {
   if (!result.ok()) {
     std::fprintf(stderr, "shardgnn: error: %s\n",
                  std::string(result.message()).c_str());
-    return 1;
+    return shardgnn::IsPeerFailure(result) ? shardgnn::cli::kPeerFailureExit
+                                           : 1;
   }
   return 0;
 }

@@ -158,6 +158,11 @@ absl::StatusOr<std::string> WaitUntilReady(Subprocess& server) {
                    server.Tail(5)));
 }
 
+// How long a failed run waits for the trainer that caused it to exit: one
+// whose loader is blocked on an unreachable server exits within the client's
+// call deadline and retries (graphstore/client.h: up to 4 attempts of 5 s).
+constexpr milliseconds kSettleLimit = std::chrono::seconds(25);
+
 // Polls the children until the trainers finish, one fails, or a signal arrives.
 class Supervisor {
  public:
@@ -198,21 +203,41 @@ class Supervisor {
     return absl::OkStatus();
   }
 
-  // The error for a failed trainer, naming the root cause: one failure
-  // cascades (a dead server or a dead peer makes the other trainers fail
-  // their calls), so wait briefly for the others to settle, then prefer a
-  // server that exited, then a trainer killed by a signal, then `first`.
+  // The error for a failed trainer, naming the root cause. One failure
+  // cascades (a dead server or a dead peer makes the other trainers fail their
+  // calls and collectives), and the trainer that failed first may exit last:
+  // its loader can be blocked on calls until their deadline. So let the others
+  // settle, then prefer a server that exited, then a trainer killed by a
+  // signal, then a trainer that failed on its own, over trainers whose
+  // collective failed because of a peer (kPeerFailureExit).
   absl::Status TrainerFailure(size_t first, int first_code) {
-    std::this_thread::sleep_for(milliseconds(500));
-    RETURN_IF_ERROR(CheckServers());
+    auto rank = [](int code) {
+      return code >= 128 ? 3 : code == kPeerFailureExit ? 1 : 2;
+    };
+    const auto start = std::chrono::steady_clock::now();
     size_t culprit = first;
     int culprit_code = first_code;
-    for (size_t i = 0; i < trainers_.size(); ++i) {
-      auto code = trainers_[i]->Poll();
-      if (code && *code >= 128 && culprit_code < 128) {
-        culprit = i;
-        culprit_code = *code;
+    for (;;) {
+      RETURN_IF_ERROR(CheckServers());
+      bool running = false;
+      for (size_t i = 0; i < trainers_.size(); ++i) {
+        auto code = trainers_[i]->Poll();
+        if (!code) {
+          running = true;
+        } else if (*code != 0 && rank(*code) > rank(culprit_code)) {
+          culprit = i;
+          culprit_code = *code;
+        }
       }
+      const auto waited = std::chrono::steady_clock::now() - start;
+      // At least a moment for a signal-killed peer to be seen; longer (up to
+      // a call deadline and its retries) while only peer failures are known.
+      if (!running ||
+          (waited >= milliseconds(500) && rank(culprit_code) >= 2) ||
+          waited >= kSettleLimit) {
+        break;
+      }
+      std::this_thread::sleep_for(milliseconds(50));
     }
     return absl::AbortedError(absl::StrCat(
         trainers_[culprit]->name(), " failed with status ", culprit_code,

@@ -6,6 +6,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
@@ -18,6 +19,13 @@ bool IsLoopback(const std::string& addr) {
 
 // Gloo errors for a dead peer read "Connection closed by peer" or "Timed out";
 // both become statuses that say which rank saw it and during what.
+constexpr char kPeerFailureUrl[] = "shardgnn/peer-failure";
+
+absl::Status PeerFailure(absl::Status status) {
+  status.SetPayload(kPeerFailureUrl, absl::Cord("1"));
+  return status;
+}
+
 absl::Status CollectiveError(const DistributedOptions& o,
                              absl::string_view what, const std::exception& e) {
   std::string message = e.what();
@@ -29,12 +37,16 @@ absl::Status CollectiveError(const DistributedOptions& o,
       " failed (a peer trainer may have died or stalled): ", message);
   if (message.find("imed out") != std::string::npos ||
       message.find("imeout") != std::string::npos) {
-    return absl::DeadlineExceededError(text);
+    return PeerFailure(absl::DeadlineExceededError(text));
   }
-  return absl::UnavailableError(text);
+  return PeerFailure(absl::UnavailableError(text));
 }
 
 }  // namespace
+
+bool IsPeerFailure(const absl::Status& status) {
+  return status.GetPayload(kPeerFailureUrl).has_value();
+}
 
 absl::StatusOr<DistributedOptions> DistributedOptionsFromEnv(
     DistributedOptions o) {
@@ -85,9 +97,9 @@ struct ProcessGroup::Impl {
     try {
       auto work = start();
       if (!work->wait(options.timeout)) {
-        return absl::DeadlineExceededError(absl::StrCat(
+        return PeerFailure(absl::DeadlineExceededError(absl::StrCat(
             "rank ", options.rank, ": ", what, " did not complete within ",
-            options.timeout.count(), " ms"));
+            options.timeout.count(), " ms")));
       }
       return absl::OkStatus();
     } catch (const std::exception& e) {

@@ -1,10 +1,13 @@
-// Data-parallel process groups: TCPStore rendezvous + c10d::ProcessGroupGloo, behind a torch-free interface.
+// Data-parallel process groups: TCPStore rendezvous + c10d::ProcessGroupGloo,
+// behind a torch-free interface.
 //
-// A ProcessGroup joins `world_size` trainer processes. Rank 0 hosts the TCPStore at MASTER_ADDR:MASTER_PORT; every
-// rank connects to it, then Gloo pairs connect directly. Every operation has a deadline (`timeout`): a peer that
-// died or never came makes the call fail with DEADLINE_EXCEEDED or UNAVAILABLE naming the operation and rank,
-// never a hang. Collectives must be called by every rank in the same order. Not thread-safe: use a group from
-// one thread (the training thread).
+// A ProcessGroup joins `world_size` trainer processes. Rank 0 hosts the
+// TCPStore at MASTER_ADDR:MASTER_PORT; every rank connects to it, then Gloo
+// pairs connect directly. Every operation has a deadline (`timeout`): a peer
+// that died or never came makes the call fail with DEADLINE_EXCEEDED or
+// UNAVAILABLE naming the operation and rank, never a hang. Collectives must be
+// called by every rank in the same order. Not thread-safe: use a group from one
+// thread (the training thread).
 #ifndef SHARDGNN_TRAINER_DISTRIBUTED_H_
 #define SHARDGNN_TRAINER_DISTRIBUTED_H_
 
@@ -27,17 +30,26 @@ struct DistributedOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
 };
 
-// Fills rank, world size and master address/port from torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR,
-// MASTER_PORT) where they are set, on top of `defaults`. A malformed value is an error naming the variable.
-absl::StatusOr<DistributedOptions> DistributedOptionsFromEnv(DistributedOptions defaults);
+// Fills rank, world size and master address/port from torchrun's variables
+// (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) where they are set, on top of
+// `defaults`. A malformed value is an error naming the variable.
+absl::StatusOr<DistributedOptions> DistributedOptionsFromEnv(
+    DistributedOptions defaults);
 
 // Checks ranges: 0 <= rank < world_size, a port in 1..65535.
 absl::Status ValidateDistributedOptions(const DistributedOptions& options);
 
+// Whether `status` is a collective that failed or timed out because of another
+// trainer (it died, stalled or failed first): the cause lies elsewhere. Such
+// errors carry a payload that survives being returned up unchanged.
+bool IsPeerFailure(const absl::Status& status);
+
 class ProcessGroup {
  public:
-  // Rendezvous with the other ranks. Fails (after at most `timeout`) if they do not all arrive.
-  static absl::StatusOr<std::unique_ptr<ProcessGroup>> Connect(const DistributedOptions& options);
+  // Rendezvous with the other ranks. Fails (after at most `timeout`) if they do
+  // not all arrive.
+  static absl::StatusOr<std::unique_ptr<ProcessGroup>> Connect(
+      const DistributedOptions& options);
   ~ProcessGroup();
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;

@@ -105,6 +105,14 @@ TEST(ProcessGroupTest, DeadPeerMakesCollectiveFailNotHang) {
   EXPECT_NE(survivor.message().find("rank 0"), absl::string_view::npos)
       << survivor;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+  // Marked as a consequence of a peer's failure (the launcher looks past it
+  // for the cause); a failure of its own, such as the rendezvous with a
+  // missing peer, is not.
+  EXPECT_TRUE(IsPeerFailure(survivor)) << survivor;
+  EXPECT_FALSE(
+      IsPeerFailure(ProcessGroup::Connect(Options(0, 2, testing::PickFreePort(),
+                                                  milliseconds(500)))
+                        .status()));
 }
 
 TEST(C10dGradientSyncTest, AveragesGradientsAndBroadcastsParameters) {
