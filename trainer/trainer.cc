@@ -172,10 +172,36 @@ class Run {
         " seed=", options_.seed);
     internal::CheckpointState state;
     state.parameters = params;
+    bool resumed = false;
     if (options_.resume && !options_.checkpoint_path.empty()) {
-      ASSIGN_OR_RETURN(bool resumed, internal::ReadCheckpoint(
-                                         options_.checkpoint_path, fingerprint,
-                                         &state, &optimizer));
+      ASSIGN_OR_RETURN(
+          resumed, internal::ReadCheckpoint(options_.checkpoint_path,
+                                            fingerprint, &state, &optimizer));
+      if (sync_ != nullptr) {
+        // Ranks write their checkpoints one after another, so a stopped run
+        // can leave some a (single) epoch ahead: the collectives of epoch e+1
+        // need every rank past writing epoch e. All resume from the epoch
+        // every rank has: the minimum, which with latest epochs in {m, m+1}
+        // is floor(mean).
+        double agree[2] = {resumed ? static_cast<double>(state.epoch) : 0.0,
+                           1.0};
+        RETURN_IF_ERROR(sync_->AllreduceSum(absl::MakeSpan(agree, 2)));
+        const int common = static_cast<int>(agree[0] / agree[1]);
+        if (resumed && state.epoch != common) {
+          const std::string previous =
+              internal::PreviousCheckpointPath(options_.checkpoint_path);
+          ASSIGN_OR_RETURN(
+              resumed, internal::ReadCheckpoint(previous, fingerprint, &state,
+                                                &optimizer));
+          if (!resumed || state.epoch != common) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                options_.checkpoint_path,
+                ": the trainers' checkpoints are "
+                "more than one epoch apart (this one has no epoch ",
+                common, "); resume is not possible"));
+          }
+        }
+      }
       if (resumed) {
         model_->seed_stream().set_count(state.dropout_count);
         result.resumed_from_epoch = state.epoch;
@@ -185,6 +211,12 @@ class Run {
       }
     }
     if (sync_ != nullptr) RETURN_IF_ERROR(sync_->BroadcastParameters(params));
+    if (!resumed && !options_.checkpoint_path.empty()) {
+      // Epoch 0: the starting state, so that a rank one epoch ahead after
+      // epoch 1 can step back to it (PreviousCheckpointPath).
+      RETURN_IF_ERROR(internal::WriteCheckpoint(options_.checkpoint_path,
+                                                fingerprint, state, optimizer));
+    }
 
     for (int epoch = state.epoch + 1; epoch <= options_.epochs; ++epoch) {
       ASSIGN_OR_RETURN(EpochStats stats, TrainEpoch(epoch, &optimizer, params));

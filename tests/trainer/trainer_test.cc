@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <thread>
@@ -242,6 +243,73 @@ TEST(DataParallelTrainTest,
   }
   EXPECT_NE(ranks[0].epochs[1].loss, ranks[1].epochs[1].loss);
   EXPECT_NEAR(ranks[0].test_acc, single.test_acc, 1e-9);
+}
+
+// Trainers write their checkpoints one after another, so a run stopped
+// between two writes leaves one rank an epoch ahead. Resuming, the ranks agree
+// on the epoch they all have and continue exactly as the uninterrupted run.
+TEST(DataParallelTrainTest,
+     RanksWhoseCheckpointsAreAnEpochApartResumeTogether) {
+  SbmGraph graph(400, 4, 10, 3, 21);
+  ASSERT_OK_AND_ASSIGN(auto source,
+                       InMemoryGraphSource::Create(graph.arrays()));
+  testing::TempDir tmp;
+  TrainOptions options;
+  options.model.kind = ModelKind::kSage;
+  options.model.hidden = 16;
+  options.batch_size = 32;
+  options.seed = 9;
+  // Both ranks, `epochs` epochs, checkpoints under `prefix`; rank r's file
+  // is prefix + r.
+  auto run = [&](const std::string& prefix, int epochs, bool resume,
+                 TrainResult results[2]) {
+    const int port = testing::PickFreePort();
+    auto rank_main = [&](int rank) {
+      DistributedOptions dist;
+      dist.rank = rank;
+      dist.world_size = 2;
+      dist.master_port = port;
+      dist.timeout = std::chrono::seconds(20);
+      auto group = ProcessGroup::Connect(dist);
+      ASSERT_OK(group);
+      C10dGradientSync sync(group->get());
+      TrainSplits mine = graph.splits;
+      const size_t half = graph.splits.train.size() / 2;
+      mine.train.assign(graph.splits.train.begin() + rank * half,
+                        graph.splits.train.begin() + (rank + 1) * half);
+      TrainOptions o = options;
+      o.epochs = epochs;
+      o.resume = resume;
+      o.checkpoint_path = prefix + std::to_string(rank);
+      absl::StatusOr<TrainResult> result = Train(*source, mine, o, &sync);
+      ASSERT_OK(result);
+      results[rank] = *std::move(result);
+    };
+    std::thread other(rank_main, 1);
+    rank_main(0);
+    other.join();
+  };
+  TrainResult full[2], partial[2], resumed[2];
+  ASSERT_NO_FATAL_FAILURE(run(tmp.Sub("full"), 4, false, full));
+  const std::string ckpt = tmp.Sub("part");
+  ASSERT_NO_FATAL_FAILURE(run(ckpt, 2, false, partial));
+  std::filesystem::copy_file(ckpt + "1", tmp.Sub("rank1-epoch2"));
+  ASSERT_NO_FATAL_FAILURE(run(ckpt, 3, true, partial));
+  // Rank 1 "stopped" before writing epoch 3.
+  std::filesystem::copy_file(tmp.Sub("rank1-epoch2"), ckpt + "1",
+                             std::filesystem::copy_options::overwrite_existing);
+  ASSERT_NO_FATAL_FAILURE(run(ckpt, 4, true, resumed));
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE(r);
+    EXPECT_EQ(resumed[r].resumed_from_epoch, 2);
+    ASSERT_EQ(resumed[r].epochs.size(), 4u);
+    for (int e = 0; e < 4; ++e) {
+      EXPECT_NEAR(resumed[r].epochs[e].loss, full[r].epochs[e].loss,
+                  1e-6 * full[r].epochs[e].loss)
+          << "epoch " << e + 1;
+    }
+    EXPECT_EQ(resumed[r].test_acc, full[r].test_acc);
+  }
 }
 
 // Issue 5's SBM check: on a generated 100k-node SBM, SAGE beats an MLP on the

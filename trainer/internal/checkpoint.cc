@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -68,6 +69,19 @@ absl::Status WriteCheckpoint(const std::string& path,
     archive.write("optimizer", optimizer_archive);
     std::ostringstream out;
     archive.save_to(out);
+    // Keep the checkpoint being replaced as PreviousCheckpointPath(path): a
+    // hard link renamed into place, so `path` itself is never missing.
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec)) {
+      const std::string link = path + ".link.partial";
+      std::filesystem::remove(link, ec);
+      std::filesystem::create_hard_link(path, link, ec);
+      if (!ec) std::filesystem::rename(link, PreviousCheckpointPath(path), ec);
+      if (ec) {
+        return absl::InternalError(absl::StrCat(
+            "keeping the previous checkpoint of ", path, ": ", ec.message()));
+      }
+    }
     return Annotate(WriteFileAtomic(path, out.str()), "writing checkpoint");
   } catch (const std::exception& e) {
     return absl::InternalError(

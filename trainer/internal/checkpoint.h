@@ -30,9 +30,15 @@ struct CheckpointState {
       history;  // Loss, accuracies and step counts (timings are not kept).
 };
 
-// Writes `state` and `optimizer`'s state to `path` atomically. `fingerprint`
-// identifies the run's shape (model, sizes, seed); ReadCheckpoint refuses a
-// file with another one.
+// Where WriteCheckpoint keeps the checkpoint it replaced (one epoch older).
+inline std::string PreviousCheckpointPath(const std::string& path) {
+  return path + ".prev";
+}
+
+// Writes `state` and `optimizer`'s state to `path` atomically, keeping the
+// file it replaces as PreviousCheckpointPath(path). `fingerprint` identifies
+// the run's shape (model, sizes, seed); ReadCheckpoint refuses a file with
+// another one.
 absl::Status WriteCheckpoint(const std::string& path,
                              const std::string& fingerprint,
                              const CheckpointState& state,
