@@ -5,11 +5,12 @@
 // mode and in disk mode (block cache smaller than the shard) in a separate
 // process, as servers are deployed (this program re-executed with
 // --serve-shard), and measures:
-//   - GetFeatures: batches of 1024 random IDs, one stream and 4 streams;
+//   - GetFeatures: batches of 1024 random IDs over the server's feature port
+//     (one stream and 4 streams), and over gRPC only (one stream);
 //   - SampleNeighbors: batches of 1024 random IDs at fanouts 10 and 25;
 //   - the physical limit: the same request/response bytes per batch over a
 //     plain loopback TCP socket, one stream, measured alternately with the
-//     one-stream feature fetch (best of 3 each), and the ratio of the two;
+//     one-stream feature fetches (best of 3 each), and the ratios;
 //   - for comparison, the one-stream fetch from a server in this process
 //     (client and server threads then share one gRPC poller set).
 // CPU per call counts this process and the server process.
@@ -241,6 +242,18 @@ nlohmann::ordered_json RunMode(const std::string& shard, int64_t nodes,
   auto client = GraphStoreClient::Connect(address);
   Check(client.status(), "connecting");
   Check((*client)->WaitForHealthy(absl::Now() + absl::Seconds(10)), "health");
+  // Info switches GetFeatures to the server's feature port.
+  Check((*client)->Info().status(), "Info");
+  if (!(*client)->UsesFeaturePort()) {
+    std::fprintf(stderr, "graphstore_bench: the server has no feature port\n");
+    std::exit(1);
+  }
+  // The same fetch over gRPC only, for comparison.
+  GraphStoreClientOptions grpc_only;
+  grpc_only.use_feature_port = false;
+  auto grpc_client = GraphStoreClient::Connect(address, grpc_only);
+  Check(grpc_client.status(), "connecting (gRPC only)");
+  Check((*grpc_client)->Info().status(), "Info (gRPC only)");
 
   constexpr int kMaxThreads = 4;
   std::vector<std::vector<NodeId>> ids(kMaxThreads,
@@ -261,6 +274,11 @@ nlohmann::ordered_json RunMode(const std::string& shard, int64_t nodes,
     random_batch(t);
     Check((*client)->GetFeatures(ids[t], dim, rows[t].data()), "GetFeatures");
   };
+  auto grpc_fetch = [&](int t, int64_t) {
+    random_batch(t);
+    Check((*grpc_client)->GetFeatures(ids[t], dim, rows[t].data()),
+          "GetFeatures (gRPC)");
+  };
   auto features_json = [&](int threads, Throughput t) {
     const double rate = t.per_second;
     nlohmann::ordered_json f;
@@ -274,10 +292,12 @@ nlohmann::ordered_json RunMode(const std::string& shard, int64_t nodes,
   };
   // The machine may be shared: alternate the one-stream fetch with the raw
   // TCP limit three times and compare the best of each.
-  Throughput best, raw_best;
+  Throughput best, grpc_best, raw_best;
   for (int round = 0; round < 3; ++round) {
     Throughput t = Rate(1, seconds / 3, fetch);
     if (t.per_second > best.per_second) best = t;
+    Throughput g = Rate(1, seconds / 3, grpc_fetch);
+    if (g.per_second > grpc_best.per_second) grpc_best = g;
     Throughput r = raw_tcp();
     if (r.per_second > raw_best.per_second) raw_best = r;
   }
@@ -297,6 +317,9 @@ nlohmann::ordered_json RunMode(const std::string& shard, int64_t nodes,
   out["features_vs_raw_tcp"] = best.per_second / raw_best.per_second;
   out["features_vs_raw_tcp_cpu"] =
       raw_best.cpu_us_per_call / best.cpu_us_per_call;
+  out["grpc_get_features"] = features_json(1, grpc_best);
+  out["grpc_features_vs_raw_tcp"] = grpc_best.per_second / raw_best.per_second;
+  out["feature_port_vs_grpc"] = best.per_second / grpc_best.per_second;
   {
     // The same fetch from a server in this process.
     auto local_server = GraphStoreServer::Start(store, {});

@@ -31,6 +31,7 @@ struct ServeFlags {
   std::string listen = "127.0.0.1:0";
   bool memory = false;
   bool no_shared_memory = false;
+  int feature_port = 0;
   int64_t cache_mb = 256;
   int threads = 0;
   double drain_seconds = 10;
@@ -128,12 +129,18 @@ absl::Status RunServe(const ServeFlags& flags) {
   GraphStoreServerOptions server_options;
   server_options.listen_address = flags.listen;
   server_options.num_threads = flags.threads;
+  server_options.feature_port = flags.feature_port;
   ASSIGN_OR_RETURN(std::unique_ptr<GraphStoreServer> server,
                    GraphStoreServer::Start(store, server_options));
-  std::printf("shardgnn serve: part %d ready on %s (%s mode, %lld nodes)\n",
+  const std::string feature_port =
+      server->feature_port() > 0
+          ? absl::StrCat("feature port ", server->feature_port())
+          : std::string("no feature port");
+  std::printf("shardgnn serve: part %d ready on %s (%s mode, %lld nodes, %s)\n",
               meta.part_id, server->address().c_str(),
               store->in_memory() ? "memory" : "disk",
-              static_cast<long long>(meta.node_end - meta.node_start));
+              static_cast<long long>(meta.node_end - meta.node_start),
+              feature_port.c_str());
   std::fflush(stdout);
 
   const char* signal_name = WaitForSignal();
@@ -169,6 +176,11 @@ void AddServeCommand(CLI::App& app, absl::Status* result) {
   cmd->add_flag("--no-shared-memory", flags->no_shared_memory,
                 "Memory mode: keep the features private instead of letting "
                 "trainers on this machine map them");
+  cmd->add_option("--feature-port", flags->feature_port,
+                  "Port on the --listen host for bulk feature fetches over "
+                  "plain TCP; 0 picks a free port, -1 serves features over "
+                  "gRPC only")
+      ->capture_default_str();
   cmd->add_option("--cache-mb", flags->cache_mb,
                   "RocksDB block cache in MiB (disk mode)")
       ->capture_default_str();

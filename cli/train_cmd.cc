@@ -351,18 +351,26 @@ absl::Status RunTrain(const TrainFlags& flags) {
     source_options.expected_partition_id = manifest.partition_id;
   }
   source_options.use_shared_memory = !flags.training.no_shared_memory;
+  source_options.client.use_feature_port = !flags.training.no_feature_port;
   ASSIGN_OR_RETURN(std::unique_ptr<RemoteGraphSource> remote,
                    RemoteGraphSource::Connect(addresses, source_options));
   options.num_classes = remote->num_classes();
-  std::vector<std::string> shared_parts;
+  std::vector<std::string> shared_parts, port_parts;
   for (int p = 0; p < remote->book().num_parts(); ++p) {
     if (remote->reads_shared_memory(p)) shared_parts.push_back(absl::StrCat(p));
+    if (remote->uses_feature_port(p)) port_parts.push_back(absl::StrCat(p));
   }
   if (!shared_parts.empty()) {
     std::printf(
         "shardgnn train: features of part(s) %s read from their servers' "
         "shared memory (same machine)\n",
         absl::StrJoin(shared_parts, ",").c_str());
+  }
+  if (!port_parts.empty()) {
+    std::printf(
+        "shardgnn train: features of part(s) %s fetched over their servers' "
+        "feature ports\n",
+        absl::StrJoin(port_parts, ",").c_str());
   }
 
   TrainSplits splits;
@@ -446,6 +454,7 @@ absl::Status RunTrain(const TrainFlags& flags) {
       summary["remote"] = {{"requests", rs.requests},
                            {"feature_bytes", rs.feature_bytes},
                            {"shared_feature_bytes", rs.shared_feature_bytes},
+                           {"feature_port_parts", port_parts.size()},
                            {"neighbor_bytes", rs.neighbor_bytes}};
       RETURN_IF_ERROR(WriteFileAtomic(JoinPath(flags.out_dir, "summary.json"),
                                       summary.dump(2) + "\n"));

@@ -51,6 +51,9 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
   cmd->add_flag("--no-shared-memory", f->no_shared_memory,
                 "Fetch features through calls even from storage servers on "
                 "this machine (default: map their shared feature matrix)");
+  cmd->add_flag("--no-feature-port", f->no_feature_port,
+                "Fetch features over gRPC even from storage servers that "
+                "offer a feature port (default: use it)");
   cmd->add_flag("--resume", f->resume,
                 "Continue an interrupted run from the checkpoints in its run "
                 "directory (--out)");
@@ -92,6 +95,7 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
   if (f.normalize_features) args.push_back("--normalize-features");
   if (f.resume) args.push_back("--resume");
   if (f.no_shared_memory) args.push_back("--no-shared-memory");
+  if (f.no_feature_port) args.push_back("--no-feature-port");
   return args;
 }
 

@@ -37,6 +37,7 @@ struct TrainingFlags {
   // Fetch every feature row through GetFeatures calls, even from servers on
   // this machine that share their feature matrix.
   bool no_shared_memory = false;
+  bool no_feature_port = false;
   bool resume = false;  // Continue from the run directory's checkpoints.
 };
 

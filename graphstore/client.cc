@@ -4,7 +4,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/status.h"
+#include "graphstore/internal/feature_port.h"
 #include "graphstore/internal/features_codec.h"
 #include "graphstore/internal/wire.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -44,10 +46,37 @@ class GraphStoreClient::Impl {
       absl::SleepFor(backoff);
       backoff = std::min(backoff * 2, options_.max_backoff);
     }
-    auto code = static_cast<absl::StatusCode>(status.error_code());
+    return CallError(static_cast<absl::StatusCode>(status.error_code()), method,
+                     status.error_message());
+  }
+
+  // A failed call: "ADDRESS: CODE: METHOD: message".
+  absl::Status CallError(absl::StatusCode code, absl::string_view method,
+                         absl::string_view message) const {
     return absl::Status(
         code, absl::StrCat(address_, ": ", absl::StatusCodeToString(code), ": ",
-                           method, ": ", status.error_message()));
+                           method, ": ", message));
+  }
+
+  // The feature port in use, if any.
+  std::shared_ptr<internal::FeaturePortClient> feature_port() const {
+    absl::MutexLock lock(&port_mu_);
+    return feature_port_;
+  }
+  // Starts using the feature port `port` (0: none) on the server's host.
+  void SetFeaturePort(int port) {
+    absl::MutexLock lock(&port_mu_);
+    if (port <= 0 || !options_.use_feature_port) {
+      feature_port_ = nullptr;
+    } else if (feature_port_ == nullptr || feature_port_->port() != port) {
+      feature_port_ = std::make_shared<internal::FeaturePortClient>(
+          address_.substr(0, address_.rfind(':')), port);
+    }
+  }
+  // Stops using `port` (if it is still the one in use).
+  void DropFeaturePort(const internal::FeaturePortClient* port) {
+    absl::MutexLock lock(&port_mu_);
+    if (feature_port_.get() == port) feature_port_ = nullptr;
   }
 
   absl::Status Error(absl::StatusCode code, absl::string_view method,
@@ -101,6 +130,9 @@ class GraphStoreClient::Impl {
   GraphStoreClientOptions options_;
   std::unique_ptr<Stub> stub_;
   grpc::GenericStub generic_;
+  mutable absl::Mutex port_mu_;
+  std::shared_ptr<internal::FeaturePortClient> feature_port_
+      ABSL_GUARDED_BY(port_mu_);
 };
 
 namespace {
@@ -224,7 +256,13 @@ absl::StatusOr<ServerInfo> GraphStoreClient::Info() {
     ref.boot_id = r.boot_id();
     info.shared_features = ref;
   }
+  info.feature_port = static_cast<int>(resp.feature_port());
+  impl_->SetFeaturePort(info.feature_port);
   return info;
+}
+
+bool GraphStoreClient::UsesFeaturePort() const {
+  return impl_->feature_port() != nullptr;
 }
 
 absl::StatusOr<SampledNeighbors> GraphStoreClient::SampleNeighbors(
@@ -258,6 +296,19 @@ absl::Status GraphStoreClient::GetFeatures(absl::Span<const NodeId> ids,
     return absl::InvalidArgumentError(absl::StrCat("GetFeatures: ", rows.size(),
                                                    " destination rows for ",
                                                    ids.size(), " IDs"));
+  }
+  if (auto port = impl_->feature_port()) {
+    bool transport_failed = false;
+    absl::Status s = port->Fetch(
+        ids, feature_dim, out, rows.empty() ? nullptr : rows.data(),
+        absl::Now() + impl_->options().call_timeout, &transport_failed);
+    if (s.ok()) return s;
+    if (!transport_failed) {
+      return impl_->CallError(s.code(), "GetFeatures", s.message());
+    }
+    // Unreachable port (a firewall, a restarted server): use gRPC, which
+    // retries and reports a dead server as it does for every other call.
+    impl_->DropFeaturePort(port.get());
   }
   // Raw call: rows go from the gRPC buffer to `out` in one copy.
   grpc::ByteBuffer request;

@@ -7,8 +7,15 @@
 // ("127.0.0.1:4567: UNAVAILABLE: ..."), so a trainer talking to many servers
 // says which one failed.
 //
-// Thread-safe: one client (one HTTP/2 channel) is meant to be shared by all
-// threads that talk to the same server.
+// GetFeatures(ids, feature_dim, out, rows) goes over the server's feature
+// port (graphstore/internal/feature_port.h) once Info() has reported one and
+// options.use_feature_port is set; it has the same deadline, and if the port
+// cannot be reached (or its connection breaks) the call and the ones after
+// it use gRPC until the next Info().
+//
+// Thread-safe: one client (one HTTP/2 channel, and a pool of feature port
+// connections) is meant to be shared by all threads that talk to the same
+// server.
 #ifndef SHARDGNN_GRAPHSTORE_CLIENT_H_
 #define SHARDGNN_GRAPHSTORE_CLIENT_H_
 
@@ -37,6 +44,8 @@ struct GraphStoreClientOptions {
   absl::Duration initial_backoff = absl::Milliseconds(50);
   absl::Duration max_backoff = absl::Seconds(1);
   int64_t max_message_bytes = int64_t{256} << 20;
+  // Fetch feature rows over the server's feature port when it has one.
+  bool use_feature_port = true;
 };
 
 // What a server says about itself (the Info call).
@@ -47,6 +56,8 @@ struct ServerInfo {
   // Where the server's feature matrix can be mapped by a process on its
   // machine (ShardStore::SharedFeatures), if it offers that.
   std::optional<SharedRegionRef> shared_features;
+  // The server's feature port on the host of its address; 0 if none.
+  int feature_port = 0;
 };
 
 // One method's counters from the Stats call.
@@ -84,7 +95,10 @@ class GraphStoreClient {
   absl::Status WaitForHealthy(absl::Time deadline);
   absl::Status Health();
 
+  // Also starts using the feature port it reports (see above).
   absl::StatusOr<ServerInfo> Info();
+  // True while GetFeatures goes over the server's feature port.
+  bool UsesFeaturePort() const;
   // Sampled neighbors of `ids` in CSR form (see ShardStore::SampleNeighbors).
   absl::StatusOr<SampledNeighbors> SampleNeighbors(absl::Span<const NodeId> ids,
                                                    int fanout, bool replace,

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status.h"
+#include "graphstore/internal/feature_port.h"
 #include "graphstore/internal/features_codec.h"
 #include "graphstore/internal/method_stats.h"
 #include "graphstore/internal/thread_pool.h"
@@ -39,11 +40,12 @@ enum Method {
   kGetSplit,
   kHealth,
   kStats,
+  kFeaturePort,  // GetFeatures over the feature port, not gRPC.
   kNumMethods
 };
 constexpr const char* kMethodNames[kNumMethods] = {
-    "Info",       "SampleNeighbors", "GetFeatures", "GetLabels",
-    "GetDegrees", "GetSplit",        "Health",      "Stats"};
+    "Info",     "SampleNeighbors", "GetFeatures", "GetLabels",  "GetDegrees",
+    "GetSplit", "Health",          "Stats",       "FeaturePort"};
 
 int64_t PayloadBytes(const google::protobuf::Message& m) {
   return static_cast<int64_t>(m.ByteSizeLong());
@@ -75,6 +77,11 @@ class GraphStoreServer::Service final
 
   // Runs the queued work to the end and joins the workers.
   void StopWorkers() { pool_.reset(); }
+
+  // Info advertises `port` (0: none) as the feature port.
+  void SetFeaturePort(int port) { feature_port_ = port; }
+  const std::shared_ptr<const ShardStore>& store() const { return store_; }
+  internal::MethodStats* feature_port_stats() { return &stats_[kFeaturePort]; }
 
   // Turns new calls away with UNAVAILABLE and waits until the calls already
   // admitted have finished or `deadline` passes. Returns true if drained.
@@ -126,6 +133,7 @@ class GraphStoreServer::Service final
         r->set_bytes(shared->bytes);
         r->set_boot_id(shared->boot_id);
       }
+      resp->set_feature_port(static_cast<uint32_t>(feature_port_.load()));
       return absl::OkStatus();
     });
   }
@@ -333,6 +341,7 @@ class GraphStoreServer::Service final
   absl::Mutex mu_;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<int> feature_port_{0};
 };
 
 absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
@@ -340,6 +349,12 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
     const GraphStoreServerOptions& options) {
   if (store == nullptr) {
     return absl::InvalidArgumentError("GraphStoreServer: no store");
+  }
+  if (options.feature_port < -1 || options.feature_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("feature port ", options.feature_port,
+                     " is outside [-1, 65535] (0 picks a free port, -1 "
+                     "turns the feature port off)"));
   }
   if (options.max_message_bytes < (1 << 20) ||
       options.max_message_bytes > (int64_t{2} << 30) - 1) {
@@ -377,6 +392,20 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
   size_t colon = host.rfind(':');
   if (colon != std::string::npos) host.resize(colon);
   server->address_ = absl::StrCat(host, ":", selected_port);
+  if (options.feature_port >= 0) {
+    internal::FeaturePortLimits limits;
+    limits.max_ids_per_call = options.max_ids_per_call;
+    limits.max_message_bytes = options.max_message_bytes;
+    auto port = internal::FeaturePortServer::Start(
+        host, options.feature_port, server->service_->store(), limits,
+        server->service_->feature_port_stats());
+    if (!port.ok()) {
+      server->Shutdown(absl::Now());
+      return port.status();
+    }
+    server->feature_port_ = std::move(port).value();
+    server->service_->SetFeaturePort(server->feature_port_->port());
+  }
   return server;
 }
 
@@ -389,7 +418,12 @@ void GraphStoreServer::Shutdown(absl::Time deadline) {
   // arriving are turned away with UNAVAILABLE (retryable) rather than
   // cancelled. Calls still running at the deadline are cancelled; the
   // workers run until every call has finished.
+  // The feature port answers the requests it has read and closes; a client
+  // whose connection closes falls back to gRPC, which answers UNAVAILABLE
+  // (retryable) while draining.
+  if (feature_port_ != nullptr) feature_port_->BeginShutdown();
   service_->Drain(deadline);
+  if (feature_port_ != nullptr) feature_port_->Shutdown(deadline);
   server_->Shutdown(absl::ToChronoTime(
       std::min(deadline, absl::Now() + absl::Milliseconds(250))));
   server_->Wait();
@@ -399,5 +433,9 @@ void GraphStoreServer::Shutdown(absl::Time deadline) {
 GraphStoreServer::~GraphStoreServer() { Shutdown(absl::Now()); }
 
 ServerTotals GraphStoreServer::Totals() const { return service_->Totals(); }
+
+int GraphStoreServer::feature_port() const {
+  return feature_port_ == nullptr ? 0 : feature_port_->port();
+}
 
 }  // namespace shardgnn

@@ -4,7 +4,10 @@
 // call to a fixed pool of worker threads, so a slow disk read never blocks
 // the network; in memory mode, where a call never blocks, the work runs on
 // gRPC's callback thread and skips the hand-off. GetFeatures writes its rows
-// straight into the gRPC response buffer (no protobuf copy). Every request is
+// straight into the gRPC response buffer (no protobuf copy). Beside the gRPC
+// port, the server also answers GetFeatures on a plain-TCP feature port on
+// the same host (internal/feature_port.h), which Info advertises and clients
+// use for their megabyte feature batches. Every request is
 // validated (byte lengths, ownership, batch and fanout limits) and answered
 // with a status; a handler never throws through gRPC and the server never
 // crashes on a request.
@@ -32,6 +35,9 @@ class Server;
 }  // namespace grpc
 
 namespace shardgnn {
+namespace internal {
+class FeaturePortServer;
+}  // namespace internal
 
 struct GraphStoreServerOptions {
   // HOST:PORT to bind. Port 0 picks a free port (read it back with port()).
@@ -45,6 +51,9 @@ struct GraphStoreServerOptions {
   // Largest request or response message. Responses that would exceed it
   // (huge feature batches, fanout -1 on hubs) get RESOURCE_EXHAUSTED.
   int64_t max_message_bytes = int64_t{256} << 20;
+  // The feature port, bound on the listen address's host: 0 picks a free
+  // port, -1 serves features over gRPC only.
+  int feature_port = 0;
 };
 
 // Calls and errors over the server's lifetime (for the shutdown summary).
@@ -56,9 +65,9 @@ struct ServerTotals {
 
 class GraphStoreServer {
  public:
-  // Binds options.listen_address and starts serving `store`. Fails with
-  // UNAVAILABLE if the address cannot be bound and INVALID_ARGUMENT for bad
-  // options. REQUIRES: store != nullptr.
+  // Binds options.listen_address (and the feature port on its host) and
+  // starts serving `store`. Fails with UNAVAILABLE if an address cannot be
+  // bound and INVALID_ARGUMENT for bad options. REQUIRES: store != nullptr.
   static absl::StatusOr<std::unique_ptr<GraphStoreServer>> Start(
       std::shared_ptr<const ShardStore> store,
       const GraphStoreServerOptions& options);
@@ -71,6 +80,8 @@ class GraphStoreServer {
   // The bound port and "host:port" with it.
   int port() const { return port_; }
   const std::string& address() const { return address_; }
+  // The feature port's number; 0 if it is off.
+  int feature_port() const;
 
   // Stops accepting calls, lets calls in flight finish until `deadline`
   // (cancelling any still running then), and stops the workers. Idempotent.
@@ -84,6 +95,7 @@ class GraphStoreServer {
 
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<internal::FeaturePortServer> feature_port_;
   int port_ = 0;
   std::string address_;
   std::atomic<bool> shut_down_{false};

@@ -93,6 +93,12 @@ class RemoteGraphSource : public GraphSource {
   bool reads_shared_memory(int part) const {
     return shared_[static_cast<size_t>(part)] != nullptr;
   }
+  // Whether part p's features are fetched over its server's feature port
+  // (GraphStoreClient::UsesFeaturePort) rather than gRPC.
+  bool uses_feature_port(int part) const {
+    return !reads_shared_memory(part) &&
+           clients_[static_cast<size_t>(part)]->UsesFeaturePort();
+  }
 
  private:
   // Node positions grouped by owning part.

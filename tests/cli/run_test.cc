@@ -375,7 +375,7 @@ TEST_F(RunTest, SubmitsTwiceToRunningServersAndChecksThePartition) {
   std::ofstream(cluster) << "# storage servers\n"
                          << addresses[1] << "\n"
                          << addresses[0] << "  # part 0\n";
-  for (const char* name : {"run1", "run2"}) {
+  for (const char* name : {"run1", "run2", "run3"}) {
     SCOPED_TRACE(name);
     std::vector<std::string> args = RunArgs(dir_.Sub(name), "3");
     args.push_back(name == std::string("run1") ? "--servers" : "--cluster");
@@ -383,9 +383,12 @@ TEST_F(RunTest, SubmitsTwiceToRunningServersAndChecksThePartition) {
     args.push_back("--partition");
     args.push_back(metis);
     // The servers run on this machine in memory mode: run1's trainers map
-    // their feature matrices, run2's are told to fetch through calls.
+    // their feature matrices, run2's are told to fetch through calls (over
+    // the servers' feature ports), run3's through gRPC calls only.
     const bool shared = name == std::string("run1");
+    const bool port = name == std::string("run2");
     if (!shared) args.push_back("--no-shared-memory");
+    if (name == std::string("run3")) args.push_back("--no-feature-port");
     Finished run = RunShardgnn(args);
     ASSERT_EQ(run.exit_status, 0) << run.output;
     EXPECT_THAT(run.output, HasSubstr("epoch   3/3"));
@@ -400,6 +403,12 @@ TEST_F(RunTest, SubmitsTwiceToRunningServersAndChecksThePartition) {
     EXPECT_EQ(remote["feature_bytes"].get<int64_t>() > 0, !shared) << remote;
     EXPECT_EQ(remote["shared_feature_bytes"].get<int64_t>() > 0, shared)
         << remote;
+    EXPECT_EQ(remote["feature_port_parts"].get<int64_t>(), port ? 2 : 0)
+        << remote;
+    EXPECT_EQ(run.output.find("fetched over their servers' feature ports") !=
+                  std::string::npos,
+              port)
+        << run.output;
     for (auto& s : servers) {
       EXPECT_EQ(s->Poll(), std::nullopt) << s->name() << " stopped";
     }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "graphstore/client.h"
 #include "tests/graphstore/test_shards.h"
 #include "tests/testing/status_matchers.h"
@@ -111,7 +112,10 @@ class ServeCmdTest : public ::testing::Test {
 };
 
 TEST_F(ServeCmdTest, ServesUntilSigtermThenExitsZero) {
-  for (bool memory : {false, true}) {
+  // Disk mode, memory mode, and memory mode without the feature port.
+  for (int config = 0; config < 3; ++config) {
+    const bool memory = config > 0;
+    const bool feature_port = config < 2;
     std::vector<std::string> args = {testing::ShardgnnBinary(),
                                      "serve",
                                      "--partition",
@@ -123,12 +127,18 @@ TEST_F(ServeCmdTest, ServesUntilSigtermThenExitsZero) {
                                      "--threads",
                                      "2"};
     if (memory) args.push_back("--memory");
+    if (!feature_port) {
+      args.push_back("--feature-port");
+      args.push_back("-1");
+    }
     Child child(args);
     std::string line = child.ReadLine(std::chrono::seconds(30));
     ASSERT_THAT(line, HasSubstr("shardgnn serve: part 1 ready on 127.0.0.1:"))
         << child.ReadAllStderr();
-    EXPECT_THAT(line, HasSubstr(memory ? "(memory mode, 100 nodes)"
-                                       : "(disk mode, 100 nodes)"));
+    EXPECT_THAT(line, HasSubstr(memory ? "(memory mode, 100 nodes, "
+                                       : "(disk mode, 100 nodes, "));
+    EXPECT_THAT(line, HasSubstr(feature_port ? ", feature port "
+                                             : ", no feature port)"));
     std::string address = line.substr(line.find("127.0.0.1:"));
     address = address.substr(0, address.find(' '));
 
@@ -137,6 +147,11 @@ TEST_F(ServeCmdTest, ServesUntilSigtermThenExitsZero) {
     ASSERT_OK_AND_ASSIGN(ServerInfo info, client->Info());
     EXPECT_EQ(info.meta.part_id, 1);
     EXPECT_EQ(info.in_memory, memory);
+    if (feature_port) {
+      EXPECT_THAT(line, HasSubstr(absl::StrCat(", feature port ",
+                                               info.feature_port, ")")));
+    }
+    EXPECT_EQ(client->UsesFeaturePort(), feature_port);
     std::vector<float> row(6);
     ASSERT_OK(client->GetFeatures({150}, 6, row.data()));
     EXPECT_EQ(row, std::vector<float>(graph_.Row(150), graph_.Row(150) + 6));
@@ -145,6 +160,16 @@ TEST_F(ServeCmdTest, ServesUntilSigtermThenExitsZero) {
     EXPECT_EQ(child.Wait(), 0);
     EXPECT_THAT(child.ReadAllStderr(), HasSubstr("stopped: "));
   }
+}
+
+TEST_F(ServeCmdTest, BadFeaturePortIsOneClearLine) {
+  Child child({testing::ShardgnnBinary(), "serve", "--partition",
+               dir_.Sub("parts"), "--part", "1", "--listen", "127.0.0.1:0",
+               "--feature-port", "70000"});
+  EXPECT_NE(child.Wait(), 0);
+  std::string err = child.ReadAllStderr();
+  EXPECT_THAT(err, HasSubstr("feature port 70000 is outside [-1, 65535]"));
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
 }
 
 TEST_F(ServeCmdTest, MissingPartIsOneClearLine) {

@@ -378,10 +378,16 @@ TEST_P(ServerTest, ShutdownLetsCallsInFlightFinish) {
   std::vector<absl::Status> results(4);
   std::vector<std::vector<float>> rows(4, std::vector<float>(2 * kDim));
   std::vector<std::thread> callers;
+  // Two calls over gRPC (client_ never called Info) and two over the
+  // feature port.
+  ASSERT_OK_AND_ASSIGN(auto port_client,
+                       GraphStoreClient::Connect(server_->address()));
+  ASSERT_OK(port_client->Info().status());
+  ASSERT_TRUE(port_client->UsesFeaturePort());
   for (int i = 0; i < 4; ++i) {
-    callers.emplace_back([&, i] {
-      results[i] = client_->GetFeatures(ids, kDim, rows[i].data());
-    });
+    GraphStoreClient* c = i < 2 ? client_.get() : port_client.get();
+    callers.emplace_back(
+        [&, i, c] { results[i] = c->GetFeatures(ids, kDim, rows[i].data()); });
   }
   absl::Time until = absl::Now() + absl::Seconds(10);
   while (blocking->entered() < 4 && absl::Now() < until) {
@@ -402,6 +408,7 @@ TEST_P(ServerTest, ShutdownLetsCallsInFlightFinish) {
   blocking->Release();
   stopper.join();
   for (auto& c : callers) c.join();
+  EXPECT_TRUE(port_client->UsesFeaturePort());  // Never fell back.
   for (int i = 0; i < 4; ++i) {
     EXPECT_OK(results[i]);
     EXPECT_EQ(std::memcmp(rows[i].data(), graph_.Row(ids[0]), kDim * 4), 0);

@@ -1,0 +1,499 @@
+#include "graphstore/internal/feature_port.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace shardgnn::internal {
+namespace {
+
+// Longest error message a client reads; longer ones are cut.
+constexpr uint64_t kMaxErrorBytes = 64 << 10;
+// A connection attempt gives up after this (then the caller uses gRPC).
+constexpr absl::Duration kConnectTimeout = absl::Seconds(1);
+// A server write to a client that stopped reading gives up after this.
+constexpr int kServerSendTimeoutSeconds = 60;
+
+void SetNoDelay(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+// Strips the brackets of "[::1]".
+std::string BareHost(const std::string& host) {
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    return host.substr(1, host.size() - 2);
+  }
+  return host;
+}
+
+// Skips `done` bytes of an iovec array; returns the first unfinished entry.
+iovec* Advance(iovec* iov, iovec* end, size_t done) {
+  while (iov != end && done >= iov->iov_len) {
+    done -= iov->iov_len;
+    ++iov;
+  }
+  if (iov != end) {
+    iov->iov_base = static_cast<char*>(iov->iov_base) + done;
+    iov->iov_len -= done;
+  }
+  return iov;
+}
+
+// Blocking-socket helpers for the server: false on EOF or error.
+bool ReadFull(int fd, void* data, size_t n) {
+  auto* p = static_cast<char*>(data);
+  while (n > 0) {
+    ssize_t r = recv(fd, p, n, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+bool WriteFullV(int fd, iovec* iov, int count) {
+  iovec* end = iov + count;
+  while (iov != end) {
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen =
+        static_cast<size_t>(std::min<ptrdiff_t>(end - iov, IOV_MAX));
+    ssize_t w = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    iov = Advance(iov, end, static_cast<size_t>(w));
+  }
+  return true;
+}
+bool SendResponse(int fd, const absl::Status& status, const void* rows,
+                  size_t bytes) {
+  FeatureResponseHeader h;
+  h.code = static_cast<int32_t>(status.code());
+  std::string message(status.message().substr(0, kMaxErrorBytes));
+  iovec iov[2];
+  iov[0] = {&h, sizeof(h)};
+  if (status.ok()) {
+    iov[1] = {const_cast<void*>(rows), bytes};
+  } else {
+    iov[1] = {message.data(), message.size()};
+  }
+  h.payload_bytes = iov[1].iov_len;
+  return WriteFullV(fd, iov, 2);
+}
+
+// Non-blocking client I/O with a deadline. UNAVAILABLE for a broken or
+// closed connection, DEADLINE_EXCEEDED when the deadline passes.
+absl::Status WaitFor(int fd, short events, absl::Time deadline) {
+  while (true) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      return absl::DeadlineExceededError("no answer before the deadline");
+    }
+    pollfd p{fd, events, 0};
+    const int ms = static_cast<int>(
+        std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, INT_MAX));
+    int r = poll(&p, 1, ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return absl::UnavailableError(strerror(errno));
+    if (r > 0) return absl::OkStatus();
+  }
+}
+absl::Status TransferV(int fd, iovec* iov, int count, bool send,
+                       absl::Time deadline) {
+  iovec* end = iov + count;
+  iov = Advance(iov, end, 0);  // A zero-byte read would wait for nothing.
+  while (iov != end) {
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen =
+        static_cast<size_t>(std::min<ptrdiff_t>(end - iov, IOV_MAX));
+    ssize_t n = send ? sendmsg(fd, &msg, MSG_NOSIGNAL) : recvmsg(fd, &msg, 0);
+    if (n > 0) {
+      iov = Advance(iov, end, static_cast<size_t>(n));
+      continue;
+    }
+    if (n == 0)
+      return absl::UnavailableError("connection closed by the server");
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      return absl::UnavailableError(strerror(errno));
+    }
+    absl::Status s = WaitFor(fd, send ? POLLOUT : POLLIN, deadline);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- server
+
+absl::StatusOr<std::unique_ptr<FeaturePortServer>> FeaturePortServer::Start(
+    const std::string& host, int port, std::shared_ptr<const ShardStore> store,
+    FeaturePortLimits limits, MethodStats* stats) {
+  const std::string bare = BareHost(host);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  int rc = getaddrinfo(bare.empty() ? nullptr : bare.c_str(), service.c_str(),
+                       &hints, &found);
+  if (rc != 0) {
+    return absl::UnavailableError(absl::StrCat("feature port: cannot resolve '",
+                                               host, "': ", gai_strerror(rc)));
+  }
+  int fd = -1;
+  int last_errno = 0;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      last_errno = errno;
+      continue;
+    }
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+      last_errno = errno;
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(found);
+  if (fd < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("feature port: cannot listen on ", host, ":", port, ": ",
+                     strerror(last_errno)));
+  }
+  sockaddr_storage bound{};
+  socklen_t len = sizeof(bound);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  auto server = std::unique_ptr<FeaturePortServer>(new FeaturePortServer());
+  server->port_ = ntohs(bound.ss_family == AF_INET6
+                            ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  server->listen_fd_ = fd;
+  server->wake_fd_ = eventfd(0, EFD_CLOEXEC);
+  if (server->wake_fd_ < 0) {
+    return absl::InternalError(
+        absl::StrCat("feature port: eventfd: ", strerror(errno)));
+  }
+  server->running_ = true;
+  server->store_ = std::move(store);
+  server->limits_ = limits;
+  server->stats_ = stats;
+  server->acceptor_ = std::thread([s = server.get()] { s->AcceptLoop(); });
+  return server;
+}
+
+void FeaturePortServer::AcceptLoop() {
+  while (true) {
+    pollfd p[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    int r = poll(p, 2, -1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 || (p[1].revents & POLLIN)) return;
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;  // The peer gave up, or out of fds: keep serving.
+    absl::MutexLock lock(&mu_);
+    ReapLocked();
+    if (stopped_ ||
+        static_cast<int>(connections_.size()) >= limits_.max_connections) {
+      close(fd);  // The client falls back to gRPC.
+      continue;
+    }
+    SetNoDelay(fd);
+    timeval send_timeout{kServerSendTimeoutSeconds, 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout,
+               sizeof(send_timeout));
+    Connection& conn = connections_.emplace_back();
+    conn.fd = fd;
+    conn.thread = std::thread([this, c = &conn] { Serve(c); });
+  }
+}
+
+void FeaturePortServer::ReapLocked() {
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    if (!it->done) {
+      ++it;
+      continue;
+    }
+    it->thread.join();
+    close(it->fd);
+    it = connections_.erase(it);
+  }
+}
+
+void FeaturePortServer::Serve(Connection* conn) {
+  std::vector<NodeId> ids;
+  std::vector<char> rows;
+  while (Answer(conn->fd, &ids, &rows)) {
+  }
+  // The client sees end of file now; the fd is closed when reaped.
+  shutdown(conn->fd, SHUT_RDWR);
+  absl::MutexLock lock(&mu_);
+  conn->done = true;
+}
+
+bool FeaturePortServer::Answer(int fd, std::vector<NodeId>* ids,
+                               std::vector<char>* rows) {
+  FeatureRequestHeader h;
+  if (!ReadFull(fd, &h, sizeof(h))) return false;  // Closed, or shut down.
+  const auto start = std::chrono::steady_clock::now();
+  auto record = [&](bool ok, size_t bytes_out) {
+    if (stats_ == nullptr) return;
+    std::chrono::duration<double, std::micro> us =
+        std::chrono::steady_clock::now() - start;
+    stats_->Record(
+        us.count(), ok, static_cast<int64_t>(sizeof(h) + ids->size() * 8),
+        static_cast<int64_t>(sizeof(FeatureResponseHeader) + bytes_out));
+  };
+  // Framing errors: answer, then close (the rest of the stream is unknown).
+  if (h.magic != kFeatureRequestMagic) {
+    ids->clear();
+    record(false, 0);
+    SendResponse(fd,
+                 absl::InvalidArgumentError(
+                     "not a shardgnn feature request (bad magic number)"),
+                 nullptr, 0);
+    return false;
+  }
+  if (h.num_ids > static_cast<uint64_t>(limits_.max_ids_per_call)) {
+    ids->clear();
+    record(false, 0);
+    SendResponse(fd,
+                 absl::InvalidArgumentError(absl::StrCat(
+                     "batch of ", h.num_ids, " IDs exceeds the limit of ",
+                     limits_.max_ids_per_call, " IDs per call")),
+                 nullptr, 0);
+    return false;
+  }
+  ids->resize(h.num_ids);
+  if (!ReadFull(fd, ids->data(), ids->size() * sizeof(NodeId))) return false;
+
+  const int64_t dim = store_->Meta().feature_dim;
+  const int64_t bytes = static_cast<int64_t>(ids->size()) * dim * 4;
+  absl::Status status;
+  if (bytes > limits_.max_message_bytes - 1024) {
+    status = absl::ResourceExhaustedError(absl::StrFormat(
+        "%d feature rows of %d floats are %.1f MiB, over the %.1f MiB message "
+        "limit; request fewer IDs per call",
+        ids->size(), dim, bytes / 1048576.0,
+        limits_.max_message_bytes / 1048576.0));
+  } else {
+    status = store_->CheckOwned(*ids);
+  }
+  if (status.ok()) {
+    try {
+      rows->resize(static_cast<size_t>(bytes));
+      status =
+          store_->GetFeatures(*ids, reinterpret_cast<float*>(rows->data()));
+    } catch (const std::bad_alloc&) {
+      status = absl::ResourceExhaustedError("GetFeatures: out of memory");
+    }
+  }
+  const size_t out =
+      status.ok() ? static_cast<size_t>(bytes) : status.message().size();
+  record(status.ok(), out);
+  return SendResponse(fd, status, rows->data(), static_cast<size_t>(bytes));
+}
+
+void FeaturePortServer::BeginShutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  if (!running_) return;  // Start() failed before the accepting thread began.
+  const uint64_t one = 1;
+  if (write(wake_fd_, &one, sizeof(one)) != sizeof(one)) {
+    // Cannot happen for an eventfd below its maximum; the accept loop also
+    // ends when the listening socket is shut down below.
+  }
+  shutdown(listen_fd_, SHUT_RDWR);
+  acceptor_.join();
+  absl::MutexLock lock(&mu_);
+  // Requests already read are answered; reads of new ones see end of file.
+  for (Connection& c : connections_) shutdown(c.fd, SHUT_RD);
+}
+
+void FeaturePortServer::Shutdown(absl::Time deadline) {
+  BeginShutdown();
+  absl::MutexLock lock(&mu_);
+  if (joined_) return;
+  joined_ = true;
+  if (listen_fd_ >= 0) close(listen_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+  auto all_done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return std::all_of(connections_.begin(), connections_.end(),
+                       [](const Connection& c) { return c.done; });
+  };
+  if (!mu_.AwaitWithDeadline(absl::Condition(&all_done), deadline)) {
+    for (Connection& c : connections_) shutdown(c.fd, SHUT_RDWR);
+    mu_.Await(absl::Condition(&all_done));
+  }
+  ReapLocked();
+}
+
+FeaturePortServer::~FeaturePortServer() { Shutdown(absl::Now()); }
+
+// ---------------------------------------------------------------- client
+
+FeaturePortClient::FeaturePortClient(std::string host, int port)
+    : host_(BareHost(host)), port_(port) {}
+
+FeaturePortClient::~FeaturePortClient() {
+  absl::MutexLock lock(&mu_);
+  for (int fd : idle_) close(fd);
+}
+
+absl::StatusOr<int> FeaturePortClient::Acquire(absl::Time deadline) {
+  sockaddr_storage addr;
+  socklen_t addr_len;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!idle_.empty()) {
+      int fd = idle_.back();
+      idle_.pop_back();
+      return fd;
+    }
+    if (!resolved_) {
+      addrinfo hints{};
+      hints.ai_family = AF_UNSPEC;
+      hints.ai_socktype = SOCK_STREAM;
+      addrinfo* found = nullptr;
+      int rc = getaddrinfo(host_.c_str(), std::to_string(port_).c_str(), &hints,
+                           &found);
+      if (rc != 0) {
+        return absl::UnavailableError(
+            absl::StrCat("cannot resolve ", host_, ": ", gai_strerror(rc)));
+      }
+      std::memcpy(&addr_, found->ai_addr, found->ai_addrlen);
+      addr_len_ = found->ai_addrlen;
+      freeaddrinfo(found);
+      resolved_ = true;
+    }
+    addr = addr_;
+    addr_len = addr_len_;
+  }
+  int fd =
+      socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::UnavailableError(strerror(errno));
+  absl::Status s;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), addr_len) != 0) {
+    if (errno != EINPROGRESS) {
+      s = absl::UnavailableError(strerror(errno));
+    } else {
+      s = WaitFor(fd, POLLOUT,
+                  std::min(deadline, absl::Now() + kConnectTimeout));
+      int err = 0;
+      socklen_t len = sizeof(err);
+      if (s.ok() && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
+          err != 0) {
+        s = absl::UnavailableError(strerror(err));
+      }
+      if (absl::IsDeadlineExceeded(s)) {
+        s = absl::UnavailableError("connection not accepted in time");
+      }
+    }
+  }
+  if (!s.ok()) {
+    close(fd);
+    return absl::UnavailableError(
+        absl::StrCat("feature port ", port_, ": ", s.message()));
+  }
+  SetNoDelay(fd);
+  return fd;
+}
+
+void FeaturePortClient::Release(int fd) {
+  absl::MutexLock lock(&mu_);
+  idle_.push_back(fd);
+}
+
+absl::Status FeaturePortClient::Fetch(absl::Span<const NodeId> ids,
+                                      int64_t feature_dim, float* out,
+                                      const size_t* rows, absl::Time deadline,
+                                      bool* transport_failed) {
+  *transport_failed = false;
+  absl::StatusOr<int> acquired = Acquire(deadline);
+  if (!acquired.ok()) {
+    *transport_failed = true;
+    return acquired.status();
+  }
+  const int fd = *acquired;
+  // Any I/O error leaves the stream in an unknown state: drop the connection.
+  auto broken = [&](absl::Status s) {
+    close(fd);
+    if (absl::IsDeadlineExceeded(s)) {
+      s = absl::DeadlineExceededError(absl::StrCat(
+          "no answer on feature port ", port_, " before the deadline"));
+    }
+    *transport_failed = absl::IsUnavailable(s);
+    return s;
+  };
+  FeatureRequestHeader request;
+  request.num_ids = ids.size();
+  iovec send_iov[2] = {
+      {&request, sizeof(request)},
+      {const_cast<NodeId*>(ids.data()), ids.size() * sizeof(NodeId)}};
+  absl::Status s = TransferV(fd, send_iov, 2, /*send=*/true, deadline);
+  if (!s.ok()) return broken(s);
+  FeatureResponseHeader h;
+  iovec header_iov = {&h, sizeof(h)};
+  s = TransferV(fd, &header_iov, 1, /*send=*/false, deadline);
+  if (!s.ok()) return broken(s);
+  if (h.magic != kFeatureResponseMagic) {
+    return broken(absl::DataLossError("not a shardgnn feature response"));
+  }
+  if (h.code != 0) {
+    std::string message(std::min(h.payload_bytes, kMaxErrorBytes), '\0');
+    iovec iov = {message.data(), message.size()};
+    s = TransferV(fd, &iov, 1, /*send=*/false, deadline);
+    if (!s.ok() || h.payload_bytes > kMaxErrorBytes) {
+      close(fd);
+    } else {
+      Release(fd);
+    }
+    return absl::Status(static_cast<absl::StatusCode>(h.code), message);
+  }
+  const size_t row_bytes = static_cast<size_t>(feature_dim) * sizeof(float);
+  if (h.payload_bytes != ids.size() * row_bytes) {
+    const uint64_t got_dim =
+        ids.empty() ? 0 : h.payload_bytes / (ids.size() * sizeof(float));
+    return broken(absl::DataLossError(absl::StrCat(
+        "got ", h.payload_bytes, " bytes of rows ", got_dim, " wide, expected ",
+        ids.size() * row_bytes, " bytes of rows ", feature_dim, " wide")));
+  }
+  if (rows == nullptr) {
+    iovec iov = {out, h.payload_bytes};
+    s = TransferV(fd, &iov, 1, /*send=*/false, deadline);
+  } else {
+    // The kernel scatters the rows to their places: no copy here.
+    std::vector<iovec> iov(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      iov[i] = {out + rows[i] * static_cast<size_t>(feature_dim), row_bytes};
+    }
+    s = TransferV(fd, iov.data(), static_cast<int>(iov.size()),
+                  /*send=*/false, deadline);
+  }
+  if (!s.ok()) return broken(s);
+  Release(fd);
+  return absl::OkStatus();
+}
+
+}  // namespace shardgnn::internal

@@ -1,0 +1,159 @@
+// The feature port: a plain-TCP side channel that serves GetFeatures next to
+// the gRPC service, for the one call whose responses are megabytes.
+//
+// Why: a 1024-row batch of 128 floats (512 KiB) costs gRPC about twice the
+// CPU of the bytes themselves (HTTP/2 framing, and hand-offs between gRPC's
+// polling threads: perf put ~25% of the server's time in futex wake-ups).
+// Here each connection has one server thread that reads a request, gathers
+// the rows and writes them with one sendmsg; the client writes the IDs and
+// reads the rows straight into their destinations with readv. DistDGL moves
+// its tensors over plain sockets for the same reason.
+//
+// Wire format (native little-endian, one request in flight per connection):
+//   request:  FeatureRequestHeader, then num_ids int64 node IDs.
+//   response: FeatureResponseHeader, then payload_bytes bytes: the rows
+//             (float32, row-major [num_ids, feature_dim]) when code is 0,
+//             else a UTF-8 error message and code is an absl::StatusCode.
+// A request the server cannot frame (bad magic, too many IDs) gets an error
+// response and the connection is closed; any other error leaves it open.
+//
+// Everything else (sampling, labels, info, health, stats) stays on gRPC, and
+// a client falls back to gRPC's GetFeatures when the port cannot be reached.
+#ifndef SHARDGNN_GRAPHSTORE_INTERNAL_FEATURE_PORT_H_
+#define SHARDGNN_GRAPHSTORE_INTERNAL_FEATURE_PORT_H_
+
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/types.h"
+#include "graphstore/internal/method_stats.h"
+#include "graphstore/shard_store.h"
+
+namespace shardgnn::internal {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the feature port's wire format is little-endian");
+
+inline constexpr uint32_t kFeatureRequestMagic = 0x31514653;   // "SFQ1"
+inline constexpr uint32_t kFeatureResponseMagic = 0x31524653;  // "SFR1"
+
+struct FeatureRequestHeader {
+  uint32_t magic = kFeatureRequestMagic;
+  uint32_t reserved = 0;
+  uint64_t num_ids = 0;
+};
+struct FeatureResponseHeader {
+  uint32_t magic = kFeatureResponseMagic;
+  int32_t code = 0;  // absl::StatusCode; 0 = OK.
+  uint64_t payload_bytes = 0;
+};
+static_assert(sizeof(FeatureRequestHeader) == 16);
+static_assert(sizeof(FeatureResponseHeader) == 16);
+
+struct FeaturePortLimits {
+  int64_t max_ids_per_call = int64_t{1} << 20;
+  int64_t max_message_bytes = int64_t{256} << 20;
+  // Connections beyond this are closed on accept (clients then use gRPC).
+  int max_connections = 256;
+};
+
+// Serves `store`'s rows on HOST:PORT. Thread-safe; one thread per
+// connection plus an accepting thread.
+class FeaturePortServer {
+ public:
+  // Binds `host` (as in the gRPC listen address; port 0 picks a free port)
+  // and starts accepting. `stats`, if not null, must outlive the server and
+  // records every request.
+  static absl::StatusOr<std::unique_ptr<FeaturePortServer>> Start(
+      const std::string& host, int port,
+      std::shared_ptr<const ShardStore> store, FeaturePortLimits limits,
+      MethodStats* stats);
+  ~FeaturePortServer();  // Shutdown(now) if not shut down yet.
+  FeaturePortServer(const FeaturePortServer&) = delete;
+  FeaturePortServer& operator=(const FeaturePortServer&) = delete;
+
+  int port() const { return port_; }
+
+  // Stops accepting; each connection answers the request it has read, if
+  // any, and then closes. Returns at once. Idempotent.
+  void BeginShutdown();
+  // BeginShutdown(), then waits for those answers until `deadline`, cuts the
+  // connections still open and joins every thread. Idempotent.
+  void Shutdown(absl::Time deadline);
+
+ private:
+  struct Connection {
+    int fd = -1;
+    bool done = false;
+    std::thread thread;
+  };
+  FeaturePortServer() = default;
+  void AcceptLoop();
+  void Serve(Connection* conn);
+  // Answers one framed request; false if the connection must close.
+  bool Answer(int fd, std::vector<NodeId>* ids, std::vector<char>* rows);
+  void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  std::shared_ptr<const ShardStore> store_;
+  FeaturePortLimits limits_;
+  MethodStats* stats_ = nullptr;
+  int listen_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd: wakes the accepting thread to stop.
+  int port_ = 0;
+  bool running_ = false;  // The accepting thread was started.
+  std::thread acceptor_;
+  absl::Mutex mu_;
+  std::list<Connection> connections_ ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  bool joined_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Fetches rows from one server's feature port over a small pool of
+// connections (one per concurrent caller). Thread-safe.
+class FeaturePortClient {
+ public:
+  // `host` is the server's host as the client reaches its gRPC port.
+  FeaturePortClient(std::string host, int port);
+  ~FeaturePortClient();
+  FeaturePortClient(const FeaturePortClient&) = delete;
+  FeaturePortClient& operator=(const FeaturePortClient&) = delete;
+
+  int port() const { return port_; }
+
+  // Writes the row of ids[i] to out + (rows ? rows[i] : i) * feature_dim.
+  // Errors carry the server's code and message, DEADLINE_EXCEEDED when
+  // `deadline` passes, and DATA_LOSS when the rows are not `feature_dim`
+  // wide. Sets *transport_failed (and returns UNAVAILABLE) when the port
+  // could not be reached or the connection broke: the caller may then fetch
+  // the rows another way.
+  absl::Status Fetch(absl::Span<const NodeId> ids, int64_t feature_dim,
+                     float* out, const size_t* rows, absl::Time deadline,
+                     bool* transport_failed);
+
+ private:
+  absl::StatusOr<int> Acquire(absl::Time deadline);
+  void Release(int fd);
+
+  std::string host_;
+  int port_;
+  absl::Mutex mu_;
+  bool resolved_ ABSL_GUARDED_BY(mu_) = false;
+  sockaddr_storage addr_ ABSL_GUARDED_BY(mu_){};
+  socklen_t addr_len_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<int> idle_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace shardgnn::internal
+
+#endif  // SHARDGNN_GRAPHSTORE_INTERNAL_FEATURE_PORT_H_

@@ -1,0 +1,426 @@
+// The feature port (graphstore/internal/feature_port.h): real servers on
+// loopback ports, real sockets.
+#include "graphstore/internal/feature_port.h"
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <thread>
+
+#include "graphstore/client.h"
+#include "graphstore/server.h"
+#include "tests/graphstore/test_shards.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardgnn {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::MakeTestGraph;
+using testing::TempDir;
+using testing::TestGraph;
+using testing::WriteTestShards;
+
+constexpr int64_t kNodes = 400;
+constexpr int64_t kDim = 16;
+
+int64_t Calls(const ServerStats& stats, const std::string& method,
+              bool errors = false) {
+  for (const auto& m : stats.methods) {
+    if (m.method == method) return errors ? m.errors : m.calls;
+  }
+  return -1;
+}
+
+// A loopback socket connected to `port`.
+int ConnectTo(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  timeval timeout{10, 0};  // A broken server fails the test, not hangs it.
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  return fd;
+}
+
+// Serves part 1 of a 2-part fixture; the parameter is memory mode.
+class FeaturePortTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    graph_ = MakeTestGraph(kNodes, kDim);
+    ASSERT_OK_AND_ASSIGN(metas_, WriteTestShards(graph_, 2, dir_.path()));
+    ShardStoreOptions options;
+    options.path = dir_.Sub("part-1");
+    options.in_memory = GetParam();
+    options.block_cache_bytes = 1 << 20;
+    ASSERT_OK_AND_ASSIGN(store_, ShardStore::Open(options));
+  }
+  void Start(GraphStoreServerOptions options = {},
+             GraphStoreClientOptions client_options = {}) {
+    ASSERT_OK_AND_ASSIGN(server_, GraphStoreServer::Start(store_, options));
+    ASSERT_OK_AND_ASSIGN(
+        client_, GraphStoreClient::Connect(server_->address(), client_options));
+    ASSERT_OK(client_->WaitForHealthy(absl::Now() + absl::Seconds(10)));
+  }
+  std::vector<NodeId> Owned() const {
+    std::vector<NodeId> ids(
+        static_cast<size_t>(metas_[1].node_end - metas_[1].node_start));
+    std::iota(ids.begin(), ids.end(), metas_[1].node_start);
+    return ids;
+  }
+  // Fetches `ids` into a buffer of `slots` rows at `rows` (or contiguously)
+  // and checks every row bit for bit, and that other slots are untouched.
+  void ExpectFetch(const std::vector<NodeId>& ids,
+                   const std::vector<size_t>& rows = {}, size_t slots = 0) {
+    slots = rows.empty() ? ids.size() : slots;
+    std::vector<float> out(slots * kDim, -7.0f);
+    ASSERT_OK(client_->GetFeatures(ids, kDim, out.data(), rows));
+    std::vector<bool> written(slots, false);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const size_t at = rows.empty() ? i : rows[i];
+      written[at] = true;
+      ASSERT_EQ(std::memcmp(out.data() + at * kDim, graph_.Row(ids[i]),
+                            kDim * sizeof(float)),
+                0)
+          << "node " << ids[i];
+    }
+    for (size_t r = 0; r < slots; ++r) {
+      if (!written[r]) ASSERT_EQ(out[r * kDim], -7.0f) << "slot " << r;
+    }
+  }
+
+  TempDir dir_;
+  TestGraph graph_;
+  std::vector<ShardMeta> metas_;
+  std::shared_ptr<const ShardStore> store_;
+  std::unique_ptr<GraphStoreServer> server_;
+  std::unique_ptr<GraphStoreClient> client_;
+};
+
+TEST_P(FeaturePortTest, InfoAdvertisesThePortAndRowsMatchTheSource) {
+  Start();
+  ASSERT_GT(server_->feature_port(), 0);
+  EXPECT_FALSE(client_->UsesFeaturePort());  // Not before Info().
+  ASSERT_OK_AND_ASSIGN(ServerInfo info, client_->Info());
+  EXPECT_EQ(info.feature_port, server_->feature_port());
+  EXPECT_TRUE(client_->UsesFeaturePort());
+
+  std::vector<NodeId> ids = Owned();
+  std::mt19937_64 rng(3);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  ExpectFetch(ids);
+  // Scattered into every other slot of a buffer twice as long, reversed.
+  std::vector<size_t> rows(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) rows[i] = 2 * (ids.size() - 1 - i);
+  ExpectFetch(ids, rows, 2 * ids.size());
+  ExpectFetch({});  // An empty batch is a valid request.
+
+  ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
+  EXPECT_EQ(Calls(stats, "FeaturePort"), 3);
+  EXPECT_EQ(Calls(stats, "GetFeatures"), 0);  // Nothing went over gRPC.
+  ServerTotals totals = server_->Totals();
+  EXPECT_GE(totals.bytes_out,
+            static_cast<int64_t>(2 * ids.size() * kDim * sizeof(float)));
+}
+
+TEST_P(FeaturePortTest, ServerErrorsKeepTheirStatusAndTheConnection) {
+  GraphStoreServerOptions options;
+  options.max_message_bytes = 1 << 20;
+  Start(options);
+  ASSERT_OK(client_->Info().status());
+  std::vector<NodeId> ids = Owned();
+  ids.insert(ids.begin() + 3, metas_[0].node_start + 5);  // Not owned.
+  std::vector<float> out(ids.size() * kDim);
+  absl::Status s = client_->GetFeatures(ids, kDim, out.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(
+      std::string(s.message()),
+      HasSubstr(server_->address() + ": INVALID_ARGUMENT: GetFeatures:"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr(std::to_string(metas_[0].node_start + 5)));
+
+  // Wider rows than the server's: DATA_LOSS, as over gRPC.
+  ids = Owned();
+  out.assign(ids.size() * (kDim + 1), 0);
+  s = client_->GetFeatures(ids, kDim + 1, out.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("16 wide"));
+
+  // A response over the 1 MiB message limit.
+  std::vector<NodeId> many(20000, metas_[1].node_start);
+  out.assign(many.size() * kDim, 0);
+  s = client_->GetFeatures(many, kDim, out.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+
+  EXPECT_TRUE(client_->UsesFeaturePort());  // Errors are not breakage.
+  ExpectFetch(Owned());
+  ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
+  // Four requests; the server failed two (DATA_LOSS is the client's finding).
+  EXPECT_EQ(Calls(stats, "FeaturePort"), 4);
+  EXPECT_EQ(Calls(stats, "FeaturePort", /*errors=*/true), 2);
+  EXPECT_EQ(Calls(stats, "GetFeatures"), 0);
+}
+
+TEST_P(FeaturePortTest, MalformedRequestsGetAnErrorAndTheServerLivesOn) {
+  GraphStoreServerOptions options;
+  options.max_ids_per_call = 100;
+  Start(options);
+  ASSERT_OK(client_->Info().status());
+  const int port = server_->feature_port();
+  auto read_error = [](int fd, internal::FeatureResponseHeader* h) {
+    std::string message;
+    if (recv(fd, h, sizeof(*h), MSG_WAITALL) != sizeof(*h)) return message;
+    message.resize(h->payload_bytes);
+    if (recv(fd, message.data(), message.size(), MSG_WAITALL) !=
+        static_cast<ssize_t>(message.size())) {
+      message = "<short>";
+    }
+    return message;
+  };
+  {  // Not our protocol: an error, then the server closes.
+    int fd = ConnectTo(port);
+    ASSERT_GE(fd, 0);
+    const char junk[] = "GET / HTTP/1.1\r\n";
+    ASSERT_EQ(send(fd, junk, 16, 0), 16);
+    internal::FeatureResponseHeader h;
+    std::string message = read_error(fd, &h);
+    EXPECT_EQ(h.magic, internal::kFeatureResponseMagic);
+    EXPECT_EQ(h.code, static_cast<int>(absl::StatusCode::kInvalidArgument));
+    EXPECT_THAT(message, HasSubstr("bad magic"));
+    char byte;
+    EXPECT_EQ(recv(fd, &byte, 1, 0), 0);  // Closed.
+    close(fd);
+  }
+  {  // Over the ID limit: an error naming it, then the server closes.
+    int fd = ConnectTo(port);
+    ASSERT_GE(fd, 0);
+    internal::FeatureRequestHeader request;
+    request.num_ids = 101;
+    ASSERT_EQ(send(fd, &request, sizeof(request), 0), 16);
+    internal::FeatureResponseHeader h;
+    std::string message = read_error(fd, &h);
+    EXPECT_EQ(h.code, static_cast<int>(absl::StatusCode::kInvalidArgument));
+    EXPECT_THAT(message, HasSubstr("limit of 100 IDs"));
+    char byte;
+    EXPECT_EQ(recv(fd, &byte, 1, 0), 0);
+    close(fd);
+  }
+  {  // A request cut short by the client going away.
+    int fd = ConnectTo(port);
+    ASSERT_GE(fd, 0);
+    internal::FeatureRequestHeader request;
+    request.num_ids = 10;
+    NodeId three[3] = {metas_[1].node_start, metas_[1].node_start + 1,
+                       metas_[1].node_start + 2};
+    ASSERT_EQ(send(fd, &request, sizeof(request), 0), 16);
+    ASSERT_EQ(send(fd, three, sizeof(three), 0),
+              static_cast<ssize_t>(sizeof(three)));
+    close(fd);
+  }
+  // The server still answers, on the port and over gRPC.
+  std::vector<NodeId> ids = Owned();
+  ids.resize(100);
+  ExpectFetch(ids);
+  ASSERT_OK(client_->Health());
+}
+
+TEST_P(FeaturePortTest, SixteenThreadsFetchConcurrently) {
+  Start();
+  ASSERT_OK(client_->Info().status());
+  const std::vector<NodeId> owned = Owned();
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(static_cast<uint64_t>(t));
+      std::vector<NodeId> ids(64);
+      std::vector<size_t> rows(ids.size());
+      std::iota(rows.begin(), rows.end(), 0);
+      std::vector<float> out(ids.size() * kDim);
+      for (int call = 0; call < 200 && failures.load() == 0; ++call) {
+        for (auto& id : ids) id = owned[rng() % owned.size()];
+        std::shuffle(rows.begin(), rows.end(), rng);
+        if (!client_->GetFeatures(ids, kDim, out.data(), rows).ok()) {
+          failures.fetch_add(1);
+          return;
+        }
+        for (size_t i = 0; i < ids.size(); ++i) {
+          if (std::memcmp(out.data() + rows[i] * kDim, graph_.Row(ids[i]),
+                          kDim * sizeof(float)) != 0) {
+            failures.fetch_add(1);
+            return;
+          }
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
+  EXPECT_EQ(Calls(stats, "FeaturePort"), 16 * 200);
+}
+
+TEST_P(FeaturePortTest, ShutdownWithOpenConnectionsIsPrompt) {
+  Start();
+  ASSERT_OK(client_->Info().status());
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      std::vector<NodeId> ids = Owned();
+      std::vector<float> out(ids.size() * kDim);
+      while (!stop.load()) {
+        absl::Status s = client_->GetFeatures(ids, kDim, out.data());
+        if (s.ok()) {
+          if (std::memcmp(out.data(), graph_.Row(ids[0]),
+                          kDim * sizeof(float)) != 0) {
+            wrong.fetch_add(1);
+          }
+        } else if (!absl::IsUnavailable(s) && !absl::IsCancelled(s)) {
+          // Calls arriving while the server stops fall back to gRPC and are
+          // turned away (or, at the very end, cancelled); nothing else.
+          ADD_FAILURE() << s;
+          wrong.fetch_add(1);
+        }
+      }
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(100));
+  const absl::Time start = absl::Now();
+  server_->Shutdown(absl::Now() + absl::Seconds(5));
+  const absl::Duration took = absl::Now() - start;
+  stop = true;
+  for (auto& t : threads) t.join();
+  EXPECT_LT(took, absl::Seconds(2));
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_P(FeaturePortTest, DeadServerIsUnavailableNamingItAfterFallingBack) {
+  Start();
+  ASSERT_OK(client_->Info().status());
+  ExpectFetch(Owned());  // Leaves an idle connection in the pool.
+  const std::string address = server_->address();
+  server_->Shutdown(absl::Now());
+  server_.reset();
+  std::vector<float> out(Owned().size() * kDim);
+  const absl::Time start = absl::Now();
+  absl::Status s = client_->GetFeatures(Owned(), kDim, out.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(address + ": UNAVAILABLE"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_FALSE(client_->UsesFeaturePort());  // gRPC until the next Info().
+}
+
+TEST_P(FeaturePortTest, OffOnEitherSideMeansGrpc) {
+  GraphStoreServerOptions off;
+  off.feature_port = -1;
+  Start(off);
+  ASSERT_OK_AND_ASSIGN(ServerInfo info, client_->Info());
+  EXPECT_EQ(info.feature_port, 0);
+  EXPECT_EQ(server_->feature_port(), 0);
+  EXPECT_FALSE(client_->UsesFeaturePort());
+  ExpectFetch(Owned());
+  ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
+  EXPECT_EQ(Calls(stats, "GetFeatures"), 1);
+  EXPECT_EQ(Calls(stats, "FeaturePort"), 0);
+  server_->Shutdown(absl::Now());
+
+  GraphStoreClientOptions client_off;
+  client_off.use_feature_port = false;
+  Start({}, client_off);
+  ASSERT_OK_AND_ASSIGN(info, client_->Info());
+  EXPECT_GT(info.feature_port, 0);  // Offered, but not used.
+  EXPECT_FALSE(client_->UsesFeaturePort());
+  ExpectFetch(Owned());
+  ASSERT_OK_AND_ASSIGN(stats, client_->Stats());
+  EXPECT_EQ(Calls(stats, "GetFeatures"), 1);
+  EXPECT_EQ(Calls(stats, "FeaturePort"), 0);
+}
+
+TEST_P(FeaturePortTest, BadOrBusyPortFailsStart) {
+  GraphStoreServerOptions options;
+  options.feature_port = 70000;
+  auto bad = GraphStoreServer::Start(store_, options);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("70000"));
+  Start();
+  options.feature_port = server_->feature_port();
+  auto busy = GraphStoreServer::Start(store_, options);
+  EXPECT_EQ(busy.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(busy.status().message()),
+              HasSubstr(absl::StrCat("cannot listen on 127.0.0.1:",
+                                     server_->feature_port())));
+  ExpectFetch(Owned());  // The first server is unaffected.
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, FeaturePortTest, ::testing::Bool(),
+                         [](const auto& info) {
+                           return info.param ? "Memory" : "Disk";
+                         });
+
+// The client alone, against ports that do not behave.
+TEST(FeaturePortClientTest, ClosedPortIsATransportFailure) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);  // Nobody listens there now.
+  internal::FeaturePortClient client("127.0.0.1", ntohs(addr.sin_port));
+  std::vector<NodeId> ids = {1, 2};
+  std::vector<float> out(2 * kDim);
+  bool transport_failed = false;
+  absl::Status s =
+      client.Fetch(ids, kDim, out.data(), nullptr,
+                   absl::Now() + absl::Seconds(5), &transport_failed);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_TRUE(transport_failed);
+}
+
+TEST(FeaturePortClientTest, SilentPortEndsAtTheDeadline) {
+  // Accepts (the kernel completes the handshake) but never answers.
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  listen(listener, 4);
+  socklen_t len = sizeof(addr);
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  internal::FeaturePortClient client("127.0.0.1", ntohs(addr.sin_port));
+  std::vector<NodeId> ids = {1, 2};
+  std::vector<float> out(2 * kDim);
+  bool transport_failed = true;
+  const absl::Time start = absl::Now();
+  absl::Status s =
+      client.Fetch(ids, kDim, out.data(), nullptr,
+                   start + absl::Milliseconds(300), &transport_failed);
+  const absl::Duration took = absl::Now() - start;
+  close(listener);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  // A slow server is not a broken port: no silent second try over gRPC.
+  EXPECT_FALSE(transport_failed);
+  EXPECT_GE(took, absl::Milliseconds(290));
+  EXPECT_LT(took, absl::Seconds(2));
+}
+
+}  // namespace
+}  // namespace shardgnn
