@@ -3,7 +3,9 @@
 #   (a) in one process with the graph in memory  (shardgnn train --dataset),
 #   (b) 2 storage servers + 1 trainer on loopback (shardgnn run --trainers 1),
 #   (c) 2 storage servers + 2 trainers             (shardgnn run --trainers 2),
-#   (bcalls) (b) with --no-shared-memory: every feature row through calls,
+#   (bcalls) (b) with --no-shared-memory: every feature row through calls
+#            (over the servers' feature ports, as between machines),
+#   (bgrpc) (bcalls) with --no-feature-port: every feature row through gRPC,
 # each with dropout 0.5 and 0, on a generated SBM graph; prints ONE JSON object
 # with every configuration's summary figures (docs/formats.md, summary.json),
 # the peak RSS of every server and trainer process (VmHWM, read from /proc while
@@ -32,8 +34,10 @@ run_e2e.sh: end-to-end benchmark, in-process vs 2 servers + 1 / 2 trainers.
   --threads T           LibTorch intra-op threads per trainer (0 = default)
   --sampler-threads S   sampler threads per trainer (1)
   --prefetch P          minibatches prefetched (4)
-  --configs LIST        subset of a,b,c,bcalls (a,b,c,bcalls); bcalls is (b)
-                        with --no-shared-memory: features through calls
+  --configs LIST        subset of a,b,c,bcalls,bgrpc (a,b,c,bcalls); bcalls
+                        is (b) with --no-shared-memory: features through
+                        calls to the feature ports; bgrpc is bcalls with
+                        --no-feature-port: features through gRPC
   --small               20k nodes, 16 features, 8 classes, 2 epochs,
                         dropout 0.5 only (a smoke run, well under a minute)
 EOF
@@ -160,13 +164,15 @@ run_config() {
   case "${config}" in
     a) mkdir -p "${out}"
        cmd=("${shardgnn}" train --dataset "${dataset}" --out "${out}") ;;
-    b | c | bcalls)
+    b | c | bcalls | bgrpc)
       local trainers=1; [[ "${config}" == c ]] && trainers=2
       cmd=("${shardgnn}" run --partition "${partition}"
         --trainers "${trainers}" --work-dir "${runs}/work" --out "${out}")
       # (b) with every feature row through GetFeatures calls: the network
       # path, as between machines.
-      [[ "${config}" == bcalls ]] && cmd+=(--no-shared-memory) ;;
+      [[ "${config}" == bcalls || "${config}" == bgrpc ]] &&
+        cmd+=(--no-shared-memory)
+      [[ "${config}" == bgrpc ]] && cmd+=(--no-feature-port) ;;
   esac
   log "(${config}) dropout ${dropout}: ${cmd[*]} ${train_flags[*]}"
   local t0; t0=$(date +%s.%N)
@@ -190,8 +196,9 @@ IFS=, read -r -a dropout_list <<< "${dropouts}"
 IFS=, read -r -a config_list <<< "${configs}"
 for config in "${config_list[@]}"; do
   case "${config}" in
-    a | b | c | bcalls) ;;
-    *) echo "run_e2e.sh: unknown configuration '${config}' (a, b, c, bcalls)" >&2
+    a | b | c | bcalls | bgrpc) ;;
+    *) echo "run_e2e.sh: unknown configuration '${config}'" \
+         "(a, b, c, bcalls, bgrpc)" >&2
        exit 2 ;;
   esac
 done
@@ -207,7 +214,8 @@ import json, os, sys
 runs, dataset, partition, dropouts, configs, prep, command = sys.argv[1:8]
 names = {"a": "a_in_process", "b": "b_2servers_1trainer",
          "c": "c_2servers_2trainers",
-         "bcalls": "b_2servers_1trainer_no_shared_memory"}
+         "bcalls": "b_2servers_1trainer_no_shared_memory",
+         "bgrpc": "b_2servers_1trainer_no_shared_memory_no_feature_port"}
 manifest = json.load(open(os.path.join(dataset, "manifest.json")))
 result = {
     "dataset": {k: manifest.get(k) for k in

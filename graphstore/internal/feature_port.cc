@@ -168,6 +168,11 @@ absl::StatusOr<std::unique_ptr<FeaturePortServer>> FeaturePortServer::Start(
       last_errno = errno;
       continue;
     }
+    // A restarted server gets its port back while the last one's
+    // connections linger in TIME_WAIT (not SO_REUSEPORT: two live servers
+    // must not share a port).
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 128) != 0) {
       last_errno = errno;
       close(fd);
@@ -361,12 +366,14 @@ FeaturePortClient::~FeaturePortClient() {
   for (int fd : idle_) close(fd);
 }
 
-absl::StatusOr<int> FeaturePortClient::Acquire(absl::Time deadline) {
+absl::StatusOr<int> FeaturePortClient::Acquire(absl::Time deadline, bool pooled,
+                                               bool* reused) {
   sockaddr_storage addr;
   socklen_t addr_len;
   {
     absl::MutexLock lock(&mu_);
-    if (!idle_.empty()) {
+    *reused = pooled && !idle_.empty();
+    if (*reused) {
       int fd = idle_.back();
       idle_.pop_back();
       return fd;
@@ -429,8 +436,27 @@ absl::Status FeaturePortClient::Fetch(absl::Span<const NodeId> ids,
                                       int64_t feature_dim, float* out,
                                       const size_t* rows, absl::Time deadline,
                                       bool* transport_failed) {
+  bool reused = false;
+  absl::Status s = FetchOnce(ids, feature_dim, out, rows, deadline,
+                             /*pooled=*/true, &reused, transport_failed);
+  if (*transport_failed && reused) {
+    // A pooled connection may have been closed by the server since its last
+    // use (a restart, an idle cut): one more try on a new connection. A
+    // fetch is idempotent, so the first try's partial work does not matter.
+    s = FetchOnce(ids, feature_dim, out, rows, deadline, /*pooled=*/false,
+                  &reused, transport_failed);
+  }
+  return s;
+}
+
+absl::Status FeaturePortClient::FetchOnce(absl::Span<const NodeId> ids,
+                                          int64_t feature_dim, float* out,
+                                          const size_t* rows,
+                                          absl::Time deadline, bool pooled,
+                                          bool* reused,
+                                          bool* transport_failed) {
   *transport_failed = false;
-  absl::StatusOr<int> acquired = Acquire(deadline);
+  absl::StatusOr<int> acquired = Acquire(deadline, pooled, reused);
   if (!acquired.ok()) {
     *transport_failed = true;
     return acquired.status();

@@ -132,6 +132,7 @@ class FeaturePortClient {
   int port() const { return port_; }
 
   // Writes the row of ids[i] to out + (rows ? rows[i] : i) * feature_dim.
+  // A broken pooled connection is retried once on a new one.
   // Errors carry the server's code and message, DEADLINE_EXCEEDED when
   // `deadline` passes, and DATA_LOSS when the rows are not `feature_dim`
   // wide. Sets *transport_failed (and returns UNAVAILABLE) when the port
@@ -142,7 +143,12 @@ class FeaturePortClient {
                      bool* transport_failed);
 
  private:
-  absl::StatusOr<int> Acquire(absl::Time deadline);
+  absl::Status FetchOnce(absl::Span<const NodeId> ids, int64_t feature_dim,
+                         float* out, const size_t* rows, absl::Time deadline,
+                         bool pooled, bool* reused, bool* transport_failed);
+  // An idle connection (*reused) if `pooled` and there is one, else a new
+  // one.
+  absl::StatusOr<int> Acquire(absl::Time deadline, bool pooled, bool* reused);
   void Release(int fd);
 
   std::string host_;

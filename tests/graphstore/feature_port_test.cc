@@ -327,6 +327,25 @@ TEST_P(FeaturePortTest, DeadServerIsUnavailableNamingItAfterFallingBack) {
   EXPECT_FALSE(client_->UsesFeaturePort());  // gRPC until the next Info().
 }
 
+TEST_P(FeaturePortTest, ServerRestartedOnItsPortsIsUsedAgain) {
+  Start();
+  ASSERT_OK(client_->Info().status());
+  ExpectFetch(Owned());  // Leaves an idle connection in the pool.
+  GraphStoreServerOptions same;
+  same.listen_address = server_->address();
+  same.feature_port = server_->feature_port();
+  server_->Shutdown(absl::Now() + absl::Seconds(5));
+  server_.reset();
+  ASSERT_OK_AND_ASSIGN(server_, GraphStoreServer::Start(store_, same));
+  ASSERT_OK(client_->WaitForHealthy(absl::Now() + absl::Seconds(10)));
+  // The pooled connection is dead; the fetch retries on a new one.
+  ExpectFetch(Owned());
+  EXPECT_TRUE(client_->UsesFeaturePort());
+  ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
+  EXPECT_EQ(Calls(stats, "FeaturePort"), 1);
+  EXPECT_EQ(Calls(stats, "GetFeatures"), 0);
+}
+
 TEST_P(FeaturePortTest, OffOnEitherSideMeansGrpc) {
   GraphStoreServerOptions off;
   off.feature_port = -1;
