@@ -1,17 +1,14 @@
 #include "graphstore/client.h"
 
-#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "absl/synchronization/notification.h"
 #include "graphstore/server.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/graphstore.grpc.pb.h"
 #include "tests/graphstore/test_shards.h"
+#include "tests/testing/ports.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -19,43 +16,12 @@ namespace shardgnn {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::SilentListener;
 using testing::TempDir;
 
-// A TCP port that accepts connections (the kernel completes the handshake)
-// but never speaks: calls to it can only end by their deadline.
-class SilentListener {
- public:
-  SilentListener() {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    listen(fd_, 16);
-    socklen_t len = sizeof(addr);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-  }
-  ~SilentListener() { close(fd_); }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
-
-// A port nobody listens on: bind port 0, read it, close.
+// A port nobody listens on.
 std::string DeadAddress() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  return "127.0.0.1:" + std::to_string(testing::PickFreePort());
 }
 
 TEST(ClientTest, DeadAddressIsUnavailableAfterBoundedRetries) {

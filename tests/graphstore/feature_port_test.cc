@@ -19,6 +19,7 @@
 #include "graphstore/client.h"
 #include "graphstore/server.h"
 #include "tests/graphstore/test_shards.h"
+#include "tests/testing/ports.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -395,15 +396,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, FeaturePortTest, ::testing::Bool(),
 
 // The client alone, against ports that do not behave.
 TEST(FeaturePortClientTest, ClosedPortIsATransportFailure) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);  // Nobody listens there now.
-  internal::FeaturePortClient client("127.0.0.1", ntohs(addr.sin_port));
+  internal::FeaturePortClient client("127.0.0.1", testing::PickFreePort());
   std::vector<NodeId> ids = {1, 2};
   std::vector<float> out(2 * kDim);
   bool transport_failed = false;
@@ -415,16 +408,8 @@ TEST(FeaturePortClientTest, ClosedPortIsATransportFailure) {
 }
 
 TEST(FeaturePortClientTest, SilentPortEndsAtTheDeadline) {
-  // Accepts (the kernel completes the handshake) but never answers.
-  int listener = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  listen(listener, 4);
-  socklen_t len = sizeof(addr);
-  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
-  internal::FeaturePortClient client("127.0.0.1", ntohs(addr.sin_port));
+  testing::SilentListener silent;
+  internal::FeaturePortClient client("127.0.0.1", silent.port());
   std::vector<NodeId> ids = {1, 2};
   std::vector<float> out(2 * kDim);
   bool transport_failed = true;
@@ -433,8 +418,8 @@ TEST(FeaturePortClientTest, SilentPortEndsAtTheDeadline) {
       client.Fetch(ids, kDim, out.data(), nullptr,
                    start + absl::Milliseconds(300), &transport_failed);
   const absl::Duration took = absl::Now() - start;
-  close(listener);
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("no answer on feature port"));
   // A slow server is not a broken port: no silent second try over gRPC.
   EXPECT_FALSE(transport_failed);
   EXPECT_GE(took, absl::Milliseconds(290));
