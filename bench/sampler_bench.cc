@@ -6,7 +6,9 @@
 // batches of train seeds (fanouts 15,10,5, batch 1024) through:
 //   in_process       NeighborSampler over InMemoryGraphSource on the
 //                    relabelled graph, on the calling thread;
-//   remote           NeighborSampler over RemoteGraphSource (2 servers);
+//   remote           NeighborSampler over RemoteGraphSource (2 servers),
+//                    features over the servers' feature ports;
+//   remote_grpc_only the same with features over gRPC;
 //   remote_cache_P   the same behind a static FeatureCache holding P% of all
 //                    feature rows, filled by pre-sampling 8 batches (GNNLab);
 //   loader_cache_P   remote_cache_P through the PrefetchLoader (prefetch 4,
@@ -339,6 +341,11 @@ int Main(int argc, char** argv) {
       OrDie(RemoteGraphSource::Connect(addresses, calls_only), "connecting");
   auto shared_remote =
       OrDie(RemoteGraphSource::Connect(addresses), "connecting (shared)");
+  // (b) again with features through gRPC instead of the feature ports.
+  RemoteGraphSourceOptions grpc_only = calls_only;
+  grpc_only.client.use_feature_port = false;
+  auto grpc_remote = OrDie(RemoteGraphSource::Connect(addresses, grpc_only),
+                           "connecting (gRPC only)");
   out["setup"]["serve_seconds"] = Since(stage);
   const std::vector<NodeId> seeds =
       OrDie(remote->FetchSplit("train"), "train split");
@@ -380,6 +387,16 @@ int Main(int argc, char** argv) {
   Note("(b) 2 servers");
   const Run b = Measure(*distributed, seeds, flags, 0, remote.get(), nullptr);
   out["remote"] = ToJson(b, steps_per_epoch);
+  {
+    auto sampler = OrDie(
+        NeighborSampler::Create(grpc_remote.get(), sampler_options), "sampler");
+    Note("(b) 2 servers, features over gRPC instead of the feature ports");
+    Run grpc = Measure(*sampler, seeds, flags, 0, grpc_remote.get(), nullptr);
+    Json j = ToJson(grpc, steps_per_epoch);
+    j["feature_port_seeds_per_s_ratio"] =
+        (b.sampled.seeds / b.seconds) / (grpc.sampled.seeds / grpc.seconds);
+    out["remote_grpc_only"] = j;
+  }
   Note("(b) 2 servers, prefetching loader, no cache");
   out["loader_no_cache"] =
       ToJson(Measure(*distributed, seeds, flags, flags.prefetch, remote.get(),
