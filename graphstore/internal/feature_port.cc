@@ -26,8 +26,6 @@ namespace {
 constexpr uint64_t kMaxErrorBytes = 64 << 10;
 // A connection attempt gives up after this (then the caller uses gRPC).
 constexpr absl::Duration kConnectTimeout = absl::Seconds(1);
-// A server write to a client that stopped reading gives up after this.
-constexpr int kServerSendTimeoutSeconds = 60;
 
 void SetNoDelay(int fd) {
   int one = 1;
@@ -56,12 +54,20 @@ iovec* Advance(iovec* iov, iovec* end, size_t done) {
 }
 
 // Blocking-socket helpers for the server: false on EOF or error.
-bool ReadFull(int fd, void* data, size_t n) {
+// The socket has a receive timeout; `idle_ok` keeps waiting through it while
+// nothing has been read (an idle connection between requests).
+bool ReadFull(int fd, void* data, size_t n, bool idle_ok = false) {
   auto* p = static_cast<char*>(data);
+  bool started = false;
   while (n > 0) {
     ssize_t r = recv(fd, p, n, 0);
     if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && idle_ok && !started &&
+        (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      continue;
+    }
     if (r <= 0) return false;
+    started = true;
     p += r;
     n -= static_cast<size_t>(r);
   }
@@ -222,9 +228,9 @@ void FeaturePortServer::AcceptLoop() {
       continue;
     }
     SetNoDelay(fd);
-    timeval send_timeout{kServerSendTimeoutSeconds, 0};
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout,
-               sizeof(send_timeout));
+    timeval timeout = absl::ToTimeval(limits_.io_timeout);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
     Connection& conn = connections_.emplace_back();
     conn.fd = fd;
     conn.thread = std::thread([this, c = &conn] { Serve(c); });
@@ -257,7 +263,9 @@ void FeaturePortServer::Serve(Connection* conn) {
 bool FeaturePortServer::Answer(int fd, std::vector<NodeId>* ids,
                                std::vector<char>* rows) {
   FeatureRequestHeader h;
-  if (!ReadFull(fd, &h, sizeof(h))) return false;  // Closed, or shut down.
+  if (!ReadFull(fd, &h, sizeof(h), /*idle_ok=*/true)) {
+    return false;  // Closed, shut down, or stalled mid-header.
+  }
   const auto start = std::chrono::steady_clock::now();
   auto record = [&](bool ok, size_t bytes_out) {
     if (stats_ == nullptr) return;

@@ -66,6 +66,10 @@ struct FeaturePortLimits {
   int64_t max_message_bytes = int64_t{256} << 20;
   // Connections beyond this are closed on accept (clients then use gRPC).
   int max_connections = 256;
+  // A request begun but not finished, or a response not taken, within this
+  // closes the connection (a stalled or hostile client cannot hold a
+  // connection thread). Idle connections between requests stay open.
+  absl::Duration io_timeout = absl::Seconds(30);
 };
 
 // Serves `store`'s rows on HOST:PORT. Thread-safe; one thread per

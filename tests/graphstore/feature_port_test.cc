@@ -240,6 +240,47 @@ TEST_P(FeaturePortTest, MalformedRequestsGetAnErrorAndTheServerLivesOn) {
   ASSERT_OK(client_->Health());
 }
 
+TEST_P(FeaturePortTest, StalledRequestIsCutIdleConnectionIsKept) {
+  internal::FeaturePortLimits limits;
+  limits.io_timeout = absl::Milliseconds(200);
+  ASSERT_OK_AND_ASSIGN(
+      auto port, internal::FeaturePortServer::Start("127.0.0.1", 0, store_,
+                                                    limits, /*stats=*/nullptr));
+  const NodeId first = metas_[1].node_start;
+  {  // Half a request, then silence: the server hangs up.
+    int fd = ConnectTo(port->port());
+    ASSERT_GE(fd, 0);
+    internal::FeatureRequestHeader request;
+    request.num_ids = 10;
+    ASSERT_EQ(send(fd, &request, sizeof(request), 0), 16);
+    ASSERT_EQ(send(fd, &first, sizeof(first), 0), 8);
+    const absl::Time start = absl::Now();
+    char byte;
+    EXPECT_EQ(recv(fd, &byte, 1, 0), 0);  // Closed by the server.
+    EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+    close(fd);
+  }
+  {  // Idle for longer than the timeout, then a request: answered.
+    int fd = ConnectTo(port->port());
+    ASSERT_GE(fd, 0);
+    absl::SleepFor(absl::Milliseconds(600));
+    internal::FeatureRequestHeader request;
+    request.num_ids = 1;
+    ASSERT_EQ(send(fd, &request, sizeof(request), 0), 16);
+    ASSERT_EQ(send(fd, &first, sizeof(first), 0), 8);
+    internal::FeatureResponseHeader h;
+    ASSERT_EQ(recv(fd, &h, sizeof(h), MSG_WAITALL), 16);
+    EXPECT_EQ(h.code, 0);
+    ASSERT_EQ(h.payload_bytes, kDim * sizeof(float));
+    std::vector<float> row(kDim);
+    ASSERT_EQ(recv(fd, row.data(), h.payload_bytes, MSG_WAITALL),
+              static_cast<ssize_t>(h.payload_bytes));
+    EXPECT_EQ(std::memcmp(row.data(), graph_.Row(first), h.payload_bytes), 0);
+    close(fd);
+  }
+  port->Shutdown(absl::Now() + absl::Seconds(5));
+}
+
 TEST_P(FeaturePortTest, SixteenThreadsFetchConcurrently) {
   Start();
   ASSERT_OK(client_->Info().status());
