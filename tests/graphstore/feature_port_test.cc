@@ -388,6 +388,19 @@ TEST_P(FeaturePortTest, ServerRestartedOnItsPortsIsUsedAgain) {
   EXPECT_EQ(Calls(stats, "GetFeatures"), 0);
 }
 
+TEST_P(FeaturePortTest, WorksOverIpv6) {
+  GraphStoreServerOptions options;
+  options.listen_address = "[::1]:0";
+  Start(options);
+  EXPECT_EQ(server_->address().rfind("[::1]:", 0), 0u) << server_->address();
+  ASSERT_OK(client_->Info().status());
+  ASSERT_TRUE(client_->UsesFeaturePort());
+  ExpectFetch(Owned());
+  ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
+  EXPECT_EQ(Calls(stats, "FeaturePort"), 1);
+  EXPECT_EQ(Calls(stats, "GetFeatures"), 0);
+}
+
 TEST_P(FeaturePortTest, OffOnEitherSideMeansGrpc) {
   GraphStoreServerOptions off;
   off.feature_port = -1;
