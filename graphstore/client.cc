@@ -66,6 +66,7 @@ class GraphStoreClient::Impl {
   // Starts using the feature port `port` (0: none) on the server's host.
   void SetFeaturePort(int port) {
     absl::MutexLock lock(&port_mu_);
+    port_known_ = true;
     if (port <= 0 || !options_.use_feature_port) {
       feature_port_ = nullptr;
     } else if (feature_port_ == nullptr || feature_port_->port() != port) {
@@ -73,10 +74,26 @@ class GraphStoreClient::Impl {
           address_.substr(0, address_.rfind(':')), port);
     }
   }
-  // Stops using `port` (if it is still the one in use).
+  // Stops using `port` (if it is still the one in use) until
+  // options.feature_port_retry has passed.
   void DropFeaturePort(const internal::FeaturePortClient* port) {
     absl::MutexLock lock(&port_mu_);
-    if (feature_port_.get() == port) feature_port_ = nullptr;
+    if (feature_port_.get() != port) return;
+    feature_port_ = nullptr;
+    retry_port_at_ = absl::Now() + options_.feature_port_retry;
+  }
+  // True (once per retry period, for one caller) when a dropped port is due
+  // to be asked for again.
+  bool FeaturePortRetryDue() {
+    absl::MutexLock lock(&port_mu_);
+    if (feature_port_ != nullptr || !port_known_ ||
+        !options_.use_feature_port ||
+        retry_port_at_ == absl::InfiniteFuture() ||
+        absl::Now() < retry_port_at_) {
+      return false;
+    }
+    retry_port_at_ = absl::Now() + options_.feature_port_retry;
+    return true;
   }
 
   absl::Status Error(absl::StatusCode code, absl::string_view method,
@@ -133,6 +150,9 @@ class GraphStoreClient::Impl {
   mutable absl::Mutex port_mu_;
   std::shared_ptr<internal::FeaturePortClient> feature_port_
       ABSL_GUARDED_BY(port_mu_);
+  bool port_known_ ABSL_GUARDED_BY(port_mu_) = false;  // Info() was called.
+  // When a dropped port is asked for again; never if none was dropped.
+  absl::Time retry_port_at_ ABSL_GUARDED_BY(port_mu_) = absl::InfiniteFuture();
 };
 
 namespace {
@@ -296,6 +316,11 @@ absl::Status GraphStoreClient::GetFeatures(absl::Span<const NodeId> ids,
     return absl::InvalidArgumentError(absl::StrCat("GetFeatures: ", rows.size(),
                                                    " destination rows for ",
                                                    ids.size(), " IDs"));
+  }
+  if (impl_->FeaturePortRetryDue()) {
+    // Errors here change nothing: this call then goes over gRPC, which
+    // reports them if the server is really gone.
+    (void)Info();
   }
   if (auto port = impl_->feature_port()) {
     bool transport_failed = false;

@@ -9,9 +9,10 @@
 //
 // GetFeatures(ids, feature_dim, out, rows) goes over the server's feature
 // port (graphstore/internal/feature_port.h) once Info() has reported one and
-// options.use_feature_port is set; it has the same deadline, and if the port
-// cannot be reached (or its connection breaks) the call and the ones after
-// it use gRPC until the next Info().
+// options.use_feature_port is set; it has the same deadline. If the port
+// cannot be reached (or its connection breaks), that call and the ones after
+// it use gRPC; after options.feature_port_retry a call asks Info() again and
+// goes back to the port it reports (a server restarted on a new port).
 //
 // Thread-safe: one client (one HTTP/2 channel, and a pool of feature port
 // connections) is meant to be shared by all threads that talk to the same
@@ -46,6 +47,9 @@ struct GraphStoreClientOptions {
   int64_t max_message_bytes = int64_t{256} << 20;
   // Fetch feature rows over the server's feature port when it has one.
   bool use_feature_port = true;
+  // After the port failed, how long GetFeatures uses gRPC before it asks
+  // Info() for the port again.
+  absl::Duration feature_port_retry = absl::Seconds(30);
 };
 
 // What a server says about itself (the Info call).

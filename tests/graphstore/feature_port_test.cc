@@ -388,6 +388,35 @@ TEST_P(FeaturePortTest, ServerRestartedOnItsPortsIsUsedAgain) {
   EXPECT_EQ(Calls(stats, "GetFeatures"), 0);
 }
 
+TEST_P(FeaturePortTest, ServerRestartedOnANewFeaturePortIsFoundAgain) {
+  GraphStoreClientOptions client_options;
+  client_options.feature_port_retry = absl::Milliseconds(100);
+  Start({}, client_options);
+  ASSERT_OK(client_->Info().status());
+  ExpectFetch(Owned());
+  const int old_port = server_->feature_port();
+  GraphStoreServerOptions same_address;
+  same_address.listen_address = server_->address();
+  do {
+    same_address.feature_port = testing::PickFreePort();
+  } while (same_address.feature_port == old_port);
+  server_->Shutdown(absl::Now() + absl::Seconds(5));
+  server_.reset();
+  ASSERT_OK_AND_ASSIGN(server_, GraphStoreServer::Start(store_, same_address));
+  ASSERT_OK(client_->WaitForHealthy(absl::Now() + absl::Seconds(10)));
+  // The old port is gone: this fetch falls back to gRPC.
+  ExpectFetch(Owned());
+  EXPECT_FALSE(client_->UsesFeaturePort());
+  // After the retry period the client asks Info again and uses the new port.
+  absl::SleepFor(absl::Milliseconds(150));
+  ExpectFetch(Owned());
+  EXPECT_TRUE(client_->UsesFeaturePort());
+  ExpectFetch(Owned());
+  ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
+  EXPECT_EQ(Calls(stats, "GetFeatures"), 1);
+  EXPECT_EQ(Calls(stats, "FeaturePort"), 2);
+}
+
 TEST_P(FeaturePortTest, WorksOverIpv6) {
   GraphStoreServerOptions options;
   options.listen_address = "[::1]:0";
