@@ -32,6 +32,7 @@ struct ServeFlags {
   bool memory = false;
   bool no_shared_memory = false;
   int feature_port = 0;
+  int feature_port_connections = 1024;
   int64_t cache_mb = 256;
   int threads = 0;
   double drain_seconds = 10;
@@ -130,6 +131,7 @@ absl::Status RunServe(const ServeFlags& flags) {
   server_options.listen_address = flags.listen;
   server_options.num_threads = flags.threads;
   server_options.feature_port = flags.feature_port;
+  server_options.feature_port_connections = flags.feature_port_connections;
   ASSIGN_OR_RETURN(std::unique_ptr<GraphStoreServer> server,
                    GraphStoreServer::Start(store, server_options));
   const std::string feature_port =
@@ -180,6 +182,10 @@ void AddServeCommand(CLI::App& app, absl::Status* result) {
                   "Port on the --listen host for bulk feature fetches over "
                   "plain TCP; 0 picks a free port, -1 serves features over "
                   "gRPC only")
+      ->capture_default_str();
+  cmd->add_option("--feature-port-connections", flags->feature_port_connections,
+                  "Feature port connections served at once (a thread each); "
+                  "trainers beyond it fetch over gRPC")
       ->capture_default_str();
   cmd->add_option("--cache-mb", flags->cache_mb,
                   "RocksDB block cache in MiB (disk mode)")

@@ -350,6 +350,11 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
   if (store == nullptr) {
     return absl::InvalidArgumentError("GraphStoreServer: no store");
   }
+  if (options.feature_port_connections < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("feature port connections ",
+                     options.feature_port_connections, " must be >= 1"));
+  }
   if (options.feature_port < -1 || options.feature_port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("feature port ", options.feature_port,
@@ -396,6 +401,7 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
     internal::FeaturePortLimits limits;
     limits.max_ids_per_call = options.max_ids_per_call;
     limits.max_message_bytes = options.max_message_bytes;
+    limits.max_connections = options.feature_port_connections;
     auto port = internal::FeaturePortServer::Start(
         host, options.feature_port, server->service_->store(), limits,
         server->service_->feature_port_stats());

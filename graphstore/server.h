@@ -54,6 +54,9 @@ struct GraphStoreServerOptions {
   // The feature port, bound on the listen address's host: 0 picks a free
   // port, -1 serves features over gRPC only.
   int feature_port = 0;
+  // Feature port connections served at once (one thread each); clients
+  // beyond it are turned away and fetch over gRPC.
+  int feature_port_connections = 1024;
 };
 
 // Calls and errors over the server's lifetime (for the shutdown summary).

@@ -65,7 +65,7 @@ struct FeaturePortLimits {
   int64_t max_ids_per_call = int64_t{1} << 20;
   int64_t max_message_bytes = int64_t{256} << 20;
   // Connections beyond this are closed on accept (clients then use gRPC).
-  int max_connections = 256;
+  int max_connections = 1024;
   // A request begun but not finished, or a response not taken, within this
   // closes the connection (a stalled or hostile client cannot hold a
   // connection thread). Idle connections between requests stay open.

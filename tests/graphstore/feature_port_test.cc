@@ -417,6 +417,33 @@ TEST_P(FeaturePortTest, ServerRestartedOnANewFeaturePortIsFoundAgain) {
   EXPECT_EQ(Calls(stats, "FeaturePort"), 2);
 }
 
+TEST_P(FeaturePortTest, ClientsOverTheConnectionLimitFetchOverGrpc) {
+  GraphStoreServerOptions options;
+  options.feature_port_connections = 1;
+  Start(options);
+  ASSERT_OK(client_->Info().status());
+  ExpectFetch(Owned());  // client_ holds the one connection (pooled).
+  ASSERT_OK_AND_ASSIGN(auto second,
+                       GraphStoreClient::Connect(server_->address()));
+  ASSERT_OK(second->Info().status());
+  ASSERT_TRUE(second->UsesFeaturePort());
+  const std::vector<NodeId> ids = Owned();
+  std::vector<float> out(ids.size() * kDim);
+  ASSERT_OK(second->GetFeatures(ids, kDim, out.data()));
+  EXPECT_EQ(std::memcmp(out.data(), graph_.Row(ids[0]),
+                        ids.size() * kDim * sizeof(float)),
+            0);
+  EXPECT_FALSE(second->UsesFeaturePort());  // Turned away: gRPC for now.
+  ExpectFetch(Owned());  // The first client keeps its connection.
+  EXPECT_TRUE(client_->UsesFeaturePort());
+  ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
+  EXPECT_EQ(Calls(stats, "FeaturePort"), 2);
+  EXPECT_EQ(Calls(stats, "GetFeatures"), 1);
+  options.feature_port_connections = 0;
+  EXPECT_EQ(GraphStoreServer::Start(store_, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_P(FeaturePortTest, WorksOverIpv6) {
   GraphStoreServerOptions options;
   options.listen_address = "[::1]:0";

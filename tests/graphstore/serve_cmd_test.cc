@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -162,14 +163,20 @@ TEST_F(ServeCmdTest, ServesUntilSigtermThenExitsZero) {
   }
 }
 
-TEST_F(ServeCmdTest, BadFeaturePortIsOneClearLine) {
-  Child child({testing::ShardgnnBinary(), "serve", "--partition",
-               dir_.Sub("parts"), "--part", "1", "--listen", "127.0.0.1:0",
-               "--feature-port", "70000"});
-  EXPECT_NE(child.Wait(), 0);
-  std::string err = child.ReadAllStderr();
-  EXPECT_THAT(err, HasSubstr("feature port 70000 is outside [-1, 65535]"));
-  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+TEST_F(ServeCmdTest, BadFeaturePortFlagsAreOneClearLine) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--feature-port=70000", "feature port 70000 is outside [-1, 65535]"},
+      {"--feature-port-connections=0",
+       "feature port connections 0 must be >= 1"}};
+  for (const auto& [flag, message] : cases) {
+    Child child({testing::ShardgnnBinary(), "serve", "--partition",
+                 dir_.Sub("parts"), "--part", "1", "--listen", "127.0.0.1:0",
+                 flag});
+    EXPECT_NE(child.Wait(), 0) << flag;
+    std::string err = child.ReadAllStderr();
+    EXPECT_THAT(err, HasSubstr(message));
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  }
 }
 
 TEST_F(ServeCmdTest, MissingPartIsOneClearLine) {
