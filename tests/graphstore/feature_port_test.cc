@@ -105,6 +105,13 @@ class FeaturePortTest : public ::testing::TestWithParam<bool> {
     }
   }
 
+  // Checks how many fetches the server answered on each path.
+  void ExpectFetchCalls(int64_t port, int64_t grpc) {
+    ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
+    EXPECT_EQ(Calls(stats, "FeaturePort"), port);
+    EXPECT_EQ(Calls(stats, "GetFeatures"), grpc);
+  }
+
   TempDir dir_;
   TestGraph graph_;
   std::vector<ShardMeta> metas_;
@@ -131,9 +138,7 @@ TEST_P(FeaturePortTest, InfoAdvertisesThePortAndRowsMatchTheSource) {
   ExpectFetch(ids, rows, 2 * ids.size());
   ExpectFetch({});  // An empty batch is a valid request.
 
-  ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
-  EXPECT_EQ(Calls(stats, "FeaturePort"), 3);
-  EXPECT_EQ(Calls(stats, "GetFeatures"), 0);  // Nothing went over gRPC.
+  ExpectFetchCalls(/*port=*/3, /*grpc=*/0);
   ServerTotals totals = server_->Totals();
   EXPECT_GE(totals.bytes_out,
             static_cast<int64_t>(2 * ids.size() * kDim * sizeof(float)));
@@ -383,9 +388,7 @@ TEST_P(FeaturePortTest, ServerRestartedOnItsPortsIsUsedAgain) {
   // The pooled connection is dead; the fetch retries on a new one.
   ExpectFetch(Owned());
   EXPECT_TRUE(client_->UsesFeaturePort());
-  ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
-  EXPECT_EQ(Calls(stats, "FeaturePort"), 1);
-  EXPECT_EQ(Calls(stats, "GetFeatures"), 0);
+  ExpectFetchCalls(/*port=*/1, /*grpc=*/0);
 }
 
 TEST_P(FeaturePortTest, ServerRestartedOnANewFeaturePortIsFoundAgain) {
@@ -412,9 +415,7 @@ TEST_P(FeaturePortTest, ServerRestartedOnANewFeaturePortIsFoundAgain) {
   ExpectFetch(Owned());
   EXPECT_TRUE(client_->UsesFeaturePort());
   ExpectFetch(Owned());
-  ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
-  EXPECT_EQ(Calls(stats, "GetFeatures"), 1);
-  EXPECT_EQ(Calls(stats, "FeaturePort"), 2);
+  ExpectFetchCalls(/*port=*/2, /*grpc=*/1);
 }
 
 TEST_P(FeaturePortTest, ClientsOverTheConnectionLimitFetchOverGrpc) {
@@ -436,9 +437,7 @@ TEST_P(FeaturePortTest, ClientsOverTheConnectionLimitFetchOverGrpc) {
   EXPECT_FALSE(second->UsesFeaturePort());  // Turned away: gRPC for now.
   ExpectFetch(Owned());  // The first client keeps its connection.
   EXPECT_TRUE(client_->UsesFeaturePort());
-  ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
-  EXPECT_EQ(Calls(stats, "FeaturePort"), 2);
-  EXPECT_EQ(Calls(stats, "GetFeatures"), 1);
+  ExpectFetchCalls(/*port=*/2, /*grpc=*/1);
   options.feature_port_connections = 0;
   EXPECT_EQ(GraphStoreServer::Start(store_, options).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -452,9 +451,7 @@ TEST_P(FeaturePortTest, WorksOverIpv6) {
   ASSERT_OK(client_->Info().status());
   ASSERT_TRUE(client_->UsesFeaturePort());
   ExpectFetch(Owned());
-  ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
-  EXPECT_EQ(Calls(stats, "FeaturePort"), 1);
-  EXPECT_EQ(Calls(stats, "GetFeatures"), 0);
+  ExpectFetchCalls(/*port=*/1, /*grpc=*/0);
 }
 
 TEST_P(FeaturePortTest, OffOnEitherSideMeansGrpc) {
@@ -466,9 +463,7 @@ TEST_P(FeaturePortTest, OffOnEitherSideMeansGrpc) {
   EXPECT_EQ(server_->feature_port(), 0);
   EXPECT_FALSE(client_->UsesFeaturePort());
   ExpectFetch(Owned());
-  ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
-  EXPECT_EQ(Calls(stats, "GetFeatures"), 1);
-  EXPECT_EQ(Calls(stats, "FeaturePort"), 0);
+  ExpectFetchCalls(/*port=*/0, /*grpc=*/1);
   server_->Shutdown(absl::Now());
 
   GraphStoreClientOptions client_off;
@@ -478,9 +473,7 @@ TEST_P(FeaturePortTest, OffOnEitherSideMeansGrpc) {
   EXPECT_GT(info.feature_port, 0);  // Offered, but not used.
   EXPECT_FALSE(client_->UsesFeaturePort());
   ExpectFetch(Owned());
-  ASSERT_OK_AND_ASSIGN(stats, client_->Stats());
-  EXPECT_EQ(Calls(stats, "GetFeatures"), 1);
-  EXPECT_EQ(Calls(stats, "FeaturePort"), 0);
+  ExpectFetchCalls(/*port=*/0, /*grpc=*/1);
 }
 
 TEST_P(FeaturePortTest, BadOrBusyPortFailsStart) {
