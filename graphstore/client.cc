@@ -63,10 +63,19 @@ class GraphStoreClient::Impl {
     absl::MutexLock lock(&port_mu_);
     return feature_port_;
   }
+  // The same, or, when a dropped port is due to be asked for again (once per
+  // retry period, for one caller), nullptr and *ask_info set.
+  std::shared_ptr<internal::FeaturePortClient> FeaturePortForCall(
+      bool* ask_info) {
+    absl::MutexLock lock(&port_mu_);
+    const absl::Time now = absl::Now();
+    *ask_info = feature_port_ == nullptr && now >= retry_port_at_;
+    if (*ask_info) retry_port_at_ = now + options_.feature_port_retry;
+    return feature_port_;
+  }
   // Starts using the feature port `port` (0: none) on the server's host.
   void SetFeaturePort(int port) {
     absl::MutexLock lock(&port_mu_);
-    port_known_ = true;
     if (port <= 0 || !options_.use_feature_port) {
       feature_port_ = nullptr;
     } else if (feature_port_ == nullptr || feature_port_->port() != port) {
@@ -81,19 +90,6 @@ class GraphStoreClient::Impl {
     if (feature_port_.get() != port) return;
     feature_port_ = nullptr;
     retry_port_at_ = absl::Now() + options_.feature_port_retry;
-  }
-  // True (once per retry period, for one caller) when a dropped port is due
-  // to be asked for again.
-  bool FeaturePortRetryDue() {
-    absl::MutexLock lock(&port_mu_);
-    if (feature_port_ != nullptr || !port_known_ ||
-        !options_.use_feature_port ||
-        retry_port_at_ == absl::InfiniteFuture() ||
-        absl::Now() < retry_port_at_) {
-      return false;
-    }
-    retry_port_at_ = absl::Now() + options_.feature_port_retry;
-    return true;
   }
 
   absl::Status Error(absl::StatusCode code, absl::string_view method,
@@ -150,8 +146,8 @@ class GraphStoreClient::Impl {
   mutable absl::Mutex port_mu_;
   std::shared_ptr<internal::FeaturePortClient> feature_port_
       ABSL_GUARDED_BY(port_mu_);
-  bool port_known_ ABSL_GUARDED_BY(port_mu_) = false;  // Info() was called.
-  // When a dropped port is asked for again; never if none was dropped.
+  // When a dropped port is asked for again; never if none was dropped (so a
+  // client that never called Info(), or does not use the port, never asks).
   absl::Time retry_port_at_ ABSL_GUARDED_BY(port_mu_) = absl::InfiniteFuture();
 };
 
@@ -317,12 +313,16 @@ absl::Status GraphStoreClient::GetFeatures(absl::Span<const NodeId> ids,
                                                    " destination rows for ",
                                                    ids.size(), " IDs"));
   }
-  if (impl_->FeaturePortRetryDue()) {
+  bool ask_info = false;
+  std::shared_ptr<internal::FeaturePortClient> port =
+      impl_->FeaturePortForCall(&ask_info);
+  if (ask_info) {
     // Errors here change nothing: this call then goes over gRPC, which
     // reports them if the server is really gone.
     (void)Info();
+    port = impl_->feature_port();
   }
-  if (auto port = impl_->feature_port()) {
+  if (port != nullptr) {
     bool transport_failed = false;
     absl::Status s = port->Fetch(
         ids, feature_dim, out, rows.empty() ? nullptr : rows.data(),
