@@ -31,8 +31,10 @@ struct ServeFlags {
   std::string listen = "127.0.0.1:0";
   bool memory = false;
   bool no_shared_memory = false;
-  int feature_port = 0;
-  int feature_port_connections = 1024;
+  // The server's own defaults (graphstore/server.h).
+  int feature_port = GraphStoreServerOptions().feature_port;
+  int feature_port_connections =
+      GraphStoreServerOptions().feature_port_connections;
   int64_t cache_mb = 256;
   int threads = 0;
   double drain_seconds = 10;
