@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <random>
 #include <thread>
@@ -181,6 +182,35 @@ TEST_F(TrainerTest, RejectsInconsistentOptions) {
             std::string::npos);
 }
 
+// Runs body(rank, sync) for ranks 0 and 1 on two threads, joined by a real
+// c10d process group (Gloo over loopback) that fails after `timeout`.
+void RunTwoRanks(std::chrono::seconds timeout,
+                 const std::function<void(int, GradientSync*)>& body) {
+  const int port = testing::PickFreePort();
+  auto rank_main = [&](int rank) {
+    DistributedOptions dist;
+    dist.rank = rank;
+    dist.world_size = 2;
+    dist.master_port = port;
+    dist.timeout = timeout;
+    absl::StatusOr<std::unique_ptr<ProcessGroup>> group =
+        ProcessGroup::Connect(dist);
+    ASSERT_OK(group);
+    C10dGradientSync sync(group->get());
+    body(rank, &sync);
+  };
+  std::thread other(rank_main, 1);
+  rank_main(0);
+  other.join();
+}
+
+// Rank r's half of `train` (a last odd node is left out).
+std::vector<NodeId> HalfOf(const std::vector<NodeId>& train, int rank) {
+  const size_t half = train.size() / 2;
+  return std::vector<NodeId>(train.begin() + rank * half,
+                             train.begin() + (rank + 1) * half);
+}
+
 // Two trainers with half of the batch each make the same updates as one trainer
 // with the whole batch (gradients averaged through c10d Gloo): the mean of
 // their per-epoch losses equals the single trainer's, epoch by epoch.
@@ -205,33 +235,18 @@ TEST(DataParallelTrainTest,
   ASSERT_OK_AND_ASSIGN(TrainResult single, Train(*source, splits, options));
 
   TrainResult ranks[2];
-  const int port = testing::PickFreePort();
-  auto rank_main = [&](int rank) {
-    DistributedOptions dist;
-    dist.rank = rank;
-    dist.world_size = 2;
-    dist.master_port = port;
-    dist.timeout = std::chrono::seconds(30);
-    absl::StatusOr<std::unique_ptr<ProcessGroup>> group =
-        ProcessGroup::Connect(dist);
-    ASSERT_OK(group);
-    C10dGradientSync sync(group->get());
+  RunTwoRanks(std::chrono::seconds(30), [&](int rank, GradientSync* sync) {
     TrainSplits mine = splits;
-    mine.train.assign(splits.train.begin() + rank * half,
-                      splits.train.begin() + (rank + 1) * half);
+    mine.train = HalfOf(splits.train, rank);
     TrainOptions rank_options = options;
     rank_options.batch_size = half;
-    rank_options.seed =
-        options.seed +
-        rank;  // Rank 1's own initial parameters are replaced by rank 0's.
+    // Rank 1's own initial parameters are replaced by rank 0's.
+    rank_options.seed = options.seed + rank;
     absl::StatusOr<TrainResult> result =
-        Train(*source, mine, rank_options, &sync);
+        Train(*source, mine, rank_options, sync);
     ASSERT_OK(result);
     ranks[rank] = *std::move(result);
-  };
-  std::thread other(rank_main, 1);
-  rank_main(0);
-  other.join();
+  });
   ASSERT_EQ(ranks[0].epochs.size(), single.epochs.size());
   ASSERT_EQ(ranks[1].epochs.size(), single.epochs.size());
   for (size_t e = 0; e < single.epochs.size(); ++e) {
@@ -263,31 +278,17 @@ TEST(DataParallelTrainTest,
   // is prefix + r.
   auto run = [&](const std::string& prefix, int epochs, bool resume,
                  TrainResult results[2]) {
-    const int port = testing::PickFreePort();
-    auto rank_main = [&](int rank) {
-      DistributedOptions dist;
-      dist.rank = rank;
-      dist.world_size = 2;
-      dist.master_port = port;
-      dist.timeout = std::chrono::seconds(20);
-      auto group = ProcessGroup::Connect(dist);
-      ASSERT_OK(group);
-      C10dGradientSync sync(group->get());
+    RunTwoRanks(std::chrono::seconds(20), [&](int rank, GradientSync* sync) {
       TrainSplits mine = graph.splits;
-      const size_t half = graph.splits.train.size() / 2;
-      mine.train.assign(graph.splits.train.begin() + rank * half,
-                        graph.splits.train.begin() + (rank + 1) * half);
+      mine.train = HalfOf(graph.splits.train, rank);
       TrainOptions o = options;
       o.epochs = epochs;
       o.resume = resume;
       o.checkpoint_path = prefix + std::to_string(rank);
-      absl::StatusOr<TrainResult> result = Train(*source, mine, o, &sync);
+      absl::StatusOr<TrainResult> result = Train(*source, mine, o, sync);
       ASSERT_OK(result);
       results[rank] = *std::move(result);
-    };
-    std::thread other(rank_main, 1);
-    rank_main(0);
-    other.join();
+    });
   };
   TrainResult full[2], partial[2], resumed[2];
   ASSERT_NO_FATAL_FAILURE(run(tmp.Sub("full"), 4, false, full));
