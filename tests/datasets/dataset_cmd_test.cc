@@ -52,6 +52,45 @@ TEST(DatasetCmdTest, ImportsBundledCoraOgbLayout) {
   EXPECT_EQ(m.name, "cora");
 }
 
+// The real graphs bundled beside Cora (datasets/README.md), each in the OGB
+// raw layout with one seeded random split that the import picks by itself.
+struct BundledGraph {
+  std::string dir;  // Under datasets/.
+  std::string counts;
+  std::string features;
+  std::string splits;
+};
+
+TEST(DatasetCmdTest, ImportsEveryBundledOgbGraph) {
+  const BundledGraph graphs[] = {
+      {"cora-ml", "nodes 2810, edges 15962",
+       "features 2879 (float32), classes 7",
+       "splits: train 140 valid 210 test 2460"},
+      {"facebook-page-page", "nodes 22470, edges 341646",
+       "features 128 (float32), classes 4",
+       "splits: train 80 valid 120 test 22270"},
+      {"twitch-en", "nodes 7126, edges 70648",
+       "features 128 (float32), classes 2",
+       "splits: train 3563 valid 1781 test 1782"},
+  };
+  for (const BundledGraph& g : graphs) {
+    SCOPED_TRACE(g.dir);
+    testing::TempDir tmp;
+    CommandResult run =
+        Shardgnn(tmp, "-q dataset import --format ogb --undirected --input " +
+                          testing::SourcePath("datasets/" + g.dir) + " --out " +
+                          tmp.Sub("d"));
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_THAT(run.out, HasSubstr(g.counts));
+    EXPECT_THAT(run.out, HasSubstr(g.features));
+    EXPECT_THAT(run.out, HasSubstr(g.splits));
+    EXPECT_THAT(run.out, HasSubstr("duplicates 0, self-loops 0"));
+    ASSERT_OK_AND_ASSIGN(DatasetManifest m, ReadDatasetManifest(tmp.Sub("d")));
+    EXPECT_EQ(m.name, g.dir);
+    EXPECT_THAT(m.source, HasSubstr("(split random)"));
+  }
+}
+
 TEST(DatasetCmdTest, ImportsLinqsDirectory) {
   testing::TempDir tmp;
   CommandResult run =
