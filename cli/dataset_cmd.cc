@@ -1,5 +1,6 @@
 // `shardgnn dataset import` and `shardgnn dataset generate`: build a canonical
 // dataset directory.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -11,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
 #include "common/status.h"
@@ -110,6 +112,74 @@ absl::StatusOr<std::string> FindBySuffix(const std::string& dir,
                      found.size(), "; name it with --", suffix.substr(1)));
   }
   return found[0];
+}
+
+// The --format values that read each format-specific flag of `dataset
+// import`, in the order errors list them.
+struct FormatFlag {
+  const char* flag;
+  std::vector<std::string> formats;
+};
+
+const std::vector<FormatFlag>& FormatFlags() {
+  static const auto* flags = new std::vector<FormatFlag>{
+      {"--input", {"ogb", "linqs"}},
+      {"--undirected", {"ogb", "edgelist"}},
+      {"--directed", {"linqs"}},
+      {"--seed", {"linqs", "edgelist"}},
+      {"--split-name", {"ogb"}},
+      {"--content", {"linqs"}},
+      {"--cites", {"linqs"}},
+      {"--skip-unknown-ids", {"linqs"}},
+      {"--train-per-class", {"linqs"}},
+      {"--valid", {"linqs"}},
+      {"--test", {"linqs"}},
+      {"--edges", {"edgelist"}},
+      {"--features", {"edgelist"}},
+      {"--labels", {"edgelist"}},
+      {"--split", {"edgelist"}},
+      {"--split-file", {"edgelist"}},
+  };
+  return *flags;
+}
+
+// Refuses flags given on the command line that the chosen format would
+// ignore, naming all of them in one line.
+absl::Status CheckFlagsApply(const CLI::App& cmd, const ImportFlags& f) {
+  auto given = [&](const char* flag) { return cmd.count(flag) > 0; };
+  std::vector<std::string> foreign;
+  for (const FormatFlag& ff : FormatFlags()) {
+    if (!given(ff.flag) || std::find(ff.formats.begin(), ff.formats.end(),
+                                     f.format) != ff.formats.end()) {
+      continue;
+    }
+    foreign.push_back(
+        absl::StrCat(ff.flag, " (", absl::StrJoin(ff.formats, ", "), " only)"));
+  }
+  if (!foreign.empty()) {
+    std::string hint;
+    if (f.format == "ogb" && given("--split")) {
+      hint =
+          "; an OGB split is a folder split/<name>/: choose one with "
+          "--split-name";
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("--format ", f.format, " does not take ",
+                     absl::StrJoin(foreign, ", "), hint));
+  }
+  if (f.format == "linqs" && given("--input") && given("--content") &&
+      given("--cites")) {
+    return absl::InvalidArgumentError(
+        "--format linqs: --input is not read when --content and --cites are "
+        "given; drop one or the other");
+  }
+  if (f.format == "edgelist" && given("--split-file") &&
+      (given("--split") || given("--seed"))) {
+    return absl::InvalidArgumentError(
+        "--format edgelist: --split and --seed make a random split, which "
+        "--split-file replaces; give one or the other");
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<BuildSummary> RunImport(const ImportFlags& f) {
@@ -215,78 +285,85 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
   dataset->require_subcommand(1);
 
   auto import_flags = std::make_shared<ImportFlags>();
-  CLI::App* import = dataset->add_subcommand(
+  CLI::App* import_cmd = dataset->add_subcommand(
       "import", "Import OGB raw, LINQS or edge-list data");
   ImportFlags& i = *import_flags;
-  import->add_option("--format", i.format, "ogb | linqs | edgelist")
+  import_cmd->add_option("--format", i.format, "ogb | linqs | edgelist")
       ->required()
       ->check(CLI::IsMember({"ogb", "linqs", "edgelist"}));
-  import->add_option("--input", i.input,
-                     "ogb: directory with raw/ and split/; linqs: directory "
-                     "with *.content and *.cites");
-  import->add_option("--out", i.out, "Output directory (must not exist)")
+  import_cmd->add_option(
+      "--input", i.input,
+      "ogb: directory with raw/ and split/; linqs: directory "
+      "with *.content and *.cites");
+  import_cmd->add_option("--out", i.out, "Output directory (must not exist)")
       ->required();
-  import->add_option("--name", i.name, "Dataset name (default: from input)");
-  import->add_flag("--undirected", i.undirected,
-                   "ogb, edgelist: add reverse edges (linqs always does, "
-                   "unless --directed)");
-  import->add_flag("--directed", i.directed,
-                   "linqs: keep citations one-way (citing -> cited)");
-  import->add_flag("--keep-self-loops", i.keep_self_loops,
-                   "Keep (u, u) edges (dropped by default)");
-  import->add_option("--seed", i.seed,
-                     "Seed of generated splits (linqs, "
-                     "edgelist)");
-  import->add_option("--split-name", i.split_name,
-                     "ogb: which split/<name>/ (default: the only one)");
-  import->add_option("--content", i.content, "linqs: the .content file");
-  import->add_option("--cites", i.cites, "linqs: the .cites file");
-  import->add_flag("--skip-unknown-ids", i.skip_unknown_ids,
-                   "linqs: drop citations of papers missing from .content");
-  import->add_option("--train-per-class", i.train_per_class,
-                     "linqs: training nodes per class (default 20)");
-  import->add_option("--valid", i.num_valid,
-                     "linqs: validation nodes (default 500)");
-  import->add_option("--test", i.num_test, "linqs: test nodes (default 1000)");
-  import->add_option("--edges", i.edges, "edgelist: 'src dst' text file");
-  import->add_option("--features", i.features, "edgelist: float32 .npy [N, F]");
-  import->add_option("--labels", i.labels, "edgelist: int64 .npy [N]");
-  import->add_option("--split", i.split,
-                     "edgelist: random split fractions train,valid,test "
-                     "(default 0.1,0.1,0.8)");
-  import->add_option("--split-file", i.split_files,
-                     "edgelist: NAME=PATH of an int64 .npy of node indices "
-                     "(repeatable; replaces the random split)");
-  import->callback([import_flags, result] {
+  import_cmd->add_option("--name", i.name,
+                         "Dataset name (default: from input)");
+  import_cmd->add_flag("--undirected", i.undirected,
+                       "ogb, edgelist: add reverse edges (linqs always does, "
+                       "unless --directed)");
+  import_cmd->add_flag("--directed", i.directed,
+                       "linqs: keep citations one-way (citing -> cited)");
+  import_cmd->add_flag("--keep-self-loops", i.keep_self_loops,
+                       "Keep (u, u) edges (dropped by default)");
+  import_cmd->add_option("--seed", i.seed,
+                         "Seed of generated splits (linqs, "
+                         "edgelist)");
+  import_cmd->add_option("--split-name", i.split_name,
+                         "ogb: which split/<name>/ (default: the only one)");
+  import_cmd->add_option("--content", i.content, "linqs: the .content file");
+  import_cmd->add_option("--cites", i.cites, "linqs: the .cites file");
+  import_cmd->add_flag("--skip-unknown-ids", i.skip_unknown_ids,
+                       "linqs: drop citations of papers missing from .content");
+  import_cmd->add_option("--train-per-class", i.train_per_class,
+                         "linqs: training nodes per class (default 20)");
+  import_cmd->add_option("--valid", i.num_valid,
+                         "linqs: validation nodes (default 500)");
+  import_cmd->add_option("--test", i.num_test,
+                         "linqs: test nodes (default 1000)");
+  import_cmd->add_option("--edges", i.edges, "edgelist: 'src dst' text file");
+  import_cmd->add_option("--features", i.features,
+                         "edgelist: float32 .npy [N, F]");
+  import_cmd->add_option("--labels", i.labels, "edgelist: int64 .npy [N]");
+  import_cmd->add_option("--split", i.split,
+                         "edgelist: random split fractions train,valid,test "
+                         "(default 0.1,0.1,0.8)");
+  import_cmd->add_option("--split-file", i.split_files,
+                         "edgelist: NAME=PATH of an int64 .npy of node indices "
+                         "(repeatable; replaces the random split)");
+  import_cmd->callback([import_cmd, import_flags, result] {
+    if (absl::Status s = CheckFlagsApply(*import_cmd, *import_flags); !s.ok()) {
+      *result = s;
+      return;
+    }
     Finish(RunImport(*import_flags), result);
-});
+  });
 
-auto gen_flags = std::make_shared<GenerateFlags>();
-GenerateFlags& g = *gen_flags;
-CLI::App* generate = dataset->add_subcommand(
-    "generate", "Generate a synthetic dataset (SBM or R-MAT)");
-generate->add_option("--kind", g.kind, "sbm | rmat")
-    ->check(CLI::IsMember({"sbm", "rmat"}));
-generate->add_option("--nodes", g.nodes, "Number of nodes")->required();
-generate->add_option("--avg-degree", g.avg_degree,
-                     "Stored (directed) edges per node (default 10)");
-generate->add_option("--features", g.features, "Feature dimension (32)");
-generate->add_option("--classes", g.classes, "Number of classes (8)");
-generate->add_option("--split", g.split,
-                     "train,valid,test fractions (0.1,0.1,0.8)");
-generate->add_option("--seed", g.seed, "Seed (0)");
-generate->add_option("--homophily", g.homophily,
-                     "Fraction of edges inside a class (0.8)");
-generate->add_option("--feature-noise", g.feature_noise,
-                     "Feature noise relative to the class signal (1.0)");
-generate->add_option("--threads", g.threads,
-                     "Worker threads (2); the output does not depend on it");
-generate->add_option("--name", g.name, "Dataset name (default: the kind)");
-generate->add_option("--out", g.out, "Output directory (must not exist)")
-    ->required();
-generate->callback([gen_flags, result] {
-  Finish(RunGenerate(*gen_flags), result);
-});
-}  // namespace shardgnn::cli
+  auto gen_flags = std::make_shared<GenerateFlags>();
+  GenerateFlags& g = *gen_flags;
+  CLI::App* generate = dataset->add_subcommand(
+      "generate", "Generate a synthetic dataset (SBM or R-MAT)");
+  generate->add_option("--kind", g.kind, "sbm | rmat")
+      ->check(CLI::IsMember({"sbm", "rmat"}));
+  generate->add_option("--nodes", g.nodes, "Number of nodes")->required();
+  generate->add_option("--avg-degree", g.avg_degree,
+                       "Stored (directed) edges per node (default 10)");
+  generate->add_option("--features", g.features, "Feature dimension (32)");
+  generate->add_option("--classes", g.classes, "Number of classes (8)");
+  generate->add_option("--split", g.split,
+                       "train,valid,test fractions (0.1,0.1,0.8)");
+  generate->add_option("--seed", g.seed, "Seed (0)");
+  generate->add_option("--homophily", g.homophily,
+                       "Fraction of edges inside a class (0.8)");
+  generate->add_option("--feature-noise", g.feature_noise,
+                       "Feature noise relative to the class signal (1.0)");
+  generate->add_option("--threads", g.threads,
+                       "Worker threads (2); the output does not depend on it");
+  generate->add_option("--name", g.name, "Dataset name (default: the kind)");
+  generate->add_option("--out", g.out, "Output directory (must not exist)")
+      ->required();
+  generate->callback(
+      [gen_flags, result] { Finish(RunGenerate(*gen_flags), result); });
+}
 
 }  // namespace shardgnn::cli

@@ -152,8 +152,12 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
                    options.split_paths.empty()
                        ? absl::StrCat("; random split with seed ", options.seed)
                        : "; split from .npy files");
-  RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(staging.get(), manifest,
-                                                      result, start, &summary));
+  RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(
+      staging.get(), manifest, result, splits, start, &summary));
+  datasets_internal::WarnIfOneDirectional(
+      "if its edges are undirected, import with --undirected to store both "
+      "directions",
+      &summary);
   return summary;
 }
 

@@ -343,8 +343,8 @@ absl::StatusOr<BuildSummary> GenerateDataset(const GeneratorOptions& options,
       options.homophily, options.feature_noise, options.seed);
   BuildSummary summary;
   summary.input_edges = m;
-  RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(staging.get(), manifest,
-                                                      result, start, &summary));
+  RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(
+      staging.get(), manifest, result, splits, start, &summary));
   return summary;
 }
 

@@ -2,9 +2,10 @@
 // directory (see dataset.h).
 //
 //   ImportOgb       OGB raw node-property layout (ogbn-arxiv, ogbn-products,
-//   the bundled Cora copy) ImportLinqs     LINQS .content / .cites (Cora,
-//   Citeseer, Pubmed in their original form) ImportEdgeList  "src dst" text
-//   plus features and labels as .npy files
+//                   the bundled graphs in datasets/)
+//   ImportLinqs     LINQS .content / .cites (Cora, Citeseer, Pubmed in their
+//                   original form)
+//   ImportEdgeList  "src dst" text plus features and labels as .npy files
 //
 // Every input may be plain text or gzip (detected from the bytes). Edges are
 // parsed straight into int64 arrays and turned into CSR by counting sort; OGB
@@ -14,7 +15,10 @@
 // CSR row (the neighbors dst aggregates from); with `undirected` also in src's.
 // Rows come out sorted; duplicate edges are always removed and self-loops
 // dropped unless asked to keep them, and the counts are reported in the
-// returned summary. The output is built in a temporary directory beside
+// returned summary, with the nodes left without neighbors (per split too) and
+// a warning when a graph stored one-directional looks like an undirected one
+// listed once per edge (few edges with their reverse, or many train nodes that
+// aggregate from nothing). The output is built in a temporary directory beside
 // `out_dir` and renamed when complete: on any error nothing is left behind, and
 // `out_dir` must not exist. Errors name the input file and, for text, the line.
 // Long steps print progress lines (common/progress.h). Thread-compatible.
@@ -40,8 +44,8 @@ struct EdgeOptions {
 
 struct OgbImportOptions {
   std::string input_dir;  // Holds raw/ and split/.
-  // Which split/<name>/ to use; empty: the only one there (an error if there
-  // are several).
+  // Which split/<name>/ to use (`dataset import --split-name`); empty: the
+  // only one there (an error naming them if there are several).
   std::string split;
   EdgeOptions edges;
   std::string name;  // Dataset name; empty: the input directory's name.

@@ -185,8 +185,12 @@ absl::StatusOr<BuildSummary> ImportLinqs(const LinqsImportOptions& options,
       "; stratified split with seed ", options.seed, " (",
       options.train_per_class, " per class train, ", options.num_valid,
       " valid, ", options.num_test, " test); classes: ", classes);
-  RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(staging.get(), manifest,
-                                                      result, start, &summary));
+  RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(
+      staging.get(), manifest, result, *splits, start, &summary));
+  datasets_internal::WarnIfOneDirectional(
+      "citations are stored citing -> cited only (--directed); without "
+      "--directed both directions are stored",
+      &summary);
   return summary;
 }
 

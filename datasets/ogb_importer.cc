@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/file_util.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
@@ -58,14 +59,22 @@ absl::StatusOr<std::string> FindSplitDir(const OgbImportOptions& options) {
   }
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(root, ec)) {
-    if (entry.is_directory()) names.push_back(entry.path().string());
+    if (entry.is_directory()) names.push_back(entry.path().filename().string());
   }
-  if (names.size() != 1) {
+  std::sort(names.begin(), names.end());
+  if (names.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat(root,
+                     ": holds no split directory (OGB layout needs "
+                     "split/<name>/{train,valid,test}.csv.gz)"));
+  }
+  if (names.size() > 1) {
+    // OgbImportOptions::split is `dataset import --split-name`.
     return absl::InvalidArgumentError(absl::StrCat(
-        root, ": holds ", names.size(),
-        " split directories; name one with the split option (--split)"));
+        root, ": holds ", names.size(), " split directories (",
+        absl::StrJoin(names, ", "), "); name one with --split-name"));
   }
-  return names[0];
+  return JoinPath(root, names[0]);
 }
 
 }  // namespace
@@ -174,8 +183,12 @@ absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
       absl::StrCat("imported from the OGB raw layout at ", options.input_dir,
                    " (split ", fs::path(split_dir).filename().string(), ")",
                    options.edges.undirected ? "; reverse edges added" : "");
-  RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(staging.get(), manifest,
-                                                      result, start, &summary));
+  RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(
+      staging.get(), manifest, result, splits, start, &summary));
+  datasets_internal::WarnIfOneDirectional(
+      "if its edges are undirected, import with --undirected to store both "
+      "directions",
+      &summary);
   return summary;
 }
 

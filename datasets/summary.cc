@@ -4,6 +4,15 @@
 #include "absl/strings/str_format.h"
 
 namespace shardgnn {
+namespace {
+
+double Percent(int64_t part, int64_t whole) {
+  return whole > 0
+             ? 100.0 * static_cast<double>(part) / static_cast<double>(whole)
+             : 0.0;
+}
+
+}  // namespace
 
 std::string FormatSummary(const BuildSummary& s) {
   const DatasetManifest& m = s.manifest;
@@ -28,11 +37,40 @@ std::string FormatSummary(const BuildSummary& s) {
       absl::StrAppend(&out, " ", name, " ", count);
     }
   }
+  absl::StrAppend(&out, "\n  nodes with no neighbors to aggregate from: ",
+                  s.nodes_without_neighbors);
+  if (!s.split_nodes_without_neighbors.empty()) {
+    std::string per_split;
+    for (const char* name : {"train", "valid", "test"}) {
+      auto it = s.split_nodes_without_neighbors.find(name);
+      if (it != s.split_nodes_without_neighbors.end()) {
+        absl::StrAppend(&per_split, per_split.empty() ? "" : ", ", name, " ",
+                        it->second);
+      }
+    }
+    for (const auto& [name, count] : s.split_nodes_without_neighbors) {
+      if (name != "train" && name != "valid" && name != "test") {
+        absl::StrAppend(&per_split, per_split.empty() ? "" : ", ", name, " ",
+                        count);
+      }
+    }
+    absl::StrAppend(&out, " (", per_split, ")");
+  }
+  if (m.directed) {
+    absl::StrAppend(
+        &out, "\n  edges with their reverse stored: ", s.reciprocated_edges,
+        " of ", s.non_loop_edges,
+        absl::StrFormat(" (%.1f%%)",
+                        Percent(s.reciprocated_edges, s.non_loop_edges)));
+  }
   absl::StrAppend(&out, "\n  input edges ", s.input_edges,
                   "; dropped: duplicates ", s.duplicate_edges_dropped,
                   ", self-loops ", s.self_loops_dropped);
   if (s.unknown_ids_dropped > 0) {
     absl::StrAppend(&out, ", edges with unknown IDs ", s.unknown_ids_dropped);
+  }
+  for (const std::string& warning : s.warnings) {
+    absl::StrAppend(&out, "\n  warning: ", warning);
   }
   absl::StrAppend(&out, absl::StrFormat("\n  time %.1f s", s.seconds));
   return out;

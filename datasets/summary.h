@@ -4,7 +4,9 @@
 #define SHARDGNN_DATASETS_SUMMARY_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "datasets/dataset.h"
 
@@ -22,11 +24,22 @@ struct BuildSummary {
   int64_t unknown_ids_dropped = 0;  // Edges naming an ID the node list lacks
                                     // (only when asked to skip them).
   int64_t max_degree = 0;           // Largest CSR row.
+  // Nodes whose CSR row is empty: a GNN layer has nothing to aggregate for
+  // them. In total and per split.
+  int64_t nodes_without_neighbors = 0;
+  std::map<std::string, int64_t> split_nodes_without_neighbors;
+  // Stored edges between distinct nodes, and those of them whose reverse edge
+  // is stored too (all of them when both directions were stored).
+  int64_t non_loop_edges = 0;
+  int64_t reciprocated_edges = 0;
+  // Things the user should know about the result (e.g. a graph that looks
+  // one-directional), one sentence each.
+  std::vector<std::string> warnings;
   double seconds = 0;
 };
 
 // A few human-readable lines: nodes, edges, features, classes, split sizes,
-// what was dropped, time.
+// nodes without neighbors, what was dropped, warnings, time.
 std::string FormatSummary(const BuildSummary& summary);
 
 }  // namespace shardgnn

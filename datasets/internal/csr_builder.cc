@@ -44,6 +44,22 @@ RowStats SortRows(const std::vector<int64_t>& indptr,
   return stats;
 }
 
+// Counts, over rows [begin, end) of a sorted CSR, the entries u != v and
+// those whose reverse entry (v in row u) exists.
+void CountReciprocated(const std::vector<int64_t>& indptr,
+                       const std::vector<NodeId>& indices, int64_t begin,
+                       int64_t end, int64_t* non_loop, int64_t* reciprocated) {
+  for (int64_t v = begin; v < end; ++v) {
+    for (int64_t i = indptr[v]; i < indptr[v + 1]; ++i) {
+      const NodeId u = indices[i];
+      if (u == v) continue;
+      ++*non_loop;
+      *reciprocated += std::binary_search(indices.begin() + indptr[u],
+                                          indices.begin() + indptr[u + 1], v);
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<CsrResult> WriteCsr(int64_t num_nodes, std::vector<NodeId> src,
@@ -131,6 +147,49 @@ absl::StatusOr<CsrResult> WriteCsr(int64_t num_nodes, std::vector<NodeId> src,
   indptr[n] = out;
   indices.resize(out);
   result.num_edges = out;
+  result.without_neighbors.assign(n, false);
+  for (int64_t v = 0; v < n; ++v) {
+    if (new_degree[v] == 0) {
+      result.without_neighbors[v] = true;
+      ++result.nodes_without_neighbors;
+    }
+  }
+  if (options.undirected) {
+    // Every edge was stored both ways: only self-loops lack a partner.
+    int64_t loops = 0;
+    for (int64_t v = 0; v < n; ++v) {
+      loops += std::binary_search(indices.begin() + indptr[v],
+                                  indices.begin() + indptr[v + 1], v);
+    }
+    result.non_loop_edges = out - loops;
+    result.reciprocated_edges = result.non_loop_edges;
+  } else {
+    // A binary search per entry, in the same row ranges as the sort (the
+    // compaction moved rows, so recompute the ranges on the final offsets).
+    std::vector<int64_t> non_loop(threads, 0), reciprocated(threads, 0);
+    std::vector<int64_t> row_bounds = {0};
+    for (int t = 1; t < threads; ++t) {
+      int64_t target = out * t / threads;
+      row_bounds.push_back(std::min<int64_t>(
+          n, std::lower_bound(indptr.begin(), indptr.end(), target) -
+                 indptr.begin()));
+    }
+    row_bounds.push_back(n);
+    std::vector<std::thread> counters;
+    for (int t = 1; t < threads; ++t) {
+      counters.emplace_back([&, t] {
+        CountReciprocated(indptr, indices, row_bounds[t], row_bounds[t + 1],
+                          &non_loop[t], &reciprocated[t]);
+      });
+    }
+    CountReciprocated(indptr, indices, row_bounds[0], row_bounds[1],
+                      &non_loop[0], &reciprocated[0]);
+    for (std::thread& c : counters) c.join();
+    for (int t = 0; t < threads; ++t) {
+      result.non_loop_edges += non_loop[t];
+      result.reciprocated_edges += reciprocated[t];
+    }
+  }
   result.duplicate_edges_dropped =
       (options.undirected ? total.removed / 2 : total.removed) +
       total.removed_self;

@@ -39,6 +39,14 @@ struct CsrResult {
           // (for undirected input: in either orientation).
   int64_t self_loops_dropped = 0;
   int64_t max_degree = 0;
+  // without_neighbors[v]: row v is empty, so v has no neighbor to aggregate
+  // from. N bits.
+  std::vector<bool> without_neighbors;
+  int64_t nodes_without_neighbors = 0;
+  // Entries u of row v with u != v, and those of them whose reverse (v in
+  // row u) is stored too: all of them for an undirected build.
+  int64_t non_loop_edges = 0;
+  int64_t reciprocated_edges = 0;
 };
 
 // Builds the CSR of the graph with `num_nodes` nodes and edges

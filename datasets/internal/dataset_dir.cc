@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/checksum.h"
 #include "common/file_util.h"
 #include "common/status.h"
@@ -103,7 +104,7 @@ absl::Status FinishDatasetDir(const std::string& dir,
 }
 
 absl::Status CommitDatasetDir(StagingDir* staging, DatasetManifest manifest,
-                              const CsrResult& csr,
+                              const CsrResult& csr, const Splits& splits,
                               std::chrono::steady_clock::time_point start,
                               BuildSummary* summary) {
   RETURN_IF_ERROR(FinishDatasetDir(staging->path(), std::move(manifest)));
@@ -113,10 +114,49 @@ absl::Status CommitDatasetDir(StagingDir* staging, DatasetManifest manifest,
   summary->duplicate_edges_dropped = csr.duplicate_edges_dropped;
   summary->self_loops_dropped = csr.self_loops_dropped;
   summary->max_degree = csr.max_degree;
+  summary->nodes_without_neighbors = csr.nodes_without_neighbors;
+  summary->split_nodes_without_neighbors.clear();
+  for (const auto& [name, nodes] : splits) {
+    int64_t& count = summary->split_nodes_without_neighbors[name];
+    for (NodeId v : nodes) count += csr.without_neighbors[v];
+  }
+  summary->non_loop_edges = csr.non_loop_edges;
+  summary->reciprocated_edges = csr.reciprocated_edges;
   summary->seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   return absl::OkStatus();
+}
+
+void WarnIfOneDirectional(absl::string_view fix, BuildSummary* summary) {
+  const BuildSummary& s = *summary;
+  if (!s.manifest.directed || s.non_loop_edges == 0) return;
+  const bool few_reverse = 2 * s.reciprocated_edges < s.non_loop_edges;
+  auto train = s.manifest.splits.find("train");
+  auto train_alone = s.split_nodes_without_neighbors.find("train");
+  const int64_t train_nodes =
+      train == s.manifest.splits.end() ? 0 : train->second;
+  const int64_t lonely = train_alone == s.split_nodes_without_neighbors.end()
+                             ? 0
+                             : train_alone->second;
+  const bool lonely_train = train_nodes > 0 && 4 * lonely > train_nodes;
+  if (!few_reverse && !lonely_train) return;
+  std::string text = "the graph looks one-directional: ";
+  if (few_reverse) {
+    absl::StrAppend(
+        &text, "only ", s.reciprocated_edges, " of ", s.non_loop_edges,
+        absl::StrFormat(" edges (%.1f%%)",
+                        100.0 * static_cast<double>(s.reciprocated_edges) /
+                            static_cast<double>(s.non_loop_edges)),
+        " have their reverse edge stored");
+  }
+  if (lonely_train) {
+    absl::StrAppend(&text, few_reverse ? ", and " : "", lonely, " of ",
+                    train_nodes,
+                    " train nodes have no neighbor to aggregate from");
+  }
+  absl::StrAppend(&text, "; ", fix);
+  summary->warnings.push_back(std::move(text));
 }
 
 }  // namespace shardgnn::datasets_internal

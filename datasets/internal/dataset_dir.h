@@ -11,9 +11,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "common/file_util.h"
 #include "datasets/dataset.h"
 #include "datasets/internal/csr_builder.h"
+#include "datasets/internal/import_util.h"
 #include "datasets/summary.h"
 
 namespace shardgnn::datasets_internal {
@@ -33,12 +35,19 @@ absl::Status FinishDatasetDir(const std::string& dir, DatasetManifest manifest);
 
 // The last step every importer and generator shares: FinishDatasetDir on the
 // staging directory, the rename into place, and the rest of *summary (the
-// output path, the manifest as written, the counts from the CSR build, the
-// time since `start`).
+// output path, the manifest as written, the counts from the CSR build and,
+// per split of `splits`, its nodes without neighbors, the time since `start`).
 absl::Status CommitDatasetDir(StagingDir* staging, DatasetManifest manifest,
-                              const CsrResult& csr,
+                              const CsrResult& csr, const Splits& splits,
                               std::chrono::steady_clock::time_point start,
                               BuildSummary* summary);
+
+// Adds a warning to *summary when a graph stored one-directional looks like
+// an undirected graph that lists each edge once: fewer than half of its edges
+// have their reverse edge stored, or more than a quarter of its train nodes
+// have no neighbor to aggregate from. `fix` ends the warning: how to store
+// both directions with this importer. Call after CommitDatasetDir.
+void WarnIfOneDirectional(absl::string_view fix, BuildSummary* summary);
 
 }  // namespace shardgnn::datasets_internal
 

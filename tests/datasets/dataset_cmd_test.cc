@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <ostream>
 #include <string>
+#include <vector>
 
 #include "common/file_util.h"
 #include "datasets/dataset.h"
@@ -19,6 +21,7 @@ namespace shardgnn {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 struct CommandResult {
@@ -48,9 +51,163 @@ TEST(DatasetCmdTest, ImportsBundledCoraOgbLayout) {
   EXPECT_THAT(run.out, HasSubstr("nodes 2708, edges 10556"));
   EXPECT_THAT(run.out, HasSubstr("features 1433"));
   EXPECT_THAT(run.out, HasSubstr("splits: train 140 valid 500 test 1000"));
+  EXPECT_THAT(run.out, HasSubstr("nodes with no neighbors to aggregate from: 0 "
+                                 "(train 0, valid 0, test 0)"));
+  EXPECT_THAT(run.out, Not(HasSubstr("warning")));
   ASSERT_OK_AND_ASSIGN(DatasetManifest m, ReadDatasetManifest(tmp.Sub("cora")));
   EXPECT_EQ(m.name, "cora");
 }
+
+// Cora's edge.csv lists each undirected edge once: without --undirected only
+// one direction is kept and 123 of the 140 train nodes aggregate from nothing.
+// The import still succeeds, but says so and how to fix it.
+TEST(DatasetCmdTest, OneDirectionalOgbImportWarns) {
+  testing::TempDir tmp;
+  CommandResult run =
+      Shardgnn(tmp, "-q dataset import --format ogb --input " +
+                        testing::SourcePath("datasets/cora/ogb-planetoid") +
+                        " --out " + tmp.Sub("cora"));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("nodes 2708, edges 5278 (directed)"));
+  EXPECT_THAT(run.out,
+              HasSubstr("nodes with no neighbors to aggregate from: 679 "
+                        "(train 123, valid "));
+  EXPECT_THAT(run.out, HasSubstr("edges with their reverse stored: 0 of 5278"));
+  EXPECT_THAT(run.out, HasSubstr("\n  warning: "));
+  EXPECT_THAT(run.out, HasSubstr("only 0 of 5278 edges (0.0%) have their "
+                                 "reverse edge stored"));
+  EXPECT_THAT(run.out, HasSubstr("123 of 140 train nodes have no neighbor to "
+                                 "aggregate from"));
+  EXPECT_THAT(run.out, HasSubstr("import with --undirected"));
+}
+
+// A tiny OGB raw layout with one split folder per name in `splits`.
+void WriteTinyOgb(const std::string& dir,
+                  const std::vector<std::string>& splits) {
+  testing::WriteText(dir + "/raw/num-node-list.csv", "4\n");
+  testing::WriteText(dir + "/raw/num-edge-list.csv", "3\n");
+  testing::WriteText(dir + "/raw/edge.csv", "0,1\n1,2\n2,3\n");
+  testing::WriteText(dir + "/raw/node-feat.csv", "1,0\n0,1\n1,1\n0,0\n");
+  testing::WriteText(dir + "/raw/node-label.csv", "0\n1\n0\n1\n");
+  for (const std::string& name : splits) {
+    testing::WriteText(dir + "/split/" + name + "/train.csv", "0\n1\n");
+    testing::WriteText(dir + "/split/" + name + "/valid.csv", "2\n");
+    testing::WriteText(dir + "/split/" + name + "/test.csv", "3\n");
+  }
+}
+
+TEST(DatasetCmdTest, SeveralOgbSplitsNameTheSplitNameFlag) {
+  testing::TempDir tmp;
+  WriteTinyOgb(tmp.Sub("in"), {"a", "b"});
+  CommandResult run =
+      Shardgnn(tmp, "-q dataset import --format ogb --input " + tmp.Sub("in") +
+                        " --out " + tmp.Sub("out"));
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, StartsWith("shardgnn: error: "));
+  EXPECT_THAT(run.err, HasSubstr("holds 2 split directories (a, b)"));
+  EXPECT_THAT(run.err, HasSubstr("--split-name"));
+  EXPECT_THAT(run.err, Not(HasSubstr("--split)")));
+  EXPECT_FALSE(std::filesystem::exists(tmp.Sub("out")));
+
+  run = Shardgnn(tmp, "-q dataset import --format ogb --split-name b --input " +
+                          tmp.Sub("in") + " --out " + tmp.Sub("out"));
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("splits: train 2 valid 1 test 1"));
+}
+
+struct ForeignFlag {
+  std::string name;      // Test name suffix.
+  std::string format;    // --format
+  std::string args;      // Everything else but --out.
+  std::string mentions;  // The error line must contain this.
+};
+
+void PrintTo(const ForeignFlag& c, std::ostream* os) { *os << c.name; }
+
+class DatasetImportForeignFlagTest
+    : public ::testing::TestWithParam<ForeignFlag> {};
+
+// A flag that the chosen --format does not read is refused in one line naming
+// it, before any work, instead of being silently ignored.
+TEST_P(DatasetImportForeignFlagTest, RefusedInOneLine) {
+  const ForeignFlag& c = GetParam();
+  testing::TempDir tmp;
+  WriteTinyOgb(tmp.Sub("ogb"), {"s"});
+  testing::WriteText(tmp.Sub("linqs/g.content"), "p1 1 0 A\np2 0 1 B\n");
+  testing::WriteText(tmp.Sub("linqs/g.cites"), "p1 p2\n");
+  std::string args = c.args;
+  for (const char* dir : {"OGB", "LINQS"}) {
+    const std::string key = std::string("{") + dir + "}";
+    const std::string value =
+        tmp.Sub(std::string(dir) == "OGB" ? "ogb" : "linqs");
+    for (size_t at; (at = args.find(key)) != std::string::npos;) {
+      args.replace(at, key.size(), value);
+    }
+  }
+  CommandResult run =
+      Shardgnn(tmp, "-q dataset import --format " + c.format + " " + args +
+                        " --out " + tmp.Sub("out"));
+  EXPECT_EQ(run.exit_code, 1) << run.out;
+  EXPECT_THAT(run.err, StartsWith("shardgnn: error: "));
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  EXPECT_THAT(run.err, HasSubstr(c.mentions)) << run.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp.Sub("out")));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Flags, DatasetImportForeignFlagTest,
+    ::testing::Values(
+        ForeignFlag{"OgbSplit", "ogb", "--input {OGB} --split 0.5,0.25,0.25",
+                    "--format ogb does not take --split (edgelist only)"},
+        ForeignFlag{"OgbSplitHint", "ogb", "--input {OGB} --split 0.5,0.2,0.3",
+                    "choose one with --split-name"},
+        ForeignFlag{"OgbSeed", "ogb", "--input {OGB} --seed 3",
+                    "--seed (linqs, edgelist only)"},
+        ForeignFlag{"OgbDirected", "ogb", "--input {OGB} --directed",
+                    "--directed (linqs only)"},
+        ForeignFlag{"OgbLinqsFlags", "ogb",
+                    "--input {OGB} --train-per-class 5 --valid 1 --test 1 "
+                    "--skip-unknown-ids --content x --cites y",
+                    "--content (linqs only), --cites (linqs only), "
+                    "--skip-unknown-ids (linqs only), --train-per-class "
+                    "(linqs only), --valid (linqs only), --test (linqs only)"},
+        ForeignFlag{"OgbEdgeListFlags", "ogb",
+                    "--input {OGB} --edges e --features f --labels l "
+                    "--split-file train=t",
+                    "--edges (edgelist only), --features (edgelist only), "
+                    "--labels (edgelist only), --split-file (edgelist only)"},
+        ForeignFlag{"LinqsUndirected", "linqs", "--input {LINQS} --undirected",
+                    "--undirected (ogb, edgelist only)"},
+        ForeignFlag{"LinqsSplitName", "linqs", "--input {LINQS} --split-name s",
+                    "--split-name (ogb only)"},
+        ForeignFlag{"LinqsSplit", "linqs", "--input {LINQS} --split 0.5,0.5,0",
+                    "--split (edgelist only)"},
+        ForeignFlag{"LinqsInputBesideFiles", "linqs",
+                    "--input {LINQS} --content {LINQS}/g.content --cites "
+                    "{LINQS}/g.cites",
+                    "--input is not read when --content and --cites are given"},
+        ForeignFlag{"EdgeListInput", "edgelist",
+                    "--input {OGB} --edges e --features f --labels l",
+                    "--input (ogb, linqs only)"},
+        ForeignFlag{"EdgeListSplitName", "edgelist",
+                    "--edges e --features f --labels l --split-name s",
+                    "--split-name (ogb only)"},
+        ForeignFlag{"EdgeListLinqsFlags", "edgelist",
+                    "--edges e --features f --labels l --directed --valid 3",
+                    "--directed (linqs only), --valid (linqs only)"},
+        ForeignFlag{"EdgeListSplitFileAndFractions", "edgelist",
+                    "--edges e --features f --labels l --split-file train=t "
+                    "--split 0.5,0.5,0",
+                    "--split and --seed make a random split, which "
+                    "--split-file replaces"},
+        ForeignFlag{"EdgeListSplitFileAndSeed", "edgelist",
+                    "--edges e --features f --labels l --split-file train=t "
+                    "--seed 4",
+                    "--split and --seed make a random split, which "
+                    "--split-file replaces"}),
+    [](const ::testing::TestParamInfo<ForeignFlag>& info) {
+      return info.param.name;
+    });
 
 // The real graphs bundled beside Cora (datasets/README.md), each in the OGB
 // raw layout with one seeded random split that the import picks by itself.

@@ -2,12 +2,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "common/file_util.h"
 #include "common/progress.h"
 #include "datasets/dataset.h"
 #include "datasets/importers.h"
+#include "datasets/summary.h"
 #include "tests/datasets/test_files.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -86,6 +88,55 @@ TEST_F(OgbImporterTest, DirectedKeepsOrientationAndSelfLoopOnRequest) {
   EXPECT_EQ(d.indptr, (std::vector<int64_t>{0, 1, 2, 4, 5, 6}));
   EXPECT_EQ(d.indices, (std::vector<NodeId>{1, 0, 1, 2, 2, 3}));
   EXPECT_TRUE(d.manifest.directed);
+}
+
+// Undirected: every stored edge has its reverse, nothing to warn about.
+TEST_F(OgbImporterTest, CountsNodesWithoutNeighbors) {
+  // Node 4 keeps no edge.
+  WriteGzip(in_ + "/raw/num-edge-list.csv.gz", "3\n");
+  WriteGzip(in_ + "/raw/edge.csv.gz", "0,1\n1,2\n2,3\n");
+  ASSERT_OK_AND_ASSIGN(BuildSummary s, ImportOgb(Options(), tmp_.Sub("out")));
+  EXPECT_EQ(s.nodes_without_neighbors, 1);
+  EXPECT_EQ(s.split_nodes_without_neighbors,
+            (std::map<std::string, int64_t>{
+                {"test", 1}, {"train", 0}, {"valid", 0}}));
+  EXPECT_EQ(s.non_loop_edges, 6);
+  EXPECT_EQ(s.reciprocated_edges, 6);
+  EXPECT_THAT(s.warnings, IsEmpty());
+  EXPECT_THAT(FormatSummary(s),
+              HasSubstr("nodes with no neighbors to aggregate from: 1 "
+                        "(train 0, valid 0, test 1)"));
+}
+
+// Without --undirected, an input that lists each undirected edge once keeps
+// one direction: the summary says how many edges have their reverse and warns.
+TEST_F(OgbImporterTest, WarnsWhenFewEdgesHaveTheirReverse) {
+  ASSERT_OK_AND_ASSIGN(BuildSummary s, ImportOgb(Options(/*undirected=*/false),
+                                                 tmp_.Sub("out")));
+  // Stored: 0->1 and 1->0 (a pair), 1->2, 2->3, 3->4.
+  EXPECT_EQ(s.non_loop_edges, 5);
+  EXPECT_EQ(s.reciprocated_edges, 2);
+  EXPECT_EQ(s.nodes_without_neighbors, 0);
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_THAT(s.warnings[0], HasSubstr("only 2 of 5 edges (40.0%) have their "
+                                       "reverse edge stored"));
+  EXPECT_THAT(s.warnings[0], HasSubstr("--undirected"));
+  EXPECT_THAT(FormatSummary(s), HasSubstr("\n  warning: "));
+}
+
+TEST_F(OgbImporterTest, WarnsWhenTrainNodesHaveNoNeighbors) {
+  // Every edge comes with its reverse, but the train nodes 0 and 1 have none.
+  WriteGzip(in_ + "/raw/num-edge-list.csv.gz", "4\n");
+  WriteGzip(in_ + "/raw/edge.csv.gz", "2,3\n3,2\n3,4\n4,3\n");
+  ASSERT_OK_AND_ASSIGN(BuildSummary s, ImportOgb(Options(/*undirected=*/false),
+                                                 tmp_.Sub("out")));
+  EXPECT_EQ(s.reciprocated_edges, 4);
+  EXPECT_EQ(s.nodes_without_neighbors, 2);
+  EXPECT_EQ(s.split_nodes_without_neighbors.at("train"), 2);
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_THAT(s.warnings[0],
+              HasSubstr("2 of 2 train nodes have no neighbor to aggregate "
+                        "from"));
 }
 
 TEST_F(OgbImporterTest, BundledCoraWithPublicSplit) {
@@ -187,7 +238,10 @@ TEST_F(OgbImporterTest, OutputExists) {
 
 TEST_F(OgbImporterTest, AmbiguousSplit) {
   WriteGzip(in_ + "/split/other/train.csv.gz", "1\n");
-  ExpectFailure("holds 2 split directories");
+  // Names the folders and the flag that chooses one (`--split` is the
+  // edge-list importer's fractions).
+  ExpectFailure("holds 2 split directories (other, s)");
+  ExpectFailure("name one with --split-name");
   OgbImportOptions options = Options();
   options.split = "s";
   EXPECT_OK(ImportOgb(options, tmp_.Sub("out")));
