@@ -450,17 +450,7 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
                   "Seconds before a trainer collective gives up")
       ->capture_default_str();
   AddTrainingFlags(cmd, &flags->training);
-  cmd->callback([cmd, flags, result] {
-    // The embedded default trains Cora with the settings its published results
-    // use (row-normalized bag-of-words features, 64 hidden units, small
-    // batches) unless the user chose otherwise. A given partition or running
-    // servers hold other data: their runs take the flags as they are.
-    if (flags->dataset.empty() && flags->partition_dir.empty() &&
-        flags->servers.empty() && flags->cluster_file.empty()) {
-      if (cmd->count("--batch-size") == 0) flags->training.batch_size = 32;
-      if (cmd->count("--hidden") == 0) flags->training.hidden = 64;
-      flags->training.normalize_features = true;
-    }
+  cmd->callback([flags, result] {
     *result = RunPipeline(*flags);
   });
 }

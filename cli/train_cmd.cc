@@ -171,13 +171,30 @@ nlohmann::ordered_json PerformanceJson(const TrainResult& result,
 // What every summary.json holds; callers add where the graph came from.
 nlohmann::ordered_json SummaryJson(const TrainResult& result,
                                    const TrainingFlags& training,
-                                   int world_size, int64_t train_seeds) {
+                                   const TrainOptions& options, int world_size,
+                                   int64_t train_seeds) {
   nlohmann::ordered_json summary;
   summary["test_acc"] = result.test_acc;
   summary["best_val_acc"] = result.best_val_acc;
   summary["best_epoch"] = result.best_epoch;
+  summary["epochs_run"] = result.epochs.size();
+  summary["stopped_early"] = result.stopped_early;
+  summary["steps_per_epoch"] = result.steps_per_epoch;
   summary["num_parameters"] = result.num_parameters;
   summary["world_size"] = world_size;
+  const ModelOptions& m = options.model;
+  summary["model"] = {{"kind", ModelKindName(m.kind)},
+                      {"layers", m.num_layers},
+                      {"hidden", m.hidden},
+                      {"heads", m.heads},
+                      {"dropout", m.dropout},
+                      {"lr", options.lr},
+                      {"weight_decay", options.weight_decay},
+                      {"batch_size", options.batch_size},
+                      {"feature_norm", FeatureNormName(m.features.norm)}};
+  summary["checkpoints"] = {{"every_epochs", training.checkpoint_every},
+                            {"seconds", result.checkpoint_seconds},
+                            {"bytes_per_trainer", result.checkpoint_bytes}};
   double total = 0;
   for (const auto& e : result.epochs) total += e.epoch_seconds;
   summary["train_seconds"] = total;
@@ -201,6 +218,7 @@ absl::Status ConfigureCheckpoints(const TrainFlags& flags, int rank,
     }
     return absl::OkStatus();
   }
+  if (flags.training.checkpoint_every == 0) return absl::OkStatus();
   std::string dir = JoinPath(flags.out_dir, "checkpoints");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -231,7 +249,9 @@ absl::StatusOr<std::unique_ptr<std::ofstream>> OpenMetrics(
 // null, must outlive the callback).
 std::function<void(const EpochStats&)> EpochReporter(int epochs,
                                                      std::ofstream* metrics) {
-  return [epochs, metrics](const EpochStats& s) {
+  auto first_loss = std::make_shared<double>(-1.0);
+  auto warned = std::make_shared<bool>(false);
+  return [epochs, metrics, first_loss, warned](const EpochStats& s) {
     std::printf(
         "epoch %3d/%d  loss %.4f  train %.3f  val %.3f  %.2fs (sampling %.2f, "
         "fetch %.2f, compute %.2f, allreduce %.2f, waiting %.2f, eval %.2f)\n",
@@ -239,12 +259,56 @@ std::function<void(const EpochStats&)> EpochReporter(int epochs,
         s.sample_busy_seconds - s.fetch_seconds, s.fetch_seconds,
         s.compute_seconds - s.sync_seconds, s.sync_seconds, s.sample_seconds,
         s.eval_seconds);
+    if (*first_loss < 0) {
+      *first_loss = s.loss;
+    } else if (!*warned && s.loss > 2 * *first_loss + 0.1) {
+      // Loss that climbs is a run going wrong while it still exits 0.
+      *warned = true;
+      std::printf(
+          "warning: the training loss rose from %.4f (first epoch) to %.4f: "
+          "the run is diverging; lower --lr or scale the features "
+          "(--feature-norm)\n",
+          *first_loss, s.loss);
+    }
     std::fflush(stdout);
     if (metrics) *metrics << EpochJson(s).dump() << "\n" << std::flush;
   };
 }
 
+// The run's settings after defaults were resolved: what a user needs to
+// reproduce or compare it.
+void PrintSettings(const TrainOptions& o, const std::string& features,
+                   int64_t steps_per_epoch) {
+  std::string model =
+      absl::StrCat(ModelKindName(o.model.kind), ", ", o.model.num_layers,
+                   " layers, hidden ", o.model.hidden);
+  if (o.model.kind == ModelKind::kGat)
+    absl::StrAppend(&model, " x ", o.model.heads, " heads");
+  std::printf(
+      "shardgnn train: model %s, dropout %g, lr %g, weight decay %g, batch "
+      "%lld, %lld steps per epoch, up to %d epochs%s\n",
+      model.c_str(), o.model.dropout, o.lr, o.weight_decay,
+      static_cast<long long>(o.batch_size),
+      static_cast<long long>(steps_per_epoch), o.epochs,
+      o.patience > 0 ? absl::StrCat(" (patience ", o.patience, ")").c_str()
+                     : "");
+  std::printf("shardgnn train: %s\n", features.c_str());
+  std::fflush(stdout);
+}
+
 void PrintResult(const TrainResult& result) {
+  if (result.stopped_early) {
+    std::printf(
+        "stopped early after epoch %d: no better validation accuracy "
+        "for %d epochs\n",
+        static_cast<int>(result.epochs.size()),
+        static_cast<int>(result.epochs.size()) - result.best_epoch);
+  }
+  if (result.checkpoint_bytes > 0) {
+    std::printf("checkpoints: %.1f MB per trainer, %.2f s writing them\n",
+                static_cast<double>(result.checkpoint_bytes) / 1e6,
+                result.checkpoint_seconds);
+  }
   std::printf("test accuracy %.4f (best validation %.4f at epoch %d)\n",
               result.test_acc, result.best_val_acc, result.best_epoch);
   std::fflush(stdout);
@@ -306,6 +370,8 @@ absl::Status RunInProcess(const TrainFlags& flags) {
   RETURN_IF_ERROR(ConfigureCheckpoints(flags, /*rank=*/0, &options));
   ASSIGN_OR_RETURN(std::unique_ptr<std::ofstream> metrics,
                    OpenMetrics(flags.out_dir, /*leader=*/true));
+  ASSIGN_OR_RETURN(std::string features,
+                   ChooseFeatures(flags.training, *source, &options));
   std::printf(
       "shardgnn train: in process, dataset '%s' in memory (%lld nodes, %lld "
       "edges), %zu train / %zu valid / %zu test nodes\n",
@@ -313,13 +379,15 @@ absl::Status RunInProcess(const TrainFlags& flags) {
       static_cast<long long>(dataset.num_nodes()),
       static_cast<long long>(dataset.num_edges()), splits.train.size(),
       splits.valid.size(), splits.test.size());
-  std::fflush(stdout);
+  PrintSettings(options, features,
+                StepsPerEpoch(static_cast<int64_t>(splits.train.size()),
+                              options.batch_size, options.min_steps_per_epoch));
   options.on_epoch = EpochReporter(options.epochs, metrics.get());
   ASSIGN_OR_RETURN(TrainResult result, Train(*source, splits, options));
   PrintResult(result);
   if (flags.out_dir.empty()) return absl::OkStatus();
   nlohmann::ordered_json summary =
-      SummaryJson(result, flags.training, /*world_size=*/1,
+      SummaryJson(result, flags.training, options, /*world_size=*/1,
                   static_cast<int64_t>(splits.train.size()));
   summary["mode"] = "in-process";
   summary["dataset"] = flags.dataset_dir;
@@ -384,9 +452,12 @@ absl::Status RunTrain(const TrainFlags& flags) {
   // needs.
   size_t largest = (train.size() + static_cast<size_t>(dist.world_size) - 1) /
                    static_cast<size_t>(dist.world_size);
-  options.steps_per_epoch = static_cast<int64_t>(
-      (largest + static_cast<size_t>(options.batch_size) - 1) /
-      static_cast<size_t>(options.batch_size));
+  options.steps_per_epoch =
+      StepsPerEpoch(static_cast<int64_t>(largest), options.batch_size,
+                    options.min_steps_per_epoch);
+  // Every rank samples the same nodes, so all choose the same transform.
+  ASSIGN_OR_RETURN(std::string features,
+                   ChooseFeatures(flags.training, *remote, &options));
 
   const GraphSource* source = remote.get();
   std::unique_ptr<FeatureCache> cache;
@@ -430,7 +501,7 @@ absl::Status RunTrain(const TrainFlags& flags) {
         dist.world_size, addresses.size(), remote->partition_id().c_str(),
         train.size(), valid.size(), test.size(),
         static_cast<long long>(options.steps_per_epoch));
-    std::fflush(stdout);
+    PrintSettings(options, features, options.steps_per_epoch);
     options.on_epoch = EpochReporter(options.epochs, metrics.get());
   }
 
@@ -439,7 +510,7 @@ absl::Status RunTrain(const TrainFlags& flags) {
     PrintResult(result);
     if (!flags.out_dir.empty()) {
       nlohmann::ordered_json summary =
-          SummaryJson(result, flags.training, dist.world_size,
+          SummaryJson(result, flags.training, options, dist.world_size,
                       static_cast<int64_t>(train.size()));
       summary["mode"] = "distributed";
       summary["servers"] = addresses;

@@ -8,23 +8,36 @@
 namespace shardgnn::cli {
 
 void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
-  cmd->add_option("--model", f->model, "sage, gcn or gat")
+  cmd->add_option("--model", f->model, "sage, gcn, gat or mlp")
       ->capture_default_str();
-  cmd->add_option("--epochs", f->epochs, "Training epochs")
+  cmd->add_option("--epochs", f->epochs, "Training epochs (at most)")
+      ->capture_default_str();
+  cmd->add_option("--patience", f->patience,
+                  "Stop after this many epochs without a better validation "
+                  "accuracy (0 = train every epoch); the best epoch's "
+                  "parameters are kept either way")
+      ->capture_default_str();
+  cmd->add_option("--min-steps-per-epoch", f->min_steps_per_epoch,
+                  "Fewest optimizer steps per epoch: with few train nodes an "
+                  "epoch passes over them several times")
       ->capture_default_str();
   cmd->add_option("--fanouts", f->fanouts,
                   "Neighbors sampled per layer, seeds' hop first (-1 = all)")
       ->capture_default_str();
+  cmd->add_option("--eval-fanouts", f->eval_fanouts,
+                  "Fanouts for validation and test (default: --fanouts; "
+                  "-1,-1 = exact)");
   cmd->add_option("--batch-size", f->batch_size,
                   "Seed nodes per minibatch (per trainer)")
       ->capture_default_str();
-  cmd->add_option("--hidden", f->hidden, "Hidden width (per head for GAT)")
-      ->capture_default_str();
-  cmd->add_option("--heads", f->heads, "GAT attention heads")
-      ->capture_default_str();
-  cmd->add_option("--dropout", f->dropout, "Dropout rate")
-      ->capture_default_str();
-  cmd->add_option("--lr", f->lr, "Adam learning rate")->capture_default_str();
+  cmd->add_option("--hidden", f->hidden,
+                  "Hidden width, per head for GAT (default: sage, gcn 256; "
+                  "gat 8)");
+  cmd->add_option("--heads", f->heads, "GAT attention heads (default 8)");
+  cmd->add_option("--dropout", f->dropout,
+                  "Dropout rate (default: sage, gcn 0.5; gat 0.6)");
+  cmd->add_option("--lr", f->lr,
+                  "Adam learning rate (default: sage, gcn 0.01; gat 0.005)");
   cmd->add_option("--weight-decay", f->weight_decay, "Adam weight decay")
       ->capture_default_str();
   cmd->add_option("--seed", f->seed,
@@ -48,6 +61,15 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
   cmd->add_option("--cache-policy", f->cache_policy,
                   "static (hottest by pre-sampling) or clock")
       ->capture_default_str();
+  cmd->add_option("--feature-norm", f->feature_norm,
+                  "Input feature scaling: auto (row for non-negative "
+                  "features, standardize for signed ones), none, row (divide "
+                  "by the row's L1 norm) or standardize (column z-scores)")
+      ->capture_default_str();
+  cmd->add_option("--checkpoint-every", f->checkpoint_every,
+                  "Write the run's checkpoints every N epochs and after the "
+                  "last (0 = none; --resume needs them)")
+      ->capture_default_str();
   cmd->add_flag("--no-shared-memory", f->no_shared_memory,
                 "Fetch features through calls even from storage servers on "
                 "this machine (default: map their shared feature matrix)");
@@ -57,8 +79,10 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
   cmd->add_flag("--resume", f->resume,
                 "Continue an interrupted run from the checkpoints in its run "
                 "directory (--out)");
-  cmd->add_flag("--normalize-features", f->normalize_features,
-                "Row-normalize input features (bag of words)");
+  // Kept for scripts written before --feature-norm.
+  cmd->add_flag_callback(
+      "--normalize-features", [f] { f->feature_norm = "row"; },
+      "Same as --feature-norm row");
 }
 
 std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
@@ -66,18 +90,14 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
                                    f.model,
                                    "--epochs",
                                    std::to_string(f.epochs),
+                                   "--patience",
+                                   std::to_string(f.patience),
+                                   "--min-steps-per-epoch",
+                                   std::to_string(f.min_steps_per_epoch),
                                    "--fanouts",
                                    f.fanouts,
                                    "--batch-size",
                                    std::to_string(f.batch_size),
-                                   "--hidden",
-                                   std::to_string(f.hidden),
-                                   "--heads",
-                                   std::to_string(f.heads),
-                                   "--dropout",
-                                   absl::StrCat(f.dropout),
-                                   "--lr",
-                                   absl::StrCat(f.lr),
                                    "--weight-decay",
                                    absl::StrCat(f.weight_decay),
                                    "--seed",
@@ -91,8 +111,32 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
                                    "--cache-mb",
                                    std::to_string(f.cache_mb),
                                    "--cache-policy",
-                                   f.cache_policy};
-  if (f.normalize_features) args.push_back("--normalize-features");
+                                   f.cache_policy,
+                                   "--feature-norm",
+                                   f.feature_norm,
+                                   "--checkpoint-every",
+                                   std::to_string(f.checkpoint_every)};
+  // Model-dependent defaults stay unset, for the trainer to resolve.
+  if (!f.eval_fanouts.empty()) {
+    args.push_back("--eval-fanouts");
+    args.push_back(f.eval_fanouts);
+  }
+  if (f.hidden > 0) {
+    args.push_back("--hidden");
+    args.push_back(std::to_string(f.hidden));
+  }
+  if (f.heads > 0) {
+    args.push_back("--heads");
+    args.push_back(std::to_string(f.heads));
+  }
+  if (f.dropout >= 0) {
+    args.push_back("--dropout");
+    args.push_back(absl::StrCat(f.dropout));
+  }
+  if (f.lr > 0) {
+    args.push_back("--lr");
+    args.push_back(absl::StrCat(f.lr));
+  }
   if (f.resume) args.push_back("--resume");
   if (f.no_shared_memory) args.push_back("--no-shared-memory");
   if (f.no_feature_port) args.push_back("--no-feature-port");
@@ -119,16 +163,33 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
   if (!kind.ok()) return kind.status();
   auto fanouts = ParseFanouts(f.fanouts);
   if (!fanouts.ok()) return fanouts.status();
+  if (!f.eval_fanouts.empty()) {
+    auto eval = ParseFanouts(f.eval_fanouts);
+    if (!eval.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--eval-fanouts: ", eval.status().message()));
+    }
+    if (eval->size() != fanouts->size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--eval-fanouts '", f.eval_fanouts, "' has ", eval->size(),
+          " layers but --fanouts '", f.fanouts, "' has ", fanouts->size()));
+    }
+    options.eval_fanouts = *eval;
+  }
+  const ModelDefaults defaults = DefaultsFor(*kind);
   options.model.kind = *kind;
   options.model.num_layers = static_cast<int>(fanouts->size());
-  options.model.hidden = f.hidden;
-  options.model.heads = f.heads;
-  options.model.dropout = f.dropout;
-  options.model.normalize_features = f.normalize_features;
+  options.model.hidden = f.hidden > 0 ? f.hidden : defaults.hidden;
+  options.model.heads = f.heads > 0 ? f.heads : defaults.heads;
+  options.model.dropout = f.dropout >= 0 ? f.dropout : defaults.dropout;
+  options.model.attn_dropout = defaults.attn_dropout;
   options.fanouts = *fanouts;
   options.batch_size = f.batch_size;
   options.epochs = f.epochs;
-  options.lr = f.lr;
+  options.patience = f.patience;
+  options.min_steps_per_epoch = f.min_steps_per_epoch;
+  options.checkpoint_every = f.checkpoint_every;
+  options.lr = f.lr > 0 ? f.lr : defaults.lr;
   options.weight_decay = f.weight_decay;
   options.seed = f.seed;
   options.prefetch = f.prefetch;
@@ -138,7 +199,43 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
     return absl::InvalidArgumentError("--epochs must be at least 1");
   if (f.batch_size < 1)
     return absl::InvalidArgumentError("--batch-size must be positive");
+  if (f.patience < 0)
+    return absl::InvalidArgumentError("--patience must not be negative");
+  if (f.min_steps_per_epoch < 1)
+    return absl::InvalidArgumentError("--min-steps-per-epoch must be positive");
+  if (f.checkpoint_every < 0)
+    return absl::InvalidArgumentError(
+        "--checkpoint-every must not be negative");
+  if (f.resume && f.checkpoint_every == 0)
+    return absl::InvalidArgumentError(
+        "--resume needs checkpoints; it cannot go with --checkpoint-every 0");
+  if (f.hidden < 0 || f.heads < 0)
+    return absl::InvalidArgumentError("--hidden and --heads must be positive");
+  if (f.dropout >= 1)
+    return absl::InvalidArgumentError("--dropout must be below 1");
+  if (f.lr < 0) return absl::InvalidArgumentError("--lr must be positive");
+  if (f.feature_norm != "auto" && f.feature_norm != "none" &&
+      f.feature_norm != "row" && f.feature_norm != "standardize") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--feature-norm '", f.feature_norm,
+                     "': expected auto, none, row or standardize"));
+  }
   return options;
+}
+
+absl::StatusOr<std::string> ChooseFeatures(const TrainingFlags& f,
+                                           const GraphSource& source,
+                                           TrainOptions* options) {
+  FeatureNorm requested = FeatureNorm::kNone;
+  if (f.feature_norm == "row") requested = FeatureNorm::kRow;
+  if (f.feature_norm == "standardize") requested = FeatureNorm::kStandardize;
+  auto choice = ChooseFeatureNorm(source, f.feature_norm == "auto", requested,
+                                  options->seed);
+  if (!choice.ok()) return choice.status();
+  options->model.features = choice->transform;
+  return absl::StrCat("features: ", FeatureNormName(choice->transform.norm),
+                      choice->automatic ? " (auto: " : " (", choice->reason,
+                      ")");
 }
 
 }  // namespace shardgnn::cli

@@ -17,15 +17,20 @@ class App;
 
 namespace shardgnn::cli {
 
+// Flags whose default depends on the model (trainer.h DefaultsFor) hold a
+// value outside their range (0 or -1) until given.
 struct TrainingFlags {
   std::string model = "sage";
   int epochs = 20;
+  int patience = 0;  // Epochs without a better validation accuracy; 0 = off.
+  int64_t min_steps_per_epoch = 10;
   std::string fanouts = "10,10";
+  std::string eval_fanouts;  // Empty: the training fanouts.
   int64_t batch_size = 1024;
-  int64_t hidden = 256;
-  int heads = 8;
-  double dropout = 0.5;
-  double lr = 0.01;
+  int64_t hidden = 0;   // 0: the model's default.
+  int heads = 0;        // 0: the model's default.
+  double dropout = -1;  // Negative: the model's default.
+  double lr = 0;        // 0: the model's default.
   double weight_decay = 5e-4;
   uint64_t seed = 0;
   int prefetch = 4;         // Batches sampled ahead of the trainer.
@@ -33,7 +38,8 @@ struct TrainingFlags {
   int threads = 0;       // Compute threads; 0 = the cores / LOCAL_WORLD_SIZE.
   int64_t cache_mb = 0;  // Feature cache per trainer.
   std::string cache_policy = "static";
-  bool normalize_features = false;
+  std::string feature_norm = "auto";  // auto, none, row, standardize.
+  int checkpoint_every = 1;           // Epochs; 0 = no checkpoints.
   // Fetch every feature row through GetFeatures calls, even from servers on
   // this machine that share their feature matrix.
   bool no_shared_memory = false;
@@ -57,8 +63,15 @@ absl::StatusOr<std::vector<std::string>> ServerAddresses(
     const std::string& list, const std::string& file);
 
 // TrainOptions from the flags (model kind, fanouts and layers, optimizer,
-// seeds).
+// seeds), with the model's defaults where a flag was not given. The feature
+// transform is left to ChooseFeatures (it looks at the data).
 absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& flags);
+
+// Resolves --feature-norm against `source` (trainer.h ChooseFeatureNorm) into
+// options->model.features and returns the line the run prints about it.
+absl::StatusOr<std::string> ChooseFeatures(const TrainingFlags& flags,
+                                           const GraphSource& source,
+                                           TrainOptions* options);
 
 }  // namespace shardgnn::cli
 

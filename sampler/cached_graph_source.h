@@ -37,6 +37,10 @@ class CachedGraphSource : public GraphSource {
                            int64_t* out) const override {
     return inner_->FetchLabels(nodes, out);
   }
+  absl::Status FetchDegrees(absl::Span<const NodeId> nodes,
+                            int64_t* out) const override {
+    return inner_->FetchDegrees(nodes, out);
+  }
 
  private:
   const GraphSource* inner_;

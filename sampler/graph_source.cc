@@ -129,4 +129,13 @@ absl::Status InMemoryGraphSource::FetchLabels(absl::Span<const NodeId> nodes,
   return absl::OkStatus();
 }
 
+absl::Status InMemoryGraphSource::FetchDegrees(absl::Span<const NodeId> nodes,
+                                               int64_t* out) const {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    RETURN_IF_ERROR(CheckId(nodes[i]));
+    out[i] = arrays_.indptr[nodes[i] + 1] - arrays_.indptr[nodes[i]];
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace shardgnn

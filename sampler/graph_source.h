@@ -58,6 +58,13 @@ class GraphSource {
   virtual absl::Status FetchLabels(absl::Span<const NodeId> nodes,
                                    int64_t* out) const = 0;
 
+  // Writes the degree of each node in the whole graph (the length of its
+  // neighbor list: how many nodes it aggregates from) to out[i]. Models that
+  // normalise by degree (GCN) need the graph's degree, not the sampled one.
+  // REQUIRES: out holds nodes.size() values.
+  virtual absl::Status FetchDegrees(absl::Span<const NodeId> nodes,
+                                    int64_t* out) const = 0;
+
  protected:
   // FetchFeaturesInto with rows.size() == nodes.size() checked. The default
   // fetches into a buffer and copies; sources that receive rows piecewise
@@ -105,6 +112,8 @@ class InMemoryGraphSource : public GraphSource {
                              float* out) const override;
   absl::Status FetchLabels(absl::Span<const NodeId> nodes,
                            int64_t* out) const override;
+  absl::Status FetchDegrees(absl::Span<const NodeId> nodes,
+                            int64_t* out) const override;
 
  private:
   explicit InMemoryGraphSource(const GraphArrays& arrays) : arrays_(arrays) {}

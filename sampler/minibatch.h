@@ -39,6 +39,9 @@ struct MiniBatch {
   int64_t feature_dim = 0;
   std::vector<float> features;  // input_nodes.size() x feature_dim, row-major
   std::vector<int64_t> labels;  // one per seed (-1 = unlabeled)
+  // Each input node's degree in the whole graph (SamplerOptions::fetch_degrees;
+  // empty otherwise).
+  std::vector<int64_t> degrees;
   double fetch_seconds =
       0;  // Time spent fetching `features` (for timing splits).
 };

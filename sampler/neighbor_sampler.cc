@@ -98,6 +98,13 @@ absl::Status NeighborSampler::SampleWith(absl::Span<const NodeId> seeds,
   } else {
     out->labels.clear();
   }
+  if (options_.fetch_degrees) {
+    out->degrees.resize(out->input_nodes.size());
+    RETURN_IF_ERROR(
+        source_->FetchDegrees(out->input_nodes, out->degrees.data()));
+  } else {
+    out->degrees.clear();
+  }
   return absl::OkStatus();
 }
 

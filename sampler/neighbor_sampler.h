@@ -50,6 +50,8 @@ struct SamplerOptions {
   bool replace = false;        // Sample with replacement.
   bool fetch_features = true;  // Fill MiniBatch::features for input_nodes.
   bool fetch_labels = true;    // Fill MiniBatch::labels for the seeds.
+  // Fill MiniBatch::degrees for input_nodes (GCN's normalisation).
+  bool fetch_degrees = false;
 };
 
 // Counters a sampler accumulates (for throughput figures).

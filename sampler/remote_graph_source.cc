@@ -268,19 +268,39 @@ absl::Status RemoteGraphSource::Fetch(absl::Span<const NodeId> nodes,
 
 absl::Status RemoteGraphSource::FetchLabels(absl::Span<const NodeId> nodes,
                                             int64_t* out) const {
+  return FetchPerNode(nodes, "labels", -1, &GraphStoreClient::GetLabels, out);
+}
+
+absl::Status RemoteGraphSource::FetchDegrees(absl::Span<const NodeId> nodes,
+                                             int64_t* out) const {
+  return FetchPerNode(nodes, "degrees", 0, &GraphStoreClient::GetDegrees, out);
+}
+
+absl::Status RemoteGraphSource::FetchPerNode(
+    absl::Span<const NodeId> nodes, const char* what, int64_t min_value,
+    absl::StatusOr<std::vector<int64_t>> (GraphStoreClient::*call)(
+        absl::Span<const NodeId>),
+    int64_t* out) const {
   auto groups = Group(nodes);
   if (!groups.ok()) return groups.status();
   return ForEachPart(*groups, [&](int p) -> absl::Status {
-    auto labels = clients_[p]->GetLabels(groups->ids[p]);
-    if (!labels.ok()) return labels.status();
+    auto values = (clients_[p].get()->*call)(groups->ids[p]);
+    if (!values.ok()) return values.status();
     const auto& positions = groups->positions[p];
-    if (labels->size() != positions.size()) {
+    if (values->size() != positions.size()) {
       return absl::DataLossError(
-          absl::StrCat(clients_[p]->address(), ": answered ", labels->size(),
-                       " labels for ", positions.size(), " nodes"));
+          absl::StrCat(clients_[p]->address(), ": answered ", values->size(),
+                       " ", what, " for ", positions.size(), " nodes"));
     }
-    for (size_t j = 0; j < positions.size(); ++j)
-      out[positions[j]] = (*labels)[j];
+    for (size_t j = 0; j < positions.size(); ++j) {
+      const int64_t v = (*values)[j];
+      if (v < min_value) {
+        return absl::DataLossError(
+            absl::StrCat(clients_[p]->address(), ": answered ", what, " ", v,
+                         " for node ", groups->ids[p][j]));
+      }
+      out[positions[j]] = v;
+    }
     return absl::OkStatus();
   });
 }

@@ -80,6 +80,8 @@ class RemoteGraphSource : public GraphSource {
                              float* out) const override;
   absl::Status FetchLabels(absl::Span<const NodeId> nodes,
                            int64_t* out) const override;
+  absl::Status FetchDegrees(absl::Span<const NodeId> nodes,
+                            int64_t* out) const override;
 
   // The owned nodes of `split` over all parts (sorted by part, then ID).
   absl::StatusOr<std::vector<NodeId>> FetchSplit(
@@ -117,6 +119,13 @@ class RemoteGraphSource : public GraphSource {
   absl::Status ScatterFeatures(absl::Span<const NodeId> nodes,
                                absl::Span<const size_t> rows,
                                float* out) const override;
+  // FetchLabels and FetchDegrees: one int64 per node from `call` on each
+  // owner; a value below min_value is DATA_LOSS naming the server.
+  absl::Status FetchPerNode(
+      absl::Span<const NodeId> nodes, const char* what, int64_t min_value,
+      absl::StatusOr<std::vector<int64_t>> (GraphStoreClient::*call)(
+          absl::Span<const NodeId>),
+      int64_t* out) const;
   // FetchFeatures (rows empty: row i at i) and ScatterFeatures.
   absl::Status Fetch(absl::Span<const NodeId> nodes,
                      absl::Span<const size_t> rows, float* out) const;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <filesystem>
 #include <future>
 #include <memory>
 
@@ -42,6 +44,108 @@ const char* ModelKindName(ModelKind kind) {
       return "mlp";
   }
   return "?";
+}
+
+const char* FeatureNormName(FeatureNorm norm) {
+  switch (norm) {
+    case FeatureNorm::kNone:
+      return "none";
+    case FeatureNorm::kRow:
+      return "row";
+    case FeatureNorm::kStandardize:
+      return "standardize";
+  }
+  return "?";
+}
+
+ModelDefaults DefaultsFor(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::kGat:
+      // Velickovic et al. 2018: 8 heads of 8, dropout 0.6 on inputs and
+      // attention, lr 0.005. Wider heads overfit small graphs within epochs.
+      return {8, 8, 0.6, 0.6, 0.005};
+    case ModelKind::kSage:
+    case ModelKind::kGcn:
+    case ModelKind::kMlp:
+      break;
+  }
+  return {256, 8, 0.5, 0.6, 0.01};
+}
+
+int64_t StepsPerEpoch(int64_t num_seeds, int64_t batch_size,
+                      int64_t min_steps) {
+  if (batch_size < 1) return 0;
+  return std::max((num_seeds + batch_size - 1) / batch_size, min_steps);
+}
+
+absl::StatusOr<FeatureNormChoice> ChooseFeatureNorm(const GraphSource& source,
+                                                    bool automatic,
+                                                    FeatureNorm requested,
+                                                    uint64_t seed,
+                                                    int64_t sample_size) {
+  FeatureNormChoice choice;
+  choice.automatic = automatic;
+  choice.transform.norm = requested;
+  if (!automatic && requested != FeatureNorm::kStandardize) {
+    choice.reason = "as requested";
+    return choice;
+  }
+  const int64_t n = source.num_nodes();
+  const int64_t dim = source.feature_dim();
+  if (n < 1 || dim < 1)
+    return absl::InvalidArgumentError("the graph has no node features");
+  // Evenly spaced nodes from a seeded offset: spread over every part and the
+  // same on every trainer.
+  const int64_t k = std::max<int64_t>(1, std::min(n, sample_size));
+  const int64_t stride = n / k;
+  const int64_t offset =
+      static_cast<int64_t>(MixSeed(seed, 0) % static_cast<uint64_t>(stride));
+  std::vector<NodeId> ids(static_cast<size_t>(k));
+  for (int64_t i = 0; i < k; ++i) ids[i] = offset + i * stride;
+  std::vector<float> rows(static_cast<size_t>(k * dim));
+  RETURN_IF_ERROR(source.FetchFeatures(ids, rows.data()));
+  std::vector<double> sum(dim, 0.0), sum_sq(dim, 0.0);
+  float lo = rows[0], hi = rows[0];
+  for (int64_t i = 0; i < k; ++i) {
+    const float* row = rows.data() + i * dim;
+    for (int64_t c = 0; c < dim; ++c) {
+      const float v = row[c];
+      if (!std::isfinite(v)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("node ", ids[i], " has a non-finite feature value (",
+                         v, ") in column ", c, "; fix the input data"));
+      }
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+      sum[c] += v;
+      sum_sq[c] += static_cast<double>(v) * v;
+    }
+  }
+  choice.sampled_nodes = k;
+  choice.min_value = lo;
+  choice.max_value = hi;
+  if (automatic) {
+    choice.transform.norm =
+        lo >= 0 ? FeatureNorm::kRow : FeatureNorm::kStandardize;
+    choice.reason =
+        absl::StrCat(lo >= 0 ? "non-negative" : "signed", " features (range [",
+                     lo, ", ", hi, "] over ", k, " sampled nodes)");
+  } else {
+    choice.reason =
+        absl::StrCat("as requested; statistics from ", k, " sampled nodes");
+  }
+  if (choice.transform.norm == FeatureNorm::kStandardize) {
+    choice.transform.shift.resize(dim);
+    choice.transform.scale.resize(dim);
+    for (int64_t c = 0; c < dim; ++c) {
+      const double mean = sum[c] / static_cast<double>(k);
+      const double var = std::max(0.0, sum_sq[c] / k - mean * mean);
+      const double sd = std::sqrt(var);
+      choice.transform.shift[c] = static_cast<float>(mean);
+      choice.transform.scale[c] = sd > 1e-6 ? static_cast<float>(1.0 / sd) : 1;
+    }
+  }
+  return choice;
 }
 
 namespace {
@@ -91,6 +195,21 @@ absl::Status CheckOptions(const GraphSource& source, const TrainSplits& splits,
   }
   if (source.feature_dim() < 1)
     return absl::InvalidArgumentError("the graph has no node features");
+  if (options.patience < 0 || options.checkpoint_every < 0 ||
+      options.min_steps_per_epoch < 0) {
+    return absl::InvalidArgumentError(
+        "patience, checkpoint interval and minimum steps must not be negative");
+  }
+  const FeatureTransform& f = options.model.features;
+  if (f.norm == FeatureNorm::kStandardize &&
+      (static_cast<int64_t>(f.shift.size()) != source.feature_dim() ||
+       f.scale.size() != f.shift.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("feature standardisation has ", f.shift.size(),
+                     " columns but the "
+                     "graph has ",
+                     source.feature_dim(), " features"));
+  }
   return absl::OkStatus();
 }
 
@@ -102,15 +221,41 @@ struct BatchTensors {
   torch::Tensor labels;
 };
 
-BatchTensors ToTensors(const MiniBatch& batch, const ModelOptions& model) {
+// The input feature transform as tensors (kStandardize's shift and scale).
+struct InputTransform {
+  FeatureNorm norm = FeatureNorm::kNone;
+  torch::Tensor shift, scale;  // [1, F]
+};
+
+InputTransform MakeInputTransform(const FeatureTransform& f) {
+  InputTransform t;
+  t.norm = f.norm;
+  if (f.norm == FeatureNorm::kStandardize) {
+    const auto dim = static_cast<int64_t>(f.shift.size());
+    t.shift = torch::tensor(f.shift, torch::kFloat).view({1, dim});
+    t.scale = torch::tensor(f.scale, torch::kFloat).view({1, dim});
+  }
+  return t;
+}
+
+BatchTensors ToTensors(const MiniBatch& batch, const ModelOptions& model,
+                       const InputTransform& transform) {
   BatchTensors t;
   t.blocks = internal::ToBlockTensors(batch, model.kind);
   t.x = torch::from_blob(
       const_cast<float*>(batch.features.data()),
       {static_cast<int64_t>(batch.input_nodes.size()), batch.feature_dim},
       torch::kFloat);
-  if (model.normalize_features)
-    t.x = t.x / t.x.abs().sum(1, true).clamp_min(1e-12);
+  switch (transform.norm) {
+    case FeatureNorm::kNone:
+      break;
+    case FeatureNorm::kRow:
+      t.x = t.x / t.x.abs().sum(1, true).clamp_min(1e-12);
+      break;
+    case FeatureNorm::kStandardize:
+      t.x = (t.x - transform.shift) * transform.scale;
+      break;
+  }
   t.labels = torch::from_blob(const_cast<int64_t*>(batch.labels.data()),
                               {static_cast<int64_t>(batch.labels.size())},
                               torch::kLong);
@@ -135,13 +280,21 @@ class Run {
         return absl::InvalidArgumentError(
             "the train split has fewer than two classes");
     }
+    transform_ = MakeInputTransform(options_.model.features);
+    // GCN normalises by the graph's degrees (internal::BlockTensors).
+    const bool degrees = options_.model.kind == ModelKind::kGcn;
     SamplerOptions train_sampling;
     train_sampling.fanouts = options_.fanouts;
+    train_sampling.fetch_degrees = degrees;
     ASSIGN_OR_RETURN(train_sampler_,
                      NeighborSampler::Create(&source_, train_sampling));
     LoaderOptions loading;
     loading.batch_size = options_.batch_size;
-    loading.steps_per_epoch = options_.steps_per_epoch;
+    loading.steps_per_epoch =
+        options_.steps_per_epoch > 0
+            ? options_.steps_per_epoch
+            : StepsPerEpoch(static_cast<int64_t>(splits_.train.size()),
+                            options_.batch_size, options_.min_steps_per_epoch);
     loading.prefetch = options_.prefetch;
     loading.workers = std::max(1, options_.sampler_threads);
     loading.shuffle_seed = MixSeed(options_.seed, kShuffleStream);
@@ -152,6 +305,7 @@ class Run {
     eval_sampling.fanouts = options_.eval_fanouts.empty()
                                 ? options_.fanouts
                                 : options_.eval_fanouts;
+    eval_sampling.fetch_degrees = degrees;
     ASSIGN_OR_RETURN(eval_sampler_,
                      NeighborSampler::Create(&source_, eval_sampling));
 
@@ -179,14 +333,21 @@ class Run {
                                             fingerprint, &state, &optimizer));
       if (sync_ != nullptr) {
         // Ranks write their checkpoints one after another, so a stopped run
-        // can leave some a (single) epoch ahead: the collectives of epoch e+1
-        // need every rank past writing epoch e. All resume from the epoch
-        // every rank has: the minimum, which with latest epochs in {m, m+1}
-        // is floor(mean).
-        double agree[2] = {resumed ? static_cast<double>(state.epoch) : 0.0,
-                           1.0};
-        RETURN_IF_ERROR(sync_->AllreduceSum(absl::MakeSpan(agree, 2)));
-        const int common = static_cast<int>(agree[0] / agree[1]);
+        // can leave some one checkpoint ahead: the collectives after it need
+        // every rank past writing it. All resume from the latest checkpoint
+        // every rank has: the smallest epoch (a histogram of the ranks'
+        // epochs, summed).
+        std::vector<double> epochs(static_cast<size_t>(options_.epochs) + 2,
+                                   0.0);
+        const int mine = resumed ? state.epoch : 0;
+        epochs[static_cast<size_t>(std::clamp(mine, 0, options_.epochs + 1))] =
+            1.0;
+        RETURN_IF_ERROR(sync_->AllreduceSum(absl::MakeSpan(epochs)));
+        int common = 0;
+        while (common + 1 < static_cast<int>(epochs.size()) &&
+               epochs[static_cast<size_t>(common)] == 0.0) {
+          ++common;
+        }
         if (resumed && state.epoch != common) {
           const std::string previous =
               internal::PreviousCheckpointPath(options_.checkpoint_path);
@@ -197,7 +358,7 @@ class Run {
             return absl::FailedPreconditionError(absl::StrCat(
                 options_.checkpoint_path,
                 ": the trainers' checkpoints are "
-                "more than one epoch apart (this one has no epoch ",
+                "more than one checkpoint apart (this one has no epoch ",
                 common, "); resume is not possible"));
           }
         }
@@ -218,8 +379,14 @@ class Run {
                                                 fingerprint, state, optimizer));
     }
 
+    result.steps_per_epoch = loader_->steps_per_epoch();
     for (int epoch = state.epoch + 1; epoch <= options_.epochs; ++epoch) {
       ASSIGN_OR_RETURN(EpochStats stats, TrainEpoch(epoch, &optimizer, params));
+      if (!std::isfinite(stats.loss)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "training diverged in epoch ", epoch, ": the loss is ", stats.loss,
+            "; lower --lr, or check the features' scale (--feature-norm)"));
+      }
       const auto eval_start = Clock::now();
       ASSIGN_OR_RETURN(stats.val_acc, Accuracy(splits_.valid));
       stats.eval_seconds = SecondsSince(eval_start);
@@ -235,16 +402,33 @@ class Run {
         result.best_epoch = epoch;
       }
       result.epochs.push_back(stats);
-      if (!options_.checkpoint_path.empty()) {
+      // Validation accuracy is the same on every rank (summed counts), so
+      // all ranks stop at the same epoch.
+      const bool stop = options_.patience > 0 && stats.val_acc >= 0 &&
+                        epoch - result.best_epoch >= options_.patience;
+      const bool last = stop || epoch == options_.epochs;
+      if (!options_.checkpoint_path.empty() &&
+          (last || (options_.checkpoint_every > 0 &&
+                    epoch % options_.checkpoint_every == 0))) {
         state.epoch = epoch;
         state.dropout_count = model_->seed_stream().count();
         state.best_val_acc = result.best_val_acc;
         state.best_epoch = result.best_epoch;
         state.history = result.epochs;
+        const auto c0 = Clock::now();
         RETURN_IF_ERROR(internal::WriteCheckpoint(
             options_.checkpoint_path, fingerprint, state, optimizer));
+        result.checkpoint_seconds += SecondsSince(c0);
+        std::error_code ec;
+        const auto bytes =
+            std::filesystem::file_size(options_.checkpoint_path, ec);
+        if (!ec) result.checkpoint_bytes = static_cast<int64_t>(bytes);
       }
       if (options_.on_epoch) options_.on_epoch(stats);
+      if (stop) {
+        result.stopped_early = true;
+        break;
+      }
     }
     if (!state.best.empty()) {
       torch::NoGradGuard no_grad;
@@ -276,7 +460,7 @@ class Run {
       for (const Block& block : batch.blocks)
         stats.sampled_edges += block.num_edges();
       t0 = Clock::now();
-      BatchTensors t = ToTensors(batch, options_.model);
+      BatchTensors t = ToTensors(batch, options_.model, transform_);
       torch::Tensor logits = model_->Forward(t.blocks, t.x);
       torch::Tensor mask = t.labels.ge(0);
       const int64_t n = mask.sum().item<int64_t>();
@@ -346,7 +530,7 @@ class Run {
         next = std::async(std::launch::async, sample, begin + step,
                           &batches[(k + 1) % 2]);
       }
-      BatchTensors t = ToTensors(batch, options_.model);
+      BatchTensors t = ToTensors(batch, options_.model, transform_);
       torch::Tensor pred = model_->Forward(t.blocks, t.x).argmax(1);
       torch::Tensor mask = t.labels.ge(0);
       counts[0] += pred.eq(t.labels).logical_and(mask).sum().item<double>();
@@ -365,6 +549,7 @@ class Run {
   std::unique_ptr<PrefetchLoader> loader_;
   std::unique_ptr<NeighborSampler> eval_sampler_;
   std::shared_ptr<internal::GnnModel> model_;
+  InputTransform transform_;
 };
 
 }  // namespace

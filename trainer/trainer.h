@@ -38,6 +38,27 @@ enum class ModelKind { kSage, kGcn, kGat, kMlp };
 absl::StatusOr<ModelKind> ParseModelKind(const std::string& name);
 const char* ModelKindName(ModelKind kind);
 
+// How input features are scaled before the first layer (per row, so a node's
+// input never depends on the batch it is in).
+enum class FeatureNorm {
+  kNone,
+  // Divide each row by its L1 norm: bag-of-words and other non-negative
+  // count-like features (Kipf & Welling's preprocessing).
+  kRow,
+  // Subtract each column's mean and divide by its standard deviation
+  // (FeatureTransform::shift / scale), for signed or dense features.
+  kStandardize,
+};
+
+// "none", "row", "standardize" (and, where a choice is allowed, "auto").
+const char* FeatureNormName(FeatureNorm norm);
+
+struct FeatureTransform {
+  FeatureNorm norm = FeatureNorm::kNone;
+  std::vector<float> shift;  // kStandardize: per column; x' = (x - shift) *
+  std::vector<float> scale;  // scale.
+};
+
 struct ModelOptions {
   ModelKind kind = ModelKind::kSage;
   int num_layers = 2;    // Must equal the number of fanouts.
@@ -46,9 +67,20 @@ struct ModelOptions {
       8;  // GAT attention heads in hidden layers (the output layer has one).
   double dropout = 0.5;       // Before every layer, on the input features too.
   double attn_dropout = 0.6;  // GAT: on attention coefficients.
-  bool normalize_features = false;  // Divide each input feature row by its L1
-                                    // norm (as for bag-of-words).
+  FeatureTransform features;
 };
+
+// The defaults for each model, from the models' papers and checked across the
+// bundled datasets (docs/benchmarks.md, bench/quality): hidden width, heads,
+// dropout and learning rate. Everything else keeps TrainOptions' defaults.
+struct ModelDefaults {
+  int64_t hidden;
+  int heads;
+  double dropout;
+  double attn_dropout;
+  double lr;
+};
+ModelDefaults DefaultsFor(ModelKind kind);
 
 struct EpochStats {
   int epoch = 0;  // From 1.
@@ -81,11 +113,15 @@ struct TrainOptions {
   // within three hops).
   std::vector<int> eval_fanouts;
   int64_t batch_size = 1024;
-  // 0: ceil(train / batch_size) steps per epoch. Otherwise exactly this many
-  // (every data-parallel rank must run the same number): past the end of the
-  // shuffled train list the batches wrap around it (pad); steps beyond the
-  // count are not run (trim).
+  // 0: StepsPerEpoch(train, batch_size, min_steps_per_epoch). Otherwise
+  // exactly this many (every data-parallel rank must run the same number):
+  // past the end of the shuffled train list the batches wrap around it (pad);
+  // steps beyond the count are not run (trim).
   int64_t steps_per_epoch = 0;
+  // The fewest optimizer steps an epoch has, so that a graph with few labels
+  // (140 on Cora) is not trained with one step per epoch; such epochs pass
+  // over the train nodes several times, each batch holding distinct nodes.
+  int64_t min_steps_per_epoch = 10;
   // Minibatches sampled ahead of the training thread by background threads
   // (sampler/loader.h; the GraphSource must be thread-safe, as the interface
   // requires). 0 samples on the training thread. Results do not depend on it.
@@ -97,15 +133,20 @@ struct TrainOptions {
   int torch_threads = 0;
   int64_t eval_batch_size = 4096;
   int epochs = 10;
+  // Stop after this many epochs without a better validation accuracy (the
+  // best parameters are kept either way); 0 never stops early.
+  int patience = 0;
   double lr = 0.01;
   double weight_decay = 5e-4;
   uint64_t seed =
       0;  // Parameters, dropout, shuffles and sampling all derive from it.
   int64_t num_classes = 0;  // 0: one more than the largest train label.
   // If set, the run's state (parameters, optimizer, epoch, best-on-validation
-  // parameters, dropout counter, history) is written there atomically after
-  // every epoch.
+  // parameters, dropout counter, history) is written there atomically every
+  // checkpoint_every epochs (0: none) and after the last one (also when
+  // stopped early). A resumed run continues from the last one written.
   std::string checkpoint_path;
+  int checkpoint_every = 1;
   // Continue from checkpoint_path when it exists (otherwise start afresh).
   // The checkpoint must come from a run with the same model, sizes and seed;
   // the resumed run then continues exactly as the uninterrupted one would.
@@ -123,6 +164,10 @@ struct TrainSplits {
 
 struct TrainResult {
   std::vector<EpochStats> epochs;
+  bool stopped_early = false;  // By `patience`.
+  int64_t steps_per_epoch = 0;
+  double checkpoint_seconds = 0.0;  // Writing checkpoints, all epochs.
+  int64_t checkpoint_bytes = 0;     // Size of one checkpoint file.
   int best_epoch = 0;  // Epoch whose parameters were kept (the last one without
                        // a validation split).
   double best_val_acc = -1.0;
@@ -130,6 +175,31 @@ struct TrainResult {
   int64_t num_parameters = 0;
   int resumed_from_epoch = 0;  // Epochs restored from a checkpoint (0: none).
 };
+
+// Steps per epoch for `num_seeds` train nodes (the largest rank's share):
+// ceil(num_seeds / batch_size), at least min_steps.
+int64_t StepsPerEpoch(int64_t num_seeds, int64_t batch_size, int64_t min_steps);
+
+// Chooses how to scale `source`'s features, from a sample of up to
+// `sample_size` nodes picked with `seed` (the same on every trainer of a run,
+// so all choose alike): rows of non-negative values (bag of words, counts) are
+// divided by their L1 norm; features with negative values are standardised
+// with the sample's column means and deviations (columns that do not vary are
+// left unscaled). `requested` kNone or kRow is returned as is; with
+// kStandardize the statistics are estimated. Fails on GraphSource errors and
+// on non-finite feature values (naming the node).
+struct FeatureNormChoice {
+  bool automatic = true;  // The caller asked for "auto".
+  FeatureTransform transform;
+  int64_t sampled_nodes = 0;
+  float min_value = 0, max_value = 0;  // Over the sample.
+  std::string reason;                  // One line for the run's log.
+};
+absl::StatusOr<FeatureNormChoice> ChooseFeatureNorm(const GraphSource& source,
+                                                    bool automatic,
+                                                    FeatureNorm requested,
+                                                    uint64_t seed,
+                                                    int64_t sample_size = 4096);
 
 // Trains a model on `source` (which must have features and labels). `sync` may
 // be null (single process); when set it is called to broadcast the initial

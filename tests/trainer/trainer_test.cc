@@ -68,8 +68,144 @@ TEST_F(TrainerTest, EveryModelLearnsAnSbmWellAboveChance) {
     EXPECT_LT(result.epochs.back().loss, result.epochs.front().loss);
     EXPECT_GT(result.epochs.front().sampled_edges, 0);
     EXPECT_EQ(result.epochs.front().steps,
-              static_cast<int64_t>((graph_.splits.train.size() + 63) / 64));
+              std::max<int64_t>(10, (graph_.splits.train.size() + 63) / 64));
   }
+}
+
+// A graph with few labels (Cora has 140) must not train one step per epoch:
+// an epoch has at least min_steps_per_epoch steps, each a batch of distinct
+// train nodes.
+TEST_F(TrainerTest, SmallTrainSetsGetTheMinimumStepsPerEpoch) {
+  TrainOptions options = SbmOptions(ModelKind::kSage);
+  options.epochs = 2;
+  options.batch_size = 1024;
+  TrainSplits splits = graph_.splits;
+  splits.train.resize(40);
+  ASSERT_OK_AND_ASSIGN(TrainResult result, Train(*source_, splits, options));
+  EXPECT_EQ(result.steps_per_epoch, 10);
+  EXPECT_EQ(result.epochs[0].steps, 10);
+  options.min_steps_per_epoch = 3;
+  ASSERT_OK_AND_ASSIGN(result, Train(*source_, splits, options));
+  EXPECT_EQ(result.epochs[0].steps, 3);
+  EXPECT_EQ(StepsPerEpoch(40, 1024, 10), 10);
+  EXPECT_EQ(StepsPerEpoch(40000, 1024, 10), 40);
+}
+
+TEST_F(TrainerTest, PatienceStopsWhenValidationStopsImprovingAndKeepsTheBest) {
+  TrainOptions options = SbmOptions(ModelKind::kSage);
+  options.epochs = 60;
+  options.patience = 2;
+  ASSERT_OK_AND_ASSIGN(TrainResult result,
+                       Train(*source_, graph_.splits, options));
+  EXPECT_TRUE(result.stopped_early);
+  ASSERT_LT(result.epochs.size(), 60u);
+  EXPECT_EQ(static_cast<int>(result.epochs.size()) - result.best_epoch, 2);
+  for (const EpochStats& e : result.epochs)
+    EXPECT_LE(e.val_acc, result.best_val_acc);
+  options.patience = 0;
+  options.epochs = static_cast<int>(result.epochs.size()) + 1;
+  ASSERT_OK_AND_ASSIGN(TrainResult all,
+                       Train(*source_, graph_.splits, options));
+  EXPECT_FALSE(all.stopped_early);
+  EXPECT_EQ(all.epochs.size(), result.epochs.size() + 1);
+}
+
+TEST_F(TrainerTest, CheckpointsEveryNEpochsAndAfterTheLastResumeExactly) {
+  TempDir tmp;
+  TrainOptions options = SbmOptions(ModelKind::kGat);
+  options.epochs = 5;
+  ASSERT_OK_AND_ASSIGN(TrainResult full,
+                       Train(*source_, graph_.splits, options));
+  EXPECT_EQ(full.checkpoint_bytes, 0);  // No path: no checkpoints.
+
+  // Checkpoints after epoch 2 and after epoch 3, the last.
+  options.checkpoint_path = tmp.Sub("run.ckpt");
+  options.checkpoint_every = 2;
+  options.epochs = 3;
+  ASSERT_OK_AND_ASSIGN(TrainResult first,
+                       Train(*source_, graph_.splits, options));
+  EXPECT_GT(first.checkpoint_bytes, 0);
+  EXPECT_GT(first.checkpoint_seconds, 0.0);
+  // Resuming continues from epoch 3 (not 2) exactly as the full run.
+  options.epochs = 5;
+  options.resume = true;
+  ASSERT_OK_AND_ASSIGN(TrainResult resumed,
+                       Train(*source_, graph_.splits, options));
+  EXPECT_EQ(resumed.resumed_from_epoch, 3);
+  ASSERT_EQ(resumed.epochs.size(), 5u);
+  for (int e = 0; e < 5; ++e)
+    EXPECT_EQ(resumed.epochs[e].loss, full.epochs[e].loss) << e + 1;
+  EXPECT_EQ(resumed.test_acc, full.test_acc);
+}
+
+TEST_F(TrainerTest, ANonFiniteLossFailsTheRunNamingTheEpoch) {
+  SbmGraph huge = graph_;
+  for (float& f : huge.features) f *= 1e37f;
+  ASSERT_OK_AND_ASSIGN(auto source, InMemoryGraphSource::Create(huge.arrays()));
+  TrainOptions options = SbmOptions(ModelKind::kSage);
+  options.epochs = 3;
+  absl::StatusOr<TrainResult> result = Train(*source, huge.splits, options);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(std::string(result.status().message()).find("diverged in epoch 1"),
+            std::string::npos)
+      << result.status();
+}
+
+TEST_F(TrainerTest, FeatureNormIsChosenFromTheDataAndAppliedPerRow) {
+  // SBM features are signed (Gaussian noise): standardised.
+  ASSERT_OK_AND_ASSIGN(
+      FeatureNormChoice signed_choice,
+      ChooseFeatureNorm(*source_, true, FeatureNorm::kNone, 1, 4096));
+  EXPECT_EQ(signed_choice.transform.norm, FeatureNorm::kStandardize);
+  EXPECT_EQ(signed_choice.sampled_nodes, 1200);
+  ASSERT_EQ(signed_choice.transform.shift.size(), 16u);
+  // Column 0 has mean 0.7 / 4 (the class signal) and standard deviation ~1.
+  EXPECT_NEAR(signed_choice.transform.shift[0], 0.7 / 4, 0.1);
+  EXPECT_NEAR(signed_choice.transform.scale[0], 1.0, 0.1);
+  EXPECT_LT(signed_choice.min_value, 0);
+
+  // Non-negative (bag of words): rows divided by their L1 norm.
+  SbmGraph counts = graph_;
+  for (float& f : counts.features) f = f > 0.5f ? 1.0f : 0.0f;
+  ASSERT_OK_AND_ASSIGN(auto count_source,
+                       InMemoryGraphSource::Create(counts.arrays()));
+  ASSERT_OK_AND_ASSIGN(
+      FeatureNormChoice bag,
+      ChooseFeatureNorm(*count_source, true, FeatureNorm::kNone, 1, 100));
+  EXPECT_EQ(bag.transform.norm, FeatureNorm::kRow);
+  EXPECT_EQ(bag.sampled_nodes, 100);
+  EXPECT_TRUE(bag.transform.shift.empty());
+
+  // What is asked for is kept.
+  ASSERT_OK_AND_ASSIGN(
+      FeatureNormChoice none,
+      ChooseFeatureNorm(*count_source, false, FeatureNorm::kNone, 1));
+  EXPECT_EQ(none.transform.norm, FeatureNorm::kNone);
+
+  // A non-finite value is refused, naming the node.
+  SbmGraph bad = graph_;
+  bad.features[7 * bad.dim + 3] = std::nanf("");
+  ASSERT_OK_AND_ASSIGN(auto bad_source,
+                       InMemoryGraphSource::Create(bad.arrays()));
+  absl::StatusOr<FeatureNormChoice> refused =
+      ChooseFeatureNorm(*bad_source, true, FeatureNorm::kNone, 1, 4096);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(refused.status().message()).find("node 7 "),
+            std::string::npos)
+      << refused.status();
+
+  // Standardised training: the transform reaches the model (a wrong width
+  // is refused).
+  TrainOptions options = SbmOptions(ModelKind::kSage);
+  options.epochs = 2;
+  options.model.features = signed_choice.transform;
+  ASSERT_OK_AND_ASSIGN(TrainResult result,
+                       Train(*source_, graph_.splits, options));
+  EXPECT_GT(result.test_acc, 0.5);
+  options.model.features.shift.pop_back();
+  EXPECT_EQ(Train(*source_, graph_.splits, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(TrainerTest, SameSeedGivesTheSameRun) {
@@ -383,7 +519,7 @@ class CoraTest : public ::testing::Test {
   static TrainOptions CoraOptions(ModelKind kind, uint64_t seed) {
     TrainOptions options;
     options.model.kind = kind;
-    options.model.normalize_features = true;
+    options.model.features.norm = FeatureNorm::kRow;
     options.seed = seed;
     options.fanouts = {10, 10};
     options.batch_size = 32;

@@ -34,27 +34,38 @@ std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
     int64_t* lp = t.loop_indptr.data_ptr<int64_t>();
     int64_t* li = t.loop_indices.data_ptr<int64_t>();
     int64_t* ld = t.loop_dst.data_ptr<int64_t>();
-    std::vector<float> src_degree(block.num_src, 0.0f);
     int64_t k = 0;
     lp[0] = 0;
     for (int64_t i = 0; i < block.num_dst; ++i) {
       ld[k] = i;
       li[k++] = i;
-      src_degree[i] += 1.0f;
       for (int64_t e = block.indptr[i]; e < block.indptr[i + 1]; ++e) {
         ld[k] = i;
         li[k++] = block.indices[e];
-        src_degree[block.indices[e]] += 1.0f;
       }
       lp[i + 1] = k;
     }
     if (kind == ModelKind::kGcn) {
+      TORCH_CHECK(
+          static_cast<int64_t>(batch.degrees.size()) >= block.num_src,
+          "GCN needs the graph degree of every input node (sampled with "
+          "fetch_degrees)");
+      // Kipf & Welling's D^-1/2 (A + I) D^-1/2 with the graph's degrees, the
+      // neighbor sum estimated from the k_i of d_i neighbors sampled (scaled
+      // by d_i / k_i; exact when all are taken).
       t.gcn_weight = torch::empty({num_loop, 1}, torch::kFloat);
       float* w = t.gcn_weight.data_ptr<float>();
+      const int64_t* degree = batch.degrees.data();
       for (int64_t i = 0; i < block.num_dst; ++i) {
-        const float dst_degree = static_cast<float>(lp[i + 1] - lp[i]);
-        for (int64_t e = lp[i]; e < lp[i + 1]; ++e)
-          w[e] = 1.0f / std::sqrt(dst_degree * src_degree[li[e]]);
+        const double d_i = static_cast<double>(degree[i]) + 1.0;
+        const int64_t sampled = lp[i + 1] - lp[i] - 1;
+        const double scale =
+            sampled > 0 ? static_cast<double>(degree[i]) / sampled : 0.0;
+        w[lp[i]] = static_cast<float>(1.0 / d_i);
+        for (int64_t e = lp[i] + 1; e < lp[i + 1]; ++e) {
+          const double d_j = static_cast<double>(degree[li[e]]) + 1.0;
+          w[e] = static_cast<float>(scale / std::sqrt(d_i * d_j));
+        }
       }
     }
   }
@@ -86,8 +97,9 @@ class SageLayer : public torch::nn::Module {
   torch::nn::Linear self_{nullptr}, neigh_{nullptr};
 };
 
-// h_i' = sum_{j in N(i) + i} h_j W / sqrt(deg_i deg_j) + b, degrees counted in
-// the block with self loops.
+// h_i' = sum_{j in N(i) + i} h_j W / sqrt(deg_i deg_j) + b with deg the graph
+// degree plus one (the self loop); BlockTensors::gcn_weight holds the
+// coefficients.
 class GcnLayer : public torch::nn::Module {
  public:
   GcnLayer(int64_t in, int64_t out) : project_first_(in > out) {

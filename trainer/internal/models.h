@@ -24,12 +24,18 @@ struct BlockTensors {
       loop_indices;  // int64 [num_dst + 1], [E + num_dst]
   torch::Tensor
       loop_dst;  // int64 [E + num_dst]: the destination of each loop-CSR edge
-  torch::Tensor gcn_weight;  // float [E + num_dst, 1]: 1 / sqrt(deg_dst *
-                             // deg_src) in the block
+  // float [E + num_dst, 1], GCN only: the self loop's 1 / (d_i + 1), and
+  // (d_i / k_i) / sqrt((d_i + 1) (d_j + 1)) for each of the k_i sampled of
+  // destination i's d_i neighbors, with d the degrees in the whole graph
+  // (MiniBatch::degrees): the symmetric normalisation of the full graph, and
+  // the neighbor sum estimated without bias from the sample, so a model does
+  // not score differently with the batch it is evaluated in.
+  torch::Tensor gcn_weight;
 };
 
 // Converts `batch`'s blocks (copies the index arrays; only the parts `kind`
-// needs are filled).
+// needs are filled). REQUIRES for kGcn: batch.degrees holds every input
+// node's graph degree.
 std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
                                          ModelKind kind);
 

@@ -2,8 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
+#include <string>
 #include <vector>
+
+#include "sampler/graph_source.h"
+#include "sampler/neighbor_sampler.h"
+#include "tests/testing/status_matchers.h"
 
 namespace shardgnn::internal {
 namespace {
@@ -28,12 +35,14 @@ MiniBatch TinyBatch() {
   for (int i = 0; i < 20; ++i)
     batch.features.push_back(static_cast<float>(i % 7) / 7.0f);
   batch.labels = {0, 2};
+  batch.degrees = {4, 1, 2, 3, 5};  // In the whole graph (for GCN).
   return batch;
 }
 
-TEST(ModelsTest, BlockTensorsAddSelfLoopsAndSymmetricGcnWeights) {
-  std::vector<BlockTensors> blocks =
-      ToBlockTensors(TinyBatch(), ModelKind::kGcn);
+TEST(ModelsTest, BlockTensorsAddSelfLoopsAndGcnWeightsFromGraphDegrees) {
+  // TinyBatch's degrees are those of the whole graph, not the sampled counts.
+  MiniBatch batch = TinyBatch();
+  std::vector<BlockTensors> blocks = ToBlockTensors(batch, ModelKind::kGcn);
   ASSERT_EQ(blocks.size(), 2u);
   const BlockTensors& inner = blocks[1];
   EXPECT_TRUE(
@@ -42,18 +51,155 @@ TEST(ModelsTest, BlockTensorsAddSelfLoopsAndSymmetricGcnWeights) {
                            torch::tensor({0, 1, 2, 1}, torch::kLong)));
   EXPECT_TRUE(
       torch::equal(inner.loop_dst, torch::tensor({0, 0, 0, 1}, torch::kLong)));
-  // Degrees with self loops: dst 0 has 3, dst 1 has 1; src 0 appears once, src
-  // 1 twice, src 2 once.
-  std::vector<float> want = {1 / std::sqrt(3.0f * 1), 1 / std::sqrt(3.0f * 2),
-                             1 / std::sqrt(3.0f * 1), 1 / std::sqrt(1.0f * 2)};
+  // dst 0 (degree 4) sampled 2 neighbors (sources 1 and 2, degrees 1 and 2):
+  // self 1/5, each neighbor (4/2) / sqrt(5 * (d_j + 1)). dst 1 sampled none:
+  // its self loop alone, 1/2.
+  std::vector<float> want = {1 / 5.0f, 2 / std::sqrt(5.0f * 2),
+                             2 / std::sqrt(5.0f * 3), 1 / 2.0f};
   EXPECT_TRUE(
       torch::allclose(inner.gcn_weight.view({-1}), torch::tensor(want)));
+  // Without degrees GCN cannot normalise.
+  batch.degrees.clear();
+  EXPECT_THROW(ToBlockTensors(batch, ModelKind::kGcn), c10::Error);
   // SAGE needs only the sampled CSR.
   std::vector<BlockTensors> sage =
       ToBlockTensors(TinyBatch(), ModelKind::kSage);
   EXPECT_FALSE(sage[0].loop_indptr.defined());
   EXPECT_TRUE(torch::equal(sage[0].indices,
                            torch::tensor({1, 3, 4, 0, 4}, torch::kLong)));
+}
+
+// A random undirected graph of n nodes with features, in memory.
+struct RandomGraph {
+  std::vector<int64_t> indptr{0};
+  std::vector<NodeId> indices;
+  std::vector<float> features;
+  int64_t n, dim;
+  RandomGraph(int64_t nodes, int64_t feature_dim, uint32_t seed)
+      : n(nodes), dim(feature_dim) {
+    std::mt19937 rng(seed);
+    std::vector<std::vector<NodeId>> adj(n);
+    for (int64_t e = 0; e < 3 * n; ++e) {
+      const NodeId a = rng() % n, b = rng() % n;
+      if (a == b) continue;
+      adj[a].push_back(b);
+      adj[b].push_back(a);
+    }
+    std::normal_distribution<float> normal;
+    for (int64_t v = 0; v < n; ++v) {
+      std::sort(adj[v].begin(), adj[v].end());
+      adj[v].erase(std::unique(adj[v].begin(), adj[v].end()), adj[v].end());
+      indices.insert(indices.end(), adj[v].begin(), adj[v].end());
+      indptr.push_back(static_cast<int64_t>(indices.size()));
+      for (int64_t j = 0; j < dim; ++j) features.push_back(normal(rng));
+    }
+  }
+  GraphArrays arrays() const {
+    GraphArrays a;
+    a.indptr = indptr;
+    a.indices = indices;
+    a.features = features;
+    a.feature_dim = dim;
+    return a;
+  }
+  // Kipf & Welling's D^-1/2 (A + I) D^-1/2 over the whole graph, dense.
+  torch::Tensor NormalizedAdjacency() const {
+    torch::Tensor a = torch::eye(n);
+    for (int64_t v = 0; v < n; ++v) {
+      for (int64_t e = indptr[v]; e < indptr[v + 1]; ++e) a[v][indices[e]] = 1;
+    }
+    torch::Tensor d = a.sum(1).pow(-0.5);
+    return d.view({-1, 1}) * a * d.view({1, -1});
+  }
+};
+
+// GCN with full neighborhoods must be the paper's full-graph GCN, whatever
+// nodes share the batch: the same weights give the same logits as
+// A_hat relu(A_hat X W0 + b0) W1 + b1 computed densely.
+TEST(ModelsTest, GcnWithFullNeighborhoodsIsKipfWellingInAnyBatch) {
+  RandomGraph graph(40, 6, 3);
+  ASSERT_OK_AND_ASSIGN(auto source,
+                       InMemoryGraphSource::Create(graph.arrays()));
+  SamplerOptions sampling;
+  sampling.fanouts = {-1, -1};
+  sampling.fetch_labels = false;
+  sampling.fetch_degrees = true;
+  ASSERT_OK_AND_ASSIGN(auto sampler,
+                       NeighborSampler::Create(source.get(), sampling));
+  ModelOptions options;
+  options.kind = ModelKind::kGcn;
+  options.hidden = 5;
+  std::shared_ptr<GnnModel> model = MakeModel(options, 6, 3, 7);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  auto param = [&](const std::string& name) {
+    return model->named_parameters()[name];
+  };
+  // Biases start at zero; give them values so that they are checked too.
+  param("layer0.bias").uniform_(-1, 1);
+  param("layer1.bias").uniform_(-1, 1);
+  torch::Tensor a_hat = graph.NormalizedAdjacency();
+  torch::Tensor x =
+      torch::from_blob(graph.features.data(), {graph.n, graph.dim}).clone();
+  torch::Tensor h = torch::relu(
+      a_hat.mm(x.mm(param("layer0.linear.weight").t())) + param("layer0.bias"));
+  torch::Tensor want =
+      a_hat.mm(h.mm(param("layer1.linear.weight").t())) + param("layer1.bias");
+
+  for (std::vector<NodeId> seeds :
+       {std::vector<NodeId>{5}, std::vector<NodeId>{5, 17, 33},
+        std::vector<NodeId>{33, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}}) {
+    SCOPED_TRACE(seeds.size());
+    ASSERT_OK_AND_ASSIGN(MiniBatch batch, sampler->Sample(seeds, 1));
+    torch::Tensor inputs =
+        torch::from_blob(batch.features.data(),
+                         {static_cast<int64_t>(batch.input_nodes.size()), 6});
+    torch::Tensor got =
+        model->Forward(ToBlockTensors(batch, ModelKind::kGcn), inputs);
+    torch::Tensor rows = want.index_select(
+        0, torch::tensor(std::vector<int64_t>(seeds.begin(), seeds.end())));
+    EXPECT_TRUE(torch::allclose(got, rows, 1e-4, 1e-5)) << "got\n"
+                                                        << got << "\nwant\n"
+                                                        << rows;
+  }
+}
+
+// Sampled, the neighbor sum is scaled by degree / sampled: averaged over many
+// samples the layer's output approaches the full-neighborhood one.
+TEST(ModelsTest, SampledGcnEstimatesTheFullNeighborhoodWithoutBias) {
+  RandomGraph graph(60, 4, 9);
+  ASSERT_OK_AND_ASSIGN(auto source,
+                       InMemoryGraphSource::Create(graph.arrays()));
+  ModelOptions options;
+  options.kind = ModelKind::kGcn;
+  options.num_layers = 1;
+  std::shared_ptr<GnnModel> model = MakeModel(options, 4, 3, 2);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  auto run = [&](int fanout, uint64_t seed) {
+    SamplerOptions sampling;
+    sampling.fanouts = {fanout};
+    sampling.fetch_labels = false;
+    sampling.fetch_degrees = true;
+    auto sampler = NeighborSampler::Create(source.get(), sampling);
+    EXPECT_TRUE(sampler.ok());
+    std::vector<NodeId> seeds = {0, 1, 2, 3, 4, 5};
+    auto batch = (*sampler)->Sample(seeds, seed);
+    EXPECT_TRUE(batch.ok());
+    torch::Tensor inputs =
+        torch::from_blob(batch->features.data(),
+                         {static_cast<int64_t>(batch->input_nodes.size()), 4});
+    return model->Forward(ToBlockTensors(*batch, ModelKind::kGcn), inputs)
+        .clone();
+  };
+  torch::Tensor exact = run(-1, 0);
+  torch::Tensor mean = torch::zeros_like(exact);
+  const int kSamples = 2000;
+  for (int s = 0; s < kSamples; ++s) mean += run(2, 100 + s) / kSamples;
+  EXPECT_TRUE(torch::allclose(mean, exact, 0.05, 0.05)) << "mean of samples\n"
+                                                        << mean << "\nexact\n"
+                                                        << exact;
+  EXPECT_FALSE(torch::allclose(run(2, 1), exact, 1e-3, 1e-3));
 }
 
 TEST(ModelsTest, EveryModelMapsFeaturesToSeedLogitsAndTrainsEveryParameter) {
