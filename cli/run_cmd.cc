@@ -18,19 +18,19 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
+#include "cli/run_work_dir.h"
 #include "cli/training_flags.h"
 #include "common/file_util.h"
 #include "common/ports.h"
 #include "common/status.h"
 #include "common/subprocess.h"
-#include "datasets/dataset.h"
-#include "datasets/importers.h"
 #include "nlohmann/json.hpp"
 #include "partition/partition.h"
 #include "partition/partition_book.h"
@@ -49,6 +49,7 @@ struct RunFlags {
                         // --format.
   std::string format = "ogb";
   std::string name;
+  std::string split_name;
   int parts = 2;
   int trainers = 2;
   std::string method = "metis";
@@ -60,6 +61,10 @@ struct RunFlags {
   bool disk = false;
   double timeout_seconds = 120;
   TrainingFlags training;
+  // Whether a flag was given on the command line (defaults are not).
+  std::function<bool(const std::string&)> given = [](const std::string&) {
+    return false;
+  };
 };
 
 std::string SelfPath() {
@@ -78,59 +83,69 @@ std::string DefaultDataset() {
   return JoinPath(SHARDGNN_DATA_DIR, "cora/ogb-planetoid");
 }
 
-// Imports (or reuses) the dataset and partitions it (or reuses the partition).
-// Returns the partition dir.
-absl::StatusOr<std::string> PreparePartition(const RunFlags& flags) {
-  std::string input = flags.dataset.empty() ? DefaultDataset() : flags.dataset;
-  std::string name = flags.name;
-  if (name.empty())
-    name = flags.dataset.empty() ? "cora" : fs::path(input).filename().string();
-  std::error_code ec;
-  fs::create_directories(JoinPath(flags.work_dir, "datasets"), ec);
-  fs::create_directories(JoinPath(flags.work_dir, "partitions"), ec);
-  if (ec)
-    return absl::PermissionDeniedError(
-        absl::StrCat(flags.work_dir, ": cannot create: ", ec.message()));
-
-  std::string dataset_dir;
-  if (fs::exists(JoinPath(input, kDatasetManifestFile))) {
-    dataset_dir = input;  // Already canonical.
-  } else {
-    dataset_dir = JoinPath(JoinPath(flags.work_dir, "datasets"), name);
-    if (fs::exists(JoinPath(dataset_dir, kDatasetManifestFile))) {
-      std::printf("shardgnn run: reusing dataset %s\n", dataset_dir.c_str());
-    } else if (flags.format == "ogb") {
-      OgbImportOptions options;
-      options.input_dir = input;
-      options.edges.undirected = true;
-      options.name = name;
-      ASSIGN_OR_RETURN(BuildSummary summary, ImportOgb(options, dataset_dir));
-      (void)summary;
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("shardgnn run imports only --format ogb; import other "
-                       "formats with `shardgnn dataset import` and pass "
-                       "the dataset directory"));
+// Flags that choose the data to import and partition, and who serves it: a
+// run given a partition, or running servers, must not be given them (they
+// would be ignored).
+absl::Status CheckFlagConflicts(const RunFlags& flags) {
+  auto conflicts = [&](const char* owner,
+                       const std::vector<const char*>& others,
+                       const char* why) -> absl::Status {
+    if (!flags.given(owner)) return absl::OkStatus();
+    std::vector<std::string> named;
+    for (const char* flag : others) {
+      if (flags.given(flag)) named.push_back(flag);
     }
+    if (named.empty()) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat(owner, " cannot be combined with ",
+                     absl::StrJoin(named, ", "), ": ", why));
+  };
+  RETURN_IF_ERROR(conflicts(
+      "--partition",
+      {"--dataset", "--name", "--format", "--split-name", "--parts",
+       "--method"},
+      "a partition directory already fixes its dataset, parts and method"));
+  for (const char* owner : {"--servers", "--cluster"}) {
+    RETURN_IF_ERROR(conflicts(
+        owner,
+        {"--dataset", "--name", "--format", "--split-name", "--parts",
+         "--method", "--disk"},
+        "running servers already serve their partition, from memory or disk; "
+        "this run starts only trainers"));
   }
-  ASSIGN_OR_RETURN(DatasetManifest manifest, ReadDatasetManifest(dataset_dir));
-  ASSIGN_OR_RETURN(PartitionMethod method, ParsePartitionMethod(flags.method));
-  std::string partition_dir =
-      JoinPath(JoinPath(flags.work_dir, "partitions"),
-               absl::StrCat(manifest.name, "-", flags.parts, "parts-",
-                            flags.method, "-seed", flags.training.seed));
-  if (fs::exists(JoinPath(partition_dir, kPartitionManifestFile))) {
-    std::printf("shardgnn run: reusing partition %s\n", partition_dir.c_str());
-    return partition_dir;
-  }
-  PartitionOptions options;
+  return absl::OkStatus();
+}
+
+// Imports (or reuses) the dataset and partitions it (or reuses the
+// partition), keyed by content (cli/run_work_dir.h). Returns the partition
+// dir.
+absl::StatusOr<std::string> PreparePartition(const RunFlags& flags) {
+  RunDataOptions options;
+  options.work_dir = flags.work_dir;
+  options.input = flags.dataset.empty() ? DefaultDataset() : flags.dataset;
+  options.name = flags.name;
+  if (options.name.empty() && flags.dataset.empty()) options.name = "cora";
+  options.split_name = flags.split_name;
   options.num_parts = flags.parts;
-  options.method = method;
+  options.method = flags.method;
   options.seed = flags.training.seed;
-  ASSIGN_OR_RETURN(PartitionManifest partition,
-                   PartitionDataset(dataset_dir, partition_dir, options));
-  std::printf("%s", PartitionSummary(partition).c_str());
-  return partition_dir;
+  if (IsDatasetDir(options.input)) {
+    std::vector<std::string> import_flags;
+    for (const char* flag : {"--name", "--format", "--split-name"}) {
+      if (flags.given(flag)) import_flags.push_back(flag);
+    }
+    if (!import_flags.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(absl::StrJoin(import_flags, ", "),
+                       " apply to raw input that run imports; ", options.input,
+                       " is a dataset directory already"));
+    }
+  } else if (flags.format != "ogb") {
+    return absl::InvalidArgumentError(
+        "shardgnn run imports only --format ogb; import other formats with "
+        "`shardgnn dataset import` and pass the dataset directory");
+  }
+  return cli::PreparePartition(options);
 }
 
 void InstallSignalHandlers() {
@@ -280,6 +295,7 @@ void PrintLine(const std::string& prefix, const std::string& line) {
 }
 
 absl::Status RunPipeline(const RunFlags& flags) {
+  RETURN_IF_ERROR(CheckFlagConflicts(flags));
   if (flags.trainers < 1)
     return absl::InvalidArgumentError("--trainers must be at least 1");
   if (flags.parts < 1)
@@ -424,7 +440,15 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--dataset", flags->dataset,
                   "Dataset directory, or raw OGB-layout input to import "
                   "(default: the bundled Cora)");
-  cmd->add_option("--name", flags->name, "Dataset name when importing");
+  cmd->add_option("--name", flags->name,
+                  "Dataset name when importing (default: the input's folder "
+                  "name)");
+  cmd->add_option("--split-name", flags->split_name,
+                  "Which split/<name>/ of a raw OGB input to import (default: "
+                  "the only one)");
+  cmd->add_option("--format", flags->format,
+                  "Format of a raw --dataset to import (only ogb)")
+      ->capture_default_str();
   cmd->add_option("--parts", flags->parts, "Partitions (= storage servers)")
       ->capture_default_str();
   cmd->add_option("--trainers", flags->trainers, "Trainer processes")
@@ -450,6 +474,9 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
                   "Seconds before a trainer collective gives up")
       ->capture_default_str();
   AddTrainingFlags(cmd, &flags->training);
+  flags->given = [cmd](const std::string& flag) {
+    return cmd->count(flag) > 0;
+  };
   cmd->callback([flags, result] {
     *result = RunPipeline(*flags);
   });

@@ -161,6 +161,25 @@ std::string SplitFileName(const std::string& split) {
   return absl::StrCat("split_", split, ".npy");
 }
 
+std::string DatasetContentChecksum(const DatasetManifest& m) {
+  // One field per line, strings length-prefixed: no two manifests give the
+  // same text.
+  std::string text = absl::StrCat(
+      "shardgnn-dataset-content/1\nnodes ", m.num_nodes, "\nedges ",
+      m.num_edges, "\ndirected ", m.directed, "\nfeatures ", m.feature_dim, " ",
+      m.feature_dtype, "\nclasses ", m.num_classes, "\n");
+  for (const auto& [name, count] : m.splits) {
+    absl::StrAppend(&text, "split ", name.size(), ":", name, " ", count, "\n");
+  }
+  for (const auto& [file, checksum] : m.files) {
+    absl::StrAppend(&text, "file ", file.size(), ":", file, " ", checksum,
+                    "\n");
+  }
+  Checksum sum;
+  sum.Update(text);
+  return sum.Hex();
+}
+
 absl::StatusOr<DatasetManifest> ReadDatasetManifest(const std::string& dir) {
   std::string path = JoinPath(dir, kDatasetManifestFile);
   ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));

@@ -1,17 +1,23 @@
-// The canonical dataset directory: what every importer and generator writes and what `shardgnn partition` reads.
+// The canonical dataset directory: what every importer and generator writes and
+// what `shardgnn partition` reads.
 //
 // Layout (documented for users in docs/formats.md):
-//   manifest.json      name, counts, directed/undirected, feature dim and dtype, classes, splits, checksums
-//   indptr.npy         int64 [N+1]   CSR row offsets
-//   indices.npy        int64 [E]     CSR column indices: row v lists the neighbors v aggregates from
-//                                    (for an undirected graph both directions are present)
+//   manifest.json      name, counts, directed/undirected, feature dim and
+//   dtype, classes, splits, checksums indptr.npy         int64 [N+1]   CSR row
+//   offsets indices.npy        int64 [E]     CSR column indices: row v lists
+//   the neighbors v aggregates from
+//                                    (for an undirected graph both directions
+//                                    are present)
 //   features.npy       float32 [N, F]
 //   labels.npy         int64 [N]     -1 = unlabeled
-//   split_<name>.npy   int64 [n]     sorted node indices, one file per split (train, valid, test)
-// Rows of the CSR are sorted and free of duplicates; self-loops are kept only if the importer was asked to.
+//   split_<name>.npy   int64 [n]     sorted node indices, one file per split
+//   (train, valid, test)
+// Rows of the CSR are sorted and free of duplicates; self-loops are kept only
+// if the importer was asked to.
 //
-// Dataset holds all of it in memory; for inputs larger than memory the importers stream straight to the files
-// instead (see importers.h). Functions here are thread-compatible.
+// Dataset holds all of it in memory; for inputs larger than memory the
+// importers stream straight to the files instead (see importers.h). Functions
+// here are thread-compatible.
 #ifndef SHARDGNN_DATASETS_DATASET_H_
 #define SHARDGNN_DATASETS_DATASET_H_
 
@@ -38,25 +44,33 @@ std::string SplitFileName(const std::string& split);
 struct DatasetManifest {
   std::string name;
   int64_t num_nodes = 0;
-  int64_t num_edges = 0;  // Entries of indices.npy (an undirected edge counts twice).
+  int64_t num_edges =
+      0;  // Entries of indices.npy (an undirected edge counts twice).
   bool directed = false;
   int64_t feature_dim = 0;
   std::string feature_dtype = "float32";
   int64_t num_classes = 0;
-  std::map<std::string, int64_t> splits;       // split name -> node count
-  std::map<std::string, std::string> files;    // file name -> XXH64 hex checksum
-  std::string source;                          // Free text: where the data came from, how it was made.
+  std::map<std::string, int64_t> splits;     // split name -> node count
+  std::map<std::string, std::string> files;  // file name -> XXH64 hex checksum
+  std::string source;  // Free text: where the data came from, how it was made.
 };
 
 absl::StatusOr<DatasetManifest> ReadDatasetManifest(const std::string& dir);
 
+// XXH64 (16 hex digits) over what the manifest says about the data: counts,
+// direction, feature dim and dtype, classes, splits and every file's checksum;
+// not the name or the source text. Two dataset directories with the same
+// content checksum hold the same data. Cheap: reads no array file (it trusts
+// the manifest's checksums, which LoadDataset verifies).
+std::string DatasetContentChecksum(const DatasetManifest& manifest);
+
 // A whole dataset in memory.
 struct Dataset {
   DatasetManifest manifest;
-  std::vector<int64_t> indptr;   // N+1
-  std::vector<NodeId> indices;   // E
-  std::vector<float> features;   // N*F, row-major
-  std::vector<int64_t> labels;   // N
+  std::vector<int64_t> indptr;  // N+1
+  std::vector<NodeId> indices;  // E
+  std::vector<float> features;  // N*F, row-major
+  std::vector<int64_t> labels;  // N
   std::map<std::string, std::vector<NodeId>> splits;
 
   int64_t num_nodes() const { return static_cast<int64_t>(indptr.size()) - 1; }
@@ -66,18 +80,23 @@ struct Dataset {
 
 struct LoadDatasetOptions {
   bool verify_checksums = true;  // Compare every file against manifest.json.
-  bool load_features = true;     // Partitioning counts edges first; features can be skipped.
+  bool load_features =
+      true;  // Partitioning counts edges first; features can be skipped.
 };
 
-// Loads and validates a canonical dataset directory: shapes agree with the manifest, indptr is monotone,
-// every index is in [0, N), labels are in [-1, classes), split indices are in range. Errors name the file.
-absl::StatusOr<Dataset> LoadDataset(const std::string& dir, const LoadDatasetOptions& options = {});
+// Loads and validates a canonical dataset directory: shapes agree with the
+// manifest, indptr is monotone, every index is in [0, N), labels are in [-1,
+// classes), split indices are in range. Errors name the file.
+absl::StatusOr<Dataset> LoadDataset(const std::string& dir,
+                                    const LoadDatasetOptions& options = {});
 
-// Checks the in-memory invariants LoadDataset checks (used by writers before they commit).
+// Checks the in-memory invariants LoadDataset checks (used by writers before
+// they commit).
 absl::Status ValidateDataset(const Dataset& dataset);
 
-// Writes `dataset` as a canonical directory at `out_dir`, which must not exist. The directory is built under a
-// temporary name and renamed when complete; manifest counts and checksums are filled in from the data.
+// Writes `dataset` as a canonical directory at `out_dir`, which must not exist.
+// The directory is built under a temporary name and renamed when complete;
+// manifest counts and checksums are filled in from the data.
 absl::Status WriteDataset(const Dataset& dataset, const std::string& out_dir);
 
 }  // namespace shardgnn

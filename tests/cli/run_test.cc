@@ -163,6 +163,167 @@ TEST_F(RunTest, SecondRunReusesDatasetAndPartition) {
   EXPECT_EQ(finished_runs, 2);
 }
 
+// A raw OGB layout of `n` nodes in dir (two classes, a ring with chords, 4
+// features that follow the class), so that two of them differ in content but
+// share the folder name.
+void WriteToyOgb(const std::string& dir, int n) {
+  std::string edges, features, labels, train, valid, test;
+  int m = 0;
+  for (int i = 0; i < n; ++i) {
+    for (int step : {1, 2}) {
+      absl::StrAppend(&edges, i, ",", (i + step) % n, "\n");
+      ++m;
+    }
+    const int label = i % 2;
+    absl::StrAppend(&features, label, ",", 1 - label, ",", (i % 3) * 0.5, ",",
+                    (i % 5) * 0.25, "\n");
+    absl::StrAppend(&labels, label, "\n");
+    std::string& split = i % 4 == 0 ? train : i % 4 == 1 ? valid : test;
+    absl::StrAppend(&split, i, "\n");
+  }
+  const std::pair<std::string, std::string> files[] = {
+      {"raw/num-node-list.csv", absl::StrCat(n, "\n")},
+      {"raw/num-edge-list.csv", absl::StrCat(m, "\n")},
+      {"raw/edge.csv", edges},
+      {"raw/node-feat.csv", features},
+      {"raw/node-label.csv", labels},
+      {"split/toy-split/train.csv", train},
+      {"split/toy-split/valid.csv", valid},
+      {"split/toy-split/test.csv", test}};
+  for (const auto& [path, text] : files) {
+    fs::create_directories(fs::path(dir + "/" + path).parent_path());
+    std::ofstream(dir + "/" + path) << text;
+  }
+}
+
+nlohmann::json ReadJson(const std::string& path) {
+  return nlohmann::json::parse(std::ifstream(path), nullptr,
+                               /*allow_exceptions=*/false);
+}
+
+// The partition.json (under WORK_DIR/partitions) of the partition a finished
+// run trained on, found by the partition_id in its summary.json.
+nlohmann::json PartitionOfRun(const std::string& work_dir,
+                              const std::string& run_dir) {
+  const auto summary = ReadJson(run_dir + "/summary.json");
+  if (!summary.is_object()) return {};
+  for (const auto& entry : fs::directory_iterator(work_dir + "/partitions")) {
+    auto partition = ReadJson((entry.path() / "partition.json").string());
+    if (partition.is_object() &&
+        partition["partition_id"] == summary["partition_id"]) {
+      return partition;
+    }
+  }
+  return {};
+}
+
+size_t EntriesIn(const std::string& dir) {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++n;
+  return n;
+}
+
+// Two different datasets with the same name (both folders are called "toy")
+// under one work dir: the second run imports and partitions its own data
+// instead of reusing the first one's, leaves the first one's as they are, and
+// a run on the first input again reuses what was made from it.
+TEST_F(RunTest, SameNameOtherContentIsImportedAndPartitionedAfresh) {
+  WriteToyOgb(dir_.Sub("a/toy"), 40);
+  WriteToyOgb(dir_.Sub("b/toy"), 56);
+  auto run_on = [&](const std::string& input, const std::string& out) {
+    std::vector<std::string> args = RunArgs(out, "1");
+    for (const char* a : {"--trainers", "1", "--dataset"}) args.push_back(a);
+    args.push_back(input);
+    return RunShardgnn(args);
+  };
+  Finished first = run_on(dir_.Sub("a/toy"), dir_.Sub("run-a"));
+  ASSERT_EQ(first.exit_status, 0) << first.output;
+  EXPECT_EQ(PartitionOfRun(work_dir_, dir_.Sub("run-a"))["num_nodes"], 40);
+
+  Finished second = run_on(dir_.Sub("b/toy"), dir_.Sub("run-b"));
+  ASSERT_EQ(second.exit_status, 0) << second.output;
+  EXPECT_THAT(second.output, Not(HasSubstr("reusing dataset")));
+  EXPECT_THAT(second.output, Not(HasSubstr("reusing partition")));
+  // It says why it did not reuse what has the same name.
+  EXPECT_THAT(second.output, HasSubstr("holds another input named 'toy'"));
+  EXPECT_THAT(second.output,
+              HasSubstr("holds a partition of other content named 'toy'"));
+  const auto partition_b = PartitionOfRun(work_dir_, dir_.Sub("run-b"));
+  EXPECT_EQ(partition_b["num_nodes"], 56);
+  EXPECT_EQ(partition_b["dataset"]["name"], "toy");
+  EXPECT_EQ(EntriesIn(work_dir_ + "/datasets"), 2u);
+  EXPECT_EQ(EntriesIn(work_dir_ + "/partitions"), 2u);
+
+  Finished again = run_on(dir_.Sub("a/toy"), dir_.Sub("run-a2"));
+  ASSERT_EQ(again.exit_status, 0) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("reusing dataset"));
+  EXPECT_THAT(again.output, HasSubstr("reusing partition"));
+  EXPECT_EQ(PartitionOfRun(work_dir_, dir_.Sub("run-a2"))["partition_id"],
+            PartitionOfRun(work_dir_, dir_.Sub("run-a"))["partition_id"]);
+  EXPECT_EQ(EntriesIn(work_dir_ + "/partitions"), 2u);
+
+  // Editing an input in place is other content too.
+  WriteToyOgb(dir_.Sub("a/toy"), 44);
+  Finished edited = run_on(dir_.Sub("a/toy"), dir_.Sub("run-a3"));
+  ASSERT_EQ(edited.exit_status, 0) << edited.output;
+  EXPECT_THAT(edited.output, Not(HasSubstr("reusing")));
+  EXPECT_EQ(PartitionOfRun(work_dir_, dir_.Sub("run-a3"))["num_nodes"], 44);
+}
+
+// A dataset directory made again in place (same path and name, other data)
+// is partitioned again; the partition made from the earlier data stays.
+TEST_F(RunTest, DatasetDirMadeAgainInPlaceIsPartitionedAfresh) {
+  const std::string dataset = dir_.Sub("g");
+  auto generate = [&](const char* seed) {
+    Finished made = RunShardgnn({"-q", "dataset", "generate", "--nodes", "120",
+                                 "--features", "4", "--classes", "2", "--name",
+                                 "g", "--seed", seed, "--out", dataset});
+    ASSERT_EQ(made.exit_status, 0) << made.output;
+  };
+  auto run_on = [&](const std::string& out) {
+    std::vector<std::string> args = RunArgs(out, "1");
+    for (const char* a : {"--trainers", "1", "--dataset"}) args.push_back(a);
+    args.push_back(dataset);
+    return RunShardgnn(args);
+  };
+  ASSERT_NO_FATAL_FAILURE(generate("1"));
+  Finished first = run_on(dir_.Sub("run1"));
+  ASSERT_EQ(first.exit_status, 0) << first.output;
+  const auto partition1 = PartitionOfRun(work_dir_, dir_.Sub("run1"));
+
+  fs::remove_all(dataset);
+  ASSERT_NO_FATAL_FAILURE(generate("2"));
+  Finished second = run_on(dir_.Sub("run2"));
+  ASSERT_EQ(second.exit_status, 0) << second.output;
+  EXPECT_THAT(second.output, Not(HasSubstr("reusing partition")));
+  const auto partition2 = PartitionOfRun(work_dir_, dir_.Sub("run2"));
+  ASSERT_TRUE(partition2.is_object()) << second.output;
+  EXPECT_NE(partition2["dataset"]["checksum"],
+            partition1["dataset"]["checksum"]);
+  EXPECT_EQ(EntriesIn(work_dir_ + "/partitions"), 2u);
+  // No import: the directory was a dataset already.
+  EXPECT_FALSE(fs::exists(work_dir_ + "/datasets/g"));
+
+  Finished third = run_on(dir_.Sub("run3"));
+  ASSERT_EQ(third.exit_status, 0) << third.output;
+  EXPECT_THAT(third.output, HasSubstr("reusing partition"));
+}
+
+// Flags for an import do not apply to a directory that is a dataset already.
+TEST_F(RunTest, ImportFlagsWithADatasetDirAreRefused) {
+  const std::string dataset = dir_.Sub("g");
+  Finished made = RunShardgnn(
+      {"-q", "dataset", "generate", "--nodes", "50", "--out", dataset});
+  ASSERT_EQ(made.exit_status, 0) << made.output;
+  Finished run = RunShardgnn({"run", "--work-dir", work_dir_, "--dataset",
+                              dataset, "--name", "x", "--split-name", "s"});
+  EXPECT_NE(run.exit_status, 0);
+  ASSERT_EQ(Lines(run.output).size(), 1u) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("shardgnn: error: --name, --split-name"));
+  EXPECT_THAT(run.output, HasSubstr("is a dataset directory already"));
+  EXPECT_FALSE(fs::exists(work_dir_));
+}
+
 TEST_F(RunTest, KilledStorageServerStopsRunNamingIt) {
   std::unique_ptr<Subprocess> run;
   std::vector<ProcessInfo> children;
@@ -469,7 +630,23 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"Parts", {"--parts", "0"}, "--parts"},
         BadFlag{"Epochs", {"--epochs", "0"}, "--epochs"},
         BadFlag{"Method", {"--method", "bogus"}, "method 'bogus'"},
-        BadFlag{"ResumeWithoutOut", {"--resume"}, "--resume needs --out"}),
+        BadFlag{"ResumeWithoutOut", {"--resume"}, "--resume needs --out"},
+        // A partition fixes the dataset, its parts and the method.
+        BadFlag{"PartitionWithDataset",
+                {"--partition", "p", "--dataset", "d", "--parts", "3"},
+                "--partition cannot be combined with --dataset, --parts"},
+        BadFlag{"PartitionWithImportFlags",
+                {"--partition", "p", "--method", "random", "--name", "x",
+                 "--format", "ogb", "--split-name", "s"},
+                "--partition cannot be combined with --name, --format, "
+                "--split-name, --method"},
+        // Running servers serve their partition, from memory or disk.
+        BadFlag{"ServersWithDataset",
+                {"--servers", "127.0.0.1:1", "--dataset", "d", "--disk"},
+                "--servers cannot be combined with --dataset, --disk"},
+        BadFlag{"ClusterWithParts",
+                {"--cluster", "c.txt", "--parts", "3", "--method", "random"},
+                "--cluster cannot be combined with --parts, --method"}),
     [](const ::testing::TestParamInfo<BadFlag>& info) {
       return info.param.name;
     });

@@ -162,6 +162,29 @@ TEST(DatasetTest, RejectsForeignManifest) {
   EXPECT_FALSE(ReadDatasetManifest(tmp.Sub("missing")).ok());
 }
 
+// The content checksum says whether two dataset directories hold the same
+// data, whatever their name, source text or location.
+TEST(DatasetTest, ContentChecksumFollowsTheDataNotTheName) {
+  testing::TempDir tmp;
+  Dataset d = TinyDataset();
+  ASSERT_OK(WriteDataset(d, tmp.Sub("a")));
+  d.manifest.name = "other name";
+  d.manifest.source = "somewhere else";
+  ASSERT_OK(WriteDataset(d, tmp.Sub("b")));
+  d.features[3] = 42;
+  ASSERT_OK(WriteDataset(d, tmp.Sub("c")));
+  ASSERT_OK_AND_ASSIGN(DatasetManifest a, ReadDatasetManifest(tmp.Sub("a")));
+  ASSERT_OK_AND_ASSIGN(DatasetManifest b, ReadDatasetManifest(tmp.Sub("b")));
+  ASSERT_OK_AND_ASSIGN(DatasetManifest c, ReadDatasetManifest(tmp.Sub("c")));
+  EXPECT_EQ(DatasetContentChecksum(a).size(), 16u);
+  EXPECT_EQ(DatasetContentChecksum(a), DatasetContentChecksum(b));
+  EXPECT_NE(DatasetContentChecksum(a), DatasetContentChecksum(c));
+  // A split renamed is other content too.
+  DatasetManifest renamed = a;
+  renamed.splits = {{"train", 2}, {"valid", 1}};
+  EXPECT_NE(DatasetContentChecksum(a), DatasetContentChecksum(renamed));
+}
+
 TEST(DatasetTest, SplitFileName) {
   EXPECT_EQ(SplitFileName("train"), "split_train.npy");
 }
