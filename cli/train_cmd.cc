@@ -218,14 +218,17 @@ absl::Status ConfigureCheckpoints(const TrainFlags& flags, int rank,
     }
     return absl::OkStatus();
   }
-  if (flags.training.checkpoint_every == 0) return absl::OkStatus();
-  std::string dir = JoinPath(flags.out_dir, "checkpoints");
+  // The run directory exists even when no checkpoints are written.
+  std::string dir = flags.training.checkpoint_every == 0
+                        ? flags.out_dir
+                        : JoinPath(flags.out_dir, "checkpoints");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
     return absl::PermissionDeniedError(
         absl::StrCat(dir, ": cannot create: ", ec.message()));
   }
+  if (flags.training.checkpoint_every == 0) return absl::OkStatus();
   options->checkpoint_path =
       JoinPath(dir, absl::StrCat("rank-", rank, ".ckpt"));
   options->resume = flags.training.resume;

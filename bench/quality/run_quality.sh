@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# Model quality suite (issue 11): every bundled real dataset (and generated
+# graphs of high and low homophily) x {sage, gcn, gat} x seeds x {1, 2
+# trainers}, trained with DEFAULT flags by `shardgnn run` against 2 storage
+# servers, beside the reference each model is held to: the same model trained
+# the papers' way (the whole graph, full neighborhoods, one full batch per
+# step, 200 epochs, in one process: `shardgnn train --dataset` with fanouts
+# -1). Prints one JSON object (stdout) and a table (stderr): mean and standard
+# deviation of the test accuracy per configuration, the published figure where
+# one exists, wall time, and whether each target holds:
+#   std <= 2 points over the seeds; 2 trainers within 1 point of 1 trainer;
+#   1 trainer within 1 point of the reference.
+#
+# Usage: bench/quality/run_quality.sh [flags] (--help lists them). The full
+# suite takes about an hour on 2 cores; `--datasets cora --models gcn --seeds 1`
+# is a smoke run (CI runs such a slice, tests/bench/CMakeLists.txt).
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+run_quality.sh: default-flag accuracy of every model on every bundled dataset.
+  --shardgnn BIN      shardgnn binary (default: $SHARDGNN, else build/cli/shardgnn)
+  --work DIR          imports, partitions, runs, logs (default /tmp/shardgnn-quality)
+  --datasets LIST     space-separated, from: cora cora-ml facebook-page-page
+                      twitch-en sbm-homophilous sbm-heterophilous (default: all)
+  --models LIST       space-separated, from: sage gcn gat (default: all three)
+  --seeds N           seeds 1..N per configuration (5)
+  --trainers LIST     trainer counts (default "1 2")
+  --no-reference      skip the full-batch reference runs
+  --extra "FLAGS"     flags added to every distributed run (default: none)
+  --min-acc A         exit 1 unless every configuration's mean test accuracy
+                      is at least A (for CI smoke runs; default: no check)
+EOF
+}
+
+script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "${script_dir}/../.." && pwd)"
+shardgnn="${SHARDGNN:-${repo}/build/cli/shardgnn}"
+work=/tmp/shardgnn-quality
+datasets="cora cora-ml facebook-page-page twitch-en sbm-homophilous sbm-heterophilous"
+models="sage gcn gat"
+seeds=5
+trainer_counts="1 2"
+reference=1
+extra=""
+min_acc=""
+while (($#)); do
+  case "$1" in
+    --shardgnn) shardgnn="$2"; shift 2 ;;
+    --work) work="$2"; shift 2 ;;
+    --datasets) datasets="$2"; shift 2 ;;
+    --models) models="$2"; shift 2 ;;
+    --seeds) seeds="$2"; shift 2 ;;
+    --trainers) trainer_counts="$2"; shift 2 ;;
+    --no-reference) reference=0; shift ;;
+    --extra) extra="$2"; shift 2 ;;
+    --min-acc) min_acc="$2"; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "run_quality.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+if [[ ! -x "${shardgnn}" ]]; then
+  echo "run_quality.sh: ${shardgnn}: no shardgnn binary (build it, or give --shardgnn)" >&2
+  exit 2
+fi
+command -v python3 >/dev/null || {
+  echo "run_quality.sh: needs python3 for the summary" >&2
+  exit 2
+}
+mkdir -p "${work}/datasets" "${work}/partitions" "${work}/runs" "${work}/logs"
+results="${work}/results.jsonl"
+: >"${results}"
+
+log() { echo "run_quality.sh: $*" >&2; }
+
+servers_pids=()
+stop_servers() {
+  for pid in "${servers_pids[@]}"; do kill -TERM "${pid}" 2>/dev/null || true; done
+  for pid in "${servers_pids[@]}"; do wait "${pid}" 2>/dev/null || true; done
+  servers_pids=()
+}
+trap stop_servers EXIT
+
+# Imports (or generates) dataset $1 into ${work}/datasets/$1 once.
+prepare_dataset() {
+  local name="$1" dir="${work}/datasets/$1"
+  [[ -f "${dir}/manifest.json" ]] && return 0
+  rm -rf "${dir}"
+  case "${name}" in
+    cora)
+      "${shardgnn}" dataset import --format ogb --undirected --name cora \
+        --input "${repo}/datasets/cora/ogb-planetoid" --out "${dir}" ;;
+    cora-ml | facebook-page-page | twitch-en)
+      "${shardgnn}" dataset import --format ogb --undirected --name "${name}" \
+        --input "${repo}/datasets/${name}" --out "${dir}" ;;
+    sbm-homophilous)
+      "${shardgnn}" dataset generate --kind sbm --nodes 5000 --avg-degree 10 \
+        --features 32 --classes 8 --homophily 0.8 --seed 7 \
+        --name "${name}" --out "${dir}" ;;
+    sbm-heterophilous)
+      "${shardgnn}" dataset generate --kind sbm --nodes 5000 --avg-degree 10 \
+        --features 32 --classes 8 --homophily 0.2 --seed 7 \
+        --name "${name}" --out "${dir}" ;;
+    *) log "unknown dataset '${name}'"; exit 2 ;;
+  esac >"${work}/logs/import-${name}.log" 2>&1 || {
+    log "importing ${name} failed:"; tail -3 "${work}/logs/import-${name}.log" >&2; exit 1
+  }
+}
+
+# Starts one storage server per part of partition $1; sets `addresses`.
+start_servers() {
+  local partition="$1" parts p log_file line
+  parts=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['num_parts'])" \
+    "${partition}/partition.json")
+  addresses=""
+  for ((p = 0; p < parts; p++)); do
+    log_file="${work}/logs/server-$(basename "${partition}")-${p}.log"
+    "${shardgnn}" serve --partition "${partition}" --part "${p}" \
+      --listen 127.0.0.1:0 --memory >"${log_file}" 2>&1 &
+    servers_pids+=($!)
+    for _ in $(seq 600); do
+      line=$(grep -m1 "ready on " "${log_file}" || true)
+      [[ -n "${line}" ]] && break
+      kill -0 "${servers_pids[-1]}" 2>/dev/null || { log "server ${p} died:"; cat "${log_file}" >&2; exit 1; }
+      sleep 0.1
+    done
+    [[ -n "${line}" ]] || { log "server ${p} not ready in 60 s"; exit 1; }
+    line="${line#*ready on }"
+    addresses="${addresses:+${addresses},}${line%% *}"
+  done
+}
+
+# Appends one result line: dataset model kind trainers seed summary.json wall.
+record() {
+  python3 - "$@" >>"${results}" <<'PY'
+import json, sys
+dataset, model, kind, trainers, seed, summary, wall = sys.argv[1:8]
+s = json.load(open(summary))
+print(json.dumps({"dataset": dataset, "model": model, "kind": kind,
+                  "trainers": int(trainers), "seed": int(seed),
+                  "test_acc": s["test_acc"], "best_val_acc": s["best_val_acc"],
+                  "best_epoch": s["best_epoch"],
+                  "epochs_run": s.get("epochs_run"),
+                  "train_seconds": s["train_seconds"], "wall_seconds": float(wall),
+                  "settings": s.get("model")}))
+PY
+}
+
+for dataset in ${datasets}; do
+  prepare_dataset "${dataset}"
+  partition="${work}/partitions/${dataset}-2parts"
+  if [[ ! -f "${partition}/partition.json" ]]; then
+    rm -rf "${partition}"
+    "${shardgnn}" partition --dataset "${work}/datasets/${dataset}" --parts 2 \
+      --out "${partition}" >"${work}/logs/partition-${dataset}.log" 2>&1 || {
+      log "partitioning ${dataset} failed:"; tail -3 "${work}/logs/partition-${dataset}.log" >&2; exit 1
+    }
+  fi
+  start_servers "${partition}"
+  for model in ${models}; do
+    for ((seed = 1; seed <= seeds; seed++)); do
+      for trainers in ${trainer_counts}; do
+        out="${work}/runs/${dataset}-${model}-t${trainers}-s${seed}"
+        rm -rf "${out}"
+        start=$(date +%s.%N)
+        # shellcheck disable=SC2086
+        if ! "${shardgnn}" run --servers "${addresses}" --partition "${partition}" \
+          --trainers "${trainers}" --model "${model}" --seed "${seed}" \
+          --checkpoint-every 0 --out "${out}" ${extra} >"${out}.log" 2>&1; then
+          log "${dataset} ${model} ${trainers} trainer(s) seed ${seed} failed:"
+          tail -5 "${out}.log" >&2
+          exit 1
+        fi
+        wall=$(python3 -c "import sys,time; print(time.time() - float(sys.argv[1]))" "${start}")
+        record "${dataset}" "${model}" distributed "${trainers}" "${seed}" "${out}/summary.json" "${wall}"
+        log "$(tail -1 "${results}")"
+      done
+      if ((reference)); then
+        out="${work}/runs/${dataset}-${model}-reference-s${seed}"
+        rm -rf "${out}"
+        start=$(date +%s.%N)
+        if ! "${shardgnn}" train --dataset "${work}/datasets/${dataset}" \
+          --model "${model}" --seed "${seed}" --fanouts -1,-1 --eval-fanouts -1,-1 \
+          --batch-size 1000000000 --min-steps-per-epoch 1 --epochs 200 \
+          --checkpoint-every 0 --out "${out}" >"${out}.log" 2>&1; then
+          log "${dataset} ${model} reference seed ${seed} failed:"
+          tail -5 "${out}.log" >&2
+          exit 1
+        fi
+        wall=$(python3 -c "import sys,time; print(time.time() - float(sys.argv[1]))" "${start}")
+        record "${dataset}" "${model}" reference 1 "${seed}" "${out}/summary.json" "${wall}"
+        log "$(tail -1 "${results}")"
+      fi
+    done
+  done
+  stop_servers
+done
+
+python3 - "${results}" "${min_acc}" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+min_acc = float(sys.argv[2]) if sys.argv[2] else None
+# Published test accuracies on the same split protocol (datasets/README.md).
+published = {("cora", "gcn"): 0.815, ("cora", "gat"): 0.830,
+             ("cora", "sage"): 0.795}
+configs = {}
+for r in rows:
+    key = (r["dataset"], r["model"])
+    kind = "reference" if r["kind"] == "reference" else "trainers_%d" % r["trainers"]
+    configs.setdefault(key, {}).setdefault(kind, []).append(r)
+out = {"suite": "bench/quality/run_quality.sh", "results": []}
+failed = []
+lines = []
+hdr = "%-20s %-5s %-15s %-15s %-15s %-9s %-8s %s" % (
+    "dataset", "model", "1 trainer", "2 trainers", "reference", "published",
+    "wall s", "targets")
+for (dataset, model), kinds in configs.items():
+    entry = {"dataset": dataset, "model": model,
+             "published": published.get((dataset, model))}
+    cells = {}
+    for kind, runs in kinds.items():
+        accs = [r["test_acc"] for r in runs]
+        entry[kind] = {
+            "mean": statistics.mean(accs),
+            "std": statistics.pstdev(accs) if len(accs) > 1 else 0.0,
+            "runs": accs,
+            "seeds": [r["seed"] for r in runs],
+            "mean_wall_seconds": statistics.mean(r["wall_seconds"] for r in runs),
+            "settings": runs[0]["settings"],
+        }
+        cells[kind] = "%.4f ± %.4f" % (entry[kind]["mean"], entry[kind]["std"])
+        if min_acc is not None and entry[kind]["mean"] < min_acc:
+            failed.append("%s %s %s: mean %.4f < %.4f" % (
+                dataset, model, kind, entry[kind]["mean"], min_acc))
+    checks = {}
+    one, two, ref = (entry.get(k) for k in ("trainers_1", "trainers_2", "reference"))
+    for kind in ("trainers_1", "trainers_2", "reference"):
+        if entry.get(kind) and len(entry[kind]["runs"]) > 1:
+            checks["std_le_2pt_" + kind] = entry[kind]["std"] <= 0.02
+    if one and two:
+        checks["2_trainers_within_1pt"] = abs(one["mean"] - two["mean"]) <= 0.01
+    if one and ref:
+        checks["within_1pt_of_reference"] = one["mean"] >= ref["mean"] - 0.01
+    entry["checks"] = checks
+    out["results"].append(entry)
+    walls = [entry[k]["mean_wall_seconds"] for k in ("trainers_1", "trainers_2") if entry.get(k)]
+    pub = entry["published"]
+    lines.append("%-20s %-5s %-15s %-15s %-15s %-9s %-8s %s" % (
+        dataset, model, cells.get("trainers_1", "-"), cells.get("trainers_2", "-"),
+        cells.get("reference", "-"), "%.3f" % pub if pub else "-",
+        "%.1f" % statistics.mean(walls) if walls else "-",
+        " ".join(("ok " if v else "MISS ") + k for k, v in checks.items()) or "-"))
+out["all_targets_met"] = all(all(e["checks"].values()) for e in out["results"])
+print(json.dumps(out, indent=1))
+print(hdr, file=sys.stderr)
+for l in lines:
+    print(l, file=sys.stderr)
+if failed:
+    print("run_quality.sh: below --min-acc:\n  " + "\n  ".join(failed), file=sys.stderr)
+    sys.exit(1)
+PY
