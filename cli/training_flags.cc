@@ -25,7 +25,7 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
                   "Neighbors sampled per layer, seeds' hop first (-1 = all)")
       ->capture_default_str();
   cmd->add_option("--eval-fanouts", f->eval_fanouts,
-                  "Fanouts for validation and test (default: --fanouts; "
+                  "Fanouts for validation and test (default: twice --fanouts; "
                   "-1,-1 = exact)");
   cmd->add_option("--batch-size", f->batch_size,
                   "Seed nodes per minibatch (per trainer)")

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <future>
+#include <limits>
 #include <memory>
 
 #include "absl/strings/ascii.h"
@@ -70,6 +71,14 @@ ModelDefaults DefaultsFor(ModelKind kind) {
       break;
   }
   return {256, 8, 0.5, 0.6, 0.01};
+}
+
+std::vector<int> DefaultEvalFanouts(const std::vector<int>& fanouts) {
+  std::vector<int> eval = fanouts;
+  for (int& f : eval) {
+    if (f > 0) f = f > std::numeric_limits<int>::max() / 2 ? f : 2 * f;
+  }
+  return eval;
 }
 
 int64_t StepsPerEpoch(int64_t num_seeds, int64_t batch_size,
@@ -303,7 +312,7 @@ class Run {
                                                      splits_.train, loading));
     SamplerOptions eval_sampling;
     eval_sampling.fanouts = options_.eval_fanouts.empty()
-                                ? options_.fanouts
+                                ? DefaultEvalFanouts(options_.fanouts)
                                 : options_.eval_fanouts;
     eval_sampling.fetch_degrees = degrees;
     ASSIGN_OR_RETURN(eval_sampler_,
