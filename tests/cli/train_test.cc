@@ -110,7 +110,24 @@ INSTANTIATE_TEST_SUITE_P(
         BadTrain{"BadFanouts",
                  {},
                  {"--servers", "127.0.0.1:1", "--fanouts", "5,0"},
-                 {"--fanouts '5,0'"}}),
+                 {"--fanouts '5,0'"}},
+        BadTrain{"BadFeatureNorm",
+                 {},
+                 {"--servers", "127.0.0.1:1", "--feature-norm", "l2"},
+                 {"--feature-norm 'l2'", "auto, none, row or standardize"}},
+        BadTrain{"EvalFanoutsOfAnotherDepth",
+                 {},
+                 {"--servers", "127.0.0.1:1", "--eval-fanouts", "20,20,20"},
+                 {"--eval-fanouts '20,20,20'", "3 layers", "has 2"}},
+        BadTrain{"NegativePatience",
+                 {},
+                 {"--servers", "127.0.0.1:1", "--patience", "-1"},
+                 {"--patience"}},
+        BadTrain{
+            "ResumeWithoutCheckpoints",
+            {},
+            {"--servers", "127.0.0.1:1", "--resume", "--checkpoint-every", "0"},
+            {"--resume", "--checkpoint-every 0"}}),
     [](const ::testing::TestParamInfo<BadTrain>& info) {
       return info.param.name;
     });
@@ -184,6 +201,59 @@ TEST(TrainInProcessTest, TrainsCoraInMemoryAndWritesTheRunDirectory) {
   EXPECT_EQ(time["allreduce_seconds"].get<double>(), 0);
   EXPECT_LE(time["step_seconds"].get<double>(),
             time["epoch_seconds"].get<double>());
+}
+
+// The defaults are resolved per model and stated in the run's first lines and
+// summary.json: the feature scaling chosen from the data, the model's sizes
+// and learning rate, the steps per epoch (at least 10 with Cora's 140 train
+// nodes). Checkpoints follow --checkpoint-every, and their cost is reported.
+TEST(TrainInProcessTest, StatesTheDefaultsItChoseAndCheckpointsAsAsked) {
+  testing::TempDir dir;
+  const std::string cora = dir.Sub("cora");
+  auto [imported, import_output] = RunShardgnn(
+      {"-q", "dataset", "import", "--format", "ogb", "--undirected", "--input",
+       testing::SourcePath("datasets/cora/ogb-planetoid"), "--out", cora});
+  ASSERT_EQ(imported, 0) << import_output;
+
+  auto [gat, gat_output] =
+      RunShardgnn({"train", "--dataset", cora, "--model", "gat", "--epochs",
+                   "3", "--checkpoint-every", "2", "--out", dir.Sub("gat")});
+  ASSERT_EQ(gat, 0) << gat_output;
+  EXPECT_THAT(gat_output,
+              HasSubstr("model gat, 2 layers, hidden 8 x 8 heads, dropout "
+                        "0.6, lr 0.005"));
+  EXPECT_THAT(gat_output, HasSubstr("10 steps per epoch"));
+  EXPECT_THAT(gat_output,
+              HasSubstr("features: row (auto: non-negative features"));
+  EXPECT_THAT(gat_output, HasSubstr("checkpoints: "));
+  ASSERT_OK_AND_ASSIGN(std::string text,
+                       ReadFileToString(dir.Sub("gat") + "/summary.json"));
+  nlohmann::json summary = nlohmann::json::parse(text);
+  EXPECT_EQ(summary["model"]["hidden"], 8);
+  EXPECT_EQ(summary["model"]["heads"], 8);
+  EXPECT_EQ(summary["model"]["feature_norm"], "row");
+  EXPECT_EQ(summary["steps_per_epoch"], 10);
+  EXPECT_EQ(summary["epochs_run"], 3);
+  EXPECT_EQ(summary["checkpoints"]["every_epochs"], 2);
+  EXPECT_GT(summary["checkpoints"]["bytes_per_trainer"].get<int64_t>(), 0);
+  EXPECT_TRUE(
+      std::filesystem::exists(dir.Sub("gat") + "/checkpoints/rank-0.ckpt"));
+
+  // Explicit flags win; no checkpoints at all with --checkpoint-every 0.
+  auto [sage, sage_output] =
+      RunShardgnn({"train", "--dataset", cora, "--epochs", "2", "--hidden",
+                   "32", "--feature-norm", "standardize", "--checkpoint-every",
+                   "0", "--out", dir.Sub("sage")});
+  ASSERT_EQ(sage, 0) << sage_output;
+  EXPECT_THAT(sage_output, HasSubstr("model sage, 2 layers, hidden 32,"));
+  EXPECT_THAT(sage_output, HasSubstr("features: standardize (as requested"));
+  EXPECT_THAT(sage_output, ::testing::Not(HasSubstr("checkpoints: ")));
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("sage") + "/checkpoints"));
+  ASSERT_OK_AND_ASSIGN(text,
+                       ReadFileToString(dir.Sub("sage") + "/summary.json"));
+  summary = nlohmann::json::parse(text);
+  EXPECT_EQ(summary["model"]["feature_norm"], "standardize");
+  EXPECT_EQ(summary["checkpoints"]["bytes_per_trainer"], 0);
 }
 
 // Trainers that share a machine (torchrun's LOCAL_WORLD_SIZE) share its cores;
