@@ -223,7 +223,7 @@ absl::Status CheckOptions(const GraphSource& source, const TrainSplits& splits,
 }
 
 // A minibatch as model input: block tensors, features, labels (the MiniBatch
-// must outlive it).
+// must outlive it; its features are transformed in place).
 struct BatchTensors {
   std::vector<internal::BlockTensors> blocks;
   torch::Tensor x;
@@ -247,22 +247,24 @@ InputTransform MakeInputTransform(const FeatureTransform& f) {
   return t;
 }
 
-BatchTensors ToTensors(const MiniBatch& batch, const ModelOptions& model,
+BatchTensors ToTensors(MiniBatch& batch, const ModelOptions& model,
                        const InputTransform& transform) {
   BatchTensors t;
   t.blocks = internal::ToBlockTensors(batch, model.kind);
   t.x = torch::from_blob(
-      const_cast<float*>(batch.features.data()),
+      batch.features.data(),
       {static_cast<int64_t>(batch.input_nodes.size()), batch.feature_dim},
       torch::kFloat);
+  // In place: the batch's feature buffer is consumed once, and reusing it
+  // spares a fresh input-sized tensor per step.
   switch (transform.norm) {
     case FeatureNorm::kNone:
       break;
     case FeatureNorm::kRow:
-      t.x = t.x / t.x.abs().sum(1, true).clamp_min(1e-12);
+      t.x.div_(t.x.abs().sum(1, true).clamp_min(1e-12));
       break;
     case FeatureNorm::kStandardize:
-      t.x = (t.x - transform.shift) * transform.scale;
+      t.x.sub_(transform.shift).mul_(transform.scale);
       break;
   }
   t.labels = torch::from_blob(const_cast<int64_t*>(batch.labels.data()),
@@ -534,7 +536,7 @@ class Run {
       // (On an error return the destructor of a pending future waits for its
       // sampling, which ends: every remote call has a deadline.)
       RETURN_IF_ERROR(next.get());
-      const MiniBatch& batch = batches[k % 2];
+      MiniBatch& batch = batches[k % 2];
       if (begin + step < nodes.size()) {
         next = std::async(std::launch::async, sample, begin + step,
                           &batches[(k + 1) % 2]);
