@@ -25,6 +25,9 @@ run_quality.sh: default-flag accuracy of every model on every bundled dataset.
                       twitch-en sbm-homophilous sbm-heterophilous (default: all)
   --models LIST       space-separated, from: sage gcn gat (default: all three)
   --seeds N           seeds 1..N per configuration (5)
+  --first-seed S      start at seed S instead (to add seeds to an earlier run)
+  --summarize FILE    only summarise FILE, results.jsonl lines of earlier runs
+                      (concatenate several to merge them)
   --trainers LIST     trainer counts (default "1 2")
   --no-reference      skip the full-batch reference runs
   --extra "FLAGS"     flags added to every distributed run (default: none)
@@ -40,6 +43,8 @@ work=/tmp/shardgnn-quality
 datasets="cora cora-ml facebook-page-page twitch-en sbm-homophilous sbm-heterophilous"
 models="sage gcn gat"
 seeds=5
+first_seed=1
+summarize=""
 trainer_counts="1 2"
 reference=1
 extra=""
@@ -51,6 +56,8 @@ while (($#)); do
     --datasets) datasets="$2"; shift 2 ;;
     --models) models="$2"; shift 2 ;;
     --seeds) seeds="$2"; shift 2 ;;
+    --first-seed) first_seed="$2"; shift 2 ;;
+    --summarize) summarize="$2"; shift 2 ;;
     --trainers) trainer_counts="$2"; shift 2 ;;
     --no-reference) reference=0; shift ;;
     --extra) extra="$2"; shift 2 ;;
@@ -67,9 +74,14 @@ command -v python3 >/dev/null || {
   echo "run_quality.sh: needs python3 for the summary" >&2
   exit 2
 }
-mkdir -p "${work}/datasets" "${work}/partitions" "${work}/runs" "${work}/logs"
 results="${work}/results.jsonl"
-: >"${results}"
+if [[ -n "${summarize}" ]]; then
+  results="${summarize}"
+  datasets=""
+else
+  mkdir -p "${work}/datasets" "${work}/partitions" "${work}/runs" "${work}/logs"
+  : >"${results}"
+fi
 
 log() { echo "run_quality.sh: $*" >&2; }
 
@@ -158,7 +170,7 @@ for dataset in ${datasets}; do
   fi
   start_servers "${partition}"
   for model in ${models}; do
-    for ((seed = 1; seed <= seeds; seed++)); do
+    for ((seed = first_seed; seed <= seeds; seed++)); do
       for trainers in ${trainer_counts}; do
         out="${work}/runs/${dataset}-${model}-t${trainers}-s${seed}"
         rm -rf "${out}"
