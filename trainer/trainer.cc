@@ -109,25 +109,33 @@ absl::StatusOr<FeatureNormChoice> ChooseFeatureNorm(const GraphSource& source,
   const int64_t stride = n / k;
   const int64_t offset =
       static_cast<int64_t>(MixSeed(seed, 0) % static_cast<uint64_t>(stride));
-  std::vector<NodeId> ids(static_cast<size_t>(k));
-  for (int64_t i = 0; i < k; ++i) ids[i] = offset + i * stride;
-  std::vector<float> rows(static_cast<size_t>(k * dim));
-  RETURN_IF_ERROR(source.FetchFeatures(ids, rows.data()));
+  // In chunks, so that wide features never need a large buffer or call.
+  constexpr int64_t kChunk = 256;
+  std::vector<NodeId> ids;
+  std::vector<float> rows;
   std::vector<double> sum(dim, 0.0), sum_sq(dim, 0.0);
-  float lo = rows[0], hi = rows[0];
-  for (int64_t i = 0; i < k; ++i) {
-    const float* row = rows.data() + i * dim;
-    for (int64_t c = 0; c < dim; ++c) {
-      const float v = row[c];
-      if (!std::isfinite(v)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("node ", ids[i], " has a non-finite feature value (",
-                         v, ") in column ", c, "; fix the input data"));
+  float lo = std::numeric_limits<float>::infinity();
+  float hi = -std::numeric_limits<float>::infinity();
+  for (int64_t begin = 0; begin < k; begin += kChunk) {
+    const int64_t count = std::min(kChunk, k - begin);
+    ids.resize(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) ids[i] = offset + (begin + i) * stride;
+    rows.resize(static_cast<size_t>(count * dim));
+    RETURN_IF_ERROR(source.FetchFeatures(ids, rows.data()));
+    for (int64_t i = 0; i < count; ++i) {
+      const float* row = rows.data() + i * dim;
+      for (int64_t c = 0; c < dim; ++c) {
+        const float v = row[c];
+        if (!std::isfinite(v)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("node ", ids[i], " has a non-finite feature value (",
+                           v, ") in column ", c, "; fix the input data"));
+        }
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+        sum[c] += v;
+        sum_sq[c] += static_cast<double>(v) * v;
       }
-      lo = std::min(lo, v);
-      hi = std::max(hi, v);
-      sum[c] += v;
-      sum_sq[c] += static_cast<double>(v) * v;
     }
   }
   choice.sampled_nodes = k;
@@ -213,11 +221,9 @@ absl::Status CheckOptions(const GraphSource& source, const TrainSplits& splits,
   if (f.norm == FeatureNorm::kStandardize &&
       (static_cast<int64_t>(f.shift.size()) != source.feature_dim() ||
        f.scale.size() != f.shift.size())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("feature standardisation has ", f.shift.size(),
-                     " columns but the "
-                     "graph has ",
-                     source.feature_dim(), " features"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "feature standardisation has ", f.shift.size(),
+        " columns but the graph has ", source.feature_dim(), " features"));
   }
   return absl::OkStatus();
 }
