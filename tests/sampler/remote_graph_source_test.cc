@@ -230,6 +230,13 @@ TEST_P(RemoteSourceTest, FeaturesAndLabelsAreBitIdentical) {
     ASSERT_OK(source->FetchFeatures(ids, rows.data()));
     std::vector<int64_t> labels(ids.size(), -2);
     ASSERT_OK(source->FetchLabels(ids, labels.data()));
+    // Degrees (GCN's normalisation) are the graph's, from the owners.
+    std::vector<int64_t> degrees(ids.size(), -2);
+    ASSERT_OK(source->FetchDegrees(ids, degrees.data()));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      ASSERT_EQ(degrees[i], graph_.indptr[ids[i] + 1] - graph_.indptr[ids[i]])
+          << "node " << ids[i];
+    }
     for (size_t i = 0; i < ids.size(); ++i) {
       ASSERT_EQ(std::memcmp(&rows[i * kDim], &graph_.features[ids[i] * kDim],
                             kDim * sizeof(float)),
