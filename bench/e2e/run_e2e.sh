@@ -38,6 +38,8 @@ run_e2e.sh: end-to-end benchmark, in-process vs 2 servers + 1 / 2 trainers.
                         is (b) with --no-shared-memory: features through
                         calls to the feature ports; bgrpc is bcalls with
                         --no-feature-port: features through gRPC
+  --extra "FLAGS"       training flags added to every run (e.g. to compare
+                        a default with its former value side by side)
   --small               20k nodes, 16 features, 8 classes, 2 epochs,
                         dropout 0.5 only (a smoke run, well under a minute)
 EOF
@@ -49,6 +51,7 @@ repo="$(cd "${script_dir}/../.." && pwd)"
 shardgnn="${SHARDGNN:-${repo}/build/cli/shardgnn}"
 work=/tmp/shardgnn-e2e
 nodes=1000000 avg_degree=20 features=128 classes=32 split=0.1,0.1,0.8
+extra=""
 epochs=3 dropouts=0.5,0 threads=0 sampler_threads=1 prefetch=4 configs=a,b,c,bcalls
 while (($#)); do
   case "$1" in
@@ -65,6 +68,7 @@ while (($#)); do
     --sampler-threads) sampler_threads="$2"; shift 2 ;;
     --prefetch) prefetch="$2"; shift 2 ;;
     --configs) configs="$2"; shift 2 ;;
+    --extra) extra="$2"; shift 2 ;;
     --small)
       nodes=20000 features=16 classes=8 epochs=2 dropouts=0.5
       shift ;;
@@ -155,6 +159,8 @@ watch_rss() {
 train_flags=(--model sage --fanouts 15,10 --batch-size 1024 --hidden 256
   --epochs "${epochs}" --threads "${threads}"
   --sampler-threads "${sampler_threads}" --prefetch "${prefetch}")
+# shellcheck disable=SC2206
+[[ -n "${extra}" ]] && train_flags+=(${extra})
 
 # run_config CONFIG DROPOUT: one run; its directory is ${runs}/CONFIG-dDROPOUT.
 run_config() {
