@@ -129,12 +129,11 @@ class GcnLayer : public torch::nn::Module {
 class GatLayer : public torch::nn::Module {
  public:
   GatLayer(int64_t in, int64_t out, int heads, bool concat, double attn_dropout,
-           double feature_dropout, std::shared_ptr<SeedStream> seeds)
+           std::shared_ptr<SeedStream> seeds)
       : out_(out),
         heads_(heads),
         concat_(concat),
         attn_dropout_(attn_dropout),
-        feature_dropout_(feature_dropout),
         seeds_(std::move(seeds)) {
     linear_ = register_module(
         "linear", torch::nn::Linear(
@@ -155,12 +154,8 @@ class GatLayer : public torch::nn::Module {
     torch::Tensor alpha =
         FastDropout(EdgeSoftmax(scores, b.loop_indptr), attn_dropout_,
                     is_training(), is_training() ? seeds_->Next() : 0);
-    // As in the paper's implementation, the messages themselves are dropped
-    // out too (the attention scores above see them whole).
-    torch::Tensor messages = FastDropout(z, feature_dropout_, is_training(),
-                                         is_training() ? seeds_->Next() : 0);
     torch::Tensor agg =
-        CsrAggregate(messages, alpha, b.loop_indptr, b.loop_indices, false);
+        CsrAggregate(z, alpha, b.loop_indptr, b.loop_indices, false);
     if (!concat_) agg = agg.view({b.num_dst, heads_, out_}).mean(1);
     return agg + bias_;
   }
@@ -170,7 +165,6 @@ class GatLayer : public torch::nn::Module {
   int64_t heads_;
   bool concat_;
   double attn_dropout_;
-  double feature_dropout_;
   std::shared_ptr<SeedStream> seeds_;
   torch::nn::Linear linear_{nullptr};
   torch::Tensor attn_l_, attn_r_, bias_;
@@ -274,7 +268,7 @@ std::shared_ptr<GnnModel> BuildModel(const ModelOptions& options,
         layers.push_back(std::make_shared<GatLayer>(
             l == 0 ? in_dim : options.hidden * options.heads,
             last ? num_classes : options.hidden, last ? 1 : options.heads,
-            !last, options.attn_dropout, options.dropout, seeds));
+            !last, options.attn_dropout, seeds));
       }
       return std::make_shared<Stack<GatLayer>>(options, std::move(layers),
                                                seeds);
