@@ -113,6 +113,16 @@ struct RandomGraph {
   }
 };
 
+// A sampler of features and graph degrees (what every model needs), no labels.
+absl::StatusOr<std::unique_ptr<NeighborSampler>> FeatureSampler(
+    const GraphSource* source, std::vector<int> fanouts) {
+  SamplerOptions sampling;
+  sampling.fanouts = std::move(fanouts);
+  sampling.fetch_labels = false;
+  sampling.fetch_degrees = true;
+  return NeighborSampler::Create(source, sampling);
+}
+
 // GCN with full neighborhoods must be the paper's full-graph GCN, whatever
 // nodes share the batch: the same weights give the same logits as
 // A_hat relu(A_hat X W0 + b0) W1 + b1 computed densely.
@@ -120,12 +130,7 @@ TEST(ModelsTest, GcnWithFullNeighborhoodsIsKipfWellingInAnyBatch) {
   RandomGraph graph(40, 6, 3);
   ASSERT_OK_AND_ASSIGN(auto source,
                        InMemoryGraphSource::Create(graph.arrays()));
-  SamplerOptions sampling;
-  sampling.fanouts = {-1, -1};
-  sampling.fetch_labels = false;
-  sampling.fetch_degrees = true;
-  ASSERT_OK_AND_ASSIGN(auto sampler,
-                       NeighborSampler::Create(source.get(), sampling));
+  ASSERT_OK_AND_ASSIGN(auto sampler, FeatureSampler(source.get(), {-1, -1}));
   ModelOptions options;
   options.kind = ModelKind::kGcn;
   options.hidden = 5;
@@ -224,12 +229,7 @@ TEST(ModelsTest, FullNeighborhoodTrainingFollowsThePapersEquations) {
   for (int64_t v = 0; v < graph.n; ++v) labels[v] = (v * 7) % 3;
   ASSERT_OK_AND_ASSIGN(auto source,
                        InMemoryGraphSource::Create(graph.arrays()));
-  SamplerOptions sampling;
-  sampling.fanouts = {-1, -1};
-  sampling.fetch_labels = false;
-  sampling.fetch_degrees = true;
-  ASSERT_OK_AND_ASSIGN(auto sampler,
-                       NeighborSampler::Create(source.get(), sampling));
+  ASSERT_OK_AND_ASSIGN(auto sampler, FeatureSampler(source.get(), {-1, -1}));
   std::vector<NodeId> all(graph.n);
   for (int64_t v = 0; v < graph.n; ++v) all[v] = v;
   ASSERT_OK_AND_ASSIGN(MiniBatch batch, sampler->Sample(all, 3));
@@ -292,11 +292,7 @@ TEST(ModelsTest, SampledGcnEstimatesTheFullNeighborhoodWithoutBias) {
   model->eval();
   torch::NoGradGuard no_grad;
   auto run = [&](int fanout, uint64_t seed) {
-    SamplerOptions sampling;
-    sampling.fanouts = {fanout};
-    sampling.fetch_labels = false;
-    sampling.fetch_degrees = true;
-    auto sampler = NeighborSampler::Create(source.get(), sampling);
+    auto sampler = FeatureSampler(source.get(), {fanout});
     EXPECT_TRUE(sampler.ok());
     std::vector<NodeId> seeds = {0, 1, 2, 3, 4, 5};
     auto batch = (*sampler)->Sample(seeds, seed);
