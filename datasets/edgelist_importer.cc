@@ -155,9 +155,7 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
   RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(
       staging.get(), manifest, result, splits, start, &summary));
   datasets_internal::WarnIfOneDirectional(
-      "if its edges are undirected, import with --undirected to store both "
-      "directions",
-      &summary);
+      datasets_internal::kImportUndirectedFix, &summary);
   return summary;
 }
 

@@ -49,6 +49,11 @@ absl::Status CommitDatasetDir(StagingDir* staging, DatasetManifest manifest,
 // both directions with this importer. Call after CommitDatasetDir.
 void WarnIfOneDirectional(absl::string_view fix, BuildSummary* summary);
 
+// `fix` for the importers whose --undirected flag stores both directions.
+inline constexpr absl::string_view kImportUndirectedFix =
+    "if its edges are undirected, import with --undirected to store both "
+    "directions";
+
 }  // namespace shardgnn::datasets_internal
 
 #endif  // SHARDGNN_DATASETS_INTERNAL_DATASET_DIR_H_

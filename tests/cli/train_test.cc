@@ -150,14 +150,20 @@ std::pair<int, std::string> RunShardgnn(
   return {code, (*child)->Tail(10000)};
 }
 
+// Imports the bundled Cora into dir/cora (with reverse edges) into *path.
+void ImportCora(const testing::TempDir& dir, std::string* path) {
+  *path = dir.Sub("cora");
+  auto [imported, output] = RunShardgnn(
+      {"-q", "dataset", "import", "--format", "ogb", "--undirected", "--input",
+       testing::SourcePath("datasets/cora/ogb-planetoid"), "--out", *path});
+  ASSERT_EQ(imported, 0) << output;
+}
+
 TEST(TrainInProcessTest, TrainsCoraInMemoryAndWritesTheRunDirectory) {
   testing::TempDir dir;
-  const std::string cora = dir.Sub("cora");
   const std::string out = dir.Sub("run");
-  auto [imported, import_output] = RunShardgnn(
-      {"-q", "dataset", "import", "--format", "ogb", "--undirected", "--input",
-       testing::SourcePath("datasets/cora/ogb-planetoid"), "--out", cora});
-  ASSERT_EQ(imported, 0) << import_output;
+  std::string cora;
+  ASSERT_NO_FATAL_FAILURE(ImportCora(dir, &cora));
   // No torchrun variables and no servers: one process, nothing to contact.
   auto [trained, output] =
       RunShardgnn({"train", "--dataset", cora, "--epochs", "4", "--out", out,
@@ -209,11 +215,8 @@ TEST(TrainInProcessTest, TrainsCoraInMemoryAndWritesTheRunDirectory) {
 // nodes). Checkpoints follow --checkpoint-every, and their cost is reported.
 TEST(TrainInProcessTest, StatesTheDefaultsItChoseAndCheckpointsAsAsked) {
   testing::TempDir dir;
-  const std::string cora = dir.Sub("cora");
-  auto [imported, import_output] = RunShardgnn(
-      {"-q", "dataset", "import", "--format", "ogb", "--undirected", "--input",
-       testing::SourcePath("datasets/cora/ogb-planetoid"), "--out", cora});
-  ASSERT_EQ(imported, 0) << import_output;
+  std::string cora;
+  ASSERT_NO_FATAL_FAILURE(ImportCora(dir, &cora));
 
   auto [gat, gat_output] =
       RunShardgnn({"train", "--dataset", cora, "--model", "gat", "--epochs",
@@ -260,11 +263,8 @@ TEST(TrainInProcessTest, StatesTheDefaultsItChoseAndCheckpointsAsAsked) {
 // --threads overrides; a malformed LOCAL_WORLD_SIZE is one clear error.
 TEST(TrainInProcessTest, ComputeThreadsShareTheMachine) {
   testing::TempDir dir;
-  const std::string cora = dir.Sub("cora");
-  auto [imported, import_output] = RunShardgnn(
-      {"-q", "dataset", "import", "--format", "ogb", "--undirected", "--input",
-       testing::SourcePath("datasets/cora/ogb-planetoid"), "--out", cora});
-  ASSERT_EQ(imported, 0) << import_output;
+  std::string cora;
+  ASSERT_NO_FATAL_FAILURE(ImportCora(dir, &cora));
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   struct Case {
     std::string name, local, threads;

@@ -102,6 +102,9 @@ struct RandomGraph {
     a.feature_dim = dim;
     return a;
   }
+  torch::Tensor Features() const {
+    return torch::tensor(features).view({n, dim});
+  }
   // Kipf & Welling's D^-1/2 (A + I) D^-1/2 over the whole graph, dense.
   torch::Tensor NormalizedAdjacency() const {
     torch::Tensor a = torch::eye(n);
@@ -112,6 +115,13 @@ struct RandomGraph {
     return d.view({-1, 1}) * a * d.view({1, -1});
   }
 };
+
+// The batch's input feature matrix (a view of its buffer).
+torch::Tensor InputFeatures(MiniBatch& batch) {
+  return torch::from_blob(
+      batch.features.data(),
+      {static_cast<int64_t>(batch.input_nodes.size()), batch.feature_dim});
+}
 
 // A sampler of features and graph degrees (what every model needs), no labels.
 absl::StatusOr<std::unique_ptr<NeighborSampler>> FeatureSampler(
@@ -144,8 +154,7 @@ TEST(ModelsTest, GcnWithFullNeighborhoodsIsKipfWellingInAnyBatch) {
   param("layer0.bias").uniform_(-1, 1);
   param("layer1.bias").uniform_(-1, 1);
   torch::Tensor a_hat = graph.NormalizedAdjacency();
-  torch::Tensor x =
-      torch::from_blob(graph.features.data(), {graph.n, graph.dim}).clone();
+  torch::Tensor x = graph.Features();
   torch::Tensor h = torch::relu(
       a_hat.mm(x.mm(param("layer0.linear.weight").t())) + param("layer0.bias"));
   torch::Tensor want =
@@ -156,9 +165,7 @@ TEST(ModelsTest, GcnWithFullNeighborhoodsIsKipfWellingInAnyBatch) {
         std::vector<NodeId>{33, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}}) {
     SCOPED_TRACE(seeds.size());
     ASSERT_OK_AND_ASSIGN(MiniBatch batch, sampler->Sample(seeds, 1));
-    torch::Tensor inputs =
-        torch::from_blob(batch.features.data(),
-                         {static_cast<int64_t>(batch.input_nodes.size()), 6});
+    torch::Tensor inputs = InputFeatures(batch);
     torch::Tensor got =
         model->Forward(ToBlockTensors(batch, ModelKind::kGcn), inputs);
     torch::Tensor rows = want.index_select(
@@ -234,8 +241,7 @@ TEST(ModelsTest, FullNeighborhoodTrainingFollowsThePapersEquations) {
   for (int64_t v = 0; v < graph.n; ++v) all[v] = v;
   ASSERT_OK_AND_ASSIGN(MiniBatch batch, sampler->Sample(all, 3));
   ASSERT_EQ(batch.input_nodes, all);  // Every node is a seed, in order.
-  torch::Tensor x =
-      torch::from_blob(graph.features.data(), {graph.n, graph.dim}).clone();
+  torch::Tensor x = graph.Features();
   torch::Tensor y = torch::tensor(labels);
   torch::Tensor train = torch::arange(0, 20);
 
@@ -297,9 +303,7 @@ TEST(ModelsTest, SampledGcnEstimatesTheFullNeighborhoodWithoutBias) {
     std::vector<NodeId> seeds = {0, 1, 2, 3, 4, 5};
     auto batch = (*sampler)->Sample(seeds, seed);
     EXPECT_TRUE(batch.ok());
-    torch::Tensor inputs =
-        torch::from_blob(batch->features.data(),
-                         {static_cast<int64_t>(batch->input_nodes.size()), 4});
+    torch::Tensor inputs = InputFeatures(*batch);
     return model->Forward(ToBlockTensors(*batch, ModelKind::kGcn), inputs)
         .clone();
   };
