@@ -31,6 +31,9 @@ run_quality.sh: default-flag accuracy of every model on every bundled dataset.
   --trainers LIST     trainer counts (default "1 2")
   --no-reference      skip the full-batch reference runs
   --extra "FLAGS"     flags added to every distributed run (default: none)
+  --run-flags "FLAGS" flags every distributed run starts with (default
+                      "--checkpoint-every 0"; "" for a binary older than
+                      that flag, to measure a former version side by side)
   --min-acc A         exit 1 unless every configuration's mean test accuracy
                       is at least A (for CI smoke runs; default: no check)
 EOF
@@ -48,6 +51,7 @@ summarize=""
 trainer_counts="1 2"
 reference=1
 extra=""
+run_flags="--checkpoint-every 0"
 min_acc=""
 while (($#)); do
   case "$1" in
@@ -61,6 +65,7 @@ while (($#)); do
     --trainers) trainer_counts="$2"; shift 2 ;;
     --no-reference) reference=0; shift ;;
     --extra) extra="$2"; shift 2 ;;
+    --run-flags) run_flags="$2"; shift 2 ;;
     --min-acc) min_acc="$2"; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "run_quality.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
@@ -178,7 +183,7 @@ for dataset in ${datasets}; do
         # shellcheck disable=SC2086
         if ! "${shardgnn}" run --servers "${addresses}" --partition "${partition}" \
           --trainers "${trainers}" --model "${model}" --seed "${seed}" \
-          --checkpoint-every 0 --out "${out}" ${extra} >"${out}.log" 2>&1; then
+          ${run_flags} --out "${out}" ${extra} >"${out}.log" 2>&1; then
           log "${dataset} ${model} ${trainers} trainer(s) seed ${seed} failed:"
           tail -5 "${out}.log" >&2
           exit 1
