@@ -214,8 +214,7 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
   if (f.dropout >= 1)
     return absl::InvalidArgumentError("--dropout must be below 1");
   if (f.lr < 0) return absl::InvalidArgumentError("--lr must be positive");
-  if (f.feature_norm != "auto" && f.feature_norm != "none" &&
-      f.feature_norm != "row" && f.feature_norm != "standardize") {
+  if (f.feature_norm != "auto" && !ParseFeatureNorm(f.feature_norm).ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--feature-norm '", f.feature_norm,
                      "': expected auto, none, row or standardize"));
@@ -226,11 +225,15 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
 absl::StatusOr<std::string> ChooseFeatures(const TrainingFlags& f,
                                            const GraphSource& source,
                                            TrainOptions* options) {
+  const bool automatic = f.feature_norm == "auto";
   FeatureNorm requested = FeatureNorm::kNone;
-  if (f.feature_norm == "row") requested = FeatureNorm::kRow;
-  if (f.feature_norm == "standardize") requested = FeatureNorm::kStandardize;
-  auto choice = ChooseFeatureNorm(source, f.feature_norm == "auto", requested,
-                                  options->seed);
+  if (!automatic) {
+    auto parsed =
+        ParseFeatureNorm(f.feature_norm);  // Checked by ToTrainOptions.
+    if (!parsed.ok()) return parsed.status();
+    requested = *parsed;
+  }
+  auto choice = ChooseFeatureNorm(source, automatic, requested, options->seed);
   if (!choice.ok()) return choice.status();
   options->model.features = choice->transform;
   return absl::StrCat("features: ", FeatureNormName(choice->transform.norm),

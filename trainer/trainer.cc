@@ -59,6 +59,17 @@ const char* FeatureNormName(FeatureNorm norm) {
   return "?";
 }
 
+absl::StatusOr<FeatureNorm> ParseFeatureNorm(const std::string& name) {
+  for (FeatureNorm norm :
+       {FeatureNorm::kNone, FeatureNorm::kRow, FeatureNorm::kStandardize}) {
+    if (name == FeatureNormName(norm)) return norm;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown feature scaling '",
+                                                 name,
+                                                 "' (expected none, row or "
+                                                 "standardize)"));
+}
+
 ModelDefaults DefaultsFor(ModelKind kind) {
   switch (kind) {
     case ModelKind::kGat:

@@ -50,8 +50,9 @@ enum class FeatureNorm {
   kStandardize,
 };
 
-// "none", "row", "standardize" (and, where a choice is allowed, "auto").
+// "none", "row", "standardize" (ParseFeatureNorm reads them back).
 const char* FeatureNormName(FeatureNorm norm);
+absl::StatusOr<FeatureNorm> ParseFeatureNorm(const std::string& name);
 
 struct FeatureTransform {
   FeatureNorm norm = FeatureNorm::kNone;
