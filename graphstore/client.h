@@ -14,6 +14,16 @@
 // it use gRPC; after options.feature_port_retry a call asks Info() again and
 // goes back to the port it reports (a server restarted on a new port).
 //
+// Every answer is checked before it is returned or written anywhere: array
+// lengths, neighbor counts within [0, fanout] and adding up to the neighbors
+// received, neighbor IDs inside the graph, labels in [-1, num_classes),
+// degrees in [0, the shard's adjacency entries], split IDs sorted and owned,
+// feature rows of the asked width, and Info's own figures consistent (node
+// range inside the graph, part inside the parts, ...). A bad answer is
+// DATA_LOSS ("ADDRESS: METHOD: what was wrong"). Checks against the shard's
+// figures (ID ranges, classes, edges, width) use the last good Info(), so
+// call it first.
+//
 // Thread-safe: one client (one HTTP/2 channel, and a pool of feature port
 // connections) is meant to be shared by all threads that talk to the same
 // server.

@@ -2,6 +2,8 @@
 
 #include <cstring>
 #include <future>
+#include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
@@ -36,10 +38,13 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
   if (addresses.empty())
     return absl::InvalidArgumentError("no storage server addresses given");
   absl::Time deadline = absl::Now() + options.connect_timeout;
-  std::vector<std::unique_ptr<GraphStoreClient>> by_part;
-  std::vector<ServerInfo> infos;
+  // By part; maps, not vectors of num_parts slots: a server's claim of many
+  // parts must not allocate before the parts are found missing.
+  std::map<int, std::unique_ptr<GraphStoreClient>> by_part;
+  std::map<int, ServerInfo> infos;
   std::string partition_id;
   int num_parts = -1;
+  std::optional<ShardMeta> first_meta;  // addresses[0]'s
   for (const std::string& address : addresses) {
     auto client = GraphStoreClient::Connect(address, options.client);
     if (!client.ok()) return client.status();
@@ -51,8 +56,6 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
     if (num_parts < 0) {
       num_parts = meta.num_parts;
       partition_id = meta.partition_id;
-      by_part.resize(static_cast<size_t>(num_parts));
-      infos.resize(static_cast<size_t>(num_parts));
     }
     if (meta.partition_id != partition_id || meta.num_parts != num_parts) {
       return absl::FailedPreconditionError(
@@ -71,7 +74,26 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
       return absl::DataLossError(absl::StrCat(address, " reports part ",
                                               meta.part_id, " of ", num_parts));
     }
-    if (by_part[meta.part_id] != nullptr) {
+    // Every part describes the same graph (a batch's rows come from several
+    // of them): compare with the first server's answer.
+    const ShardMeta& ref = first_meta.has_value() ? *first_meta : meta;
+    auto differ = [&](const char* field, int64_t mine, int64_t theirs) {
+      return absl::DataLossError(absl::StrCat(address, " reports ", field, " ",
+                                              mine, ", but ", addresses[0],
+                                              " reports ", theirs));
+    };
+    if (meta.num_nodes_total != ref.num_nodes_total) {
+      return differ("num_nodes_total", meta.num_nodes_total,
+                    ref.num_nodes_total);
+    }
+    if (meta.feature_dim != ref.feature_dim) {
+      return differ("feature_dim", meta.feature_dim, ref.feature_dim);
+    }
+    if (meta.num_classes != ref.num_classes) {
+      return differ("num_classes", meta.num_classes, ref.num_classes);
+    }
+    if (!first_meta.has_value()) first_meta = meta;
+    if (by_part.count(meta.part_id) != 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(address, " and ", by_part[meta.part_id]->address(),
                        " both serve part ", meta.part_id));
@@ -81,10 +103,11 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
   }
   std::vector<NodeId> ranges = {0};
   for (int p = 0; p < num_parts; ++p) {
-    if (by_part[p] == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("no server for part ", p, " of partition ", partition_id,
-                       " among the ", addresses.size(), " addresses given"));
+    if (by_part.count(p) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "no server for part ", p, " of partition ", partition_id, " (",
+          num_parts, " parts, as ", addresses[0], " reports) among the ",
+          addresses.size(), " addresses given"));
     }
     if (infos[p].meta.node_start != ranges.back()) {
       return absl::DataLossError(
@@ -93,16 +116,22 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
     }
     ranges.push_back(infos[p].meta.node_end);
   }
+  if (ranges.back() != first_meta->num_nodes_total) {
+    return absl::DataLossError(absl::StrCat(
+        "the parts' node ranges end at ", ranges.back(), ", but ", addresses[0],
+        " says the graph has ", first_meta->num_nodes_total, " nodes"));
+  }
   auto book = PartitionBook::Create(std::move(ranges));
   if (!book.ok()) return book.status();
+  // Every part has its server: num_parts <= addresses.size().
+  std::vector<std::unique_ptr<GraphStoreClient>> clients(by_part.size());
   std::vector<std::unique_ptr<SharedRegion>> shared(by_part.size());
-  if (options.use_shared_memory) {
-    for (int p = 0; p < num_parts; ++p) {
-      shared[p] = MapSharedFeatures(infos[p]);
-    }
+  for (int p = 0; p < num_parts; ++p) {
+    clients[p] = std::move(by_part[p]);
+    if (options.use_shared_memory) shared[p] = MapSharedFeatures(infos[p]);
   }
   return std::unique_ptr<RemoteGraphSource>(new RemoteGraphSource(
-      std::move(*book), std::move(by_part), std::move(shared),
+      std::move(*book), std::move(clients), std::move(shared),
       infos[0].meta.feature_dim, infos[0].meta.num_classes, partition_id));
 }
 

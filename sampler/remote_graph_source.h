@@ -57,8 +57,11 @@ class RemoteGraphSource : public GraphSource {
   // Connects to every address (HOST:PORT, in any order), waits until each is
   // healthy, asks each which part it serves, and checks that together they
   // cover parts 0..K-1 of one partition exactly once, with the same
-  // partition_id (and options.expected_partition_id if set). Errors name the
-  // address.
+  // partition_id (and options.expected_partition_id if set), the same graph
+  // (num_nodes_total, feature_dim, num_classes) and node ranges that tile
+  // [0, num_nodes_total). Errors name the address; answers that contradict
+  // each other are DATA_LOSS. Every later answer is checked by the clients
+  // (GraphStoreClient) before it is merged.
   static absl::StatusOr<std::unique_ptr<RemoteGraphSource>> Connect(
       const std::vector<std::string>& addresses,
       const RemoteGraphSourceOptions& options = {});

@@ -64,8 +64,14 @@ absl::Status BlockBuilder::AddHop(absl::Span<const int64_t> counts,
   block->indptr.resize(num_dst + 1);
   block->indices.resize(neighbors.size());
   block->indptr[0] = 0;
-  for (int64_t i = 0; i < num_dst; ++i)
+  for (int64_t i = 0; i < num_dst; ++i) {
+    if (counts[i] < 0 || counts[i] > static_cast<int64_t>(neighbors.size())) {
+      return absl::InternalError(absl::StrCat(
+          "graph source returned ", counts[i], " neighbors for node ",
+          nodes_[i], " of a hop with ", neighbors.size()));
+    }
     block->indptr[i + 1] = block->indptr[i] + counts[i];
+  }
   if (block->indptr[num_dst] != static_cast<int64_t>(neighbors.size())) {
     return absl::InternalError(absl::StrCat(
         "graph source returned ", neighbors.size(),
