@@ -1,7 +1,9 @@
 #include "common/npy.h"
 
 #include <cstring>
+#include <exception>
 #include <fstream>
+#include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -14,6 +16,9 @@ namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
+// Longest header dict read; numpy itself refuses more than 10000 bytes by
+// default (numpy.lib.format's max_header_size).
+constexpr size_t kMaxHeaderBytes = 1 << 20;
 
 absl::StatusOr<NpyDtype> ParseDescr(absl::string_view descr) {
   if (descr == "<f4") return NpyDtype::kFloat32;
@@ -122,6 +127,13 @@ absl::StatusOr<NpyHeader> ReadNpyHeader(const std::string& path) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a valid .npy file: ", what));
   };
+  // Every size the header claims is checked against the file's before
+  // anything is allocated from it.
+  in.seekg(0, std::ios::end);
+  const std::streamoff end = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (!in || end < 0) return fail("cannot tell its size");
+  const uint64_t file_size = static_cast<uint64_t>(end);
   char prefix[10];
   if (!in.read(prefix, 10)) return fail("shorter than a header");
   if (std::memcmp(prefix, kMagic, kMagicLen) != 0)
@@ -143,6 +155,11 @@ absl::StatusOr<NpyHeader> ReadNpyHeader(const std::string& path) {
   } else {
     return fail(absl::StrCat("unsupported format version ", major));
   }
+  if (header_len > kMaxHeaderBytes || prefix_len + header_len > file_size) {
+    return fail(absl::StrCat("header claims ", header_len, " bytes (",
+                             file_size, " in the file, at most ",
+                             kMaxHeaderBytes, " read)"));
+  }
   std::string dict(header_len, '\0');
   if (!in.read(dict.data(), header_len)) return fail("truncated header");
 
@@ -160,6 +177,7 @@ absl::StatusOr<NpyHeader> ReadNpyHeader(const std::string& path) {
   auto shape = DictValue(dict, "shape");
   if (!shape.ok()) return fail(shape.status().message());
   absl::string_view inner = *shape;
+  if (inner.size() < 2 || inner.front() != '(') return fail("malformed shape");
   inner.remove_prefix(1);
   inner.remove_suffix(1);
   for (absl::string_view part :
@@ -170,11 +188,25 @@ absl::StatusOr<NpyHeader> ReadNpyHeader(const std::string& path) {
     header.shape.push_back(dim);
   }
 
-  in.seekg(0, std::ios::end);
-  auto file_size = static_cast<size_t>(in.tellg());
-  size_t need = header.data_offset + static_cast<size_t>(header.NumElements()) *
-                                         NpyElementSize(header.dtype);
-  if (file_size < need) {
+  // The element count and byte count, refusing products that overflow.
+  uint64_t elements = 1;
+  for (int64_t dim : header.shape) {
+    if (__builtin_mul_overflow(elements, static_cast<uint64_t>(dim),
+                               &elements)) {
+      return fail(absl::StrCat("shape ", *shape,
+                               " holds more than 2^64 "
+                               "elements"));
+    }
+  }
+  uint64_t data_bytes = 0;
+  if (elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
+      __builtin_mul_overflow(elements, NpyElementSize(header.dtype),
+                             &data_bytes)) {
+    return fail(absl::StrCat("shape ", *shape, " is too large (", elements,
+                             " elements)"));
+  }
+  const uint64_t need = header.data_offset + data_bytes;
+  if (need < data_bytes || file_size < need) {
     return fail(absl::StrCat("truncated: header says ", need,
                              " bytes, file has ", file_size));
   }
@@ -199,7 +231,13 @@ absl::StatusOr<NpyArray<T>> ReadNpy(const std::string& path,
   }
   NpyArray<T> array;
   array.shape = header->shape;
-  array.data.resize(static_cast<size_t>(header->NumElements()));
+  // The file holds these bytes (ReadNpyHeader checked), but memory may not.
+  try {
+    array.data.resize(static_cast<size_t>(header->NumElements()));
+  } catch (const std::exception&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        path, ": cannot allocate ", header->NumElements(), " elements"));
+  }
   std::ifstream in(path, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(header->data_offset));
   if (!in.read(reinterpret_cast<char*>(array.data.data()),

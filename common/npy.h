@@ -55,7 +55,9 @@ struct NpyHeader {
 
 // Parses the header of the .npy file at `path`. Fails with a message naming the
 // file on a missing file, a bad magic string, Fortran order, a big-endian or
-// unsupported dtype, or a file shorter than the header says.
+// unsupported dtype, a header longer than 1 MiB or than the file, a shape whose
+// element or byte count overflows, or a file shorter than the header says. So
+// a header that passes never asks for more memory than the file's size.
 absl::StatusOr<NpyHeader> ReadNpyHeader(const std::string& path);
 
 // A whole array read into memory.
@@ -66,7 +68,7 @@ struct NpyArray {
 };
 
 // Reads the array at `path`, which must have dtype T. `expected_ndim` (if >= 0)
-// is checked.
+// is checked. RESOURCE_EXHAUSTED if the array does not fit in memory.
 template <typename T>
 absl::StatusOr<NpyArray<T>> ReadNpy(const std::string& path,
                                     int expected_ndim = -1);

@@ -1,9 +1,16 @@
 #include "common/npy.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <string>
 
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -73,6 +80,102 @@ TEST(NpyTest, StreamingWriterChecksCount) {
   ASSERT_OK_AND_ASSIGN(
       auto writer2, NpyWriter::Create(dir.Sub("g.npy"), NpyDtype::kInt32, {2}));
   EXPECT_FALSE(writer2->Append(values, 3).ok());  // Too many.
+}
+
+// A hand-made .npy file: version `major`, the header text `dict` (its length
+// field says `claimed_len` when given), then `data_bytes` zero bytes.
+std::string WriteRawNpy(const std::string& path, int major,
+                        const std::string& dict, int64_t claimed_len = -1,
+                        size_t data_bytes = 64) {
+  std::string out = "\x93NUMPY";
+  out.push_back(static_cast<char>(major));
+  out.push_back(0);
+  const uint64_t len =
+      claimed_len >= 0 ? static_cast<uint64_t>(claimed_len) : dict.size();
+  const int len_bytes = major == 1 ? 2 : 4;
+  for (int i = 0; i < len_bytes; ++i) {
+    out.push_back(static_cast<char>((len >> (8 * i)) & 0xff));
+  }
+  out += dict;
+  out.append(data_bytes, '\0');
+  std::ofstream(path, std::ios::binary) << out;
+  return path;
+}
+
+std::string Dict(const std::string& descr, const std::string& shape) {
+  return "{'descr': '" + descr +
+         "', 'fortran_order': False, 'shape': " + shape + ", }\n";
+}
+
+// Runs `read` in a child process whose address space is limited to 1 GiB
+// (without ASan, which needs more): an attempt to allocate what a header
+// claims dies there (std::bad_alloc or std::length_error abort the child)
+// instead of taking the machine's memory. True if the child returned
+// normally and `read` said true.
+bool ReadsCleanlyWithBoundedMemory(const std::function<bool()>& read) {
+  pid_t pid = fork();
+  if (pid == 0) {
+#if !defined(__SANITIZE_ADDRESS__)
+    rlimit limit{rlim_t{1} << 30, rlim_t{1} << 30};
+    setrlimit(RLIMIT_AS, &limit);
+#endif
+    _exit(read() ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// An error naming the file and saying `what`, returned (not thrown).
+bool IsCleanError(const absl::Status& s, const std::string& path,
+                  const std::string& what) {
+  return s.code() == absl::StatusCode::kInvalidArgument &&
+         s.message().find(path) != absl::string_view::npos &&
+         s.message().find(what) != absl::string_view::npos;
+}
+
+TEST(NpyTest, HeaderClaimingFourGigabytesIsAnError) {
+  testing::TempDir dir;
+  const std::string path = WriteRawNpy(dir.Sub("huge_header.npy"), 2,
+                                       Dict("<f4", "(4,)"), 0xffffffffLL);
+  absl::Status s = ReadNpyHeader(path).status();
+  EXPECT_TRUE(IsCleanError(s, path, "header")) << s;
+  EXPECT_TRUE(ReadsCleanlyWithBoundedMemory([&] {
+    return IsCleanError(ReadNpy<float>(path).status(), path, "header");
+  }));
+}
+
+TEST(NpyTest, ShapeOfTwoToTheSixtyFirstIsAnError) {
+  testing::TempDir dir;
+  // 2^61 int64 values are 2^64 bytes: the byte count wraps to 0.
+  const std::string path = WriteRawNpy(dir.Sub("huge_shape.npy"), 1,
+                                       Dict("<i8", "(2305843009213693952,)"));
+  absl::Status s = ReadNpyHeader(path).status();
+  EXPECT_TRUE(IsCleanError(s, path, "shape")) << s;
+  EXPECT_TRUE(ReadsCleanlyWithBoundedMemory([&] {
+    return IsCleanError(ReadNpy<int64_t>(path).status(), path, "shape");
+  }));
+}
+
+TEST(NpyTest, ShapeWhoseProductOverflowsIsAnError) {
+  testing::TempDir dir;
+  const std::string path = WriteRawNpy(
+      dir.Sub("overflow.npy"), 1, Dict("<f4", "(4294967296, 4294967296, 16)"));
+  absl::Status s = ReadNpyHeader(path).status();
+  EXPECT_TRUE(IsCleanError(s, path, "shape")) << s;
+  EXPECT_TRUE(ReadsCleanlyWithBoundedMemory([&] {
+    return IsCleanError(ReadNpy<float>(path).status(), path, "shape");
+  }));
+}
+
+TEST(NpyTest, ShapeLargerThanTheFileIsAnError) {
+  testing::TempDir dir;
+  // 2^30 floats (4 GiB) claimed, 64 bytes present.
+  const std::string path =
+      WriteRawNpy(dir.Sub("short.npy"), 1, Dict("<f4", "(1073741824,)"));
+  EXPECT_TRUE(ReadsCleanlyWithBoundedMemory([&] {
+    return IsCleanError(ReadNpy<float>(path).status(), path, "truncated");
+  }));
 }
 
 }  // namespace
