@@ -1,9 +1,43 @@
 #include "graphstore/shard_format.h"
 
+#include <limits>
+#include <stdexcept>
+
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 
 namespace shardgnn {
+namespace {
+
+// Bounds of the metadata's counts (as for dataset manifests).
+constexpr int64_t kMaxCount = int64_t{1} << 48;
+constexpr int64_t kMaxWidth = int64_t{1} << 31;
+
+// The integer field `key` of `j`, which must be a whole JSON number in
+// [lo, hi]; otherwise throws std::invalid_argument naming the field (nlohmann
+// would read 2708.5 as 2708 and 2^64-1 as -1).
+int64_t IntField(const nlohmann::json& j, const std::string& key, int64_t lo,
+                 int64_t hi) {
+  const nlohmann::json& v = j.at(key);
+  bool ok = false;
+  int64_t x = 0;
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    ok = u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+    x = static_cast<int64_t>(u);
+  } else if (v.is_number_integer()) {
+    ok = true;
+    x = v.get<int64_t>();
+  }
+  if (!ok || x < lo || x > hi) {
+    throw std::invalid_argument(absl::StrCat("field \"", key, "\" is ",
+                                             v.dump(), ", not an integer in [",
+                                             lo, ", ", hi, "]"));
+  }
+  return x;
+}
+
+}  // namespace
 
 void EncodeNodeKey(NodeId id, char out[8]) {
   auto v = static_cast<uint64_t>(id);
@@ -49,21 +83,25 @@ absl::StatusOr<ShardMeta> ShardMeta::FromJson(absl::string_view json) {
   try {
     auto j = nlohmann::json::parse(json);
     ShardMeta m;
-    m.format_version = j.at("format_version").get<int>();
+    m.format_version =
+        static_cast<int>(IntField(j, "format_version", 0, kMaxWidth));
     if (m.format_version != kShardFormatVersion) {
       return absl::FailedPreconditionError(absl::StrCat(
           "shard format version ", m.format_version,
           " is not supported (expected ", kShardFormatVersion, ")"));
     }
-    m.part_id = j.at("part_id").get<int>();
-    m.num_parts = j.at("num_parts").get<int>();
-    m.node_start = j.at("node_start").get<NodeId>();
-    m.node_end = j.at("node_end").get<NodeId>();
-    m.num_nodes_total = j.at("num_nodes_total").get<int64_t>();
-    m.num_edges = j.at("num_edges").get<int64_t>();
-    m.feature_dim = j.at("feature_dim").get<int64_t>();
-    m.num_classes = j.at("num_classes").get<int64_t>();
-    m.split_counts = j.at("split_counts").get<std::map<std::string, int64_t>>();
+    m.num_parts = static_cast<int>(IntField(j, "num_parts", 1, kMaxWidth - 1));
+    m.part_id = static_cast<int>(IntField(j, "part_id", 0, m.num_parts - 1));
+    m.num_nodes_total = IntField(j, "num_nodes_total", 0, kMaxCount);
+    m.node_start = IntField(j, "node_start", 0, m.num_nodes_total);
+    m.node_end = IntField(j, "node_end", m.node_start, m.num_nodes_total);
+    m.num_edges = IntField(j, "num_edges", 0, kMaxCount);
+    m.feature_dim = IntField(j, "feature_dim", 0, kMaxWidth);
+    m.num_classes = IntField(j, "num_classes", 0, kMaxWidth);
+    for (const auto& [name, count] : j.at("split_counts").items()) {
+      m.split_counts[name] =
+          IntField(j.at("split_counts"), name, 0, m.node_end - m.node_start);
+    }
     m.partition_id = j.at("partition_id").get<std::string>();
     m.content_checksum = j.at("content_checksum").get<std::string>();
     if (m.node_start < 0 || m.node_end < m.node_start ||
@@ -72,7 +110,7 @@ absl::StatusOr<ShardMeta> ShardMeta::FromJson(absl::string_view json) {
           "shard metadata has an inconsistent node range");
     }
     return m;
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {
     return absl::DataLossError(
         absl::StrCat("shard metadata is not valid: ", e.what()));
   }

@@ -164,6 +164,43 @@ TEST(DatasetTest, RejectsForeignManifest) {
 
 // The content checksum says whether two dataset directories hold the same
 // data, whatever their name, source text or location.
+// A manifest field that is not a whole number in range is refused, naming
+// the file and the field (2708.5 used to be read as 2708).
+TEST(DatasetTest, RejectsNonIntegralAndOutOfRangeCounts) {
+  testing::TempDir tmp;
+  ASSERT_OK(WriteDataset(TinyDataset(), tmp.Sub("d")));
+  const std::string path = tmp.Sub("d/manifest.json");
+  ASSERT_OK_AND_ASSIGN(const std::string good, ReadFileToString(path));
+  struct Case {
+    std::string field, from, to;
+  };
+  const std::vector<Case> cases = {
+      {"num_nodes", "\"num_nodes\": 4", "\"num_nodes\": 4.5"},
+      {"num_nodes", "\"num_nodes\": 4", "\"num_nodes\": -4"},
+      {"num_nodes", "\"num_nodes\": 4", "\"num_nodes\": 18446744073709551615"},
+      {"num_nodes", "\"num_nodes\": 4", "\"num_nodes\": 1e30"},
+      {"num_edges", "\"num_edges\": 6", "\"num_edges\": 6.0"},
+      {"feature_dim", "\"feature_dim\": 2", "\"feature_dim\": 4294967296"},
+      {"num_classes", "\"num_classes\": 2", "\"num_classes\": \"2\""},
+      {"train", "\"train\": 2", "\"train\": 2.5"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.to);
+    std::string text = good;
+    const size_t at = text.find(c.from);
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, c.from.size(), c.to);
+    ASSERT_OK(WriteFileAtomic(path, text));
+    auto m = ReadDatasetManifest(tmp.Sub("d"));
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(m.status().message().find(path), absl::string_view::npos)
+        << m.status();
+    EXPECT_NE(m.status().message().find("\"" + c.field + "\""),
+              absl::string_view::npos)
+        << m.status();
+  }
+}
+
 TEST(DatasetTest, ContentChecksumFollowsTheDataNotTheName) {
   testing::TempDir tmp;
   Dataset d = TinyDataset();

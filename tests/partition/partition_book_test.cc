@@ -86,5 +86,32 @@ TEST(PartitionManifestTest, ReadNamesTheFileOnError) {
   EXPECT_FALSE(ReadPartitionManifest(tmp.path()).ok());
 }
 
+TEST(PartitionManifestTest, RejectsNonIntegralAndOutOfRangeCounts) {
+  const std::string good = SmallManifest().ToJson();
+  struct Case {
+    std::string field, from, to;
+  };
+  const std::vector<Case> cases = {
+      {"num_nodes", "\"num_nodes\": 5", "\"num_nodes\": 5.5"},
+      {"num_nodes", "\"num_nodes\": 5", "\"num_nodes\": -5"},
+      {"num_edges", "\"num_edges\": 8", "\"num_edges\": 18446744073709551615"},
+      {"num_parts", "\"num_parts\": 2", "\"num_parts\": 2.0"},
+      {"feature_dim", "\"feature_dim\": 3", "\"feature_dim\": 1e12"},
+      {"seed", "\"seed\": 18446744073709551615", "\"seed\": -1"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.to);
+    std::string text = good;
+    // The last one: "dataset" repeats the counts first, unread.
+    const size_t at = text.rfind(c.from);
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, c.from.size(), c.to);
+    auto m = PartitionManifest::FromJson(text);
+    EXPECT_TRUE(absl::IsInvalidArgument(m.status())) << m.status();
+    EXPECT_THAT(std::string(m.status().message()),
+                HasSubstr("\"" + c.field + "\""));
+  }
+}
+
 }  // namespace
 }  // namespace shardgnn
