@@ -33,6 +33,7 @@ struct ImportFlags {
   bool undirected = false;
   bool directed = false;
   bool keep_self_loops = false;
+  bool allow_nonfinite = false;
   uint64_t seed = 0;
   // ogb
   std::string split_name;
@@ -197,6 +198,7 @@ absl::StatusOr<BuildSummary> RunImport(const ImportFlags& f) {
     options.split = f.split_name;
     options.edges = edges;
     options.name = f.name;
+    options.allow_nonfinite = f.allow_nonfinite;
     return ImportOgb(options, f.out);
   }
   if (f.format == "linqs") {
@@ -225,6 +227,7 @@ absl::StatusOr<BuildSummary> RunImport(const ImportFlags& f) {
     options.num_test = f.num_test;
     options.seed = f.seed;
     options.name = f.name;
+    options.allow_nonfinite = f.allow_nonfinite;
     return ImportLinqs(options, f.out);
   }
   // edgelist
@@ -249,6 +252,7 @@ absl::StatusOr<BuildSummary> RunImport(const ImportFlags& f) {
   options.seed = f.seed;
   options.edges = edges;
   options.name = f.name;
+  options.allow_nonfinite = f.allow_nonfinite;
   return ImportEdgeList(options, f.out);
 }
 
@@ -306,6 +310,9 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
                        "linqs: keep citations one-way (citing -> cited)");
   import_cmd->add_flag("--keep-self-loops", i.keep_self_loops,
                        "Keep (u, u) edges (dropped by default)");
+  import_cmd->add_flag("--allow-nonfinite", i.allow_nonfinite,
+                       "Keep NaN and infinite feature values (refused by "
+                       "default); the summary counts them");
   import_cmd->add_option("--seed", i.seed,
                          "Seed of generated splits (linqs, "
                          "edgelist)");

@@ -1,7 +1,9 @@
 // ImportEdgeList: "src dst" text plus features and labels as .npy files.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,6 +69,41 @@ absl::StatusOr<std::vector<NodeId>> ReadSplitNpy(const std::string& path,
   return nodes;
 }
 
+// Reads the float32 [N, F] features at `path` (described by `h`) in chunks:
+// a NaN or infinite value is an error naming its node and column unless
+// `allow`; then *nonfinite counts them.
+absl::Status CheckFeaturesFinite(const std::string& path, const NpyHeader& h,
+                                 bool allow, int64_t* nonfinite) {
+  *nonfinite = 0;
+  const int64_t total = h.NumElements();
+  const int64_t dim = h.shape[1];
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(h.data_offset));
+  std::vector<float> chunk(
+      static_cast<size_t>(std::min<int64_t>(total, int64_t{1} << 20)));
+  for (int64_t done = 0; done < total;) {
+    const int64_t take =
+        std::min<int64_t>(total - done, static_cast<int64_t>(chunk.size()));
+    if (!in.read(reinterpret_cast<char*>(chunk.data()),
+                 static_cast<std::streamsize>(take * sizeof(float)))) {
+      return absl::DataLossError(absl::StrCat(path, ": read failed"));
+    }
+    for (int64_t i = 0; i < take; ++i) {
+      if (std::isfinite(chunk[i])) continue;
+      if (!allow) {
+        const int64_t at = done + i;
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": ",
+                         datasets_internal::NonfiniteFeatureError(
+                             at / dim, at % dim + 1, chunk[i])));
+      }
+      ++*nonfinite;
+    }
+    done += take;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<BuildSummary> ImportEdgeList(
@@ -86,6 +123,9 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
     return absl::InvalidArgumentError(absl::StrCat(
         options.features_path, ": has 0 rows (the graph has no nodes)"));
   }
+  int64_t nonfinite = 0;
+  RETURN_IF_ERROR(CheckFeaturesFinite(options.features_path, features,
+                                      options.allow_nonfinite, &nonfinite));
   ASSIGN_OR_RETURN(
       std::vector<int64_t> labels,
       ReadLabelsNpy(options.labels_path, n, options.features_path));
@@ -154,6 +194,7 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
                        : "; split from .npy files");
   RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(
       staging.get(), manifest, result, splits, start, &summary));
+  datasets_internal::NoteNonfiniteFeatures(nonfinite, &summary);
   datasets_internal::WarnIfOneDirectional(
       datasets_internal::kImportUndirectedFix, &summary);
   return summary;

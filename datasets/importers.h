@@ -21,6 +21,9 @@
 // aggregate from nothing). The output is built in a temporary directory beside
 // `out_dir` and renamed when complete: on any error nothing is left behind, and
 // `out_dir` must not exist. Errors name the input file and, for text, the line.
+// A NaN or infinite feature value fails the import, naming the file, the node
+// and the column, unless `allow_nonfinite` is set: then the values are kept
+// and counted in the summary (BuildSummary::nonfinite_features, a warning).
 // Long steps print progress lines (common/progress.h). Thread-compatible.
 #ifndef SHARDGNN_DATASETS_IMPORTERS_H_
 #define SHARDGNN_DATASETS_IMPORTERS_H_
@@ -49,6 +52,7 @@ struct OgbImportOptions {
   std::string split;
   EdgeOptions edges;
   std::string name;  // Dataset name; empty: the input directory's name.
+  bool allow_nonfinite = false;  // Keep NaN/infinite features (see above).
 };
 
 // Reads raw/num-node-list.csv, raw/num-edge-list.csv, raw/edge.csv ("src,dst"),
@@ -74,7 +78,8 @@ struct LinqsImportOptions {
   int64_t num_valid = 500;
   int64_t num_test = 1000;
   uint64_t seed = 0;
-  std::string name;  // Empty: the .content file's base name.
+  std::string name;              // Empty: the .content file's base name.
+  bool allow_nonfinite = false;  // Keep NaN/infinite features (see above).
 };
 
 // Node i is the i-th line of .content; classes are numbered in sorted order of
@@ -93,7 +98,8 @@ struct EdgeListImportOptions {
   std::vector<double> split_fractions = {0.1, 0.1, 0.8};
   uint64_t seed = 0;
   EdgeOptions edges;
-  std::string name;  // Empty: the edge file's base name.
+  std::string name;              // Empty: the edge file's base name.
+  bool allow_nonfinite = false;  // Keep NaN/infinite features (see above).
 };
 
 absl::StatusOr<BuildSummary> ImportEdgeList(

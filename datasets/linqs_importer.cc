@@ -2,6 +2,7 @@
 // original form).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -29,9 +30,12 @@ struct Content {
   int64_t dim = -1;
   std::vector<int64_t> labels;
   std::vector<std::string> class_names;  // Sorted; label = position.
+  int64_t nonfinite = 0;                 // NaN/infinite features kept.
 };
 
-absl::StatusOr<Content> ReadContent(const std::string& path) {
+// Non-finite features are an error unless `allow_nonfinite`.
+absl::StatusOr<Content> ReadContent(const std::string& path,
+                                    bool allow_nonfinite) {
   ASSIGN_OR_RETURN(std::unique_ptr<LineReader> reader, LineReader::Open(path));
   Content content;
   std::vector<std::string> node_class;
@@ -65,6 +69,13 @@ absl::StatusOr<Content> ReadContent(const std::string& path) {
         return reader->LineError(absl::StrCat("column ", k + 1, ": \"",
                                               fields[k], "\" is not a number"));
       }
+      if (!std::isfinite(value)) {
+        if (!allow_nonfinite) {
+          return reader->LineError(
+              datasets_internal::NonfiniteFeatureError(node, k + 1, value));
+        }
+        ++content.nonfinite;
+      }
       content.features.push_back(value);
     }
     node_class.emplace_back(fields.back());
@@ -96,7 +107,8 @@ absl::StatusOr<BuildSummary> ImportLinqs(const LinqsImportOptions& options,
                    datasets_internal::FindInput(options.content_path));
   ASSIGN_OR_RETURN(std::string cites_path,
                    datasets_internal::FindInput(options.cites_path));
-  ASSIGN_OR_RETURN(Content content, ReadContent(content_path));
+  ASSIGN_OR_RETURN(Content content,
+                   ReadContent(content_path, options.allow_nonfinite));
   const int64_t n = static_cast<int64_t>(content.labels.size());
   const int64_t num_classes = static_cast<int64_t>(content.class_names.size());
 
@@ -187,6 +199,7 @@ absl::StatusOr<BuildSummary> ImportLinqs(const LinqsImportOptions& options,
       " valid, ", options.num_test, " test); classes: ", classes);
   RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(
       staging.get(), manifest, result, *splits, start, &summary));
+  datasets_internal::NoteNonfiniteFeatures(content.nonfinite, &summary);
   datasets_internal::WarnIfOneDirectional(
       "citations are stored citing -> cited only (--directed); without "
       "--directed both directions are stored",

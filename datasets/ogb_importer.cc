@@ -121,9 +121,11 @@ absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
   // either side stops the other.
   std::atomic<bool> cancel{false};
   absl::StatusOr<int64_t> dim = int64_t{0};
+  int64_t nonfinite = 0;
   std::thread feature_thread([&] {
     dim = datasets_internal::StreamFeatureRows(
-        feat_path, n, JoinPath(dir, kFeaturesFile), &cancel);
+        feat_path, n, JoinPath(dir, kFeaturesFile), &cancel,
+        options.allow_nonfinite, &nonfinite);
     if (!dim.ok()) cancel = true;
   });
   std::vector<NodeId> src, dst;
@@ -185,6 +187,7 @@ absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
                    options.edges.undirected ? "; reverse edges added" : "");
   RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(
       staging.get(), manifest, result, splits, start, &summary));
+  datasets_internal::NoteNonfiniteFeatures(nonfinite, &summary);
   datasets_internal::WarnIfOneDirectional(
       datasets_internal::kImportUndirectedFix, &summary);
   return summary;

@@ -32,6 +32,9 @@ struct BuildSummary {
   // is stored too (all of them when both directions were stored).
   int64_t non_loop_edges = 0;
   int64_t reciprocated_edges = 0;
+  // NaN or infinite feature values kept (only when the importer was allowed
+  // to; otherwise the first one fails the import).
+  int64_t nonfinite_features = 0;
   // Things the user should know about the result (e.g. a graph that looks
   // one-directional), one sentence each.
   std::vector<std::string> warnings;

@@ -17,6 +17,21 @@
 #include "datasets/dataset.h"
 
 namespace shardgnn::datasets_internal {
+
+std::string NonfiniteFeatureError(int64_t node, int64_t column, float value) {
+  return absl::StrCat("node ", node, ", column ", column, ": ", value,
+                      " is not finite (NaN and infinite features make a NaN "
+                      "loss; dataset import --allow-nonfinite keeps them)");
+}
+
+void NoteNonfiniteFeatures(int64_t count, BuildSummary* summary) {
+  summary->nonfinite_features = count;
+  if (count == 0) return;
+  summary->warnings.push_back(absl::StrCat(
+      count, count == 1 ? " feature value is" : " feature values are",
+      " NaN or infinite, kept as --allow-nonfinite asks; training on them "
+      "gives a NaN loss unless the model never reads them"));
+}
 namespace {
 
 // Seeded Fisher-Yates shuffle (SplitMix64, so the result is the same on

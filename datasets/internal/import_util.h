@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/types.h"
+#include "datasets/summary.h"
 
 namespace shardgnn::datasets_internal {
 
@@ -53,6 +54,14 @@ absl::StatusOr<Splits> StratifiedSplit(const std::vector<int64_t>& labels,
                                        int64_t train_per_class,
                                        int64_t num_valid, int64_t num_test,
                                        uint64_t seed);
+
+// What is wrong with the non-finite feature `value` of `node` in `column`
+// (1-based, as the input counts its columns), and how to keep such values.
+std::string NonfiniteFeatureError(int64_t node, int64_t column, float value);
+
+// Records `count` non-finite feature values that were kept (allowed by the
+// caller) in *summary, with a warning if there are any.
+void NoteNonfiniteFeatures(int64_t count, BuildSummary* summary);
 
 // Writes labels.npy and one split_<name>.npy per split into `dir`.
 absl::Status WriteLabelsAndSplits(const std::string& dir,

@@ -1,6 +1,7 @@
 #include "datasets/internal/text_readers.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -120,10 +121,10 @@ absl::StatusOr<std::vector<int64_t>> ReadLabelColumn(const std::string& path,
   return labels;
 }
 
-absl::StatusOr<int64_t> StreamFeatureRows(const std::string& path,
-                                          int64_t num_nodes,
-                                          const std::string& npy_path,
-                                          const std::atomic<bool>* cancel) {
+absl::StatusOr<int64_t> StreamFeatureRows(
+    const std::string& path, int64_t num_nodes, const std::string& npy_path,
+    const std::atomic<bool>* cancel, bool allow_nonfinite, int64_t* nonfinite) {
+  *nonfinite = 0;
   ASSIGN_OR_RETURN(std::unique_ptr<LineReader> reader, LineReader::Open(path));
   Progress progress(absl::StrCat("reading ", BaseName(path)), num_nodes,
                     "rows");
@@ -159,6 +160,13 @@ absl::StatusOr<int64_t> StreamFeatureRows(const std::string& path,
         return reader->LineError(absl::StrCat("column ", k + 1, ": \"",
                                               Shorten(fields[k]),
                                               "\" is not a number"));
+      }
+      if (!std::isfinite(value)) {
+        if (!allow_nonfinite) {
+          return reader->LineError(
+              NonfiniteFeatureError(rows, static_cast<int64_t>(k) + 1, value));
+        }
+        ++*nonfinite;
       }
       chunk.push_back(value);
     }

@@ -35,12 +35,13 @@ absl::StatusOr<std::vector<int64_t>> ReadLabelColumn(const std::string& path,
                                                      int64_t num_nodes);
 
 // Streams `num_nodes` rows of comma-separated floats from `path` into
-// `npy_path` (float32 [num_nodes, F], F taken from the first row).
-// Stops early with CancelledError once *cancel is set.
-absl::StatusOr<int64_t> StreamFeatureRows(const std::string& path,
-                                          int64_t num_nodes,
-                                          const std::string& npy_path,
-                                          const std::atomic<bool>* cancel);
+// `npy_path` (float32 [num_nodes, F], F taken from the first row). A NaN or
+// infinite value is an error naming the line, node and column unless
+// `allow_nonfinite`; then *nonfinite counts them. Stops early with
+// CancelledError once *cancel is set.
+absl::StatusOr<int64_t> StreamFeatureRows(
+    const std::string& path, int64_t num_nodes, const std::string& npy_path,
+    const std::atomic<bool>* cancel, bool allow_nonfinite, int64_t* nonfinite);
 
 // Reads a split file of node indices, checks them against num_nodes and
 // for repeats, and returns them sorted.

@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "common/file_util.h"
+#include "common/npy.h"
 #include "datasets/dataset.h"
 #include "tests/datasets/test_files.h"
 #include "tests/testing/status_matchers.h"
@@ -300,6 +302,30 @@ TEST(DatasetCmdTest, BadInputIsOneErrorLineAndNoOutput) {
   for (const std::string& name : testing::Entries(tmp.path())) {
     EXPECT_THAT(name, ::testing::Not(HasSubstr("partial"))) << name;
   }
+}
+
+// NaN features are refused in one line naming the file, node and column;
+// --allow-nonfinite keeps them and the summary says how many.
+TEST(DatasetCmdTest, NonFiniteFeaturesNeedAllowNonfinite) {
+  testing::TempDir tmp;
+  testing::WriteText(tmp.Sub("in/g.txt"), "0 1\n1 2\n");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  ASSERT_OK(WriteNpy<float>(tmp.Sub("in/x.npy"), {3, 2}, {0, 1, 2, nan, 4, 5}));
+  ASSERT_OK(WriteNpy<int64_t>(tmp.Sub("in/y.npy"), {3}, {0, 1, 0}));
+  const std::string args = "-q dataset import --format edgelist --edges " +
+                           tmp.Sub("in/g.txt") + " --features " +
+                           tmp.Sub("in/x.npy") + " --labels " +
+                           tmp.Sub("in/y.npy") + " --out " + tmp.Sub("out");
+  CommandResult run = Shardgnn(tmp, args);
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("x.npy: node 1, column 2: nan is not finite"));
+  EXPECT_THAT(run.err, HasSubstr("--allow-nonfinite"));
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp.Sub("out")));
+  run = Shardgnn(tmp, args + " --allow-nonfinite");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out,
+              HasSubstr("warning: 1 feature value is NaN or infinite"));
 }
 
 TEST(DatasetCmdTest, ExistingOutputIsRefused) {

@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "common/npy.h"
@@ -134,6 +136,21 @@ TEST_F(EdgeListImporterTest, OutputExists) {
   absl::StatusOr<BuildSummary> s = ImportEdgeList(Options(), tmp_.Sub("out"));
   EXPECT_EQ(s.status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_THAT(testing::Entries(tmp_.Sub("out")), ::testing::IsEmpty());
+}
+
+TEST_F(EdgeListImporterTest, NonFiniteFeatureIsRefusedUnlessAllowed) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  ASSERT_OK(WriteNpy<float>(tmp_.Sub("in/x.npy"), {4, 3},
+                            {0, 1, 2, 3, 4, 5, 6, 7, nan, 9, -inf, 11}));
+  ExpectFailure(Options(), "x.npy: node 2, column 3: nan is not finite");
+  EdgeListImportOptions options = Options();
+  options.allow_nonfinite = true;
+  ASSERT_OK_AND_ASSIGN(BuildSummary s,
+                       ImportEdgeList(options, tmp_.Sub("out")));
+  EXPECT_EQ(s.nonfinite_features, 2);
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
+  EXPECT_TRUE(std::isnan(d.features[8]));
 }
 
 }  // namespace

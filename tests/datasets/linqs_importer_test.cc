@@ -127,6 +127,21 @@ TEST_F(LinqsImporterTest, NonNumericFeature) {
   ExpectFailure(Options(), "t.content:2: column 3: \"q\" is not a number");
 }
 
+TEST_F(LinqsImporterTest, NonFiniteFeatureIsRefusedUnlessAllowed) {
+  testing::WriteText(tmp_.Sub("in/t.content"),
+                     "p1\t1\t0\tb\n"
+                     "p2\t0\t1\ta\n"
+                     "p3\t1\tinf\tb\n"
+                     "p4\t0\t0\ta\n"
+                     "p5\t1\t0\tb\n"
+                     "p6\t0\t1\ta\n");
+  ExpectFailure(Options(), "t.content:3: node 2, column 3: inf is not finite");
+  LinqsImportOptions options = Options();
+  options.allow_nonfinite = true;
+  ASSERT_OK_AND_ASSIGN(BuildSummary s, ImportLinqs(options, tmp_.Sub("out")));
+  EXPECT_EQ(s.nonfinite_features, 1);
+}
+
 TEST_F(LinqsImporterTest, UnknownId) {
   testing::WriteGzip(tmp_.Sub("in/t.cites.gz"), "p1\tp2\np9\tp1\n");
   ExpectFailure(Options(), "t.cites.gz:2: paper id \"p9\"");

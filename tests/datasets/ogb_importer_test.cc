@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -184,6 +185,21 @@ TEST_F(OgbImporterTest, WrongFeatureColumnCount) {
 TEST_F(OgbImporterTest, NonNumericField) {
   WriteGzip(in_ + "/raw/node-feat.csv.gz", "0,1\n1,2\n2,x3\n3,4\n4,5\n");
   ExpectFailure("node-feat.csv.gz:3: column 2: \"x3\" is not a number");
+}
+
+// NaN and infinite features train to a NaN loss: refused, naming the file,
+// the line, the node and the column, unless allowed (then counted and kept).
+TEST_F(OgbImporterTest, NonFiniteFeatureIsRefusedUnlessAllowed) {
+  WriteGzip(in_ + "/raw/node-feat.csv.gz", "0,1\n1,2\n2,nan\n3,4\n-inf,5\n");
+  ExpectFailure("node-feat.csv.gz:3: node 2, column 2: nan is not finite");
+  OgbImportOptions options = Options();
+  options.allow_nonfinite = true;
+  ASSERT_OK_AND_ASSIGN(BuildSummary s, ImportOgb(options, tmp_.Sub("out")));
+  EXPECT_EQ(s.nonfinite_features, 2);
+  EXPECT_THAT(s.warnings, ::testing::Contains(HasSubstr("2 feature values")));
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
+  EXPECT_TRUE(std::isnan(d.features[5]));
+  EXPECT_TRUE(std::isinf(d.features[8]));
 }
 
 TEST_F(OgbImporterTest, NonNumericEdge) {
