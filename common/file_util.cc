@@ -1,6 +1,7 @@
 #include "common/file_util.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +14,37 @@
 
 namespace shardgnn {
 namespace fs = std::filesystem;
+
+namespace {
+
+// Removes the staging directories ".NAME.partial-PID" in `parent` whose
+// process no longer exists on this machine (a killed import or partition):
+// kill(PID, 0) failing with ESRCH. A live process's (or one we may not
+// signal) is left alone, and so is anything else.
+void RemoveStalePartials(const fs::path& parent, const std::string& name) {
+  const std::string prefix = absl::StrCat(".", name, ".partial-");
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(parent, ec)) {
+    const std::string file = entry.path().filename().string();
+    if (file.size() <= prefix.size() ||
+        file.compare(0, prefix.size(), prefix) != 0) {
+      continue;
+    }
+    const std::string digits = file.substr(prefix.size());
+    if (digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid <= 0 || pid == getpid()) continue;
+    if (::kill(pid, 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;
+      fs::remove_all(entry.path(), ignored);
+    }
+  }
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<StagingDir>> StagingDir::Create(
     const std::string& final_path) {
@@ -31,6 +63,7 @@ absl::StatusOr<std::unique_ptr<StagingDir>> StagingDir::Create(
     return absl::NotFoundError(absl::StrCat(
         parent.string(), ": parent directory of the output does not exist"));
   }
+  RemoveStalePartials(parent, final.filename().string());
   fs::path temp = parent / absl::StrCat(".", final.filename().string(),
                                         ".partial-", getpid());
   fs::remove_all(temp, ec);

@@ -18,8 +18,10 @@ namespace shardgnn {
 // user's output) or its parent cannot be written. Until Commit() the work
 // happens in path() (".<name>.partial-<pid>" beside the final path); if the
 // object is destroyed without Commit() succeeding, the temporary directory is
-// removed, so a failed import or partition leaves nothing behind. Not
-// thread-safe.
+// removed, so a failed import or partition leaves nothing behind. A process
+// killed before that leaves its ".<name>.partial-<pid>": Create() removes
+// those of the same output whose process no longer exists on this machine
+// (never a live process's). Not thread-safe.
 class StagingDir {
  public:
   static absl::StatusOr<std::unique_ptr<StagingDir>> Create(

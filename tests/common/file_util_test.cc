@@ -1,9 +1,13 @@
 #include "common/file_util.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -49,6 +53,44 @@ TEST(WriteFileAtomicTest, WritesAndReplaces) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()),
                           fs::directory_iterator()),
             1);
+}
+
+// The PID of a process that has exited and been reaped.
+pid_t DeadPid() {
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+// A killed import leaves .NAME.partial-PID; the next build of the same output
+// removes it if PID is dead, and leaves a live process's and other names'.
+TEST(StagingDirTest, RemovesStalePartialDirsOfDeadProcesses) {
+  testing::TempDir dir;
+  const pid_t dead = DeadPid();
+  const pid_t live = fork();
+  if (live == 0) {
+    pause();
+    _exit(0);
+  }
+  ASSERT_GT(live, 0);
+  const std::string stale = dir.Sub(".out.partial-" + std::to_string(dead));
+  const std::string busy = dir.Sub(".out.partial-" + std::to_string(live));
+  const std::string other = dir.Sub(".other.partial-" + std::to_string(dead));
+  const std::string odd = dir.Sub(".out.partial-12x");
+  for (const std::string& d : {stale, busy, other, odd}) {
+    fs::create_directories(d + "/sub");
+    std::ofstream(d + "/sub/f") << "x";
+  }
+  {
+    ASSERT_OK_AND_ASSIGN(auto staging, StagingDir::Create(dir.Sub("out")));
+    EXPECT_FALSE(fs::exists(stale));
+    EXPECT_TRUE(fs::exists(busy + "/sub/f"));
+    EXPECT_TRUE(fs::exists(other + "/sub/f"));
+    EXPECT_TRUE(fs::exists(odd + "/sub/f"));
+  }
+  kill(live, SIGKILL);
+  waitpid(live, nullptr, 0);
 }
 
 }  // namespace
