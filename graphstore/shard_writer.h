@@ -6,8 +6,10 @@
 //
 // Usage: Create(), AddNode() for every owned node in ascending ID order,
 // AddSplit() per split, Finish(). Until Finish() returns OK the directory is
-// incomplete; callers build shards inside a StagingDir. Not thread-safe;
-// distinct writers may run on distinct threads.
+// incomplete; callers build shards inside a StagingDir. Every RocksDB error,
+// a full disk included, is returned as a status naming the file (RocksDB's
+// info LOG is not written, so its failures cannot abort the process). Not
+// thread-safe; distinct writers may run on distinct threads.
 #ifndef SHARDGNN_GRAPHSTORE_SHARD_WRITER_H_
 #define SHARDGNN_GRAPHSTORE_SHARD_WRITER_H_
 

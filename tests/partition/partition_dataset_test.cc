@@ -2,15 +2,25 @@
 // through the datasets API, and damaged or missing inputs.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_join.h"
 #include "common/file_util.h"
 #include "common/progress.h"
 #include "datasets/dataset.h"
+#include "datasets/generators.h"
 #include "datasets/importers.h"
 #include "partition/partition.h"
 #include "tests/partition/partition_checks.h"
@@ -142,6 +152,118 @@ TEST_F(PartitionDatasetTest, DamagedFeaturesAreDetectedAndNothingIsLeft) {
   EXPECT_THAT(std::string(result.status().message()),
               HasSubstr("features.npy: checksum"));
   EXPECT_EQ(Entries(tmp_.path()), std::vector<std::string>{"cora"});
+}
+
+// How a partition run in a child process ended.
+struct ChildOutcome {
+  bool exited = false;  // Not killed by a signal (an abort, an assertion).
+  int code = -1;        // 0 = partitioned, 1 = a clean error.
+  std::string error;
+};
+
+// Runs `setup` then PartitionDataset(dataset, out) in a child process, which
+// exits 3 if afterwards the output's directory holds anything but a finished
+// output ("out" on success, nothing after an error).
+ChildOutcome PartitionInChild(const std::string& dataset,
+                              const std::string& out,
+                              const std::function<bool()>& setup) {
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    if (!setup()) _exit(2);
+    PartitionOptions options;
+    options.num_parts = 2;
+    absl::Status s = PartitionDataset(dataset, out, options).status();
+    std::string message(s.message());
+    const std::vector<std::string> left =
+        Entries(std::filesystem::path(out).parent_path().string());
+    const bool whole =
+        s.ok() ? left == std::vector<std::string>{"out"} : left.empty();
+    if (!whole) message += " [left: " + absl::StrJoin(left, ", ") + "]";
+    (void)!write(fds[1], message.data(), message.size());
+    _exit(!whole ? 3 : s.ok() ? 0 : 1);
+  }
+  close(fds[1]);
+  ChildOutcome outcome;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof(buf))) > 0) outcome.error.append(buf, n);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  outcome.exited = WIFEXITED(status);
+  outcome.code = outcome.exited ? WEXITSTATUS(status) : -WTERMSIG(status);
+  return outcome;
+}
+
+// A tiny graph, so that RocksDB's own files (its info LOG, MANIFEST) fill up
+// at some limits rather than the shard's data.
+std::string TinyDataset(const TempDir& tmp) {
+  Progress::SetQuietByDefault(true);
+  GeneratorOptions options;
+  options.num_nodes = 40;
+  options.avg_degree = 3;
+  options.feature_dim = 4;
+  options.num_classes = 2;
+  EXPECT_OK(GenerateDataset(options, tmp.Sub("tiny")).status());
+  return tmp.Sub("tiny");
+}
+
+// Writes beyond a file-size limit fail with EFBIG (SIGXFSZ ignored), as a
+// full disk fails them with ENOSPC: at every limit the partition either
+// completes or fails with a clean error, never an abort, and leaves nothing.
+TEST(PartitionDiskFullTest, FileSizeLimitIsACleanErrorWithNoLeftovers) {
+  TempDir data;
+  const std::string dataset = TinyDataset(data);
+  int clean_errors = 0;
+  for (rlim_t limit = 1024; limit <= 96 * 1024; limit += 1024) {
+    SCOPED_TRACE(limit);
+    TempDir tmp;
+    ChildOutcome r = PartitionInChild(dataset, tmp.Sub("out"), [limit] {
+      signal(SIGXFSZ, SIG_IGN);
+      rlimit l{limit, limit};
+      return setrlimit(RLIMIT_FSIZE, &l) == 0;
+    });
+    ASSERT_TRUE(r.exited) << "killed by signal " << -r.code;
+    ASSERT_TRUE(r.code == 0 || r.code == 1) << r.code << ": " << r.error;
+    if (r.code == 1) {
+      ++clean_errors;
+      EXPECT_THAT(r.error, HasSubstr(tmp.path()));
+    }
+  }
+  EXPECT_GT(clean_errors, 0);
+}
+
+// The same on a real full filesystem: a small tmpfs in a private mount
+// namespace of the child (needs root; skipped otherwise).
+TEST(PartitionDiskFullTest, FullFilesystemIsACleanErrorWithNoLeftovers) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to mount a tmpfs";
+  TempDir data;
+  const std::string dataset = TinyDataset(data);
+  int clean_errors = 0;
+  for (int kb = 16; kb <= 400; kb += 8) {
+    SCOPED_TRACE(kb);
+    TempDir tmp;
+    const std::string mnt = tmp.Sub("fs");
+    std::filesystem::create_directory(mnt);
+    const std::string out = mnt + "/out";
+    ChildOutcome r = PartitionInChild(dataset, out, [&] {
+      const std::string size = "size=" + std::to_string(kb) + "k";
+      return unshare(CLONE_NEWNS) == 0 &&
+             mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+             mount("tmpfs", mnt.c_str(), "tmpfs", 0, size.c_str()) == 0;
+    });
+    if (r.exited && r.code == 2) GTEST_SKIP() << "cannot mount a tmpfs here";
+    ASSERT_TRUE(r.exited) << "killed by signal " << -r.code;
+    ASSERT_TRUE(r.code == 0 || r.code == 1) << r.code << ": " << r.error;
+    if (r.code == 1) {
+      ++clean_errors;
+      EXPECT_THAT(r.error, HasSubstr(mnt));
+    }
+  }
+  EXPECT_GT(clean_errors, 0);
 }
 
 }  // namespace
