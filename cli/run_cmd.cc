@@ -60,6 +60,7 @@ struct RunFlags {
   std::string partition_dir;
   bool disk = false;
   double timeout_seconds = 120;
+  double peer_timeout_seconds = 30;
   TrainingFlags training;
   // Whether a flag was given on the command line (defaults are not).
   std::function<bool(const std::string&)> given = [](const std::string&) {
@@ -237,6 +238,15 @@ class Supervisor {
       bool running = false;
       for (size_t i = 0; i < trainers_.size(); ++i) {
         auto code = trainers_[i]->Poll();
+        if (!code && trainers_[i]->Stopped()) {
+          // The others failed waiting for it (their peer timeout).
+          return absl::AbortedError(absl::StrCat(
+              trainers_[i]->name(), " (pid ", trainers_[i]->pid(),
+              ") is stopped (SIGSTOP, or a debugger), so the other trainers "
+              "cannot go on; ",
+              trainers_[first]->name(), "'s last output:\n",
+              trainers_[first]->Tail(3)));
+        }
         if (!code) {
           running = true;
         } else if (*code != 0 && rank(*code) > rank(culprit_code)) {
@@ -301,8 +311,10 @@ absl::Status RunPipeline(const RunFlags& flags) {
   if (flags.parts < 1)
     return absl::InvalidArgumentError(
         absl::StrCat("--parts must be at least 1 (got ", flags.parts, ")"));
-  if (!(flags.timeout_seconds > 0))
-    return absl::InvalidArgumentError("--timeout must be positive");
+  if (!(flags.timeout_seconds > 0) || !(flags.peer_timeout_seconds > 0)) {
+    return absl::InvalidArgumentError(
+        "--timeout and --peer-timeout must be positive");
+  }
   RETURN_IF_ERROR(ParsePartitionMethod(flags.method).status());
   if (flags.training.resume && flags.out_dir.empty())
     return absl::InvalidArgumentError(
@@ -399,9 +411,16 @@ absl::Status RunPipeline(const RunFlags& flags) {
   for (int r = 0; r < flags.trainers; ++r) {
     SubprocessOptions options;
     options.name = absl::StrCat("trainer ", r);
-    options.argv = {
-        self,    "train", "--servers", absl::StrJoin(addresses, ","),
-        "--out", out_dir, "--timeout", absl::StrCat(flags.timeout_seconds)};
+    options.argv = {self,
+                    "train",
+                    "--servers",
+                    absl::StrJoin(addresses, ","),
+                    "--out",
+                    out_dir,
+                    "--timeout",
+                    absl::StrCat(flags.timeout_seconds),
+                    "--peer-timeout",
+                    absl::StrCat(flags.peer_timeout_seconds)};
     if (!partition_dir.empty()) {
       options.argv.push_back("--partition");
       options.argv.push_back(partition_dir);
@@ -473,13 +492,15 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--timeout", flags->timeout_seconds,
                   "Seconds before a trainer collective gives up")
       ->capture_default_str();
+  cmd->add_option("--peer-timeout", flags->peer_timeout_seconds,
+                  "Seconds without a heartbeat from a trainer (stopped, "
+                  "frozen) before the others fail naming it")
+      ->capture_default_str();
   AddTrainingFlags(cmd, &flags->training);
   flags->given = [cmd](const std::string& flag) {
     return cmd->count(flag) > 0;
   };
-  cmd->callback([flags, result] {
-    *result = RunPipeline(*flags);
-  });
+  cmd->callback([flags, result] { *result = RunPipeline(*flags); });
 }
 
 }  // namespace shardgnn::cli

@@ -51,6 +51,7 @@ struct TrainFlags {
   std::string master_addr;
   int master_port = -1;
   double timeout_seconds = 120;
+  double peer_timeout_seconds = 30;
   TrainingFlags training;
 };
 
@@ -232,6 +233,7 @@ absl::Status ConfigureCheckpoints(const TrainFlags& flags, int rank,
   options->checkpoint_path =
       JoinPath(dir, absl::StrCat("rank-", rank, ".ckpt"));
   options->resume = flags.training.resume;
+  options->allow_changed_settings = flags.training.allow_changed_settings;
   return absl::OkStatus();
 }
 
@@ -408,8 +410,14 @@ absl::Status RunTrain(const TrainFlags& flags) {
   if (flags.world_size >= 0) dist.world_size = flags.world_size;
   if (!flags.master_addr.empty()) dist.master_addr = flags.master_addr;
   if (flags.master_port >= 0) dist.master_port = flags.master_port;
+  if (!(flags.timeout_seconds > 0) || !(flags.peer_timeout_seconds > 0)) {
+    return absl::InvalidArgumentError(
+        "--timeout and --peer-timeout must be positive");
+  }
   dist.timeout = std::chrono::milliseconds(
       static_cast<int64_t>(flags.timeout_seconds * 1000));
+  dist.peer_timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(flags.peer_timeout_seconds * 1000));
   RETURN_IF_ERROR(ValidateDistributedOptions(dist));
   ASSIGN_OR_RETURN(TrainOptions options, TrainOptionsFor(flags));
   ASSIGN_OR_RETURN(std::vector<std::string> addresses,
@@ -563,6 +571,10 @@ void AddTrainCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--master-port", flags->master_port, "Overrides MASTER_PORT");
   cmd->add_option("--timeout", flags->timeout_seconds,
                   "Seconds before a rendezvous or collective gives up")
+      ->capture_default_str();
+  cmd->add_option("--peer-timeout", flags->peer_timeout_seconds,
+                  "Seconds without a heartbeat from another trainer (stopped, "
+                  "frozen or unreachable) before a collective fails naming it")
       ->capture_default_str();
   AddTrainingFlags(cmd, &flags->training);
   cmd->callback([flags, result] { *result = RunTrain(*flags); });

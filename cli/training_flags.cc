@@ -79,6 +79,9 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
   cmd->add_flag("--resume", f->resume,
                 "Continue an interrupted run from the checkpoints in its run "
                 "directory (--out)");
+  cmd->add_flag("--allow-changed-settings", f->allow_changed_settings,
+                "With --resume: continue even if lr, batch size, fanouts, "
+                "dropout or feature scaling differ from the checkpoint's");
   // Kept for scripts written before --feature-norm.
   cmd->add_flag_callback(
       "--normalize-features", [f] { f->feature_norm = "row"; },
@@ -138,6 +141,7 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
     args.push_back(absl::StrCat(f.lr));
   }
   if (f.resume) args.push_back("--resume");
+  if (f.allow_changed_settings) args.push_back("--allow-changed-settings");
   if (f.no_shared_memory) args.push_back("--no-shared-memory");
   if (f.no_feature_port) args.push_back("--no-feature-port");
   return args;

@@ -45,6 +45,7 @@ struct TrainingFlags {
   bool no_shared_memory = false;
   bool no_feature_port = false;
   bool resume = false;  // Continue from the run directory's checkpoints.
+  bool allow_changed_settings = false;  // TrainOptions' of the same name.
 };
 
 // Registers the flags on `cmd`.

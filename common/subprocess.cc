@@ -9,6 +9,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -141,6 +143,17 @@ std::optional<int> Subprocess::Reap(bool block) {
 
 std::optional<int> Subprocess::Poll() { return Reap(/*block=*/false); }
 
+bool Subprocess::Stopped() const {
+  std::ifstream in(absl::StrCat("/proc/", pid_, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  // "PID (COMM) STATE ...": COMM may hold spaces and parentheses.
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
+  const char state = stat[paren + 2];
+  return state == 'T' || state == 't';
+}
+
 std::optional<int> Subprocess::Wait(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
@@ -156,6 +169,7 @@ void Subprocess::Signal(int signo) {
 
 int Subprocess::Terminate(std::chrono::milliseconds grace) {
   Signal(SIGTERM);
+  Signal(SIGCONT);  // A stopped child handles SIGTERM once continued.
   if (auto code = Wait(grace)) return *code;
   kill(-pid_, SIGKILL);
   return *Reap(/*block=*/true);

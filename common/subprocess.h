@@ -66,9 +66,13 @@ class Subprocess {
   // The exit status if the child has exited (reaped), without blocking. As in a
   // shell: 128+N for signal N.
   std::optional<int> Poll();
+  // Whether the child is running but stopped (SIGSTOP, SIGTSTP, a debugger):
+  // state T or t in /proc/PID/stat.
+  bool Stopped() const;
   // Waits up to `timeout` for the child to exit.
   std::optional<int> Wait(std::chrono::milliseconds timeout);
-  // SIGTERM, then SIGKILL if it has not exited within `grace`. Returns the exit
+  // SIGTERM (and SIGCONT, for a stopped child), then SIGKILL if it has not
+  // exited within `grace`. Returns the exit
   // status.
   int Terminate(std::chrono::milliseconds grace);
   void Signal(int signo);

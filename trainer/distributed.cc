@@ -2,7 +2,12 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -41,6 +46,121 @@ absl::Status CollectiveError(const DistributedOptions& o,
   }
   return PeerFailure(absl::UnavailableError(text));
 }
+
+using Clock = std::chrono::steady_clock;
+
+// The liveness of the other ranks (DistributedOptions::peer_timeout). A thread
+// bumps this rank's counter in the store every interval; while some
+// collective waits (Watch), it also reads the others' counters. It has its own
+// store connection, made after the rendezvous, so it never shares a socket
+// with the process group.
+class Heartbeat {
+ public:
+  Heartbeat(const DistributedOptions& options,
+            c10::intrusive_ptr<c10d::TCPStore> store)
+      : options_(options),
+        store_(std::move(store)),
+        value_(static_cast<size_t>(options.world_size), -1),
+        changed_(static_cast<size_t>(options.world_size), Clock::now()),
+        answered_(Clock::now()),
+        thread_([this] { Loop(); }) {}
+
+  ~Heartbeat() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  // Start reading the other ranks' counters (a collective is waiting).
+  void Watch() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!watching_) answered_ = Clock::now();
+    watching_ = true;
+  }
+  void Unwatch() {
+    std::lock_guard<std::mutex> lock(mu_);
+    watching_ = false;
+  }
+
+  // Why the collective cannot complete, if a peer (or the store, hosted by
+  // rank 0) has shown no sign of life for peer_timeout.
+  std::optional<std::string> Verdict() {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto now = Clock::now();
+    auto seconds = [&](Clock::time_point t) {
+      return std::chrono::duration_cast<std::chrono::seconds>(now - t).count();
+    };
+    for (int r = 0; r < options_.world_size; ++r) {
+      if (r == options_.rank) continue;
+      const auto since = changed_[static_cast<size_t>(r)];
+      if (value_[static_cast<size_t>(r)] >= 0 &&
+          now - since > options_.peer_timeout) {
+        return absl::StrCat("rank ", r, " has shown no sign of life for ",
+                            seconds(since),
+                            " s (its process is stopped or frozen, or its "
+                            "host is unreachable)");
+      }
+    }
+    if (now - answered_ > options_.peer_timeout) {
+      return absl::StrCat("the rendezvous store at ", options_.master_addr, ":",
+                          options_.master_port,
+                          " (rank 0) has not answered for ", seconds(answered_),
+                          " s (rank 0 is stopped or frozen, or its host is "
+                          "unreachable)");
+    }
+    return std::nullopt;
+  }
+
+ private:
+  static std::string Key(int rank) {
+    return absl::StrCat("shardgnn/heartbeat/", rank);
+  }
+
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      const bool watching = watching_;
+      lock.unlock();
+      std::vector<int64_t> seen;
+      bool ok = true;
+      try {
+        store_->add(Key(options_.rank), 1);
+        if (watching) {
+          // add(key, 0) reads a counter without blocking on a missing key.
+          for (int r = 0; r < options_.world_size; ++r)
+            seen.push_back(r == options_.rank ? 0 : store_->add(Key(r), 0));
+        }
+      } catch (const std::exception&) {
+        ok = false;  // The store is gone: answered_ ages; Verdict names it.
+      }
+      lock.lock();
+      const auto now = Clock::now();
+      if (ok) answered_ = now;
+      for (size_t r = 0; r < seen.size(); ++r) {
+        if (seen[r] != value_[r]) {
+          value_[r] = seen[r];
+          changed_[r] = now;
+        }
+      }
+      cv_.wait_for(lock, options_.heartbeat_interval, [&] { return stop_; });
+    }
+  }
+
+  const DistributedOptions options_;
+  c10::intrusive_ptr<c10d::TCPStore> store_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool watching_ = false;
+  // Per rank: the counter last read (-1: never) and when it last changed.
+  std::vector<int64_t> value_;
+  std::vector<Clock::time_point> changed_;
+  Clock::time_point answered_;  // The store's last answer.
+  std::thread thread_;          // Last: starts once the rest is built.
+};
 
 }  // namespace
 
@@ -90,20 +210,57 @@ struct ProcessGroup::Impl {
   DistributedOptions options;
   c10::intrusive_ptr<c10d::TCPStore> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+  std::unique_ptr<Heartbeat> heartbeat;
+  // A collective was given up before it completed (see ~ProcessGroup).
+  bool abandoned = false;
 
+  // Starts a collective and waits for it in slices, looking at the peers'
+  // heartbeats between them.
   absl::Status Run(
       absl::string_view what,
       const std::function<c10::intrusive_ptr<c10d::Work>()>& start) {
+    const auto deadline = Clock::now() + options.timeout;
+    const auto slice =
+        std::clamp(options.heartbeat_interval, std::chrono::milliseconds(10),
+                   std::chrono::milliseconds(1000));
+    c10::intrusive_ptr<c10d::Work> work;
     try {
-      auto work = start();
-      if (!work->wait(options.timeout)) {
+      work = start();
+    } catch (const std::exception& e) {
+      return CollectiveError(options, what, e);
+    }
+    struct Unwatch {
+      Heartbeat* h;
+      ~Unwatch() {
+        if (h != nullptr) h->Unwatch();
+      }
+    } unwatch{heartbeat.get()};
+    for (;;) {
+      try {
+        // Work::wait throws when the slice ends before the work does (and
+        // waits forever for 0 ms, c10d's kNoTimeout).
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - Clock::now());
+        work->wait(std::clamp(left, std::chrono::milliseconds(1), slice));
+        return absl::OkStatus();
+      } catch (const std::exception& e) {
+        if (work->isCompleted()) return CollectiveError(options, what, e);
+      }
+      if (heartbeat != nullptr) {
+        heartbeat->Watch();
+        if (auto verdict = heartbeat->Verdict()) {
+          abandoned = true;
+          return PeerFailure(absl::UnavailableError(
+              absl::StrCat("rank ", options.rank, "/", options.world_size, ": ",
+                           what, " cannot complete: ", *verdict)));
+        }
+      }
+      if (Clock::now() >= deadline) {
+        abandoned = true;
         return PeerFailure(absl::DeadlineExceededError(absl::StrCat(
             "rank ", options.rank, ": ", what, " did not complete within ",
             options.timeout.count(), " ms")));
       }
-      return absl::OkStatus();
-    } catch (const std::exception& e) {
-      return CollectiveError(options, what, e);
     }
   }
 };
@@ -141,6 +298,15 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
     }
     impl->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
         impl->store, options.rank, options.world_size, gloo_options);
+    if (options.world_size > 1) {
+      c10d::TCPStoreOptions client_options = store_options;
+      client_options.isServer = false;
+      client_options.waitWorkers = false;
+      client_options.numWorkers = c10::nullopt;
+      impl->heartbeat = std::make_unique<Heartbeat>(
+          options, c10::make_intrusive<c10d::TCPStore>(options.master_addr,
+                                                       client_options));
+    }
   } catch (const std::exception& e) {
     std::string message = e.what();
     message = message.substr(0, message.find('\n'));
@@ -154,7 +320,13 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
 
 ProcessGroup::ProcessGroup(std::unique_ptr<Impl> impl)
     : impl_(std::move(impl)) {}
-ProcessGroup::~ProcessGroup() = default;
+ProcessGroup::~ProcessGroup() {
+  // Gloo's destructor joins its worker threads, and one blocked in a given-up
+  // collective returns only at Gloo's own timeout (or never, with a stopped
+  // peer that keeps its sockets open). The process is on its way out with an
+  // error: leave the group to the OS rather than hold the exit.
+  if (impl_->abandoned) (void)impl_->group.release();
+}
 
 int ProcessGroup::rank() const { return impl_->options.rank; }
 int ProcessGroup::world_size() const { return impl_->options.world_size; }

@@ -5,9 +5,10 @@
 // TCPStore at MASTER_ADDR:MASTER_PORT; every rank connects to it, then Gloo
 // pairs connect directly. Every operation has a deadline (`timeout`): a peer
 // that died or never came makes the call fail with DEADLINE_EXCEEDED or
-// UNAVAILABLE naming the operation and rank, never a hang. Collectives must be
-// called by every rank in the same order. Not thread-safe: use a group from one
-// thread (the training thread).
+// UNAVAILABLE naming the operation and rank, never a hang; a peer that stopped
+// (no heartbeat for `peer_timeout`) makes it fail naming that peer. Collectives
+// must be called by every rank in the same order. Not thread-safe: use a group
+// from one thread (the training thread).
 #ifndef SHARDGNN_TRAINER_DISTRIBUTED_H_
 #define SHARDGNN_TRAINER_DISTRIBUTED_H_
 
@@ -28,6 +29,15 @@ struct DistributedOptions {
   int master_port = 29500;
   // Deadline for the rendezvous and for every collective.
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
+  // Every rank shows it is alive by bumping a counter in the store from a
+  // thread of its own, every heartbeat_interval. A rank waiting on a
+  // collective looks at the others' counters and fails, naming the rank, when
+  // one has not moved for peer_timeout: that process is stopped (SIGSTOP, a
+  // debugger), frozen, or its host is unreachable. A rank that is only busy
+  // (a long evaluation, a checkpoint) keeps its heartbeat and is waited for up
+  // to `timeout`.
+  std::chrono::milliseconds peer_timeout{std::chrono::seconds(30)};
+  std::chrono::milliseconds heartbeat_interval{std::chrono::seconds(1)};
 };
 
 // Fills rank, world size and master address/port from torchrun's variables

@@ -8,10 +8,13 @@
 #include <filesystem>
 #include <future>
 #include <limits>
+#include <map>
 #include <memory>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/sampling.h"
 #include "common/status.h"
 #include "sampler/loader.h"
@@ -329,13 +332,20 @@ class Run {
     loading.sample_seed = MixSeed(options_.seed, kTrainSampleStream);
     ASSIGN_OR_RETURN(loader_, PrefetchLoader::Create(train_sampler_.get(),
                                                      splits_.train, loading));
-    SamplerOptions eval_sampling;
-    eval_sampling.fanouts = options_.eval_fanouts.empty()
-                                ? DefaultEvalFanouts(options_.fanouts)
-                                : options_.eval_fanouts;
-    eval_sampling.fetch_degrees = degrees;
-    ASSIGN_OR_RETURN(eval_sampler_,
-                     NeighborSampler::Create(&source_, eval_sampling));
+    // Validation runs every epoch and only ranks the epochs: by default it
+    // samples as training does. The test runs once: twice the fanouts.
+    SamplerOptions valid_sampling = train_sampling;
+    SamplerOptions test_sampling = train_sampling;
+    if (options_.eval_fanouts.empty()) {
+      test_sampling.fanouts = DefaultEvalFanouts(options_.fanouts);
+    } else {
+      valid_sampling.fanouts = options_.eval_fanouts;
+      test_sampling.fanouts = options_.eval_fanouts;
+    }
+    ASSIGN_OR_RETURN(valid_sampler_,
+                     NeighborSampler::Create(&source_, valid_sampling));
+    ASSIGN_OR_RETURN(test_sampler_,
+                     NeighborSampler::Create(&source_, test_sampling));
 
     model_ =
         internal::MakeModel(options_.model, source_.feature_dim(), num_classes,
@@ -354,6 +364,8 @@ class Run {
         " seed=", options_.seed);
     internal::CheckpointState state;
     state.parameters = params;
+    const std::string settings = SettingsOf(loader_->steps_per_epoch());
+    state.settings = settings;
     bool resumed = false;
     if (options_.resume && !options_.checkpoint_path.empty()) {
       ASSIGN_OR_RETURN(
@@ -392,6 +404,8 @@ class Run {
         }
       }
       if (resumed) {
+        RETURN_IF_ERROR(CheckSettings(state.settings, settings));
+        state.settings = settings;
         model_->seed_stream().set_count(state.dropout_count);
         result.resumed_from_epoch = state.epoch;
         result.epochs = state.history;
@@ -416,7 +430,7 @@ class Run {
             "; lower --lr, or check the features' scale (--feature-norm)"));
       }
       const auto eval_start = Clock::now();
-      ASSIGN_OR_RETURN(stats.val_acc, Accuracy(splits_.valid));
+      ASSIGN_OR_RETURN(stats.val_acc, Accuracy(*valid_sampler_, splits_.valid));
       stats.eval_seconds = SecondsSince(eval_start);
       stats.epoch_seconds += stats.eval_seconds;
       // Without validation nodes (on any rank: the accuracy is global) the
@@ -462,7 +476,7 @@ class Run {
       torch::NoGradGuard no_grad;
       for (size_t i = 0; i < params.size(); ++i) params[i].copy_(state.best[i]);
     }
-    ASSIGN_OR_RETURN(result.test_acc, Accuracy(splits_.test));
+    ASSIGN_OR_RETURN(result.test_acc, Accuracy(*test_sampler_, splits_.test));
     return result;
   }
 
@@ -475,6 +489,7 @@ class Run {
     stats.epoch = epoch;
     model_->train();
     double loss_sum = 0.0, correct = 0.0, labeled = 0.0;
+    double diverged = 0.0;  // A non-finite loss of this rank's batch.
     // The loader shuffles the train seeds for this epoch and samples batches
     // ahead on background threads; the batches do not depend on prefetching.
     const LoaderStats before = loader_->stats();
@@ -498,7 +513,9 @@ class Run {
             logits, t.labels,
             torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-1));
         loss.backward();
-        loss_sum += loss.item<double>() * n;
+        const double value = loss.item<double>();
+        if (!std::isfinite(value)) diverged = value;
+        loss_sum += value * n;
         correct += logits.argmax(1)
                        .eq(t.labels)
                        .logical_and(mask)
@@ -516,6 +533,16 @@ class Run {
         RETURN_IF_ERROR(sync_->AllreduceGradients(params));
         stats.sync_seconds += SecondsSince(s0);
       }
+      // After the step's allreduce, so that the other ranks are not left
+      // waiting in it: the non-finite gradients reached them, and they stop
+      // at their next step.
+      if (!std::isfinite(diverged)) {
+        loader_->Stop();
+        return absl::FailedPreconditionError(absl::StrCat(
+            "training diverged in epoch ", epoch, ", step ", stats.steps + 1,
+            ": the loss is ", diverged,
+            "; lower --lr, or check the features' scale (--feature-norm)"));
+      }
       optimizer->step();
       stats.compute_seconds += SecondsSince(t0);
       ++stats.steps;
@@ -530,10 +557,57 @@ class Run {
     return stats;
   }
 
+  // The settings a resumed run must share with its checkpoint
+  // (TrainOptions::allow_changed_settings), as "key=value" words.
+  std::string SettingsOf(int64_t steps_per_epoch) const {
+    const ModelOptions& m = options_.model;
+    return absl::StrCat(
+        "lr=", options_.lr, " weight_decay=", options_.weight_decay,
+        " batch_size=", options_.batch_size,
+        " steps_per_epoch=", steps_per_epoch,
+        " fanouts=", absl::StrJoin(options_.fanouts, ","),
+        " eval_fanouts=", absl::StrJoin(options_.eval_fanouts, ","),
+        " dropout=", m.dropout, " attn_dropout=", m.attn_dropout,
+        " feature_norm=", FeatureNormName(m.features.norm));
+  }
+
+  absl::Status CheckSettings(const std::string& saved,
+                             const std::string& now) const {
+    if (saved.empty() || saved == now) return absl::OkStatus();
+    auto parse = [](const std::string& text) {
+      std::map<std::string, std::string> m;
+      for (absl::string_view word : absl::StrSplit(text, ' ')) {
+        std::pair<std::string, std::string> kv = absl::StrSplit(word, '=');
+        m[kv.first] = kv.second;
+      }
+      return m;
+    };
+    const auto before = parse(saved);
+    std::vector<std::string> changes;
+    for (const auto& [key, value] : parse(now)) {
+      auto it = before.find(key);
+      const std::string old = it == before.end() ? "?" : it->second;
+      if (old != value) {
+        changes.push_back(absl::StrCat(key, " ", old.empty() ? "(none)" : old,
+                                       " -> ",
+                                       value.empty() ? "(none)" : value));
+      }
+    }
+    if (options_.allow_changed_settings || changes.empty())
+      return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        options_.checkpoint_path,
+        ": the run would resume with other settings than it was trained with (",
+        absl::StrJoin(changes, ", "),
+        "); give the same flags, or --allow-changed-settings to continue "
+        "with the new ones"));
+  }
+
   // Fraction of labeled `nodes` predicted correctly (summed over ranks with a
   // sync); -1 if there are none. The next batch is sampled (and its features
   // fetched) on a helper thread while the model runs on the current one.
-  absl::StatusOr<double> Accuracy(const std::vector<NodeId>& nodes) {
+  absl::StatusOr<double> Accuracy(const NeighborSampler& sampler,
+                                  const std::vector<NodeId>& nodes) {
     torch::NoGradGuard no_grad;
     model_->eval();
     double counts[2] = {0.0, 0.0};  // correct, labeled
@@ -542,7 +616,7 @@ class Run {
     MiniBatch batches[2];
     auto sample = [&](size_t begin, MiniBatch* batch) {
       const size_t end = std::min(nodes.size(), begin + step);
-      return eval_sampler_->Sample(
+      return sampler.Sample(
           absl::MakeConstSpan(nodes).subspan(begin, end - begin),
           MixSeed(seed, begin), batch);
     };
@@ -575,7 +649,8 @@ class Run {
   GradientSync* sync_;
   std::unique_ptr<NeighborSampler> train_sampler_;
   std::unique_ptr<PrefetchLoader> loader_;
-  std::unique_ptr<NeighborSampler> eval_sampler_;
+  std::unique_ptr<NeighborSampler> valid_sampler_;
+  std::unique_ptr<NeighborSampler> test_sampler_;
   std::shared_ptr<internal::GnnModel> model_;
   InputTransform transform_;
 };

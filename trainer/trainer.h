@@ -109,11 +109,12 @@ struct TrainOptions {
   ModelOptions model;
   std::vector<int> fanouts = {
       10, 10};  // fanouts[0] is the seeds' hop (sampler/neighbor_sampler.h).
-  // Fanouts for validation and test. Empty: DefaultEvalFanouts(fanouts),
-  // twice the training fanouts (a sampled evaluation is a noisy one: on the
-  // bundled graphs, twice the fanouts score as full neighborhoods do, within
-  // 0.3 points, while -1 is exact but can reach most of a large power-law
-  // graph within three hops).
+  // Fanouts for validation and test. Empty: validation (every epoch, only to
+  // rank the epochs) samples with the training fanouts, and the final test
+  // with DefaultEvalFanouts(fanouts), twice them (a sampled evaluation is a
+  // noisy one: on the bundled graphs, twice the fanouts score as full
+  // neighborhoods do, within 0.3 points, while -1 is exact but can reach most
+  // of a large power-law graph within three hops).
   std::vector<int> eval_fanouts;
   int64_t batch_size = 1024;
   // 0: StepsPerEpoch(train, batch_size, min_steps_per_epoch). Otherwise
@@ -153,7 +154,13 @@ struct TrainOptions {
   // Continue from checkpoint_path when it exists (otherwise start afresh).
   // The checkpoint must come from a run with the same model, sizes and seed;
   // the resumed run then continues exactly as the uninterrupted one would.
+  // A checkpoint written with other training settings (lr, weight decay,
+  // batch size, steps per epoch, fanouts, dropout, feature scaling) is
+  // refused, naming each difference, unless allow_changed_settings (then the
+  // run continues with the new ones). --epochs, --patience and checkpointing
+  // may change.
   bool resume = false;
+  bool allow_changed_settings = false;
   // Called after every epoch (progress lines, metrics files); may be empty.
   std::function<void(const EpochStats&)> on_epoch;
 };

@@ -67,8 +67,11 @@ class RunTest : public ::testing::Test {
   // Starts a long run (1000 epochs) in dir_/run and waits until it trains:
   // epoch 1 done, its 2 servers and 2 trainers running (*children).
   void StartTraining(std::unique_ptr<Subprocess>* run,
-                     std::vector<ProcessInfo>* children) {
-    *run = StartShardgnn(RunArgs(dir_.Sub("run"), "1000"), "shardgnn run");
+                     std::vector<ProcessInfo>* children,
+                     const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = RunArgs(dir_.Sub("run"), "1000");
+    args.insert(args.end(), extra.begin(), extra.end());
+    *run = StartShardgnn(args, "shardgnn run");
     ASSERT_NE(*run, nullptr);
     ASSERT_OK((*run)->WaitForLine("epoch   1/1000", kRunTimeout));
     *children = ChildrenOf((*run)->pid(), work_dir_);
@@ -436,6 +439,38 @@ TEST_F(RunTest, KilledTrainerStopsRunNamingIt) {
   EXPECT_NE(*status, 0) << output;
   EXPECT_THAT(output, HasSubstr("shardgnn: error: trainer "));
   EXPECT_THAT(output, HasSubstr("with status 137")) << output;
+  for (const auto& c : children) {
+    EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
+  }
+  ExpectNoOrphans();
+}
+
+// A trainer stopped with SIGSTOP is named within the peer timeout (the
+// healthy trainer fails waiting for it), not after the collective timeout
+// with the healthy trainer blamed.
+TEST_F(RunTest, StoppedTrainerIsNamedWithinThePeerTimeout) {
+  std::unique_ptr<Subprocess> run;
+  std::vector<ProcessInfo> children;
+  ASSERT_NO_FATAL_FAILURE(
+      StartTraining(&run, &children, {"--peer-timeout", "3"}));
+  pid_t trainer = 0;
+  for (const auto& c : children) {
+    if (c.cmdline.find(" train ") != std::string::npos) {
+      trainer = std::max(trainer, c.pid);
+    }
+  }
+  ASSERT_GT(trainer, 0) << Describe(children);
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(trainer, SIGSTOP), 0);
+  std::optional<int> status = run->Wait(seconds(60));
+  ASSERT_TRUE(status.has_value()) << "no exit 60 s after the stop";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(25));
+  std::string output = run->Tail(100000);
+  EXPECT_NE(*status, 0) << output;
+  EXPECT_THAT(output, HasSubstr(absl::StrCat("trainer 1 (pid ", trainer,
+                                             ") is stopped")))
+      << output;
+  EXPECT_THAT(output, HasSubstr("rank 1 has shown no sign of life")) << output;
   for (const auto& c : children) {
     EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
   }

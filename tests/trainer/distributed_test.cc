@@ -1,11 +1,13 @@
 #include "trainer/distributed.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include <chrono>
 #include <thread>
 
+#include "common/subprocess.h"
 #include "tests/testing/ports.h"
 #include "tests/testing/status_matchers.h"
 #include "trainer/c10d_gradient_sync.h"
@@ -113,6 +115,69 @@ TEST(ProcessGroupTest, DeadPeerMakesCollectiveFailNotHang) {
       IsPeerFailure(ProcessGroup::Connect(Options(0, 2, testing::PickFreePort(),
                                                   milliseconds(500)))
                         .status()));
+}
+
+// Rank 1 in a process of its own (process_group_peer), busy for `busy_ms`
+// before its third allreduce; rank 0 in this one, with the same heartbeat
+// settings (peer timeout 2 s).
+class PeerProcessTest : public ::testing::Test {
+ protected:
+  void Start(int busy_ms) {
+    const int port = testing::PickFreePort();
+    SubprocessOptions o;
+    o.argv = {SHARDGNN_PROCESS_GROUP_PEER, "1", "2", std::to_string(port),
+              std::to_string(busy_ms)};
+    o.name = "rank 1";
+    auto peer = Subprocess::Start(o);
+    ASSERT_TRUE(peer.ok()) << peer.status();
+    peer_ = std::move(*peer);
+    DistributedOptions options = Options(0, 2, port, milliseconds(60000));
+    options.peer_timeout = milliseconds(2000);
+    options.heartbeat_interval = milliseconds(200);
+    auto group = ProcessGroup::Connect(options);
+    ASSERT_TRUE(group.ok()) << group.status();
+    group_ = std::move(*group);
+  }
+  void TearDown() override {
+    if (peer_ != nullptr) {
+      peer_->Signal(SIGKILL);
+      peer_->Wait(milliseconds(10000));
+    }
+  }
+  absl::Status Step() {
+    float value = 1.0f;
+    return group_->AllreduceSum(&value, 1);
+  }
+  std::unique_ptr<Subprocess> peer_;
+  std::unique_ptr<ProcessGroup> group_;
+};
+
+// A stopped peer (SIGSTOP) is named within the peer timeout, not after the
+// collective timeout, and the error is marked as a peer's failure.
+TEST_F(PeerProcessTest, StoppedPeerIsNamedWithinThePeerTimeout) {
+  ASSERT_NO_FATAL_FAILURE(Start(0));
+  for (int i = 0; i < 5; ++i) ASSERT_OK(Step());
+  ASSERT_OK(peer_->WaitForLine("step 5", milliseconds(10000)));
+  peer_->Signal(SIGSTOP);
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status s;
+  for (int i = 0; i < 1000 && s.ok(); ++i) s = Step();
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("rank 1 has shown no sign of life"),
+            absl::string_view::npos)
+      << s;
+  EXPECT_TRUE(IsPeerFailure(s)) << s;
+  EXPECT_GE(waited, std::chrono::milliseconds(1500));
+  EXPECT_LT(waited, std::chrono::seconds(15));
+}
+
+// A peer that is only busy (4 s, twice the peer timeout, its heartbeat
+// running) is waited for.
+TEST_F(PeerProcessTest, BusyPeerIsWaitedFor) {
+  ASSERT_NO_FATAL_FAILURE(Start(4000));
+  for (int i = 0; i < 4; ++i) ASSERT_OK(Step()) << "step " << i + 1;
+  ASSERT_OK(peer_->WaitForLine("step 4", milliseconds(10000)));
 }
 
 TEST(C10dGradientSyncTest, AveragesGradientsAndBroadcastsParameters) {

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/progress.h"
 #include "datasets/dataset.h"
 #include "datasets/generators.h"
@@ -138,7 +139,35 @@ TEST_F(TrainerTest, CheckpointsEveryNEpochsAndAfterTheLastResumeExactly) {
   EXPECT_EQ(resumed.test_acc, full.test_acc);
 }
 
-TEST_F(TrainerTest, ANonFiniteLossFailsTheRunNamingTheEpoch) {
+// Resuming with other training settings is refused, naming each change,
+// unless allowed; more epochs are not a change.
+TEST_F(TrainerTest, ResumeRefusesChangedSettingsUnlessAllowed) {
+  TempDir dir;
+  TrainOptions options = SbmOptions(ModelKind::kSage);
+  options.epochs = 1;
+  options.checkpoint_path = dir.Sub("ckpt");
+  ASSERT_OK(Train(*source_, graph_.splits, options).status());
+  options.epochs = 2;
+  options.resume = true;
+  options.lr *= 2;
+  options.fanouts = {4, 3};
+  absl::StatusOr<TrainResult> refused = Train(*source_, graph_.splits, options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  const std::string message(refused.status().message());
+  EXPECT_NE(
+      message.find(absl::StrCat("lr ", options.lr / 2, " -> ", options.lr)),
+      std::string::npos)
+      << message;
+  EXPECT_NE(message.find("fanouts"), std::string::npos) << message;
+  EXPECT_EQ(message.find("weight_decay"), std::string::npos) << message;
+  options.allow_changed_settings = true;
+  ASSERT_OK_AND_ASSIGN(TrainResult resumed,
+                       Train(*source_, graph_.splits, options));
+  EXPECT_EQ(resumed.resumed_from_epoch, 1);
+}
+
+TEST_F(TrainerTest, ANonFiniteLossFailsTheRunNamingTheEpochAndStep) {
   SbmGraph huge = graph_;
   for (float& f : huge.features) f *= 1e37f;
   ASSERT_OK_AND_ASSIGN(auto source, InMemoryGraphSource::Create(huge.arrays()));
@@ -147,7 +176,8 @@ TEST_F(TrainerTest, ANonFiniteLossFailsTheRunNamingTheEpoch) {
   absl::StatusOr<TrainResult> result = Train(*source, huge.splits, options);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(std::string(result.status().message()).find("diverged in epoch 1"),
+  EXPECT_NE(std::string(result.status().message())
+                .find("diverged in epoch 1, step 1:"),
             std::string::npos)
       << result.status();
 }

@@ -46,6 +46,7 @@ absl::Status WriteCheckpoint(const std::string& path,
     torch::serialize::OutputArchive archive;
     archive.write("version", Scalar(kVersion));
     archive.write("fingerprint", c10::IValue(fingerprint));
+    archive.write("settings", c10::IValue(state.settings));
     archive.write("epoch", Scalar(static_cast<int64_t>(state.epoch)));
     archive.write("dropout_count",
                   Scalar(static_cast<int64_t>(state.dropout_count)));
@@ -117,6 +118,10 @@ absl::StatusOr<bool> ReadCheckpoint(const std::string& path,
                                        : std::string("?"),
           "; this run is ", fingerprint, ")"));
     }
+    c10::IValue settings;
+    state->settings.clear();
+    if (archive.try_read("settings", settings) && settings.isString())
+      state->settings = settings.toStringRef();
     t = Read(archive, "epoch");
     state->epoch = static_cast<int>(t.item<int64_t>());
     t = Read(archive, "dropout_count");

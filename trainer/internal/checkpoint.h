@@ -28,6 +28,10 @@ struct CheckpointState {
   int best_epoch = 0;
   std::vector<EpochStats>
       history;  // Loss, accuracies and step counts (timings are not kept).
+  // The training settings that do not change the parameters' shapes ("lr=0.01
+  // batch_size=1024 ..."), for a resumed run to compare with its own. Empty
+  // when read from a checkpoint written before they were kept.
+  std::string settings;
 };
 
 // Where WriteCheckpoint keeps the checkpoint it replaced (one epoch older).
