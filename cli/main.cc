@@ -1,4 +1,6 @@
 // shardgnn: one binary, one subcommand per stage of the workflow.
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <string>
 
@@ -8,7 +10,25 @@
 #include "trainer/compute_env.h"
 #include "trainer/distributed.h"
 
+namespace {
+
+// The default soft limit on open files (often 1024) is within reach of a
+// client opening idle connections to a server; every subcommand takes the
+// hard limit instead (the servers keep their connection caps well below
+// it, graphstore/server.h).
+void RaiseOpenFileLimit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+  rl.rlim_cur = rl.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+    // Keeping the soft limit is safe: the caps follow the limit in force.
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  RaiseOpenFileLimit();
   // Training processes (and the launcher, whose trainers inherit it) need the
   // threading libraries' idle policy set before those libraries load.
   for (int i = 1; i < argc; ++i) {

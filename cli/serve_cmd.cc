@@ -35,6 +35,14 @@ struct ServeFlags {
   int feature_port = GraphStoreServerOptions().feature_port;
   int feature_port_connections =
       GraphStoreServerOptions().feature_port_connections;
+  int feature_port_connections_per_ip =
+      GraphStoreServerOptions().feature_port_connections_per_ip;
+  int64_t max_sampled_per_call = GraphStoreServerOptions().max_sampled_per_call;
+  int max_connections = GraphStoreServerOptions().max_connections;
+  int max_connections_per_ip = GraphStoreServerOptions().max_connections_per_ip;
+  double idle_timeout_seconds =
+      absl::ToDoubleSeconds(GraphStoreServerOptions().idle_timeout);
+  int max_queued_per_ip = GraphStoreServerOptions().max_queued_per_ip;
   int64_t cache_mb = 256;
   int threads = 0;
   double drain_seconds = 10;
@@ -134,6 +142,13 @@ absl::Status RunServe(const ServeFlags& flags) {
   server_options.num_threads = flags.threads;
   server_options.feature_port = flags.feature_port;
   server_options.feature_port_connections = flags.feature_port_connections;
+  server_options.feature_port_connections_per_ip =
+      flags.feature_port_connections_per_ip;
+  server_options.max_sampled_per_call = flags.max_sampled_per_call;
+  server_options.max_connections = flags.max_connections;
+  server_options.max_connections_per_ip = flags.max_connections_per_ip;
+  server_options.idle_timeout = absl::Seconds(flags.idle_timeout_seconds);
+  server_options.max_queued_per_ip = flags.max_queued_per_ip;
   ASSIGN_OR_RETURN(std::unique_ptr<GraphStoreServer> server,
                    GraphStoreServer::Start(store, server_options));
   const std::string feature_port =
@@ -189,11 +204,37 @@ void AddServeCommand(CLI::App& app, absl::Status* result) {
                   "Feature port connections served at once (a thread each); "
                   "trainers beyond it fetch over gRPC")
       ->capture_default_str();
+  cmd->add_option("--feature-port-connections-per-ip",
+                  flags->feature_port_connections_per_ip,
+                  "Feature port connections from one client address (IPv4 "
+                  "address or IPv6 /64)")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", flags->max_connections,
+                  "gRPC connections held at once; more are closed on accept "
+                  "(each port also stays under a quarter of the open-file "
+                  "limit)")
+      ->capture_default_str();
+  cmd->add_option("--max-connections-per-ip", flags->max_connections_per_ip,
+                  "gRPC connections from one client address")
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout", flags->idle_timeout_seconds,
+                  "Seconds after which a connection without calls is closed "
+                  "(clients reconnect)")
+      ->capture_default_str();
+  cmd->add_option("--max-sampled-per-call", flags->max_sampled_per_call,
+                  "Neighbor IDs one SampleNeighbors call may return; larger "
+                  "samples get RESOURCE_EXHAUSTED")
+      ->capture_default_str();
+  cmd->add_option("--max-queued-per-ip", flags->max_queued_per_ip,
+                  "Large calls from one client address waiting for a worker; "
+                  "more get UNAVAILABLE (server busy), which clients retry")
+      ->capture_default_str();
   cmd->add_option("--cache-mb", flags->cache_mb,
                   "RocksDB block cache in MiB (disk mode)")
       ->capture_default_str();
   cmd->add_option("--threads", flags->threads,
-                  "Disk-mode worker threads (default: one per core)");
+                  "Worker threads for large and disk-mode calls (default: one "
+                  "per core)");
   cmd->add_option("--drain-seconds", flags->drain_seconds,
                   "On shutdown, how long calls in flight may finish")
       ->capture_default_str();

@@ -1,23 +1,34 @@
 #include "graphstore/server.h"
 
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <deque>
 #include <exception>
+#include <map>
 #include <new>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status.h"
 #include "graphstore/internal/feature_port.h"
 #include "graphstore/internal/features_codec.h"
+#include "graphstore/internal/listener.h"
 #include "graphstore/internal/method_stats.h"
-#include "graphstore/internal/thread_pool.h"
 #include "graphstore/internal/wire.h"
+#include "graphstore/internal/work_queue.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/server_posix.h"
 #include "proto/graphstore.grpc.pb.h"
 
 namespace shardgnn {
@@ -54,7 +65,82 @@ int64_t PayloadBytes(const grpc::ByteBuffer& b) {
   return static_cast<int64_t>(b.Length());
 }
 
+// Memory-mode calls below these sizes run on gRPC's thread (a memcpy or a
+// few thousand samples: cheaper than a hand-off); larger ones, and every
+// disk-mode call, go to the work queue.
+constexpr int64_t kInlineSamples = 1 << 16;
+constexpr int64_t kInlineBytes = 1 << 20;
+
+// The open-file limit, and how many connections each port may hold under
+// it: together at most half of it, leaving the rest to the store's files,
+// gRPC's own descriptors and the process.
+int64_t OpenFileLimit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
+    return int64_t{1} << 20;
+  }
+  return static_cast<int64_t>(rl.rlim_cur);
+}
+int ConnectionsUnderFileLimit(int wanted) {
+  const int64_t share = std::max<int64_t>(8, OpenFileLimit() / 4);
+  return static_cast<int>(std::min<int64_t>(wanted, share));
+}
+
 }  // namespace
+
+// The gRPC connections the server accepted and handed to gRPC, counted in
+// all and per client address. gRPC closes a connection's descriptor without
+// telling; an entry is known to be gone when its descriptor is closed or
+// now names another file (its inode changed). Thread-safe.
+class GraphStoreServer::Connections {
+ public:
+  Connections(int max_total, int max_per_peer)
+      : max_total_(max_total), max_per_peer_(max_per_peer) {}
+
+  // Records `fd` from `peer` unless a cap is reached.
+  bool Admit(int fd, const std::string& peer) {
+    absl::MutexLock lock(&mu_);
+    if (Full(peer)) {
+      Prune();
+      if (Full(peer)) return false;
+    }
+    struct stat st {};
+    if (fstat(fd, &st) != 0) return false;
+    entries_.push_back({fd, st.st_ino, peer});
+    ++per_peer_[peer];
+    return true;
+  }
+
+ private:
+  struct Entry {
+    int fd;
+    ino_t inode;
+    std::string peer;
+  };
+  bool Full(const std::string& peer) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = per_peer_.find(peer);
+    return static_cast<int>(entries_.size()) >= max_total_ ||
+           (it != per_peer_.end() && it->second >= max_per_peer_);
+  }
+  void Prune() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<Entry> alive;
+    for (Entry& e : entries_) {
+      struct stat st {};
+      if (fstat(e.fd, &st) == 0 && st.st_ino == e.inode) {
+        alive.push_back(std::move(e));
+      } else if (--per_peer_[e.peer] == 0) {
+        per_peer_.erase(e.peer);
+      }
+    }
+    entries_ = std::move(alive);
+  }
+
+  const int max_total_;
+  const int max_per_peer_;
+  absl::Mutex mu_;
+  std::vector<Entry> entries_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int> per_peer_ ABSL_GUARDED_BY(mu_);
+};
 
 // GetFeatures is a raw method: its megabyte responses are written straight
 // into a gRPC buffer (internal/features_codec.h) instead of through protobuf.
@@ -64,19 +150,24 @@ class GraphStoreServer::Service final
  public:
   Service(std::shared_ptr<const ShardStore> store,
           const GraphStoreServerOptions& options)
-      : store_(std::move(store)),
-        options_(options),
-        start_(absl::Now()),
-        pool_(std::make_unique<internal::ThreadPool>(
-            options.num_threads > 0
-                ? options.num_threads
-                : std::max(2, static_cast<int>(
-                                  std::thread::hardware_concurrency())))) {
+      : store_(std::move(store)), options_(options), start_(absl::Now()) {
+    internal::WorkQueueOptions queue;
+    queue.num_workers =
+        options.num_threads > 0
+            ? options.num_threads
+            : std::max(2,
+                       static_cast<int>(std::thread::hardware_concurrency()));
+    // One address may hold all workers but one, so another address's call
+    // always finds a worker within one call of its own.
+    queue.max_running_per_key = std::max(1, queue.num_workers - 1);
+    queue.max_queued_per_key = options.max_queued_per_ip;
+    queue.max_queued = std::max(4096, options.max_queued_per_ip);
+    queue_ = std::make_unique<internal::WorkQueue>(queue);
     for (const char* name : kMethodNames) stats_.emplace_back(name);
   }
 
   // Runs the queued work to the end and joins the workers.
-  void StopWorkers() { pool_.reset(); }
+  void StopWorkers() { queue_.reset(); }
 
   // Info advertises `port` (0: none) as the feature port.
   void SetFeaturePort(int port) { feature_port_ = port; }
@@ -142,8 +233,10 @@ class GraphStoreServer::Service final
       grpc::CallbackServerContext* ctx,
       const proto::SampleNeighborsRequest* req,
       proto::SampleNeighborsResponse* resp) override {
+    const int64_t n = static_cast<int64_t>(req->node_ids().size() / 8);
+    const int64_t samples = n * std::max(req->fanout(), 32);
     return Run(
-        ctx, kSampleNeighbors, req, resp, Inline(),
+        ctx, kSampleNeighbors, req, resp, Heavy(samples >= kInlineSamples),
         [this, req, resp]() -> absl::Status {
           ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
           if (req->fanout() < -1 || req->fanout() > options_.max_fanout) {
@@ -152,13 +245,26 @@ class GraphStoreServer::Service final
                 options_.max_fanout, "] (-1 means all neighbors)"));
           }
           // Counts and neighbors are 8 bytes each; keep 4 KiB spare.
-          const int64_t max_neighbors =
+          const int64_t message_neighbors =
               (options_.max_message_bytes - 4096) / 8 -
               static_cast<int64_t>(ids.size());
+          const int64_t max_neighbors =
+              std::min(message_neighbors, options_.max_sampled_per_call);
+          const int64_t at_most = static_cast<int64_t>(ids.size()) *
+                                  std::max<int64_t>(req->fanout(), 0);
+          if (req->replace() && req->fanout() > 0 && at_most > max_neighbors) {
+            // Refused before any work; without replace, or for fanout -1,
+            // the store counts the true size first.
+            return TooManySamples(at_most, max_neighbors);
+          }
           SampledNeighbors out;
-          RETURN_IF_ERROR(store_->SampleNeighbors(ids, req->fanout(),
-                                                  req->replace(), req->seed(),
-                                                  max_neighbors, &out));
+          absl::Status s =
+              store_->SampleNeighbors(ids, req->fanout(), req->replace(),
+                                      req->seed(), max_neighbors, &out);
+          if (absl::IsResourceExhausted(s)) {
+            return TooManySamples(-1, max_neighbors, s.message());
+          }
+          RETURN_IF_ERROR(s);
           wire::Pack<int64_t>(out.counts, resp->mutable_counts());
           wire::Pack<NodeId>(out.neighbors, resp->mutable_neighbors());
           return absl::OkStatus();
@@ -168,8 +274,10 @@ class GraphStoreServer::Service final
   grpc::ServerUnaryReactor* GetFeatures(grpc::CallbackServerContext* ctx,
                                         const grpc::ByteBuffer* req,
                                         grpc::ByteBuffer* resp) override {
+    const int64_t bytes_out = static_cast<int64_t>(req->Length() / 8) *
+                              store_->Meta().feature_dim * 4;
     return Run(
-        ctx, kGetFeatures, req, resp, Inline(),
+        ctx, kGetFeatures, req, resp, Heavy(bytes_out >= kInlineBytes),
         [this, req, resp]() -> absl::Status {
           proto::NodeIdsRequest request;
           grpc::ByteBuffer copy(*req);  // Deserialize consumes its input.
@@ -198,36 +306,48 @@ class GraphStoreServer::Service final
   grpc::ServerUnaryReactor* GetLabels(grpc::CallbackServerContext* ctx,
                                       const proto::NodeIdsRequest* req,
                                       proto::GetLabelsResponse* resp) override {
-    return Run(ctx, kGetLabels, req, resp, Inline(),
-               [this, req, resp]() -> absl::Status {
-                 ASSIGN_OR_RETURN(std::vector<NodeId> ids,
-                                  ReadIds(req->node_ids()));
-                 std::vector<int64_t> labels(ids.size());
-                 RETURN_IF_ERROR(store_->GetLabels(ids, labels.data()));
-                 wire::Pack<int64_t>(labels, resp->mutable_labels());
-                 return absl::OkStatus();
-               });
+    return Run(
+        ctx, kGetLabels, req, resp,
+        Heavy(static_cast<int64_t>(req->node_ids().size()) >= kInlineBytes),
+        [this, req, resp]() -> absl::Status {
+          ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
+          std::vector<int64_t> labels(ids.size());
+          RETURN_IF_ERROR(store_->GetLabels(ids, labels.data()));
+          wire::Pack<int64_t>(labels, resp->mutable_labels());
+          return absl::OkStatus();
+        });
   }
 
   grpc::ServerUnaryReactor* GetDegrees(
       grpc::CallbackServerContext* ctx, const proto::NodeIdsRequest* req,
       proto::GetDegreesResponse* resp) override {
-    return Run(ctx, kGetDegrees, req, resp, Inline(),
-               [this, req, resp]() -> absl::Status {
-                 ASSIGN_OR_RETURN(std::vector<NodeId> ids,
-                                  ReadIds(req->node_ids()));
-                 std::vector<int64_t> degrees(ids.size());
-                 RETURN_IF_ERROR(store_->GetDegrees(ids, degrees.data()));
-                 wire::Pack<int64_t>(degrees, resp->mutable_degrees());
-                 return absl::OkStatus();
-               });
+    return Run(
+        ctx, kGetDegrees, req, resp,
+        Heavy(static_cast<int64_t>(req->node_ids().size()) >= kInlineBytes),
+        [this, req, resp]() -> absl::Status {
+          ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
+          std::vector<int64_t> degrees(ids.size());
+          RETURN_IF_ERROR(store_->GetDegrees(ids, degrees.data()));
+          wire::Pack<int64_t>(degrees, resp->mutable_degrees());
+          return absl::OkStatus();
+        });
   }
 
   grpc::ServerUnaryReactor* GetSplit(grpc::CallbackServerContext* ctx,
                                      const proto::GetSplitRequest* req,
                                      proto::GetSplitResponse* resp) override {
-    return Run(ctx, kGetSplit, req, resp, Inline(),
+    return Run(ctx, kGetSplit, req, resp, Heavy(true),
                [this, req, resp]() -> absl::Status {
+                 const auto& counts = store_->Meta().split_counts;
+                 auto it = counts.find(req->name());
+                 const int64_t bytes = it == counts.end() ? 0 : it->second * 8;
+                 if (bytes > options_.max_message_bytes - 1024) {
+                   return absl::ResourceExhaustedError(absl::StrFormat(
+                       "split '%s' of %d nodes is %.1f MiB, over the %.1f MiB "
+                       "message limit",
+                       req->name(), it->second, bytes / 1048576.0,
+                       options_.max_message_bytes / 1048576.0));
+                 }
                  ASSIGN_OR_RETURN(std::vector<NodeId> ids,
                                   store_->GetSplit(req->name()));
                  wire::Pack<NodeId>(ids, resp->mutable_node_ids());
@@ -266,10 +386,31 @@ class GraphStoreServer::Service final
   }
 
  private:
-  // Memory mode never blocks (reads are memcpy from arrays), so its calls
-  // run on gRPC's callback thread and skip two thread hand-offs; disk mode
-  // may wait on I/O and runs on the worker pool instead.
-  bool Inline() const { return store_->in_memory(); }
+  // Memory mode never blocks (reads are memcpy from arrays), so its small
+  // calls run on gRPC's callback thread and skip two thread hand-offs; its
+  // large ones, and every disk-mode call (which may wait on I/O), run on the
+  // work queue, shared fairly among client addresses.
+  bool Heavy(bool large) const { return large || !store_->in_memory(); }
+
+  // RESOURCE_EXHAUSTED for a sample over `limit` neighbor IDs, naming the
+  // limit that applies (the per-call cap, or the message size).
+  absl::Status TooManySamples(int64_t at_most, int64_t limit,
+                              absl::string_view detail = "") const {
+    const std::string what =
+        at_most >= 0
+            ? absl::StrCat("a sample of up to ", at_most, " neighbor IDs")
+            : absl::StrCat("the sample (", detail, ")");
+    if (limit == options_.max_sampled_per_call) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          what, " is over the limit of ", limit,
+          " sampled neighbors per call (serve --max-sampled-per-call); "
+          "request fewer IDs or a smaller fanout"));
+    }
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%s is over the %.1f MiB message limit; request fewer IDs or a "
+        "smaller fanout",
+        what, options_.max_message_bytes / 1048576.0));
+  }
 
   // Decodes and bounds-checks a packed ID array.
   absl::StatusOr<std::vector<NodeId>> ReadIds(const std::string& bytes) const {
@@ -285,11 +426,12 @@ class GraphStoreServer::Service final
     return ids;
   }
 
-  // Runs `work` (inline for cheap calls, else on a worker), turns any
-  // exception into a status, records stats and finishes the call.
+  // Runs `work` (inline for cheap calls, else on the work queue under the
+  // client's address), turns any exception into a status, records stats and
+  // finishes the call. A full queue answers UNAVAILABLE ("server busy").
   template <typename Req, typename Resp, typename Work>
   grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx, Method method,
-                                const Req* req, Resp* resp, bool inline_work,
+                                const Req* req, Resp* resp, bool heavy,
                                 Work work) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     {
@@ -325,10 +467,17 @@ class GraphStoreServer::Service final
       absl::MutexLock lock(&mu_);
       --in_flight_;
     };
-    if (inline_work) {
+    if (!heavy) {
       task();
-    } else {
-      pool_->Schedule(std::move(task));
+      return reactor;
+    }
+    absl::Status queued = queue_->Submit(
+        internal::PeerKeyOfGrpcPeer(ctx->peer()), std::move(task));
+    if (!queued.ok()) {
+      stats_[method].Record(0, false, PayloadBytes(*req), 0);
+      reactor->Finish(ToGrpc(queued));
+      absl::MutexLock lock(&mu_);
+      --in_flight_;
     }
     return reactor;
   }
@@ -337,7 +486,7 @@ class GraphStoreServer::Service final
   GraphStoreServerOptions options_;
   absl::Time start_;
   std::deque<internal::MethodStats> stats_;  // Not movable: no vector.
-  std::unique_ptr<internal::ThreadPool> pool_;
+  std::unique_ptr<internal::WorkQueue> queue_;
   absl::Mutex mu_;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
@@ -367,41 +516,84 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
         absl::StrCat("max_message_bytes ", options.max_message_bytes,
                      " is outside [1 MiB, 2 GiB)"));
   }
+  if (options.max_sampled_per_call < 1 || options.max_connections < 1 ||
+      options.max_connections_per_ip < 1 ||
+      options.feature_port_connections_per_ip < 1 ||
+      options.max_queued_per_ip < 1 ||
+      options.idle_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "max_sampled_per_call, max_connections, max_connections_per_ip, "
+        "feature_port_connections_per_ip, max_queued_per_ip and idle_timeout "
+        "must be positive");
+  }
+  std::string host = options.listen_address;
+  size_t colon = host.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos ||
+      !absl::SimpleAtoi(host.substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", options.listen_address,
+                     " (address in use, or not HOST:PORT?)"));
+  }
+  host.resize(colon);
+  // gRPC never accepts by itself (its accept loop stops for good after one
+  // EMFILE): connections come through a Listener, which admits them under
+  // the caps and hands them to gRPC.
+  auto listener = internal::Listener::Bind(host, port, "gRPC port");
+  if (!listener.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", options.listen_address,
+        " (address in use, or not HOST:PORT?): ", listener.status().message()));
+  }
   auto server = std::unique_ptr<GraphStoreServer>(new GraphStoreServer());
   server->service_ = std::make_unique<Service>(std::move(store), options);
+  server->listener_ = std::move(listener).value();
 
   grpc::ServerBuilder builder;
-  int selected_port = 0;
-  builder.AddListeningPort(options.listen_address,
-                           grpc::InsecureServerCredentials(), &selected_port);
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
   // Large stream windows and frames for megabyte responses (see client.cc).
   builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 1 << 20);
-  // gRPC sets SO_REUSEPORT by default: a second server on a busy port would
-  // silently share it (and its clients) instead of failing.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // A connection without calls for this long is closed (GOAWAY; clients
+  // reconnect on their next call), and so is one that never speaks.
+  const int idle_ms = static_cast<int>(std::min<int64_t>(
+      absl::ToInt64Milliseconds(options.idle_timeout), INT32_MAX));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, idle_ms);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, idle_ms);
+  // Calls at once on one connection (more wait in the client).
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 256);
   server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || selected_port == 0) {
-    if (server->server_ != nullptr) server->server_->Shutdown();
+  if (server->server_ == nullptr) {
+    server->listener_->Stop();
     server->service_->StopWorkers();
     server->shut_down_ = true;  // Nothing left for the destructor to do.
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options.listen_address,
-                     " (address in use, or not HOST:PORT?)"));
+    return absl::InternalError("gRPC server did not start");
   }
-  server->port_ = selected_port;
-  std::string host = options.listen_address;
-  size_t colon = host.rfind(':');
-  if (colon != std::string::npos) host.resize(colon);
-  server->address_ = absl::StrCat(host, ":", selected_port);
+  server->connections_ = std::make_unique<Connections>(
+      ConnectionsUnderFileLimit(options.max_connections),
+      options.max_connections_per_ip);
+  server->listener_->Start([s = server.get()](int fd, const std::string& peer) {
+    if (!s->connections_->Admit(fd, peer)) return false;
+    const int flags = fcntl(fd, F_GETFL, 0);
+    fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    grpc::AddInsecureChannelFromFd(s->server_.get(), fd);
+    return true;
+  });
+  server->port_ = server->listener_->port();
+  server->address_ = absl::StrCat(host, ":", server->port_);
   if (options.feature_port >= 0) {
     internal::FeaturePortLimits limits;
     limits.max_ids_per_call = options.max_ids_per_call;
     limits.max_message_bytes = options.max_message_bytes;
-    limits.max_connections = options.feature_port_connections;
+    limits.max_connections =
+        ConnectionsUnderFileLimit(options.feature_port_connections);
+    limits.max_connections_per_ip = options.feature_port_connections_per_ip;
+    limits.idle_timeout = options.idle_timeout;
     auto port = internal::FeaturePortServer::Start(
         host, options.feature_port, server->service_->store(), limits,
         server->service_->feature_port_stats());
@@ -427,6 +619,7 @@ void GraphStoreServer::Shutdown(absl::Time deadline) {
   // The feature port answers the requests it has read and closes; a client
   // whose connection closes falls back to gRPC, which answers UNAVAILABLE
   // (retryable) while draining.
+  listener_->Stop();
   if (feature_port_ != nullptr) feature_port_->BeginShutdown();
   service_->Drain(deadline);
   if (feature_port_ != nullptr) feature_port_->Shutdown(deadline);

@@ -1,16 +1,18 @@
 // The storage server: serves one ShardStore over gRPC (proto/graphstore.proto).
 //
-// Built on gRPC's callback API. In disk mode gRPC's own threads hand each
-// call to a fixed pool of worker threads, so a slow disk read never blocks
-// the network; in memory mode, where a call never blocks, the work runs on
-// gRPC's callback thread and skips the hand-off. GetFeatures writes its rows
-// straight into the gRPC response buffer (no protobuf copy). Beside the gRPC
-// port, the server also answers GetFeatures on a plain-TCP feature port on
-// the same host (internal/feature_port.h), which Info advertises and clients
-// use for their megabyte feature batches. Every request is
-// validated (byte lengths, ownership, batch and fanout limits) and answered
-// with a status; a handler never throws through gRPC and the server never
-// crashes on a request.
+// Built on gRPC's callback API. Small memory-mode calls (which never block)
+// run on gRPC's callback thread and skip a hand-off; large ones and every
+// disk-mode call go to a fixed pool of workers that client addresses take in
+// turn (internal/work_queue.h), so a slow disk read never blocks the network
+// and one client's heavy calls cannot starve another's. GetFeatures writes
+// its rows straight into the gRPC response buffer (no protobuf copy). Beside
+// the gRPC port, the server also answers GetFeatures on a plain-TCP feature
+// port on the same host (internal/feature_port.h), which Info advertises and
+// clients use for their megabyte feature batches. Both ports accept through
+// internal/listener.h, under connection caps and an idle timeout. Every
+// request is validated (byte lengths, ownership, batch, fanout and work
+// limits) and answered with a status; a handler never throws through gRPC
+// and the server never crashes on a request.
 //
 // Usage:
 //   ASSIGN_OR_RETURN(auto server, GraphStoreServer::Start(store, options));
@@ -37,13 +39,14 @@ class Server;
 namespace shardgnn {
 namespace internal {
 class FeaturePortServer;
+class Listener;
 }  // namespace internal
 
 struct GraphStoreServerOptions {
   // HOST:PORT to bind. Port 0 picks a free port (read it back with port()).
   std::string listen_address = "127.0.0.1:0";
-  // Worker threads running disk-mode handlers; <= 0 means one per core
-  // (min 2).
+  // Worker threads running large and disk-mode calls; <= 0 means one per
+  // core (min 2).
   int num_threads = 0;
   // Requests above these limits get INVALID_ARGUMENT before any allocation.
   int64_t max_ids_per_call = int64_t{1} << 20;
@@ -54,9 +57,32 @@ struct GraphStoreServerOptions {
   // The feature port, bound on the listen address's host: 0 picks a free
   // port, -1 serves features over gRPC only.
   int feature_port = 0;
-  // Feature port connections served at once (one thread each); clients
-  // beyond it are turned away and fetch over gRPC.
-  int feature_port_connections = 1024;
+  // Feature port connections served at once (one thread each), in all and
+  // from one client address (an IPv4 address or an IPv6 /64); clients
+  // beyond them are turned away and fetch over gRPC.
+  int feature_port_connections = 256;
+  int feature_port_connections_per_ip = 128;
+
+  // Resource limits against hostile or careless clients (issue 12). Real
+  // training stays far below every default.
+  //
+  // Neighbor IDs one SampleNeighbors call may return (8 bytes each):
+  // RESOURCE_EXHAUSTED naming this limit above it, refused before sampling
+  // when the request alone shows it (replace, IDs x fanout).
+  int64_t max_sampled_per_call = int64_t{8} << 20;
+  // gRPC connections held at once, in all and from one client address;
+  // connections beyond them are closed on accept. Both port caps are also
+  // kept to a quarter of the open-file limit each.
+  int max_connections = 1024;
+  int max_connections_per_ip = 256;
+  // A connection (gRPC or feature port) with no call for this long is
+  // closed; clients reconnect on their next call.
+  absl::Duration idle_timeout = absl::Minutes(5);
+  // Large calls (and every disk-mode call) run on num_threads workers,
+  // taken by client addresses in turn; one address holds at most all
+  // workers but one. Calls from one address waiting beyond this get
+  // UNAVAILABLE "server busy", which clients retry.
+  int max_queued_per_ip = 64;
 };
 
 // Calls and errors over the server's lifetime (for the shutdown summary).
@@ -94,10 +120,13 @@ class GraphStoreServer {
 
  private:
   class Service;
+  class Connections;
   GraphStoreServer() = default;
 
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<internal::Listener> listener_;  // Hands gRPC connections.
+  std::unique_ptr<Connections> connections_;
   std::unique_ptr<internal::FeaturePortServer> feature_port_;
   int port_ = 0;
   std::string address_;

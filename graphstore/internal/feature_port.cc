@@ -5,7 +5,6 @@
 #include <netdb.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -24,6 +23,9 @@ namespace {
 
 // Longest error message a client reads; longer ones are cut.
 constexpr uint64_t kMaxErrorBytes = 64 << 10;
+// Largest buffer a server connection keeps between requests; larger answers
+// are gathered and sent in pieces of this size.
+constexpr size_t kKeptBufferBytes = 1 << 20;
 // A connection attempt gives up after this (then the caller uses gRPC).
 constexpr absl::Duration kConnectTimeout = absl::Seconds(1);
 
@@ -53,21 +55,14 @@ iovec* Advance(iovec* iov, iovec* end, size_t done) {
   return iov;
 }
 
-// Blocking-socket helpers for the server: false on EOF or error.
-// The socket has a receive timeout; `idle_ok` keeps waiting through it while
-// nothing has been read (an idle connection between requests).
-bool ReadFull(int fd, void* data, size_t n, bool idle_ok = false) {
+// Blocking-socket helpers for the server: false on EOF, error or the
+// socket's timeout.
+bool ReadFull(int fd, void* data, size_t n) {
   auto* p = static_cast<char*>(data);
-  bool started = false;
   while (n > 0) {
     ssize_t r = recv(fd, p, n, 0);
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0 && idle_ok && !started &&
-        (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      continue;
-    }
     if (r <= 0) return false;
-    started = true;
     p += r;
     n -= static_cast<size_t>(r);
   }
@@ -153,88 +148,40 @@ absl::Status TransferV(int fd, iovec* iov, int count, bool send,
 absl::StatusOr<std::unique_ptr<FeaturePortServer>> FeaturePortServer::Start(
     const std::string& host, int port, std::shared_ptr<const ShardStore> store,
     FeaturePortLimits limits, MethodStats* stats) {
-  const std::string bare = BareHost(host);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  int rc = getaddrinfo(bare.empty() ? nullptr : bare.c_str(), service.c_str(),
-                       &hints, &found);
-  if (rc != 0) {
-    return absl::UnavailableError(absl::StrCat("feature port: cannot resolve '",
-                                               host, "': ", gai_strerror(rc)));
-  }
-  int fd = -1;
-  int last_errno = 0;
-  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
-      last_errno = errno;
-      continue;
-    }
-    // A restarted server gets its port back while the last one's
-    // connections linger in TIME_WAIT (not SO_REUSEPORT: two live servers
-    // must not share a port).
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 128) != 0) {
-      last_errno = errno;
-      close(fd);
-      fd = -1;
-    }
-  }
-  freeaddrinfo(found);
-  if (fd < 0) {
-    return absl::UnavailableError(
-        absl::StrCat("feature port: cannot listen on ", host, ":", port, ": ",
-                     strerror(last_errno)));
-  }
-  sockaddr_storage bound{};
-  socklen_t len = sizeof(bound);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  auto listener = Listener::Bind(host, port, "feature port");
+  if (!listener.ok()) return listener.status();
   auto server = std::unique_ptr<FeaturePortServer>(new FeaturePortServer());
-  server->port_ = ntohs(bound.ss_family == AF_INET6
-                            ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  server->listen_fd_ = fd;
-  server->wake_fd_ = eventfd(0, EFD_CLOEXEC);
-  if (server->wake_fd_ < 0) {
-    return absl::InternalError(
-        absl::StrCat("feature port: eventfd: ", strerror(errno)));
-  }
-  server->running_ = true;
+  server->listener_ = std::move(listener).value();
+  server->port_ = server->listener_->port();
   server->store_ = std::move(store);
   server->limits_ = limits;
   server->stats_ = stats;
-  server->acceptor_ = std::thread([s = server.get()] { s->AcceptLoop(); });
+  server->listener_->Start([s = server.get()](int fd, const std::string& peer) {
+    return s->Admit(fd, peer);
+  });
   return server;
 }
 
-void FeaturePortServer::AcceptLoop() {
-  while (true) {
-    pollfd p[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    int r = poll(p, 2, -1);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0 || (p[1].revents & POLLIN)) return;
-    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;  // The peer gave up, or out of fds: keep serving.
-    absl::MutexLock lock(&mu_);
-    ReapLocked();
-    if (stopped_ ||
-        static_cast<int>(connections_.size()) >= limits_.max_connections) {
-      close(fd);  // The client falls back to gRPC.
-      continue;
-    }
-    SetNoDelay(fd);
-    timeval timeout = absl::ToTimeval(limits_.io_timeout);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-    Connection& conn = connections_.emplace_back();
-    conn.fd = fd;
-    conn.thread = std::thread([this, c = &conn] { Serve(c); });
+bool FeaturePortServer::Admit(int fd, const std::string& peer) {
+  absl::MutexLock lock(&mu_);
+  ReapLocked();
+  if (stopped_ ||
+      static_cast<int>(connections_.size()) >= limits_.max_connections) {
+    return false;  // The client falls back to gRPC.
   }
+  const auto from_peer =
+      std::count_if(connections_.begin(), connections_.end(),
+                    [&](const Connection& c) { return c.peer == peer; });
+  if (from_peer >= limits_.max_connections_per_ip) return false;
+  SetNoDelay(fd);
+  timeval timeout = absl::ToTimeval(limits_.io_timeout);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  Connection& conn = connections_.emplace_back();
+  conn.fd = fd;
+  conn.peer = peer;
+  conn.thread = std::thread([this, c = &conn] { Serve(c); });
+  return true;
 }
 
 void FeaturePortServer::ReapLocked() {
@@ -252,7 +199,17 @@ void FeaturePortServer::ReapLocked() {
 void FeaturePortServer::Serve(Connection* conn) {
   std::vector<NodeId> ids;
   std::vector<char> rows;
-  while (Answer(conn->fd, &ids, &rows)) {
+  while (true) {
+    // Idle between requests: wait for the next one up to the idle timeout.
+    pollfd p{conn->fd, POLLIN, 0};
+    const int64_t ms = absl::ToInt64Milliseconds(limits_.idle_timeout);
+    int r = poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, INT_MAX)));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0 || !Answer(conn->fd, &ids, &rows)) break;
+    // Keep no large buffer while idle.
+    if (ids.capacity() * sizeof(NodeId) > kKeptBufferBytes) {
+      std::vector<NodeId>().swap(ids);
+    }
   }
   // The client sees end of file now; the fd is closed when reaped.
   shutdown(conn->fd, SHUT_RDWR);
@@ -263,7 +220,7 @@ void FeaturePortServer::Serve(Connection* conn) {
 bool FeaturePortServer::Answer(int fd, std::vector<NodeId>* ids,
                                std::vector<char>* rows) {
   FeatureRequestHeader h;
-  if (!ReadFull(fd, &h, sizeof(h), /*idle_ok=*/true)) {
+  if (!ReadFull(fd, &h, sizeof(h))) {
     return false;  // Closed, shut down, or stalled mid-header.
   }
   const auto start = std::chrono::steady_clock::now();
@@ -299,7 +256,8 @@ bool FeaturePortServer::Answer(int fd, std::vector<NodeId>* ids,
   if (!ReadFull(fd, ids->data(), ids->size() * sizeof(NodeId))) return false;
 
   const int64_t dim = store_->Meta().feature_dim;
-  const int64_t bytes = static_cast<int64_t>(ids->size()) * dim * 4;
+  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  const int64_t bytes = static_cast<int64_t>(ids->size() * row_bytes);
   absl::Status status;
   if (bytes > limits_.max_message_bytes - 1024) {
     status = absl::ResourceExhaustedError(absl::StrFormat(
@@ -310,19 +268,40 @@ bool FeaturePortServer::Answer(int fd, std::vector<NodeId>* ids,
   } else {
     status = store_->CheckOwned(*ids);
   }
-  if (status.ok()) {
+  // The rows go out in pieces of at most kKeptBufferBytes (at least a row).
+  const size_t piece_rows =
+      row_bytes == 0 ? ids->size()
+                     : std::max<size_t>(1, kKeptBufferBytes / row_bytes);
+  const size_t first_rows = std::min(piece_rows, ids->size());
+  auto gather = [&](size_t from, size_t count) {
     try {
-      rows->resize(static_cast<size_t>(bytes));
-      status =
-          store_->GetFeatures(*ids, reinterpret_cast<float*>(rows->data()));
+      rows->resize(count * row_bytes);
+      return store_->GetFeatures(absl::MakeConstSpan(*ids).subspan(from, count),
+                                 reinterpret_cast<float*>(rows->data()));
     } catch (const std::bad_alloc&) {
-      status = absl::ResourceExhaustedError("GetFeatures: out of memory");
+      return absl::ResourceExhaustedError("GetFeatures: out of memory");
     }
-  }
+  };
+  if (status.ok()) status = gather(0, first_rows);
   const size_t out =
       status.ok() ? static_cast<size_t>(bytes) : status.message().size();
   record(status.ok(), out);
-  return SendResponse(fd, status, rows->data(), static_cast<size_t>(bytes));
+  if (!status.ok()) return SendResponse(fd, status, nullptr, 0);
+  FeatureResponseHeader response;
+  response.payload_bytes = static_cast<uint64_t>(bytes);
+  iovec iov[2] = {{&response, sizeof(response)},
+                  {rows->data(), first_rows * row_bytes}};
+  bool ok = WriteFullV(fd, iov, 2);
+  for (size_t from = first_rows; ok && from < ids->size(); from += piece_rows) {
+    const size_t count = std::min(piece_rows, ids->size() - from);
+    // The header promised the rows: a failure now can only close the
+    // connection (the client then fetches over gRPC, which reports it).
+    if (!gather(from, count).ok()) ok = false;
+    iovec piece = {rows->data(), count * row_bytes};
+    ok = ok && WriteFullV(fd, &piece, 1);
+  }
+  if (rows->capacity() > kKeptBufferBytes) std::vector<char>().swap(*rows);
+  return ok;
 }
 
 void FeaturePortServer::BeginShutdown() {
@@ -331,14 +310,7 @@ void FeaturePortServer::BeginShutdown() {
     if (stopped_) return;
     stopped_ = true;
   }
-  if (!running_) return;  // Start() failed before the accepting thread began.
-  const uint64_t one = 1;
-  if (write(wake_fd_, &one, sizeof(one)) != sizeof(one)) {
-    // Cannot happen for an eventfd below its maximum; the accept loop also
-    // ends when the listening socket is shut down below.
-  }
-  shutdown(listen_fd_, SHUT_RDWR);
-  acceptor_.join();
+  if (listener_ != nullptr) listener_->Stop();
   absl::MutexLock lock(&mu_);
   // Requests already read are answered; reads of new ones see end of file.
   for (Connection& c : connections_) shutdown(c.fd, SHUT_RD);
@@ -349,8 +321,6 @@ void FeaturePortServer::Shutdown(absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   if (joined_) return;
   joined_ = true;
-  if (listen_fd_ >= 0) close(listen_fd_);
-  if (wake_fd_ >= 0) close(wake_fd_);
   auto all_done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return std::all_of(connections_.begin(), connections_.end(),
                        [](const Connection& c) { return c.done; });

@@ -37,6 +37,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/types.h"
+#include "graphstore/internal/listener.h"
 #include "graphstore/internal/method_stats.h"
 #include "graphstore/shard_store.h"
 
@@ -64,16 +65,23 @@ static_assert(sizeof(FeatureResponseHeader) == 16);
 struct FeaturePortLimits {
   int64_t max_ids_per_call = int64_t{1} << 20;
   int64_t max_message_bytes = int64_t{256} << 20;
-  // Connections beyond this are closed on accept (clients then use gRPC).
-  int max_connections = 1024;
+  // Connections beyond these, in all and from one client address
+  // (listener.h's PeerKey), are closed on accept (clients then use gRPC).
+  int max_connections = 256;
+  int max_connections_per_ip = 128;
   // A request begun but not finished, or a response not taken, within this
   // closes the connection (a stalled or hostile client cannot hold a
-  // connection thread). Idle connections between requests stay open.
+  // connection thread).
   absl::Duration io_timeout = absl::Seconds(30);
+  // A connection with no request for this long is closed (clients reconnect
+  // on their next fetch).
+  absl::Duration idle_timeout = absl::Minutes(5);
 };
 
 // Serves `store`'s rows on HOST:PORT. Thread-safe; one thread per
-// connection plus an accepting thread.
+// connection plus an accepting thread (listener.h). Rows are gathered and
+// sent in pieces of at most 1 MiB, and a connection keeps no buffer larger
+// than that between requests, so idle connections hold next to no memory.
 class FeaturePortServer {
  public:
   // Binds `host` (as in the gRPC listen address; port 0 picks a free port)
@@ -99,11 +107,13 @@ class FeaturePortServer {
  private:
   struct Connection {
     int fd = -1;
+    std::string peer;  // PeerKey of the client.
     bool done = false;
     std::thread thread;
   };
   FeaturePortServer() = default;
-  void AcceptLoop();
+  // The listener's admission: takes `fd` unless a cap is reached.
+  bool Admit(int fd, const std::string& peer);
   void Serve(Connection* conn);
   // Answers one framed request; false if the connection must close.
   bool Answer(int fd, std::vector<NodeId>* ids, std::vector<char>* rows);
@@ -112,11 +122,8 @@ class FeaturePortServer {
   std::shared_ptr<const ShardStore> store_;
   FeaturePortLimits limits_;
   MethodStats* stats_ = nullptr;
-  int listen_fd_ = -1;
-  int wake_fd_ = -1;  // eventfd: wakes the accepting thread to stop.
+  std::unique_ptr<Listener> listener_;
   int port_ = 0;
-  bool running_ = false;  // The accepting thread was started.
-  std::thread acceptor_;
   absl::Mutex mu_;
   std::list<Connection> connections_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;

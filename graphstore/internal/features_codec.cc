@@ -113,12 +113,16 @@ absl::Status EncodeFeatures(const ShardStore& store,
     header[h++] = kFeaturesTag;
     h += PutVarint(payload, header + h);
   }
+  // Fill the slice before wrapping it: a slice of at most
+  // GRPC_SLICE_INLINED_SIZE (about 23) bytes holds its bytes inside the
+  // grpc_slice struct itself, so a grpc::Slice made from it first would
+  // carry a copy taken before the bytes were written.
   grpc_slice raw = grpc_slice_malloc(h + payload);
-  grpc::Slice slice(raw, grpc::Slice::STEAL_REF);
   uint8_t* p = GRPC_SLICE_START_PTR(raw);
   std::memcpy(p, header, h);
   absl::Status s =
       store.GetFeatures(ids, reinterpret_cast<float*>(p + h));  // Unaligned.
+  grpc::Slice slice(raw, grpc::Slice::STEAL_REF);
   if (!s.ok()) return s;
   *out = grpc::ByteBuffer(&slice, 1);
   return absl::OkStatus();

@@ -1,11 +1,13 @@
 // `shardgnn serve` as a real child process (cli/serve_cmd.cc; kept with the
 // graphstore tests because it is the storage server's entry point).
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +15,8 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -204,6 +208,96 @@ TEST_F(ServeCmdTest, MissingOrCorruptDirectoryFails) {
     EXPECT_NE(child.Wait(), 0);
     EXPECT_THAT(child.ReadAllStderr(), HasSubstr("not a shard"));
   }
+}
+
+// A loopback connection to `port` that sends nothing; -1 if refused.
+int IdleConnection(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  // Not blocking: a server that stops accepting fills its backlog.
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    pollfd p{fd, POLLOUT, 0};
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (errno != EINPROGRESS || poll(&p, 1, 200) != 1 ||
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+      close(fd);
+      return -1;
+    }
+  }
+  return fd;
+}
+
+// CPU seconds (user + system) used so far by process `pid`.
+double CpuSeconds(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  // Fields after the parenthesised command name; utime and stime are the
+  // 14th and 15th fields of the line.
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i >= 14) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Issue 12: about as many idle connections as the server's open-file limit
+// used to leave gRPC unable to accept for good (and the feature port's
+// accepting thread spinning on EMFILE). The server runs with a low limit so
+// that a few hundred connections are enough; once the attacker leaves, it
+// must serve again without a restart.
+TEST_F(ServeCmdTest, IdleConnectionsUpToTheFileLimitLeaveNoLastingHarm) {
+  const std::string command =
+      absl::StrCat("ulimit -n 160 && exec ", testing::ShardgnnBinary(),
+                   " serve --partition ", dir_.Sub("parts"),
+                   " --part 1 --memory --threads 2 --listen 127.0.0.1:0");
+  Child child({"/bin/sh", "-c", command});
+  std::string line = child.ReadLine(std::chrono::seconds(30));
+  ASSERT_THAT(line, HasSubstr("ready on 127.0.0.1:")) << child.ReadAllStderr();
+  std::string address = line.substr(line.find("127.0.0.1:"));
+  address = address.substr(0, address.find(' '));
+  const int grpc_port = std::stoi(address.substr(address.find(':') + 1));
+  ASSERT_OK_AND_ASSIGN(auto before, GraphStoreClient::Connect(address));
+  ASSERT_OK(before->WaitForHealthy(absl::Now() + absl::Seconds(10)));
+  ASSERT_OK_AND_ASSIGN(ServerInfo info, before->Info());
+  ASSERT_GT(info.feature_port, 0);
+
+  std::vector<int> attacker;
+  for (int i = 0; i < 200; ++i) {
+    for (int port : {grpc_port, info.feature_port}) {
+      int fd = IdleConnection(port);
+      if (fd >= 0) attacker.push_back(fd);
+    }
+  }
+  EXPECT_GE(attacker.size(), 300u);
+  absl::SleepFor(absl::Milliseconds(500));  // Let the server take them.
+  // Out of file descriptors, the server must not spin.
+  const double cpu_start = CpuSeconds(child.pid());
+  absl::SleepFor(absl::Seconds(1));
+  EXPECT_LT(CpuSeconds(child.pid()) - cpu_start, 0.25)
+      << "the server spins while its connections are exhausted";
+  for (int fd : attacker) close(fd);
+
+  // The attacker left: a new client is served again within seconds.
+  GraphStoreClientOptions options;
+  options.call_timeout = absl::Seconds(2);
+  ASSERT_OK_AND_ASSIGN(auto after, GraphStoreClient::Connect(address, options));
+  EXPECT_OK(after->WaitForHealthy(absl::Now() + absl::Seconds(10)));
+  std::vector<float> row(6);
+  EXPECT_OK(after->GetFeatures({150}, 6, row.data()));
+  EXPECT_EQ(row, std::vector<float>(graph_.Row(150), graph_.Row(150) + 6));
+  EXPECT_OK(after->SampleNeighbors({150, 151}, 5, false, 1).status());
+  // And the client that was connected all along.
+  EXPECT_OK(before->WaitForHealthy(absl::Now() + absl::Seconds(10)));
+
+  ASSERT_EQ(kill(child.pid(), SIGTERM), 0);
+  EXPECT_EQ(child.Wait(), 0) << child.ReadAllStderr();
 }
 
 }  // namespace
