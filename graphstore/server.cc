@@ -443,11 +443,15 @@ class GraphStoreServer::Service final
       }
       ++in_flight_;
     }
-    auto task = [this, method, req, resp, reactor, work]() mutable {
+    auto task = [this, ctx, method, req, resp, reactor, work]() mutable {
       auto start = std::chrono::steady_clock::now();
       absl::Status status;
       try {
-        status = work();
+        // A call that waited in the queue past its deadline (or whose
+        // client left) is not worth the work.
+        status = ctx->IsCancelled()
+                     ? absl::CancelledError("cancelled while queued")
+                     : work();
       } catch (const std::bad_alloc&) {
         status = absl::ResourceExhaustedError(
             absl::StrCat(kMethodNames[method], ": out of memory"));
