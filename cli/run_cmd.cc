@@ -407,7 +407,10 @@ absl::Status RunPipeline(const RunFlags& flags) {
     return absl::PermissionDeniedError(
         absl::StrCat(out_dir, ": cannot create: ", ec.message()));
 
-  ASSIGN_OR_RETURN(int port, PickFreeLoopbackPort());
+  // The trainers meet through a file (no store socket listens; their Gloo
+  // pairs bind 127.0.0.1). A stale one from a killed run would break it.
+  const std::string store_file = JoinPath(out_dir, ".rendezvous");
+  std::filesystem::remove(store_file, ec);
   for (int r = 0; r < flags.trainers; ++r) {
     SubprocessOptions options;
     options.name = absl::StrCat("trainer ", r);
@@ -420,7 +423,9 @@ absl::Status RunPipeline(const RunFlags& flags) {
                     "--timeout",
                     absl::StrCat(flags.timeout_seconds),
                     "--peer-timeout",
-                    absl::StrCat(flags.peer_timeout_seconds)};
+                    absl::StrCat(flags.peer_timeout_seconds),
+                    "--store-file",
+                    store_file};
     if (!partition_dir.empty()) {
       options.argv.push_back("--partition");
       options.argv.push_back(partition_dir);
@@ -431,8 +436,7 @@ absl::Status RunPipeline(const RunFlags& flags) {
                    // All on this machine: each trainer takes its share of the
                    // cores for compute unless --threads says otherwise.
                    {"LOCAL_WORLD_SIZE", std::to_string(flags.trainers)},
-                   {"MASTER_ADDR", "127.0.0.1"},
-                   {"MASTER_PORT", std::to_string(port)}};
+                   {"MASTER_ADDR", "127.0.0.1"}};
     std::string prefix = r == 0 ? "" : absl::StrCat("trainer ", r);
     options.on_line = [prefix](const std::string& line) {
       PrintLine(prefix, line);
@@ -442,6 +446,7 @@ absl::Status RunPipeline(const RunFlags& flags) {
   }
   absl::Status status = supervisor.WaitForTrainers();
   supervisor.StopAll();
+  std::filesystem::remove(store_file, ec);  // Left by trainers that failed.
   if (!status.ok()) return status;
   std::printf("shardgnn run: done; metrics and summary in %s\n",
               out_dir.c_str());

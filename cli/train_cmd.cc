@@ -50,6 +50,7 @@ struct TrainFlags {
   int world_size = -1;
   std::string master_addr;
   int master_port = -1;
+  std::string store_file;
   double timeout_seconds = 120;
   double peer_timeout_seconds = 30;
   TrainingFlags training;
@@ -102,6 +103,7 @@ nlohmann::ordered_json EpochJson(const EpochStats& s) {
   j["loss"] = s.loss;
   j["train_acc"] = s.train_acc;
   j["val_acc"] = s.val_acc;
+  j["val_loss"] = s.val_loss;
   j["epoch_seconds"] = s.epoch_seconds;
   j["wait_seconds"] = s.sample_seconds;
   j["sample_busy_seconds"] = s.sample_busy_seconds;
@@ -410,6 +412,7 @@ absl::Status RunTrain(const TrainFlags& flags) {
   if (flags.world_size >= 0) dist.world_size = flags.world_size;
   if (!flags.master_addr.empty()) dist.master_addr = flags.master_addr;
   if (flags.master_port >= 0) dist.master_port = flags.master_port;
+  dist.store_file = flags.store_file;
   if (!(flags.timeout_seconds > 0) || !(flags.peer_timeout_seconds > 0)) {
     return absl::InvalidArgumentError(
         "--timeout and --peer-timeout must be positive");
@@ -569,6 +572,10 @@ void AddTrainCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--world-size", flags->world_size, "Overrides WORLD_SIZE");
   cmd->add_option("--master-addr", flags->master_addr, "Overrides MASTER_ADDR");
   cmd->add_option("--master-port", flags->master_port, "Overrides MASTER_PORT");
+  cmd->add_option("--store-file", flags->store_file,
+                  "Meet the other trainers through this file instead of a "
+                  "TCPStore on MASTER_PORT (all on one machine; the file must "
+                  "not exist yet; `run` uses it)");
   cmd->add_option("--timeout", flags->timeout_seconds,
                   "Seconds before a rendezvous or collective gives up")
       ->capture_default_str();

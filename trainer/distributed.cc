@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -49,15 +50,21 @@ absl::Status CollectiveError(const DistributedOptions& o,
 
 using Clock = std::chrono::steady_clock;
 
+std::string StoreName(const DistributedOptions& o) {
+  return o.store_file.empty()
+             ? absl::StrCat("at ", o.master_addr, ":", o.master_port)
+             : absl::StrCat("file ", o.store_file);
+}
+
 // The liveness of the other ranks (DistributedOptions::peer_timeout). A thread
 // bumps this rank's counter in the store every interval; while some
-// collective waits (Watch), it also reads the others' counters. It has its own
-// store connection, made after the rendezvous, so it never shares a socket
-// with the process group.
+// collective waits (Watch), it also reads the others' counters. Stores are
+// thread-safe; a TCPStore gets a connection of its own, made after the
+// rendezvous, so that it never shares a socket with the process group.
 class Heartbeat {
  public:
   Heartbeat(const DistributedOptions& options,
-            c10::intrusive_ptr<c10d::TCPStore> store)
+            c10::intrusive_ptr<c10d::Store> store)
       : options_(options),
         store_(std::move(store)),
         value_(static_cast<size_t>(options.world_size), -1),
@@ -105,10 +112,9 @@ class Heartbeat {
       }
     }
     if (now - answered_ > options_.peer_timeout) {
-      return absl::StrCat("the rendezvous store at ", options_.master_addr, ":",
-                          options_.master_port,
-                          " (rank 0) has not answered for ", seconds(answered_),
-                          " s (rank 0 is stopped or frozen, or its host is "
+      return absl::StrCat("the rendezvous store ", StoreName(options_),
+                          " has not answered for ", seconds(answered_),
+                          " s (rank 0, its host, is stopped or frozen, or "
                           "unreachable)");
     }
     return std::nullopt;
@@ -150,7 +156,7 @@ class Heartbeat {
   }
 
   const DistributedOptions options_;
-  c10::intrusive_ptr<c10d::TCPStore> store_;
+  c10::intrusive_ptr<c10d::Store> store_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
@@ -208,7 +214,7 @@ absl::Status ValidateDistributedOptions(const DistributedOptions& o) {
 
 struct ProcessGroup::Impl {
   DistributedOptions options;
-  c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
   std::unique_ptr<Heartbeat> heartbeat;
   // A collective was given up before it completed (see ~ProcessGroup).
@@ -278,8 +284,14 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
     store_options.numWorkers = options.world_size;
     store_options.waitWorkers = true;
     store_options.timeout = options.timeout;
-    impl->store =
-        c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
+    if (options.store_file.empty()) {
+      impl->store = c10::make_intrusive<c10d::TCPStore>(options.master_addr,
+                                                        store_options);
+    } else {
+      impl->store = c10::make_intrusive<c10d::FileStore>(options.store_file,
+                                                         options.world_size);
+      impl->store->setTimeout(options.timeout);
+    }
     auto gloo_options =
         c10d::ProcessGroupGloo::Options::create(options.timeout);
     // On one machine bind loopback; across machines let Gloo pick this host's
@@ -298,7 +310,7 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
     }
     impl->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
         impl->store, options.rank, options.world_size, gloo_options);
-    if (options.world_size > 1) {
+    if (options.world_size > 1 && options.store_file.empty()) {
       c10d::TCPStoreOptions client_options = store_options;
       client_options.isServer = false;
       client_options.waitWorkers = false;
@@ -306,14 +318,15 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
       impl->heartbeat = std::make_unique<Heartbeat>(
           options, c10::make_intrusive<c10d::TCPStore>(options.master_addr,
                                                        client_options));
+    } else if (options.world_size > 1) {
+      impl->heartbeat = std::make_unique<Heartbeat>(options, impl->store);
     }
   } catch (const std::exception& e) {
     std::string message = e.what();
     message = message.substr(0, message.find('\n'));
-    return absl::UnavailableError(
-        absl::StrCat("rank ", options.rank, ": rendezvous with ",
-                     options.world_size, " trainers at ", options.master_addr,
-                     ":", options.master_port, " failed: ", message));
+    return absl::UnavailableError(absl::StrCat(
+        "rank ", options.rank, ": rendezvous with ", options.world_size,
+        " trainers ", StoreName(options), " failed: ", message));
   }
   return std::unique_ptr<ProcessGroup>(new ProcessGroup(std::move(impl)));
 }

@@ -2,13 +2,14 @@
 // behind a torch-free interface.
 //
 // A ProcessGroup joins `world_size` trainer processes. Rank 0 hosts the
-// TCPStore at MASTER_ADDR:MASTER_PORT; every rank connects to it, then Gloo
-// pairs connect directly. Every operation has a deadline (`timeout`): a peer
-// that died or never came makes the call fail with DEADLINE_EXCEEDED or
-// UNAVAILABLE naming the operation and rank, never a hang; a peer that stopped
-// (no heartbeat for `peer_timeout`) makes it fail naming that peer. Collectives
-// must be called by every rank in the same order. Not thread-safe: use a group
-// from one thread (the training thread).
+// TCPStore at MASTER_ADDR:MASTER_PORT (or all share a FileStore, store_file);
+// every rank connects to it, then Gloo pairs connect directly (on 127.0.0.1
+// when the master address is a loopback one). Every operation has a deadline
+// (`timeout`): a peer that died or never came makes the call fail with
+// DEADLINE_EXCEEDED or UNAVAILABLE naming the operation and rank, never a hang;
+// a peer that stopped (no heartbeat for `peer_timeout`) makes it fail naming
+// that peer. Collectives must be called by every rank in the same order. Not
+// thread-safe: use a group from one thread (the training thread).
 #ifndef SHARDGNN_TRAINER_DISTRIBUTED_H_
 #define SHARDGNN_TRAINER_DISTRIBUTED_H_
 
@@ -27,6 +28,12 @@ struct DistributedOptions {
   int world_size = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  // Non-empty: rendezvous through this file (c10d's FileStore) instead of a
+  // TCPStore hosted by rank 0 on master_port, for ranks that share a file
+  // system and a machine: no store socket listens anywhere. The file must not
+  // exist when the first rank starts (a stale one from another group breaks
+  // the rendezvous); the last rank to leave removes it.
+  std::string store_file;
   // Deadline for the rendezvous and for every collective.
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};
   // Every rank shows it is alive by bumping a counter in the store from a

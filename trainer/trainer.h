@@ -89,6 +89,7 @@ struct EpochStats {
   double loss = 0.0;       // Mean over labeled train seeds.
   double train_acc = 0.0;  // On the sampled train batches (with dropout).
   double val_acc = 0.0;    // -1 if there is no validation split.
+  double val_loss = 0.0;   // Mean cross-entropy on the validation split.
   // Time the loop waited for minibatches: sampling, features and labels that
   // did not overlap compute (all of it without prefetch).
   double sample_seconds = 0.0;

@@ -3,8 +3,11 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
+#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -72,6 +75,58 @@ bool IsAlive(pid_t pid) {
   size_t paren = stat.rfind(')');
   return paren != std::string::npos && paren + 2 < stat.size() &&
          stat[paren + 2] != 'Z';
+}
+
+}  // namespace shardgnn::testing
+
+namespace shardgnn::testing {
+
+std::vector<std::string> ListeningAddresses(pid_t pid) {
+  // Socket inodes of the process's descriptors.
+  std::set<std::string> inodes;
+  std::error_code ec;
+  const std::string fd_dir = absl::StrCat("/proc/", pid, "/fd");
+  for (const auto& entry : std::filesystem::directory_iterator(fd_dir, ec)) {
+    std::error_code link_ec;
+    const std::string target =
+        std::filesystem::read_symlink(entry.path(), link_ec).string();
+    if (!link_ec && target.rfind("socket:[", 0) == 0)
+      inodes.insert(target.substr(8, target.size() - 9));
+  }
+  std::vector<std::string> out;
+  for (const char* table : {"tcp", "tcp6"}) {
+    std::ifstream in(absl::StrCat("/proc/", pid, "/net/", table));
+    std::string line;
+    std::getline(in, line);  // Header.
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retr, uid, tmo,
+          inode;
+      fields >> slot >> local >> remote >> state >> queues >> timer >> retr >>
+          uid >> tmo >> inode;
+      if (state != "0A" || inodes.count(inode) == 0) continue;  // LISTEN
+      const size_t colon = local.find(':');
+      const std::string hex = local.substr(0, colon);
+      const int port = std::stoi(local.substr(colon + 1), nullptr, 16);
+      std::string addr;
+      // IPv4 (little-endian bytes), also when mapped into IPv6
+      // (::ffff:a.b.c.d: 0000000000000000FFFF0000 then the IPv4 word).
+      const bool mapped =
+          hex.size() == 32 && hex.rfind("0000000000000000FFFF0000", 0) == 0;
+      if (hex.size() == 8 || mapped) {
+        const unsigned long v =
+            std::stoul(mapped ? hex.substr(24) : hex, nullptr, 16);
+        addr = absl::StrCat(v & 0xff, ".", (v >> 8) & 0xff, ".",
+                            (v >> 16) & 0xff, ".", v >> 24);
+      } else {
+        addr = hex == std::string(32, '0')                 ? "[::]"
+               : hex == "00000000000000000000000001000000" ? "[::1]"
+                                                           : "[" + hex + "]";
+      }
+      out.push_back(absl::StrCat(addr, ":", port));
+    }
+  }
+  return out;
 }
 
 }  // namespace shardgnn::testing

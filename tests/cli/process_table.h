@@ -27,6 +27,11 @@ std::vector<ProcessInfo> ChildrenOf(pid_t parent, const std::string& needle);
 // One line per process, for failure messages.
 std::string Describe(const std::vector<ProcessInfo>& processes);
 
+// The local addresses ("127.0.0.1:PORT", "0.0.0.0:PORT", "[::]:PORT") of the
+// TCP sockets `pid` listens on: its socket descriptors matched by inode with
+// /proc/PID/net/tcp and tcp6.
+std::vector<std::string> ListeningAddresses(pid_t pid);
+
 // True while `pid` runs; false once it has exited (also as an unreaped zombie).
 bool IsAlive(pid_t pid);
 

@@ -445,6 +445,27 @@ TEST_F(RunTest, KilledTrainerStopsRunNamingIt) {
   ExpectNoOrphans();
 }
 
+// Everything a local run starts listens on 127.0.0.1 only: servers, feature
+// ports, Gloo pairs; the trainers meet through a file (no store socket).
+TEST_F(RunTest, EveryChildListensOnLoopbackOnly) {
+  std::unique_ptr<Subprocess> run;
+  std::vector<ProcessInfo> children;
+  ASSERT_NO_FATAL_FAILURE(StartTraining(&run, &children));
+  int listening = 0;
+  for (const auto& c : children) {
+    for (const std::string& addr : testing::ListeningAddresses(c.pid)) {
+      ++listening;
+      EXPECT_EQ(addr.rfind("127.0.0.1:", 0), 0u)
+          << c.cmdline << " listens on " << addr;
+    }
+  }
+  // Each server's gRPC and feature ports at least.
+  EXPECT_GE(listening, 4) << Describe(children);
+  run->Signal(SIGTERM);
+  EXPECT_TRUE(run->Wait(seconds(30)).has_value());
+  EXPECT_FALSE(fs::exists(dir_.Sub("run") + "/.rendezvous"));
+}
+
 // A trainer stopped with SIGSTOP is named within the peer timeout (the
 // healthy trainer fails waiting for it), not after the collective timeout
 // with the healthy trainer blamed.

@@ -5,11 +5,13 @@
 #include <stdlib.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "common/subprocess.h"
 #include "tests/testing/ports.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
 #include "trainer/c10d_gradient_sync.h"
 
 namespace shardgnn {
@@ -28,13 +30,16 @@ DistributedOptions Options(int rank, int world, int port,
 }
 
 // Runs `body(rank, group)` on `world` threads, each with its own process group,
-// as separate trainers would.
-void RunRanks(int world, const std::function<void(int, ProcessGroup&)>& body) {
+// as separate trainers would; they meet through `store_file` if given.
+void RunRanks(int world, const std::function<void(int, ProcessGroup&)>& body,
+              const std::string& store_file = "") {
   int port = testing::PickFreePort();
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
-      auto group = ProcessGroup::Connect(Options(r, world, port));
+      DistributedOptions options = Options(r, world, port);
+      options.store_file = store_file;
+      auto group = ProcessGroup::Connect(options);
       ASSERT_TRUE(group.ok()) << group.status();
       body(r, **group);
     });
@@ -62,20 +67,31 @@ TEST(DistributedOptionsTest, ReadsTorchrunVariables) {
   EXPECT_FALSE(ValidateDistributedOptions(Options(0, 1, 70000)).ok());
 }
 
+void AllreduceBroadcastBarrier(int rank, ProcessGroup& group) {
+  std::vector<float> values = {1.0f * rank, 10.0f};
+  ASSERT_OK(group.AllreduceSum(values.data(), 2));
+  EXPECT_EQ(values, (std::vector<float>{3.0f, 30.0f}));
+  std::vector<double> counts = {0.5 * (rank + 1)};
+  ASSERT_OK(group.AllreduceSum(counts.data(), 1));
+  EXPECT_DOUBLE_EQ(counts[0], 3.0);
+  std::vector<float> weights = {static_cast<float>(rank),
+                                static_cast<float>(rank * 2)};
+  ASSERT_OK(group.Broadcast(weights.data(), 2, 0));
+  EXPECT_EQ(weights, (std::vector<float>{0.0f, 0.0f}));
+  ASSERT_OK(group.Barrier());
+}
+
 TEST(ProcessGroupTest, AllreduceBroadcastBarrier) {
-  RunRanks(3, [](int rank, ProcessGroup& group) {
-    std::vector<float> values = {1.0f * rank, 10.0f};
-    ASSERT_OK(group.AllreduceSum(values.data(), 2));
-    EXPECT_EQ(values, (std::vector<float>{3.0f, 30.0f}));
-    std::vector<double> counts = {0.5 * (rank + 1)};
-    ASSERT_OK(group.AllreduceSum(counts.data(), 1));
-    EXPECT_DOUBLE_EQ(counts[0], 3.0);
-    std::vector<float> weights = {static_cast<float>(rank),
-                                  static_cast<float>(rank * 2)};
-    ASSERT_OK(group.Broadcast(weights.data(), 2, 0));
-    EXPECT_EQ(weights, (std::vector<float>{0.0f, 0.0f}));
-    ASSERT_OK(group.Barrier());
-  });
+  RunRanks(3, AllreduceBroadcastBarrier);
+}
+
+// Through a FileStore, as `run` does: the same results, and the last rank to
+// leave removes the file.
+TEST(ProcessGroupTest, RendezvousThroughAFile) {
+  testing::TempDir dir;
+  const std::string file = dir.Sub("rendezvous");
+  RunRanks(3, AllreduceBroadcastBarrier, file);
+  EXPECT_FALSE(std::filesystem::exists(file));
 }
 
 TEST(ProcessGroupTest, MissingPeerFailsRendezvousWithinTimeout) {

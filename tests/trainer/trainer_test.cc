@@ -111,6 +111,29 @@ TEST_F(TrainerTest, PatienceStopsWhenValidationStopsImprovingAndKeepsTheBest) {
   EXPECT_EQ(all.epochs.size(), result.epochs.size() + 1);
 }
 
+// The kept epoch has the best validation accuracy and, among the epochs
+// that share it, the lowest validation loss. Eight validation nodes make ties
+// certain.
+TEST_F(TrainerTest, TiesOfValidationAccuracyGoToTheLowerLoss) {
+  TrainSplits splits = graph_.splits;
+  splits.valid.resize(8);
+  TrainOptions options = SbmOptions(ModelKind::kSage);
+  options.epochs = 12;
+  ASSERT_OK_AND_ASSIGN(TrainResult result, Train(*source_, splits, options));
+  int ties = 0;
+  const EpochStats& best = result.epochs[result.best_epoch - 1];
+  EXPECT_EQ(best.val_acc, result.best_val_acc);
+  for (const EpochStats& e : result.epochs) {
+    EXPECT_LE(e.val_acc, best.val_acc) << "epoch " << e.epoch;
+    EXPECT_GT(e.val_loss, 0.0);
+    if (e.val_acc == best.val_acc && e.epoch != best.epoch) {
+      ++ties;
+      EXPECT_GE(e.val_loss, best.val_loss) << "epoch " << e.epoch;
+    }
+  }
+  EXPECT_GT(ties, 0) << "no tie: the test shows nothing";
+}
+
 TEST_F(TrainerTest, CheckpointsEveryNEpochsAndAfterTheLastResumeExactly) {
   TempDir tmp;
   TrainOptions options = SbmOptions(ModelKind::kGat);

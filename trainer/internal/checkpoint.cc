@@ -13,7 +13,9 @@ namespace shardgnn::internal {
 namespace {
 
 constexpr int64_t kVersion = 1;
-constexpr int kHistoryColumns = 5;  // epoch, steps, loss, train_acc, val_acc
+// epoch, steps, loss, train_acc, val_acc, val_loss (older checkpoints: not
+// the last).
+constexpr int kHistoryColumns = 6;
 
 torch::Tensor Scalar(int64_t v) { return torch::tensor({v}, torch::kLong); }
 torch::Tensor Scalar(double v) { return torch::tensor({v}, torch::kDouble); }
@@ -51,6 +53,7 @@ absl::Status WriteCheckpoint(const std::string& path,
     archive.write("dropout_count",
                   Scalar(static_cast<int64_t>(state.dropout_count)));
     archive.write("best_val_acc", Scalar(state.best_val_acc));
+    archive.write("best_val_loss", Scalar(state.best_val_loss));
     archive.write("best_epoch", Scalar(static_cast<int64_t>(state.best_epoch)));
     WriteTensors(archive, "parameters", state.parameters);
     WriteTensors(archive, "best", state.best);
@@ -60,8 +63,11 @@ absl::Status WriteCheckpoint(const std::string& path,
     for (size_t e = 0; e < state.history.size(); ++e) {
       const EpochStats& s = state.history[e];
       const double row[kHistoryColumns] = {static_cast<double>(s.epoch),
-                                           static_cast<double>(s.steps), s.loss,
-                                           s.train_acc, s.val_acc};
+                                           static_cast<double>(s.steps),
+                                           s.loss,
+                                           s.train_acc,
+                                           s.val_acc,
+                                           s.val_loss};
       for (int c = 0; c < kHistoryColumns; ++c) history[e][c] = row[c];
     }
     archive.write("history", history);
@@ -128,6 +134,9 @@ absl::StatusOr<bool> ReadCheckpoint(const std::string& path,
     state->dropout_count = static_cast<uint64_t>(t.item<int64_t>());
     t = Read(archive, "best_val_acc");
     state->best_val_acc = t.item<double>();
+    state->best_val_loss = std::numeric_limits<double>::infinity();
+    if (archive.try_read("best_val_loss", t))
+      state->best_val_loss = t.item<double>();
     t = Read(archive, "best_epoch");
     state->best_epoch = static_cast<int>(t.item<int64_t>());
     torch::NoGradGuard no_grad;
@@ -155,6 +164,7 @@ absl::StatusOr<bool> ReadCheckpoint(const std::string& path,
       s.loss = t[e][2].item<double>();
       s.train_acc = t[e][3].item<double>();
       s.val_acc = t[e][4].item<double>();
+      if (t.size(1) > 5) s.val_loss = t[e][5].item<double>();
       state->history.push_back(s);
     }
     torch::serialize::InputArchive optimizer_archive;

@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct CheckpointState {
   std::vector<torch::Tensor> parameters;
   std::vector<torch::Tensor> best;  // Empty until an epoch completed.
   double best_val_acc = -1.0;
+  // The best epoch's validation loss (ties of accuracy go to the lower).
+  double best_val_loss = std::numeric_limits<double>::infinity();
   int best_epoch = 0;
   std::vector<EpochStats>
       history;  // Loss, accuracies and step counts (timings are not kept).
