@@ -5,7 +5,9 @@
 #include <map>
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/status.h"
 
 namespace shardgnn {
@@ -30,6 +32,17 @@ std::unique_ptr<SharedRegion> MapSharedFeatures(const ServerInfo& info) {
   return std::move(*region);
 }
 
+// Whether `s` refuses a SampleNeighbors answer for its size: the server's
+// per-call cap (serve --max-sampled-per-call) or message limit
+// (graphstore/server.cc), or this client's receive limit (gRPC).
+bool AnswerTooLarge(const absl::Status& s) {
+  if (!absl::IsResourceExhausted(s)) return false;
+  const absl::string_view m = s.message();
+  return absl::StrContains(m, "--max-sampled-per-call") ||
+         absl::StrContains(m, "message limit") ||
+         absl::StrContains(m, "larger than max");
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
@@ -37,6 +50,11 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
     const RemoteGraphSourceOptions& options) {
   if (addresses.empty())
     return absl::InvalidArgumentError("no storage server addresses given");
+  if (options.max_sampled_per_call < 1 || options.max_ids_per_call < 1) {
+    return absl::InvalidArgumentError(
+        "RemoteGraphSourceOptions: max_sampled_per_call and max_ids_per_call "
+        "must be >= 1");
+  }
   absl::Time deadline = absl::Now() + options.connect_timeout;
   // By part; maps, not vectors of num_parts slots: a server's claim of many
   // parts must not allocate before the parts are found missing.
@@ -130,21 +148,25 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
     clients[p] = std::move(by_part[p]);
     if (options.use_shared_memory) shared[p] = MapSharedFeatures(infos[p]);
   }
-  return std::unique_ptr<RemoteGraphSource>(new RemoteGraphSource(
-      std::move(*book), std::move(clients), std::move(shared),
-      infos[0].meta.feature_dim, infos[0].meta.num_classes, partition_id));
+  return std::unique_ptr<RemoteGraphSource>(
+      new RemoteGraphSource(std::move(*book), std::move(clients),
+                            std::move(shared), infos[0].meta.feature_dim,
+                            infos[0].meta.num_classes, partition_id, options));
 }
 
 RemoteGraphSource::RemoteGraphSource(
     PartitionBook book, std::vector<std::unique_ptr<GraphStoreClient>> clients,
     std::vector<std::unique_ptr<SharedRegion>> shared, int64_t feature_dim,
-    int64_t num_classes, std::string partition_id)
+    int64_t num_classes, std::string partition_id,
+    const RemoteGraphSourceOptions& options)
     : book_(std::move(book)),
       clients_(std::move(clients)),
       shared_(std::move(shared)),
       feature_dim_(feature_dim),
       num_classes_(num_classes),
-      partition_id_(std::move(partition_id)) {}
+      partition_id_(std::move(partition_id)),
+      max_sampled_per_call_(options.max_sampled_per_call),
+      max_ids_per_call_(options.max_ids_per_call) {}
 
 absl::StatusOr<RemoteGraphSource::Groups> RemoteGraphSource::Group(
     absl::Span<const NodeId> nodes) const {
@@ -199,16 +221,7 @@ absl::Status RemoteGraphSource::SampleNeighbors(absl::Span<const NodeId> nodes,
   if (!groups.ok()) return groups.status();
   std::vector<SampledNeighbors> answers(book_.num_parts());
   absl::Status s = ForEachPart(*groups, [&](int p) -> absl::Status {
-    auto answer =
-        clients_[p]->SampleNeighbors(groups->ids[p], fanout, replace, seed);
-    if (!answer.ok()) return answer.status();
-    if (answer->counts.size() != groups->ids[p].size()) {
-      return absl::DataLossError(absl::StrCat(
-          clients_[p]->address(), ": answered ", answer->counts.size(),
-          " neighbor lists for ", groups->ids[p].size(), " nodes"));
-    }
-    answers[p] = std::move(*answer);
-    return absl::OkStatus();
+    return SamplePart(p, groups->ids[p], fanout, replace, seed, &answers[p]);
   });
   if (!s.ok()) return s;
   // Merge back into request order.
@@ -239,6 +252,72 @@ absl::Status RemoteGraphSource::SampleNeighbors(absl::Span<const NodeId> nodes,
                   answers[p].counts[j] * sizeof(NodeId));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status RemoteGraphSource::SamplePart(int p, absl::Span<const NodeId> ids,
+                                           int fanout, bool replace,
+                                           uint64_t seed,
+                                           SampledNeighbors* out) const {
+  // Node v's sample depends only on (seed, v) (common/sampling.h): every
+  // chunk gets the same seed, and the chunks' answers, concatenated, are the
+  // answer to one call.
+  int64_t chunk = max_ids_per_call_;
+  if (fanout > 0) {
+    chunk =
+        std::min(chunk, std::max<int64_t>(1, max_sampled_per_call_ / fanout));
+  }
+  int64_t calls = 0;
+  absl::Status s;
+  for (size_t start = 0; start < ids.size() && s.ok();
+       start += static_cast<size_t>(chunk)) {
+    s = SampleChunk(p, ids.subspan(start, static_cast<size_t>(chunk)), fanout,
+                    replace, seed, out, &calls);
+  }
+  // Group() counted one request for the part.
+  if (calls > 1) requests_ += calls - 1;
+  return s;
+}
+
+absl::Status RemoteGraphSource::SampleChunk(int p, absl::Span<const NodeId> ids,
+                                            int fanout, bool replace,
+                                            uint64_t seed,
+                                            SampledNeighbors* out,
+                                            int64_t* calls) const {
+  ++*calls;
+  auto answer = clients_[p]->SampleNeighbors(ids, fanout, replace, seed);
+  if (!answer.ok()) {
+    if (!AnswerTooLarge(answer.status())) return answer.status();
+    if (ids.size() == 1) {
+      const std::string& address = clients_[p]->address();
+      absl::string_view why = answer.status().message();
+      absl::ConsumePrefix(&why, absl::StrCat(address, ": "));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          address, ": node ", ids[0],
+          " alone has more sampled neighbors than one answer may hold (", why,
+          "); start that server with a larger --max-sampled-per-call, or ",
+          fanout < 0 ? "sample with a finite fanout"
+                     : absl::StrCat("sample with a fanout below ", fanout)));
+    }
+    // Too large an answer: ask for each half separately.
+    const size_t half = ids.size() / 2;
+    RETURN_IF_ERROR(
+        SampleChunk(p, ids.first(half), fanout, replace, seed, out, calls));
+    return SampleChunk(p, ids.subspan(half), fanout, replace, seed, out, calls);
+  }
+  if (answer->counts.size() != ids.size()) {
+    return absl::DataLossError(absl::StrCat(
+        clients_[p]->address(), ": answered ", answer->counts.size(),
+        " neighbor lists for ", ids.size(), " nodes"));
+  }
+  if (out->counts.empty() && out->neighbors.empty()) {
+    *out = std::move(*answer);  // The whole part in one call: no copy.
+    return absl::OkStatus();
+  }
+  out->counts.insert(out->counts.end(), answer->counts.begin(),
+                     answer->counts.end());
+  out->neighbors.insert(out->neighbors.end(), answer->neighbors.begin(),
+                        answer->neighbors.end());
   return absl::OkStatus();
 }
 

@@ -40,6 +40,16 @@ struct RemoteGraphSourceOptions {
   // a dead server is still noticed on the next batch. A region that cannot be
   // mapped or fails its checks falls back to calls.
   bool use_shared_memory = true;
+  // SampleNeighbors answers asked of one server in one call, at most: a
+  // part's IDs are sent in chunks of at most max_ids_per_call IDs and, for a
+  // known fanout, at most max_sampled_per_call / fanout IDs. Both match the
+  // servers' defaults (serve --max-sampled-per-call, 1M IDs per call). A
+  // server with a lower cap, or fanout -1 (all neighbors, a size unknown in
+  // advance), answers RESOURCE_EXHAUSTED naming the limit: the chunk is then
+  // split in halves and retried, down to one node. Results are the same as
+  // one call's (a node's sample depends only on the seed and the node).
+  int64_t max_sampled_per_call = int64_t{8} << 20;
+  int64_t max_ids_per_call = int64_t{1} << 20;
 };
 
 // Remote traffic counters (all servers).
@@ -115,8 +125,21 @@ class RemoteGraphSource : public GraphSource {
                     std::vector<std::unique_ptr<GraphStoreClient>> clients,
                     std::vector<std::unique_ptr<SharedRegion>> shared,
                     int64_t feature_dim, int64_t num_classes,
-                    std::string partition_id);
+                    std::string partition_id,
+                    const RemoteGraphSourceOptions& options);
   absl::StatusOr<Groups> Group(absl::Span<const NodeId> nodes) const;
+  // Part p's sample of `ids` (all owned by p) into *out, in as many calls as
+  // the bounds and the server's refusals require (see
+  // RemoteGraphSourceOptions::max_sampled_per_call).
+  absl::Status SamplePart(int p, absl::Span<const NodeId> ids, int fanout,
+                          bool replace, uint64_t seed,
+                          SampledNeighbors* out) const;
+  // One call for `ids`, appended to *out; an answer refused for its size is
+  // asked for again in halves (RESOURCE_EXHAUSTED naming the node when one
+  // node alone is too many). Counts the calls made in *calls.
+  absl::Status SampleChunk(int p, absl::Span<const NodeId> ids, int fanout,
+                           bool replace, uint64_t seed, SampledNeighbors* out,
+                           int64_t* calls) const;
   // Rows are scattered once, from the received gRPC buffer (or the shared
   // mapping) straight to their place.
   absl::Status ScatterFeatures(absl::Span<const NodeId> nodes,
@@ -144,6 +167,8 @@ class RemoteGraphSource : public GraphSource {
   int64_t feature_dim_;
   int64_t num_classes_;
   std::string partition_id_;
+  int64_t max_sampled_per_call_;
+  int64_t max_ids_per_call_;
   mutable std::atomic<int64_t> requests_{0}, ids_sent_{0}, neighbor_bytes_{0},
       feature_bytes_{0}, shared_feature_bytes_{0};
 };
