@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/auth.h"
 #include "common/status.h"
 #include "graphstore/internal/feature_port.h"
 #include "graphstore/internal/features_codec.h"
@@ -118,6 +119,9 @@ class GraphStoreClient::Impl {
        std::shared_ptr<grpc::Channel> channel)
       : address_(std::move(address)),
         options_(options),
+        authorization_(options.auth_token.empty()
+                           ? ""
+                           : absl::StrCat("Bearer ", options.auth_token)),
         stub_(proto::GraphStore::NewStub(channel)),
         generic_(channel) {}
 
@@ -129,7 +133,7 @@ class GraphStoreClient::Impl {
     grpc::Status status;
     for (int attempt = 1;; ++attempt) {
       grpc::ClientContext ctx;
-      ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.call_timeout));
+      Prepare(&ctx, absl::Now() + options_.call_timeout);
       status = rpc(stub_.get(), &ctx, req, resp);
       if (status.ok()) return absl::OkStatus();
       if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
@@ -143,12 +147,36 @@ class GraphStoreClient::Impl {
                      status.error_message());
   }
 
-  // A failed call: "ADDRESS: CODE: METHOD: message".
+  // Every call's context: its deadline and, with a token, the
+  // authorization metadata. The one place a call is made ready.
+  void Prepare(grpc::ClientContext* ctx, absl::Time deadline) const {
+    ctx->set_deadline(absl::ToChronoTime(deadline));
+    if (!authorization_.empty()) {
+      ctx->AddMetadata("authorization", authorization_);
+    }
+  }
+
+  // A failed call: "ADDRESS: CODE: METHOD: message", with a hint when TLS
+  // explains it.
   absl::Status CallError(absl::StatusCode code, absl::string_view method,
                          absl::string_view message) const {
     return absl::Status(
         code, absl::StrCat(address_, ": ", absl::StatusCodeToString(code), ": ",
-                           method, ": ", message));
+                           method, ": ", message, TlsHint(code)));
+  }
+
+  // What a failed connection means under TLS (gRPC's own message names an
+  // SSL error deep inside), or "".
+  std::string TlsHint(absl::StatusCode code) const {
+    if (code != absl::StatusCode::kUnavailable &&
+        code != absl::StatusCode::kDeadlineExceeded) {
+      return "";
+    }
+    if (options_.tls_ca_pem.empty()) return "";
+    return " (TLS: does --tls-ca hold the CA that signed the server's "
+           "certificate, does the certificate name this address, and does "
+           "a server asking for client certificates get one: --tls-cert, "
+           "--tls-key?)";
   }
 
   // The feature port in use, if any.
@@ -169,11 +197,13 @@ class GraphStoreClient::Impl {
   // Starts using the feature port `port` (0: none) on the server's host.
   void SetFeaturePort(int port) {
     absl::MutexLock lock(&port_mu_);
-    if (port <= 0 || !options_.use_feature_port) {
+    // Under TLS, never plain TCP (a server under TLS offers no port).
+    if (port <= 0 || !options_.use_feature_port ||
+        !options_.tls_ca_pem.empty()) {
       feature_port_ = nullptr;
     } else if (feature_port_ == nullptr || feature_port_->port() != port) {
       feature_port_ = std::make_shared<internal::FeaturePortClient>(
-          address_.substr(0, address_.rfind(':')), port);
+          address_.substr(0, address_.rfind(':')), port, options_.auth_token);
     }
   }
   // Stops using `port` (if it is still the one in use) until
@@ -244,6 +274,7 @@ class GraphStoreClient::Impl {
  private:
   std::string address_;
   GraphStoreClientOptions options_;
+  std::string authorization_;  // "Bearer TOKEN", or empty.
   std::unique_ptr<Stub> stub_;
   grpc::GenericStub generic_;
   mutable absl::Mutex port_mu_;
@@ -291,8 +322,29 @@ absl::StatusOr<std::unique_ptr<GraphStoreClient>> GraphStoreClient::Connect(
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
   args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 1 << 20);
   args.SetInt(GRPC_ARG_TCP_READ_CHUNK_SIZE, 1 << 20);
-  auto channel = grpc::CreateCustomChannel(
-      address, grpc::InsecureChannelCredentials(), args);
+  const bool client_cert =
+      !options.tls_cert_pem.empty() || !options.tls_key_pem.empty();
+  if (client_cert &&
+      (options.tls_cert_pem.empty() || options.tls_key_pem.empty())) {
+    return absl::InvalidArgumentError(
+        "a client certificate needs its private key too (--tls-cert and "
+        "--tls-key)");
+  }
+  if (client_cert && options.tls_ca_pem.empty()) {
+    return absl::InvalidArgumentError(
+        "a client certificate is for TLS, which needs the CA that signed the "
+        "servers' certificates (--tls-ca)");
+  }
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      grpc::InsecureChannelCredentials();
+  if (!options.tls_ca_pem.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options.tls_ca_pem;
+    ssl.pem_private_key = options.tls_key_pem;
+    ssl.pem_cert_chain = options.tls_cert_pem;
+    credentials = grpc::SslCredentials(ssl);
+  }
+  auto channel = grpc::CreateCustomChannel(address, credentials, args);
   if (channel == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat(address, ": cannot create a channel"));
@@ -327,8 +379,8 @@ absl::Status GraphStoreClient::WaitForHealthy(absl::Time deadline) {
     if (left <= absl::ZeroDuration()) break;
     proto::HealthResponse resp;
     grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(
-        absl::Now() + std::min(left, impl_->options().call_timeout)));
+    impl_->Prepare(&ctx,
+                   absl::Now() + std::min(left, impl_->options().call_timeout));
     // Wait for the connection instead of failing fast while it is down.
     ctx.set_wait_for_ready(true);
     grpc::Status s = impl_->stub()->Health(&ctx, proto::HealthRequest(), &resp);
@@ -341,7 +393,8 @@ absl::Status GraphStoreClient::WaitForHealthy(absl::Time deadline) {
   }
   return absl::DeadlineExceededError(absl::StrCat(
       address_, ": DEADLINE_EXCEEDED: not healthy before the deadline",
-      last.ok() ? "" : absl::StrCat(" (last error: ", last.ToString(), ")")));
+      last.ok() ? "" : absl::StrCat(" (last error: ", last.ToString(), ")"),
+      impl_->TlsHint(absl::StatusCode::kDeadlineExceeded)));
 }
 
 absl::StatusOr<ServerInfo> GraphStoreClient::Info() {

@@ -24,6 +24,11 @@
 // figures (ID ranges, classes, edges, width) use the last good Info(), so
 // call it first.
 //
+// With options.auth_token every call carries the token (set in one place,
+// Impl::NewContext) and feature port connections authenticate first; with
+// options.tls_ca_pem the channel is TLS. An error that only a mismatch of
+// tokens or certificates explains says so.
+//
 // Thread-safe: one client (one HTTP/2 channel, and a pool of feature port
 // connections) is meant to be shared by all threads that talk to the same
 // server.
@@ -60,6 +65,22 @@ struct GraphStoreClientOptions {
   // After the port failed, how long GetFeatures uses gRPC before it asks
   // Info() for the port again.
   absl::Duration feature_port_retry = absl::Seconds(30);
+
+  // Authentication and encryption (docs/architecture.md, "Security").
+  //
+  // Sent with every call as "authorization: Bearer TOKEN", and used to pass
+  // the feature port's challenge-response (and check the server's answer);
+  // empty: none. A server with another token, or none, refuses the calls
+  // with UNAUTHENTICATED.
+  std::string auth_token;
+  // TLS for gRPC: non-empty turns it on, trusting servers whose certificate
+  // this PEM CA bundle signed (the name checked is the address's host, so
+  // an IP address needs a subjectAltName IP entry). With tls_cert_pem and
+  // tls_key_pem the client presents that certificate (mutual TLS). Under TLS
+  // GetFeatures never uses a feature port (plain TCP).
+  std::string tls_ca_pem;
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
 };
 
 // What a server says about itself (the Info call).
@@ -95,7 +116,9 @@ struct ServerStats {
 class GraphStoreClient {
  public:
   // Creates a channel to `address` (HOST:PORT). Does not wait for the server:
-  // use WaitForHealthy() for that.
+  // use WaitForHealthy() for that. INVALID_ARGUMENT for a bad address, bad
+  // options, or a client certificate without its key (or TLS settings
+  // without a CA).
   static absl::StatusOr<std::unique_ptr<GraphStoreClient>> Connect(
       const std::string& address, const GraphStoreClientOptions& options = {});
   ~GraphStoreClient();

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "common/auth.h"
 #include "common/status.h"
 #include "graphstore/internal/feature_port.h"
 #include "graphstore/internal/features_codec.h"
@@ -164,6 +165,9 @@ class GraphStoreServer::Service final
     queue.max_queued = std::max(4096, options.max_queued_per_ip);
     queue_ = std::make_unique<internal::WorkQueue>(queue);
     for (const char* name : kMethodNames) stats_.emplace_back(name);
+    if (!options.auth_token.empty()) {
+      expected_authorization_ = absl::StrCat("Bearer ", options.auth_token);
+    }
   }
 
   // Runs the queued work to the end and joins the workers.
@@ -426,6 +430,35 @@ class GraphStoreServer::Service final
     return ids;
   }
 
+  // The one place calls are authenticated (GraphStoreServerOptions::
+  // auth_token): OK, or UNAUTHENTICATED saying what is wrong (never the
+  // token). Health is open to all.
+  absl::Status Authenticate(const grpc::CallbackServerContext& ctx,
+                            Method method) const {
+    if (method == kHealth) return absl::OkStatus();
+    const auto& metadata = ctx.client_metadata();
+    auto it = metadata.find("authorization");
+    if (options_.auth_token.empty()) {
+      if (it == metadata.end()) return absl::OkStatus();
+      return absl::UnauthenticatedError(
+          "this server runs without an auth token, but the call carries one; "
+          "start the server with the clients' --auth-token-file");
+    }
+    if (it == metadata.end()) {
+      return absl::UnauthenticatedError(
+          "this server requires an auth token (--auth-token-file); the call "
+          "carries none");
+    }
+    if (!ConstantTimeEquals(
+            absl::string_view(it->second.data(), it->second.size()),
+            expected_authorization_)) {
+      return absl::UnauthenticatedError(
+          "wrong auth token (the client's --auth-token-file differs from the "
+          "server's)");
+    }
+    return absl::OkStatus();
+  }
+
   // Runs `work` (inline for cheap calls, else on the work queue under the
   // client's address), turns any exception into a status, records stats and
   // finishes the call. A full queue answers UNAVAILABLE ("server busy").
@@ -434,6 +467,11 @@ class GraphStoreServer::Service final
                                 const Req* req, Resp* resp, bool heavy,
                                 Work work) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    if (absl::Status auth = Authenticate(*ctx, method); !auth.ok()) {
+      stats_[method].Record(0, false, PayloadBytes(*req), 0);
+      reactor->Finish(ToGrpc(auth));
+      return reactor;
+    }
     {
       absl::MutexLock lock(&mu_);
       if (draining_) {
@@ -488,6 +526,7 @@ class GraphStoreServer::Service final
 
   std::shared_ptr<const ShardStore> store_;
   GraphStoreServerOptions options_;
+  std::string expected_authorization_;  // "Bearer TOKEN", if a token is set.
   absl::Time start_;
   std::deque<internal::MethodStats> stats_;  // Not movable: no vector.
   std::unique_ptr<internal::WorkQueue> queue_;
@@ -541,20 +580,45 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
                      " (address in use, or not HOST:PORT?)"));
   }
   host.resize(colon);
-  // gRPC never accepts by itself (its accept loop stops for good after one
-  // EMFILE): connections come through a Listener, which admits them under
-  // the caps and hands them to gRPC.
-  auto listener = internal::Listener::Bind(host, port, "gRPC port");
-  if (!listener.ok()) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot listen on ", options.listen_address,
-        " (address in use, or not HOST:PORT?): ", listener.status().message()));
+  const bool tls = !options.tls_cert_pem.empty() ||
+                   !options.tls_key_pem.empty() ||
+                   !options.tls_client_ca_pem.empty();
+  if (tls && (options.tls_cert_pem.empty() || options.tls_key_pem.empty())) {
+    return absl::InvalidArgumentError(
+        "TLS needs both the server's certificate and its private key "
+        "(--tls-cert and --tls-key)");
   }
   auto server = std::unique_ptr<GraphStoreServer>(new GraphStoreServer());
-  server->service_ = std::make_unique<Service>(std::move(store), options);
-  server->listener_ = std::move(listener).value();
-
+  server->tls_ = tls;
   grpc::ServerBuilder builder;
+  int tls_port = 0;
+  if (tls) {
+    // gRPC 1.51 takes no TLS connection from a descriptor: under TLS it
+    // binds and accepts itself.
+    grpc::SslServerCredentialsOptions ssl(
+        options.tls_client_ca_pem.empty()
+            ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    ssl.pem_root_certs = options.tls_client_ca_pem;
+    ssl.pem_key_cert_pairs.push_back(
+        {options.tls_key_pem, options.tls_cert_pem});
+    builder.AddListeningPort(options.listen_address,
+                             grpc::SslServerCredentials(ssl), &tls_port);
+  } else {
+    // gRPC never accepts by itself (its accept loop stops for good after one
+    // EMFILE): connections come through a Listener, which admits them under
+    // the caps and hands them to gRPC.
+    auto listener = internal::Listener::Bind(host, port, "gRPC port");
+    if (!listener.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot listen on ", options.listen_address,
+                       " (address in use, or not HOST:PORT?): ",
+                       listener.status().message()));
+    }
+    server->listener_ = std::move(listener).value();
+  }
+  server->service_ = std::make_unique<Service>(std::move(store), options);
+
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
@@ -570,11 +634,22 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
   // Calls at once on one connection (more wait in the client).
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 256);
   server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr) {
-    server->listener_->Stop();
+  if (server->server_ == nullptr || (tls && tls_port == 0)) {
+    if (server->server_ != nullptr) server->server_->Shutdown();
+    if (server->listener_ != nullptr) server->listener_->Stop();
     server->service_->StopWorkers();
     server->shut_down_ = true;  // Nothing left for the destructor to do.
+    if (tls) {
+      return absl::UnavailableError(absl::StrCat(
+          "cannot serve TLS on ", options.listen_address,
+          " (address in use, or a certificate or key gRPC does not accept?)"));
+    }
     return absl::InternalError("gRPC server did not start");
+  }
+  if (tls) {
+    server->port_ = tls_port;
+    server->address_ = absl::StrCat(host, ":", server->port_);
+    return server;  // No feature port: it does not speak TLS.
   }
   server->connections_ = std::make_unique<Connections>(
       ConnectionsUnderFileLimit(options.max_connections),
@@ -600,7 +675,7 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
     limits.idle_timeout = options.idle_timeout;
     auto port = internal::FeaturePortServer::Start(
         host, options.feature_port, server->service_->store(), limits,
-        server->service_->feature_port_stats());
+        server->service_->feature_port_stats(), options.auth_token);
     if (!port.ok()) {
       server->Shutdown(absl::Now());
       return port.status();
@@ -623,7 +698,7 @@ void GraphStoreServer::Shutdown(absl::Time deadline) {
   // The feature port answers the requests it has read and closes; a client
   // whose connection closes falls back to gRPC, which answers UNAVAILABLE
   // (retryable) while draining.
-  listener_->Stop();
+  if (listener_ != nullptr) listener_->Stop();
   if (feature_port_ != nullptr) feature_port_->BeginShutdown();
   service_->Drain(deadline);
   if (feature_port_ != nullptr) feature_port_->Shutdown(deadline);

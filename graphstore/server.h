@@ -12,7 +12,9 @@
 // internal/listener.h, under connection caps and an idle timeout. Every
 // request is validated (byte lengths, ownership, batch, fanout and work
 // limits) and answered with a status; a handler never throws through gRPC
-// and the server never crashes on a request.
+// and the server never crashes on a request. With an auth token, every call
+// but Health is checked for it in one place (Service::Run) before any work;
+// with TLS, gRPC speaks TLS and the feature port is off (options below).
 //
 // Usage:
 //   ASSIGN_OR_RETURN(auto server, GraphStoreServer::Start(store, options));
@@ -83,6 +85,29 @@ struct GraphStoreServerOptions {
   // workers but one. Calls from one address waiting beyond this get
   // UNAVAILABLE "server busy", which clients retry.
   int max_queued_per_ip = 64;
+
+  // Authentication and encryption (issue 12; docs/architecture.md,
+  // "Security").
+  //
+  // Non-empty: every call but Health must carry the metadata
+  // "authorization: Bearer TOKEN" (UNAUTHENTICATED otherwise, compared in
+  // constant time), and a feature port connection must pass the token's
+  // challenge-response (internal/feature_port.h) before it is served. Empty:
+  // calls that carry a token are refused (UNAUTHENTICATED), so a cluster whose
+  // clients and servers disagree fails at its first call instead of running
+  // unprotected. Health answers without a token either way (load balancers'
+  // probes; it tells nothing but "serving").
+  std::string auth_token;
+  // TLS for gRPC: a PEM certificate chain and its private key (both or
+  // neither). With tls_client_ca_pem too, clients must present a
+  // certificate that CA signed (mutual TLS). Under TLS gRPC accepts its
+  // connections itself (gRPC 1.51 takes no TLS connection from a descriptor),
+  // so the Listener's connection caps and accept back-off do not apply to the
+  // gRPC port, and the feature port (plain TCP) is off whatever
+  // feature_port says.
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
+  std::string tls_client_ca_pem;
 };
 
 // Calls and errors over the server's lifetime (for the shutdown summary).
@@ -109,8 +134,10 @@ class GraphStoreServer {
   // The bound port and "host:port" with it.
   int port() const { return port_; }
   const std::string& address() const { return address_; }
-  // The feature port's number; 0 if it is off.
+  // The feature port's number; 0 if it is off (also under TLS).
   int feature_port() const;
+  // True if it serves gRPC over TLS.
+  bool tls() const { return tls_; }
 
   // Stops accepting calls, lets calls in flight finish until `deadline`
   // (cancelling any still running then), and stops the workers. Idempotent.
@@ -130,6 +157,7 @@ class GraphStoreServer {
   std::unique_ptr<internal::FeaturePortServer> feature_port_;
   int port_ = 0;
   std::string address_;
+  bool tls_ = false;
   std::atomic<bool> shut_down_{false};
 };
 

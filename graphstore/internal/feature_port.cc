@@ -17,6 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/auth.h"
+#include "common/status.h"
 
 namespace shardgnn::internal {
 namespace {
@@ -28,6 +30,14 @@ constexpr uint64_t kMaxErrorBytes = 64 << 10;
 constexpr size_t kKeptBufferBytes = 1 << 20;
 // A connection attempt gives up after this (then the caller uses gRPC).
 constexpr absl::Duration kConnectTimeout = absl::Seconds(1);
+// The server's bound on a connection's authentication handshake.
+constexpr absl::Duration kHandshakeTimeout = absl::Seconds(10);
+
+void SetIoTimeout(int fd, absl::Duration timeout) {
+  timeval tv = absl::ToTimeval(timeout);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
 
 void SetNoDelay(int fd) {
   int one = 1;
@@ -147,7 +157,7 @@ absl::Status TransferV(int fd, iovec* iov, int count, bool send,
 
 absl::StatusOr<std::unique_ptr<FeaturePortServer>> FeaturePortServer::Start(
     const std::string& host, int port, std::shared_ptr<const ShardStore> store,
-    FeaturePortLimits limits, MethodStats* stats) {
+    FeaturePortLimits limits, MethodStats* stats, std::string auth_token) {
   auto listener = Listener::Bind(host, port, "feature port");
   if (!listener.ok()) return listener.status();
   auto server = std::unique_ptr<FeaturePortServer>(new FeaturePortServer());
@@ -156,6 +166,7 @@ absl::StatusOr<std::unique_ptr<FeaturePortServer>> FeaturePortServer::Start(
   server->store_ = std::move(store);
   server->limits_ = limits;
   server->stats_ = stats;
+  server->auth_token_ = std::move(auth_token);
   server->listener_->Start([s = server.get()](int fd, const std::string& peer) {
     return s->Admit(fd, peer);
   });
@@ -174,9 +185,7 @@ bool FeaturePortServer::Admit(int fd, const std::string& peer) {
                     [&](const Connection& c) { return c.peer == peer; });
   if (from_peer >= limits_.max_connections_per_ip) return false;
   SetNoDelay(fd);
-  timeval timeout = absl::ToTimeval(limits_.io_timeout);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  SetIoTimeout(fd, limits_.io_timeout);
   Connection& conn = connections_.emplace_back();
   conn.fd = fd;
   conn.peer = peer;
@@ -199,7 +208,8 @@ void FeaturePortServer::ReapLocked() {
 void FeaturePortServer::Serve(Connection* conn) {
   std::vector<NodeId> ids;
   std::vector<char> rows;
-  while (true) {
+  const bool admitted = auth_token_.empty() || Authenticate(conn->fd);
+  while (admitted) {
     // Idle between requests: wait for the next one up to the idle timeout.
     pollfd p{conn->fd, POLLIN, 0};
     const int64_t ms = absl::ToInt64Milliseconds(limits_.idle_timeout);
@@ -233,6 +243,17 @@ bool FeaturePortServer::Answer(int fd, std::vector<NodeId>* ids,
         static_cast<int64_t>(sizeof(FeatureResponseHeader) + bytes_out));
   };
   // Framing errors: answer, then close (the rest of the stream is unknown).
+  if (h.magic == kAuthHelloMagic) {
+    ids->clear();
+    record(false, 0);
+    SendResponse(fd,
+                 absl::UnauthenticatedError(
+                     "this feature port's server runs without an auth token, "
+                     "but the client offers one; start the server with the "
+                     "clients' --auth-token-file"),
+                 nullptr, 0);
+    return false;
+  }
   if (h.magic != kFeatureRequestMagic) {
     ids->clear();
     record(false, 0);
@@ -304,6 +325,62 @@ bool FeaturePortServer::Answer(int fd, std::vector<NodeId>* ids,
   return ok;
 }
 
+bool FeaturePortServer::Authenticate(int fd) {
+  SetIoTimeout(fd, std::min(limits_.io_timeout, kHandshakeTimeout));
+  auto refuse = [&](absl::Status why) {
+    if (stats_ != nullptr) stats_->Record(0, false, 0, 0);
+    SendResponse(fd, why, nullptr, 0);
+    return false;
+  };
+  FeatureRequestHeader hello;
+  if (!ReadFull(fd, &hello, sizeof(hello))) return false;
+  if (hello.magic == kFeatureRequestMagic) {
+    return refuse(absl::UnauthenticatedError(
+        "this feature port requires the auth token (--auth-token-file); the "
+        "client has none"));
+  }
+  if (hello.magic != kAuthHelloMagic || hello.num_ids != kAuthNonceBytes) {
+    return refuse(absl::InvalidArgumentError(
+        "not a shardgnn feature port handshake (bad magic number)"));
+  }
+  std::string client_nonce(kAuthNonceBytes, '\0');
+  if (!ReadFull(fd, client_nonce.data(), client_nonce.size())) return false;
+  absl::StatusOr<std::string> server_nonce = RandomBytes(kAuthNonceBytes);
+  if (!server_nonce.ok()) return refuse(server_nonce.status());
+  FeatureResponseHeader challenge;
+  challenge.magic = kAuthChallengeMagic;
+  challenge.payload_bytes = kAuthNonceBytes;
+  iovec out[2] = {{&challenge, sizeof(challenge)},
+                  {server_nonce->data(), server_nonce->size()}};
+  if (!WriteFullV(fd, out, 2)) return false;
+  FeatureRequestHeader proof_header;
+  std::string proof(kHmacBytes, '\0');
+  if (!ReadFull(fd, &proof_header, sizeof(proof_header))) return false;
+  if (proof_header.magic != kAuthProofMagic ||
+      proof_header.num_ids != kHmacBytes) {
+    return refuse(absl::InvalidArgumentError(
+        "not a shardgnn feature port handshake (expected the proof)"));
+  }
+  if (!ReadFull(fd, proof.data(), proof.size())) return false;
+  const std::string expected = HmacSha256(
+      auth_token_, absl::StrCat(kAuthClientLabel, *server_nonce, client_nonce));
+  if (!ConstantTimeEquals(proof, expected)) {
+    return refuse(absl::UnauthenticatedError(
+        "wrong auth token (the client's --auth-token-file differs from the "
+        "server's)"));
+  }
+  std::string server_proof = HmacSha256(
+      auth_token_, absl::StrCat(kAuthServerLabel, client_nonce, *server_nonce));
+  FeatureResponseHeader accept;
+  accept.magic = kAuthAcceptMagic;
+  accept.payload_bytes = server_proof.size();
+  iovec accepted[2] = {{&accept, sizeof(accept)},
+                       {server_proof.data(), server_proof.size()}};
+  if (!WriteFullV(fd, accepted, 2)) return false;
+  SetIoTimeout(fd, limits_.io_timeout);
+  return true;
+}
+
 void FeaturePortServer::BeginShutdown() {
   {
     absl::MutexLock lock(&mu_);
@@ -336,8 +413,9 @@ FeaturePortServer::~FeaturePortServer() { Shutdown(absl::Now()); }
 
 // ---------------------------------------------------------------- client
 
-FeaturePortClient::FeaturePortClient(std::string host, int port)
-    : host_(BareHost(host)), port_(port) {}
+FeaturePortClient::FeaturePortClient(std::string host, int port,
+                                     std::string auth_token)
+    : host_(BareHost(host)), port_(port), auth_token_(std::move(auth_token)) {}
 
 FeaturePortClient::~FeaturePortClient() {
   absl::MutexLock lock(&mu_);
@@ -402,7 +480,76 @@ absl::StatusOr<int> FeaturePortClient::Acquire(absl::Time deadline, bool pooled,
         absl::StrCat("feature port ", port_, ": ", s.message()));
   }
   SetNoDelay(fd);
+  if (!auth_token_.empty()) {
+    s = Handshake(fd, deadline);
+    if (!s.ok()) {
+      close(fd);
+      return absl::Status(
+          s.code(), absl::StrCat("feature port ", port_, ": ", s.message()));
+    }
+  }
   return fd;
+}
+
+absl::Status FeaturePortClient::Handshake(int fd, absl::Time deadline) {
+  // A server that does not answer the handshake in time is as good as
+  // unreachable (the caller may use gRPC).
+  auto transfer = [&](iovec* iov, int count, bool send) {
+    absl::Status s = TransferV(fd, iov, count, send, deadline);
+    if (absl::IsDeadlineExceeded(s)) {
+      return absl::UnavailableError("no answer to the auth handshake in time");
+    }
+    return s;
+  };
+  // The server's header: OK if it has `magic` and a 32-byte payload, else
+  // the server's error (read from the connection) or DATA_LOSS.
+  auto expect = [&](uint32_t magic, const char* what) -> absl::Status {
+    FeatureResponseHeader h;
+    iovec iov = {&h, sizeof(h)};
+    RETURN_IF_ERROR(transfer(&iov, 1, /*send=*/false));
+    if (h.magic == kFeatureResponseMagic && h.code != 0) {
+      std::string message(std::min(h.payload_bytes, kMaxErrorBytes), '\0');
+      iovec text = {message.data(), message.size()};
+      RETURN_IF_ERROR(transfer(&text, 1, /*send=*/false));
+      return absl::Status(static_cast<absl::StatusCode>(h.code), message);
+    }
+    if (h.magic != magic || h.payload_bytes != kAuthNonceBytes) {
+      return absl::DataLossError(
+          absl::StrCat("not a shardgnn feature port ", what));
+    }
+    return absl::OkStatus();
+  };
+  ASSIGN_OR_RETURN(std::string client_nonce, RandomBytes(kAuthNonceBytes));
+  FeatureRequestHeader hello;
+  hello.magic = kAuthHelloMagic;
+  hello.num_ids = kAuthNonceBytes;
+  iovec hello_iov[2] = {{&hello, sizeof(hello)},
+                        {client_nonce.data(), client_nonce.size()}};
+  RETURN_IF_ERROR(transfer(hello_iov, 2, /*send=*/true));
+  RETURN_IF_ERROR(expect(kAuthChallengeMagic, "challenge"));
+  std::string server_nonce(kAuthNonceBytes, '\0');
+  iovec nonce_iov = {server_nonce.data(), server_nonce.size()};
+  RETURN_IF_ERROR(transfer(&nonce_iov, 1, /*send=*/false));
+  std::string proof = HmacSha256(
+      auth_token_, absl::StrCat(kAuthClientLabel, server_nonce, client_nonce));
+  FeatureRequestHeader proof_header;
+  proof_header.magic = kAuthProofMagic;
+  proof_header.num_ids = proof.size();
+  iovec proof_iov[2] = {{&proof_header, sizeof(proof_header)},
+                        {proof.data(), proof.size()}};
+  RETURN_IF_ERROR(transfer(proof_iov, 2, /*send=*/true));
+  RETURN_IF_ERROR(expect(kAuthAcceptMagic, "acceptance"));
+  std::string server_proof(kHmacBytes, '\0');
+  iovec server_iov = {server_proof.data(), server_proof.size()};
+  RETURN_IF_ERROR(transfer(&server_iov, 1, /*send=*/false));
+  if (!ConstantTimeEquals(
+          server_proof,
+          HmacSha256(auth_token_, absl::StrCat(kAuthServerLabel, client_nonce,
+                                               server_nonce)))) {
+    return absl::UnauthenticatedError(
+        "the server does not know the auth token (its proof is wrong)");
+  }
+  return absl::OkStatus();
 }
 
 void FeaturePortClient::Release(int fd) {
@@ -436,7 +583,8 @@ absl::Status FeaturePortClient::FetchOnce(absl::Span<const NodeId> ids,
   *transport_failed = false;
   absl::StatusOr<int> acquired = Acquire(deadline, pooled, reused);
   if (!acquired.ok()) {
-    *transport_failed = true;
+    // Unreachable (UNAVAILABLE), or refused by the handshake.
+    *transport_failed = absl::IsUnavailable(acquired.status());
     return acquired.status();
   }
   const int fd = *acquired;

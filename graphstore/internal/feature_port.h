@@ -17,6 +17,23 @@
 // A request the server cannot frame (bad magic, too many IDs) gets an error
 // response and the connection is closed; any other error leaves it open.
 //
+// Authentication, when the server has a token (GraphStoreServerOptions::
+// auth_token), before the first request of a connection:
+//   client: FeatureRequestHeader{kAuthHelloMagic, 0, 32}, a 32-byte nonce Nc
+//   server: FeatureResponseHeader{kAuthChallengeMagic, 0, 32}, a nonce Ns
+//   client: FeatureRequestHeader{kAuthProofMagic, 0, 32},
+//           HMAC-SHA256(token, kAuthClientLabel || Ns || Nc)
+//   server: FeatureResponseHeader{kAuthAcceptMagic, 0, 32},
+//           HMAC-SHA256(token, kAuthServerLabel || Nc || Ns)
+// The labels bind each proof to its direction, so neither side's answer can
+// be replayed as the other's; the client checks the server's proof, so a
+// server that does not know the token cannot feed it rows. A server with a
+// token answers anything else (a plain request, a wrong proof) with an
+// UNAUTHENTICATED error response and closes; a server without one answers a
+// hello the same way, so a client and server that disagree fail at once
+// with one clear message instead of waiting for each other. The handshake
+// must finish within 10 s (or the I/O timeout if shorter).
+//
 // Everything else (sampling, labels, info, health, stats) stays on gRPC, and
 // a client falls back to gRPC's GetFeatures when the port cannot be reached.
 #ifndef SHARDGNN_GRAPHSTORE_INTERNAL_FEATURE_PORT_H_
@@ -48,6 +65,14 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 inline constexpr uint32_t kFeatureRequestMagic = 0x31514653;   // "SFQ1"
 inline constexpr uint32_t kFeatureResponseMagic = 0x31524653;  // "SFR1"
+
+inline constexpr uint32_t kAuthHelloMagic = 0x31484653;      // "SFH1"
+inline constexpr uint32_t kAuthChallengeMagic = 0x31434653;  // "SFC1"
+inline constexpr uint32_t kAuthProofMagic = 0x31504653;      // "SFP1"
+inline constexpr uint32_t kAuthAcceptMagic = 0x31414653;     // "SFA1"
+inline constexpr size_t kAuthNonceBytes = 32;
+inline constexpr char kAuthClientLabel[] = "shardgnn feature port client v1";
+inline constexpr char kAuthServerLabel[] = "shardgnn feature port server v1";
 
 struct FeatureRequestHeader {
   uint32_t magic = kFeatureRequestMagic;
@@ -86,11 +111,13 @@ class FeaturePortServer {
  public:
   // Binds `host` (as in the gRPC listen address; port 0 picks a free port)
   // and starts accepting. `stats`, if not null, must outlive the server and
-  // records every request.
+  // records every request (and every refused handshake, as an error). With
+  // a non-empty `auth_token`, connections are served only after the
+  // challenge-response above.
   static absl::StatusOr<std::unique_ptr<FeaturePortServer>> Start(
       const std::string& host, int port,
       std::shared_ptr<const ShardStore> store, FeaturePortLimits limits,
-      MethodStats* stats);
+      MethodStats* stats, std::string auth_token = {});
   ~FeaturePortServer();  // Shutdown(now) if not shut down yet.
   FeaturePortServer(const FeaturePortServer&) = delete;
   FeaturePortServer& operator=(const FeaturePortServer&) = delete;
@@ -115,6 +142,9 @@ class FeaturePortServer {
   // The listener's admission: takes `fd` unless a cap is reached.
   bool Admit(int fd, const std::string& peer);
   void Serve(Connection* conn);
+  // The server's side of the handshake; false (after an error response
+  // where one is due) if the connection must close.
+  bool Authenticate(int fd);
   // Answers one framed request; false if the connection must close.
   bool Answer(int fd, std::vector<NodeId>* ids, std::vector<char>* rows);
   void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -122,6 +152,7 @@ class FeaturePortServer {
   std::shared_ptr<const ShardStore> store_;
   FeaturePortLimits limits_;
   MethodStats* stats_ = nullptr;
+  std::string auth_token_;
   std::unique_ptr<Listener> listener_;
   int port_ = 0;
   absl::Mutex mu_;
@@ -134,8 +165,10 @@ class FeaturePortServer {
 // connections (one per concurrent caller). Thread-safe.
 class FeaturePortClient {
  public:
-  // `host` is the server's host as the client reaches its gRPC port.
-  FeaturePortClient(std::string host, int port);
+  // `host` is the server's host as the client reaches its gRPC port. With a
+  // non-empty `auth_token` every new connection first passes the
+  // challenge-response above (and checks the server's proof).
+  FeaturePortClient(std::string host, int port, std::string auth_token = {});
   ~FeaturePortClient();
   FeaturePortClient(const FeaturePortClient&) = delete;
   FeaturePortClient& operator=(const FeaturePortClient&) = delete;
@@ -145,10 +178,11 @@ class FeaturePortClient {
   // Writes the row of ids[i] to out + (rows ? rows[i] : i) * feature_dim.
   // A broken pooled connection is retried once on a new one.
   // Errors carry the server's code and message, DEADLINE_EXCEEDED when
-  // `deadline` passes, and DATA_LOSS when the rows are not `feature_dim`
-  // wide. Sets *transport_failed (and returns UNAVAILABLE) when the port
-  // could not be reached or the connection broke: the caller may then fetch
-  // the rows another way.
+  // `deadline` passes, DATA_LOSS when the rows are not `feature_dim`
+  // wide, and UNAUTHENTICATED when the handshake fails (either side's token
+  // missing or different). Sets *transport_failed (and returns UNAVAILABLE)
+  // when the port could not be reached or the connection broke: the caller may
+  // then fetch the rows another way.
   absl::Status Fetch(absl::Span<const NodeId> ids, int64_t feature_dim,
                      float* out, const size_t* rows, absl::Time deadline,
                      bool* transport_failed);
@@ -160,10 +194,13 @@ class FeaturePortClient {
   // An idle connection (*reused) if `pooled` and there is one, else a new
   // one.
   absl::StatusOr<int> Acquire(absl::Time deadline, bool pooled, bool* reused);
+  // The client's side of the handshake on a new connection.
+  absl::Status Handshake(int fd, absl::Time deadline);
   void Release(int fd);
 
   std::string host_;
   int port_;
+  std::string auth_token_;
   absl::Mutex mu_;
   bool resolved_ ABSL_GUARDED_BY(mu_) = false;
   sockaddr_storage addr_ ABSL_GUARDED_BY(mu_){};
