@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <random>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/auth.h"
@@ -111,6 +113,59 @@ absl::Status CheckSample(absl::Span<const NodeId> ids, int fanout,
   return absl::OkStatus();
 }
 
+// When a failed call is tried again. UNAVAILABLE is retried after a wait
+// that doubles from initial_backoff up to max_backoff, each stretched by a
+// random 0-50% (jitter: clients turned away together do not come back
+// together), and never past the call's overall deadline (overall_timeout
+// from its start; every attempt also has call_timeout). A "server busy"
+// answer (the server is alive and shedding load: graphstore/internal/
+// work_queue.h) is retried until that deadline; any other UNAVAILABLE (a
+// refused or broken connection, a server shutting down) at most
+// max_attempts times in all, so that a dead server is named within a few
+// hundred milliseconds. Other codes are never retried.
+class RetryPolicy {
+ public:
+  explicit RetryPolicy(const GraphStoreClientOptions& options)
+      : options_(options),
+        deadline_(absl::Now() + options.overall_timeout),
+        backoff_(options.initial_backoff) {}
+
+  // The next attempt's deadline.
+  absl::Time AttemptDeadline() const {
+    return std::min(absl::Now() + options_.call_timeout, deadline_);
+  }
+
+  // After a failed attempt: false to give up now; true after waiting for the
+  // next attempt.
+  bool WaitToRetry(const grpc::Status& status) {
+    ++attempts_;
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return false;
+    busy_ = absl::StrContains(status.error_message(), "server busy");
+    if (!busy_ && attempts_ >= options_.max_attempts) return false;
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    const absl::Duration wait =
+        backoff_ * (1 + std::uniform_real_distribution<double>(0, 0.5)(rng));
+    backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+    if (absl::Now() + wait >= deadline_) return false;
+    absl::SleepFor(wait);
+    return true;
+  }
+
+  // How the retries ended, for the error message ("" after one attempt).
+  std::string Summary() const {
+    if (attempts_ <= 1) return "";
+    return absl::StrCat(" (", attempts_, " attempts",
+                        busy_ ? " until the call's deadline" : "", ")");
+  }
+
+ private:
+  const GraphStoreClientOptions& options_;
+  const absl::Time deadline_;
+  absl::Duration backoff_;
+  int attempts_ = 0;
+  bool busy_ = false;
+};
+
 }  // namespace
 
 class GraphStoreClient::Impl {
@@ -125,26 +180,21 @@ class GraphStoreClient::Impl {
         stub_(proto::GraphStore::NewStub(channel)),
         generic_(channel) {}
 
-  // Calls `rpc` with a deadline, retrying UNAVAILABLE with backoff.
+  // Calls `rpc` with a deadline, retrying UNAVAILABLE as RetryPolicy says.
   template <typename Req, typename Resp, typename Rpc>
   absl::Status Call(absl::string_view method, const Req& req, Resp* resp,
                     Rpc rpc) {
-    absl::Duration backoff = options_.initial_backoff;
+    RetryPolicy retry(options_);
     grpc::Status status;
-    for (int attempt = 1;; ++attempt) {
+    while (true) {
       grpc::ClientContext ctx;
-      Prepare(&ctx, absl::Now() + options_.call_timeout);
+      Prepare(&ctx, retry.AttemptDeadline());
       status = rpc(stub_.get(), &ctx, req, resp);
       if (status.ok()) return absl::OkStatus();
-      if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
-          attempt >= options_.max_attempts) {
-        break;
-      }
-      absl::SleepFor(backoff);
-      backoff = std::min(backoff * 2, options_.max_backoff);
+      if (!retry.WaitToRetry(status)) break;
     }
     return CallError(static_cast<absl::StatusCode>(status.error_code()), method,
-                     status.error_message());
+                     absl::StrCat(status.error_message(), retry.Summary()));
   }
 
   // Every call's context: its deadline and, with a token, the
@@ -173,10 +223,10 @@ class GraphStoreClient::Impl {
       return "";
     }
     if (options_.tls_ca_pem.empty()) return "";
-    return " (TLS: does --tls-ca hold the CA that signed the server's "
-           "certificate, does the certificate name this address, and does "
-           "a server asking for client certificates get one: --tls-cert, "
-           "--tls-key?)";
+    return " (if TLS is the cause: check that --tls-ca holds the CA that "
+           "signed the server's certificate, that the certificate names this "
+           "address, and that a server requiring client certificates gets "
+           "one: --tls-cert, --tls-key)";
   }
 
   // The feature port in use, if any.
@@ -304,10 +354,11 @@ absl::StatusOr<std::unique_ptr<GraphStoreClient>> GraphStoreClient::Connect(
         absl::StrCat("'", address, "' is not a HOST:PORT server address"));
   }
   if (options.max_attempts < 1 ||
-      options.call_timeout <= absl::ZeroDuration()) {
+      options.call_timeout <= absl::ZeroDuration() ||
+      options.overall_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
-        "GraphStoreClientOptions: max_attempts must be >= 1 and call_timeout "
-        "positive");
+        "GraphStoreClientOptions: max_attempts must be >= 1, call_timeout "
+        "and overall_timeout positive");
   }
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
