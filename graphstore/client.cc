@@ -146,8 +146,11 @@ class RetryPolicy {
     const absl::Duration wait =
         backoff_ * (1 + std::uniform_real_distribution<double>(0, 0.5)(rng));
     backoff_ = std::min(backoff_ * 2, options_.max_backoff);
-    if (absl::Now() + wait >= deadline_) return false;
-    absl::SleepFor(wait);
+    // The last attempt comes just before the deadline, with time to answer.
+    constexpr absl::Duration kLastAttempt = absl::Milliseconds(20);
+    const absl::Duration left = deadline_ - absl::Now();
+    if (left <= kLastAttempt) return false;
+    absl::SleepFor(std::min(wait, left - kLastAttempt));
     return true;
   }
 

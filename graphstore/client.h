@@ -1,9 +1,12 @@
 // A client for one storage server (proto/graphstore.proto).
 //
-// Every call carries a deadline (options.call_timeout) and is retried with
-// exponential backoff, up to options.max_attempts times, when it fails with
-// UNAVAILABLE (server starting, restarting or briefly unreachable); other
-// errors return at once. Every error message starts with the server address
+// Every call carries a deadline (options.call_timeout per attempt, and
+// options.overall_timeout for the call, retries included). UNAVAILABLE is
+// retried with exponential backoff and jitter: a "server busy" answer (a
+// live server shedding load) until the overall deadline, any other (a server
+// starting, restarting, unreachable or dead) up to options.max_attempts
+// times, so a dead server is reported promptly; other errors return at once.
+// Every error message starts with the server address
 // ("127.0.0.1:4567: UNAVAILABLE: ..."), so a trainer talking to many servers
 // says which one failed.
 //
@@ -56,7 +59,11 @@ namespace shardgnn {
 
 struct GraphStoreClientOptions {
   absl::Duration call_timeout = absl::Seconds(5);  // Per attempt.
-  int max_attempts = 4;                            // 1 = no retries.
+  // Attempts after UNAVAILABLE other than "server busy"; 1 = no retries.
+  int max_attempts = 4;
+  // A call's deadline, retries included: "server busy" answers are retried
+  // until then. Also caps each attempt's call_timeout.
+  absl::Duration overall_timeout = absl::Seconds(30);
   absl::Duration initial_backoff = absl::Milliseconds(50);
   absl::Duration max_backoff = absl::Seconds(1);
   int64_t max_message_bytes = int64_t{256} << 20;
