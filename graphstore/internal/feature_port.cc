@@ -621,6 +621,9 @@ absl::Status FeaturePortClient::FetchOnce(absl::Span<const NodeId> ids,
     } else {
       Release(fd);
     }
+    // A message cut short (deadline, closed connection) keeps only the
+    // bytes that came: TransferV leaves iov_len at what was still missing.
+    if (!s.ok()) message.resize(message.size() - iov.iov_len);
     return absl::Status(static_cast<absl::StatusCode>(h.code), message);
   }
   const size_t row_bytes = static_cast<size_t>(feature_dim) * sizeof(float);
