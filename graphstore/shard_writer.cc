@@ -1,12 +1,12 @@
 #include "graphstore/shard_writer.h"
 
-#include <cstdarg>
 #include <filesystem>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "common/checksum.h"
 #include "common/file_util.h"
+#include "graphstore/internal/rocks_util.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "rocksdb/options.h"
@@ -23,17 +23,6 @@ absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
     return absl::ResourceExhaustedError(absl::StrCat(what, ": ", s.ToString()));
   return absl::InternalError(absl::StrCat(what, ": ", s.ToString()));
 }
-
-// RocksDB's info log would be a LOG file in the shard that nobody reads, and
-// Debian's RocksDB (built with assertions) aborts when a write to it follows
-// one that failed, as on a full disk: the writer logs nowhere, so a full disk
-// is a status like any other.
-class DiscardLogger : public rocksdb::Logger {
- public:
-  DiscardLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::HEADER_LEVEL) {}
-  using rocksdb::Logger::Logv;
-  void Logv(const char* /*format*/, va_list /*ap*/) override {}
-};
 
 // Options shared by the writer and the database that ingests its files.
 rocksdb::Options CfOptions(const std::string& cf) {
@@ -208,7 +197,8 @@ absl::StatusOr<ShardMeta> ShardWriter::Finish() {
   rocksdb::DBOptions db_options;
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
-  db_options.info_log = std::make_shared<DiscardLogger>();
+  // Logs nowhere: a full disk is a status, never a RocksDB assertion.
+  db_options.info_log = internal::NewDiscardLogger();
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
   for (const auto& f : files)
     cfs.emplace_back(f.cf, rocksdb::ColumnFamilyOptions(CfOptions(f.cf)));

@@ -1,5 +1,6 @@
 #include "graphstore/internal/rocks_util.h"
 
+#include <cstdarg>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,21 @@ absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
   return absl::InternalError(msg);
 }
 
+namespace {
+
+class DiscardLogger : public rocksdb::Logger {
+ public:
+  DiscardLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::HEADER_LEVEL) {}
+  using rocksdb::Logger::Logv;
+  void Logv(const char* /*format*/, va_list /*ap*/) override {}
+};
+
+}  // namespace
+
+std::shared_ptr<rocksdb::Logger> NewDiscardLogger() {
+  return std::make_shared<DiscardLogger>();
+}
+
 absl::StatusOr<std::unique_ptr<ShardDb>> ShardDb::Open(const std::string& path,
                                                        int64_t cache_bytes,
                                                        bool read_only) {
@@ -34,7 +50,7 @@ absl::StatusOr<std::unique_ptr<ShardDb>> ShardDb::Open(const std::string& path,
   }
   rocksdb::DBOptions db_options;
   db_options.create_if_missing = false;
-  db_options.info_log_level = rocksdb::InfoLogLevel::ERROR_LEVEL;
+  db_options.info_log = NewDiscardLogger();  // No LOG file in the shard.
   db_options.max_open_files = -1;  // Keep table readers (index, filter) open.
   // Read SST files through mmap: no pread syscall per block on a cache miss.
   db_options.allow_mmap_reads = true;

@@ -1,6 +1,6 @@
-// RocksDB plumbing shared by the disk and memory modes of ShardStore:
-// opening a shard database read-only with its column families and reading
-// its metadata.
+// RocksDB plumbing shared by the disk and memory modes of ShardStore (and
+// the ShardWriter's info log): opening a shard database with its column
+// families and reading its metadata.
 #ifndef SHARDGNN_GRAPHSTORE_INTERNAL_ROCKS_UTIL_H_
 #define SHARDGNN_GRAPHSTORE_INTERNAL_ROCKS_UTIL_H_
 
@@ -13,11 +13,20 @@
 #include "absl/strings/string_view.h"
 #include "graphstore/shard_format.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
 
 namespace shardgnn::internal {
 
 // Maps a RocksDB status to an absl::Status prefixed with `what`.
 absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what);
+
+// A RocksDB info log that writes nothing, for every database the project
+// opens (DBOptions::info_log). The log would be a LOG file in the shard that
+// nobody reads, and Debian's RocksDB (built with assertions) aborts when a
+// write to it follows one that failed, as on a full disk: logging nowhere
+// keeps a full disk a status like any other. Errors still come back as
+// statuses.
+std::shared_ptr<rocksdb::Logger> NewDiscardLogger();
 
 // An open shard database. Destroys its column family handles before the
 // database. Thread-safe for reads, like rocksdb::DB.
