@@ -22,11 +22,14 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
 #include "cli/run_work_dir.h"
+#include "cli/security_flags.h"
 #include "cli/training_flags.h"
+#include "common/auth.h"
 #include "common/file_util.h"
 #include "common/ports.h"
 #include "common/status.h"
@@ -62,6 +65,7 @@ struct RunFlags {
   double timeout_seconds = 120;
   double peer_timeout_seconds = 30;
   TrainingFlags training;
+  SecurityFlags security;
   // Whether a flag was given on the command line (defaults are not).
   std::function<bool(const std::string&)> given = [](const std::string&) {
     return false;
@@ -148,6 +152,39 @@ absl::StatusOr<std::string> PreparePartition(const RunFlags& flags) {
   }
   return cli::PreparePartition(options);
 }
+
+// The token file of a run's own cluster: a fresh random token, mode 0600 in
+// the work dir, named on the children's command lines by its path only, and
+// removed when the run ends (a launcher killed outright leaves it: a token
+// of servers that died with it).
+class GeneratedToken {
+ public:
+  static absl::StatusOr<std::unique_ptr<GeneratedToken>> Create(
+      const std::string& work_dir) {
+    std::error_code ec;
+    fs::create_directories(work_dir, ec);
+    if (ec) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(work_dir, ": cannot create: ", ec.message()));
+    }
+    ASSIGN_OR_RETURN(std::string token, NewAuthToken());
+    ASSIGN_OR_RETURN(std::string suffix, RandomBytes(6));
+    const std::string path =
+        JoinPath(work_dir, absl::StrCat(".auth-token-", getpid(), "-",
+                                        absl::BytesToHexString(suffix)));
+    RETURN_IF_ERROR(WriteAuthTokenFile(path, token));
+    return std::unique_ptr<GeneratedToken>(new GeneratedToken(path));
+  }
+  ~GeneratedToken() {
+    std::error_code ec;
+    fs::remove(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit GeneratedToken(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
 
 void InstallSignalHandlers() {
   g_signal = 0;
@@ -326,6 +363,24 @@ absl::Status RunPipeline(const RunFlags& flags) {
   std::vector<std::string> addresses;
   std::string partition_dir = flags.partition_dir;
   bool own_servers = flags.servers.empty() && flags.cluster_file.empty();
+  // What the trainers (and the check of running servers) present; read here
+  // so that a bad file is one error line before anything starts.
+  SecurityFlags security = flags.security;
+  GraphStoreClientOptions client_security;
+  RETURN_IF_ERROR(ApplySecurityFlags(security, &client_security));
+  std::unique_ptr<GeneratedToken> generated;
+  if (own_servers) {
+    if (security.tls()) {
+      return absl::InvalidArgumentError(
+          "--tls-cert, --tls-key and --tls-ca are for --servers or --cluster "
+          "(servers running under TLS); the servers run starts listen on "
+          "127.0.0.1 only, with a generated auth token");
+    }
+    if (security.auth_token_file.empty()) {
+      ASSIGN_OR_RETURN(generated, GeneratedToken::Create(flags.work_dir));
+      security.auth_token_file = generated->path();
+    }
+  }
   if (own_servers) {
     if (partition_dir.empty()) {
       ASSIGN_OR_RETURN(partition_dir, PreparePartition(flags));
@@ -342,6 +397,8 @@ absl::Status RunPipeline(const RunFlags& flags) {
                       partition_dir, "--part",     std::to_string(p),
                       "--listen",    "127.0.0.1:0"};
       if (!flags.disk) options.argv.push_back("--memory");
+      options.argv.push_back("--auth-token-file");
+      options.argv.push_back(security.auth_token_file);
       std::string prefix = absl::StrCat("server ", p);
       options.on_line = [prefix](const std::string& line) {
         if (line.find("ready on") == std::string::npos) PrintLine(prefix, line);
@@ -367,6 +424,7 @@ absl::Status RunPipeline(const RunFlags& flags) {
                        ReadPartitionManifest(partition_dir));
       RemoteGraphSourceOptions check;
       check.expected_partition_id = manifest.partition_id;
+      check.client = client_security;
       auto servers = RemoteGraphSource::Connect(addresses, check);
       if (!servers.ok()) {
         return absl::Status(
@@ -431,6 +489,7 @@ absl::Status RunPipeline(const RunFlags& flags) {
       options.argv.push_back(partition_dir);
     }
     for (auto& a : TrainingArgs(flags.training)) options.argv.push_back(a);
+    for (auto& a : SecurityArgs(security)) options.argv.push_back(a);
     options.env = {{"RANK", std::to_string(r)},
                    {"WORLD_SIZE", std::to_string(flags.trainers)},
                    // All on this machine: each trainer takes its share of the
@@ -502,6 +561,7 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
                   "frozen) before the others fail naming it")
       ->capture_default_str();
   AddTrainingFlags(cmd, &flags->training);
+  AddSecurityFlags(cmd, &flags->security, SecurityRole::kLauncher);
   flags->given = [cmd](const std::string& flag) {
     return cmd->count(flag) > 0;
   };

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
+#include "cli/security_flags.h"
 #include "common/file_util.h"
 #include "common/progress.h"
 #include "common/status.h"
@@ -46,6 +47,7 @@ struct ServeFlags {
   int64_t cache_mb = 256;
   int threads = 0;
   double drain_seconds = 10;
+  SecurityFlags security;
 };
 
 // Self-pipe: the signal handler only writes a byte, the main thread reads it.
@@ -120,6 +122,9 @@ absl::Status RunServe(const ServeFlags& flags) {
   if (flags.cache_mb < 1) {
     return absl::InvalidArgumentError("--cache-mb must be at least 1");
   }
+  // Read before the shard is loaded: a bad token file fails at once.
+  GraphStoreServerOptions server_options;
+  RETURN_IF_ERROR(ApplySecurityFlags(flags.security, &server_options));
   RETURN_IF_ERROR(InstallSignalHandlers());
 
   ShardStoreOptions store_options;
@@ -137,7 +142,6 @@ absl::Status RunServe(const ServeFlags& flags) {
                      flags.part, " (was the directory renamed?)"));
   }
 
-  GraphStoreServerOptions server_options;
   server_options.listen_address = flags.listen;
   server_options.num_threads = flags.threads;
   server_options.feature_port = flags.feature_port;
@@ -160,6 +164,22 @@ absl::Status RunServe(const ServeFlags& flags) {
               store->in_memory() ? "memory" : "disk",
               static_cast<long long>(meta.node_end - meta.node_start),
               feature_port.c_str());
+  std::fflush(stdout);
+  // After the ready line, which scripts and launchers read first.
+  if (server->tls()) {
+    std::printf(
+        "shardgnn serve: gRPC over TLS%s; the feature port is off (it speaks "
+        "plain TCP), so trainers fetch features over gRPC\n",
+        server_options.tls_client_ca_pem.empty()
+            ? ""
+            : ", clients must present a certificate --tls-ca signed");
+  }
+  if (server_options.auth_token.empty()) {
+    std::printf(
+        "shardgnn serve: warning: no --auth-token-file: anyone who can reach "
+        "%s may call it\n",
+        server->address().c_str());
+  }
   std::fflush(stdout);
 
   const char* signal_name = WaitForSignal();
@@ -238,6 +258,7 @@ void AddServeCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--drain-seconds", flags->drain_seconds,
                   "On shutdown, how long calls in flight may finish")
       ->capture_default_str();
+  AddSecurityFlags(cmd, &flags->security, SecurityRole::kServer);
   cmd->callback([flags, result] { *result = RunServe(*flags); });
 }
 

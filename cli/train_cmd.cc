@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "cli/commands.h"
+#include "cli/security_flags.h"
 #include "cli/training_flags.h"
 #include "common/file_util.h"
 #include "common/sampling.h"
@@ -54,6 +55,7 @@ struct TrainFlags {
   double timeout_seconds = 120;
   double peer_timeout_seconds = 30;
   TrainingFlags training;
+  SecurityFlags security;
 };
 
 }  // namespace
@@ -357,6 +359,11 @@ absl::Status RunInProcess(const TrainFlags& flags) {
     return absl::InvalidArgumentError(
         "--dataset holds every feature in memory: --cache-mb does not apply");
   }
+  if (!flags.security.auth_token_file.empty() || flags.security.tls()) {
+    return absl::InvalidArgumentError(
+        "--dataset talks to no server: --auth-token-file and --tls-* do not "
+        "apply");
+  }
   ASSIGN_OR_RETURN(TrainOptions options, TrainOptionsFor(flags));
   ASSIGN_OR_RETURN(Dataset dataset, LoadDataset(flags.dataset_dir));
   ASSIGN_OR_RETURN(std::unique_ptr<InMemoryGraphSource> source,
@@ -434,6 +441,7 @@ absl::Status RunTrain(const TrainFlags& flags) {
   }
   source_options.use_shared_memory = !flags.training.no_shared_memory;
   source_options.client.use_feature_port = !flags.training.no_feature_port;
+  RETURN_IF_ERROR(ApplySecurityFlags(flags.security, &source_options.client));
   ASSIGN_OR_RETURN(std::unique_ptr<RemoteGraphSource> remote,
                    RemoteGraphSource::Connect(addresses, source_options));
   options.num_classes = remote->num_classes();
@@ -584,6 +592,7 @@ void AddTrainCommand(CLI::App& app, absl::Status* result) {
                   "frozen or unreachable) before a collective fails naming it")
       ->capture_default_str();
   AddTrainingFlags(cmd, &flags->training);
+  AddSecurityFlags(cmd, &flags->security, SecurityRole::kClient);
   cmd->callback([flags, result] { *result = RunTrain(*flags); });
 }
 
