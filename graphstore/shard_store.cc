@@ -30,11 +30,32 @@ absl::Status TooMany(int64_t total, int64_t max_neighbors) {
 
 // The dense feature matrix of memory mode: in a shared region (header words:
 // node_start, rows, feature_dim) when co-located processes may map it, else
-// in ordinary memory.
+// in ordinary memory. Written through `data` while loading; Publish() then
+// seals the region, and it is read-only from then on.
 struct FeatureMatrix {
   std::unique_ptr<SharedRegion> region;
   std::vector<float> owned;
   float* data = nullptr;
+
+  // Seals the shared region once the rows are written (no process can
+  // change or truncate it after that) and points `data` at its read-only
+  // mapping. If the kernel refuses the seals, the rows move to private memory
+  // and nothing is offered: an unsealed region could be rewritten by any
+  // process of the user. Fails only if the region can no longer be mapped.
+  absl::Status Publish() {
+    if (region == nullptr) return absl::OkStatus();
+    absl::Status sealed = region->Seal();
+    if (!sealed.ok() && region->payload() == nullptr) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the shared feature matrix: ", sealed.message()));
+    }
+    data = reinterpret_cast<float*>(region->payload());
+    if (sealed.ok()) return absl::OkStatus();
+    owned.assign(data, data + region->payload_bytes() / sizeof(float));
+    data = owned.data();
+    region.reset();
+    return absl::OkStatus();
+  }
 
   static FeatureMatrix Allocate(const ShardMeta& meta, bool shared) {
     FeatureMatrix m;
@@ -276,6 +297,7 @@ absl::StatusOr<std::unique_ptr<ShardStore>> LoadIntoMemory(
         path, ": content checksum mismatch (stored ", meta.content_checksum,
         ", computed ", checksum.Hex(), "): the shard is damaged"));
   }
+  RETURN_IF_ERROR(features.Publish());
   return std::unique_ptr<ShardStore>(new MemoryStore(
       std::move(meta), std::move(offsets), std::move(adjacency),
       std::move(features), std::move(labels), std::move(splits)));

@@ -49,9 +49,10 @@ struct ShardStoreOptions {
   // Memory mode: recompute the content checksum and compare with the meta.
   bool verify_checksum = true;
   // Memory mode: keep the feature matrix in a shared region
-  // (common/shared_memory.h) that processes on this machine may map
+  // (common/shared_memory.h), sealed once loaded so that no process can
+  // change or truncate it, that processes on this machine may map
   // read-only; see SharedFeatures(). Falls back to private memory if the
-  // kernel offers no memfd.
+  // kernel offers no memfd or refuses the seals.
   bool share_features = true;
 };
 
@@ -97,8 +98,9 @@ class ShardStore {
   virtual absl::StatusOr<std::vector<NodeId>> GetSplit(
       absl::string_view name) const = 0;
   // Memory mode with share_features: where co-located processes find the
-  // feature matrix (row-major float32 [rows, feature_dim] after the region
-  // header; header words: node_start, rows, feature_dim). nullopt otherwise.
+  // sealed feature matrix (row-major float32 [rows, feature_dim] after the
+  // region header; header words: node_start, rows, feature_dim). nullopt
+  // otherwise.
   virtual std::optional<SharedRegionRef> SharedFeatures() const {
     return std::nullopt;
   }
