@@ -1,5 +1,6 @@
 #include "sampler/remote_graph_source.h"
 
+#include <cstdio>
 #include <cstring>
 #include <future>
 #include <map>
@@ -15,11 +16,24 @@ namespace shardgnn {
 namespace {
 
 // The server's shared feature matrix, mapped, if it offers one on this machine
-// whose header agrees with the shard it reported; else null (use calls).
-std::unique_ptr<SharedRegion> MapSharedFeatures(const ServerInfo& info) {
+// that is sealed and whose header agrees with the shard it reported; else
+// null (use calls). A region on this machine that fails a check is a line on
+// stderr: that part's features then cost calls, and a region not sealed
+// against writes is a server (or a process) to look at.
+std::unique_ptr<SharedRegion> MapSharedFeatures(const ServerInfo& info,
+                                                const std::string& address) {
   if (!info.shared_features.has_value()) return nullptr;
+  // Another machine: nothing to map, nothing to say.
+  if (info.shared_features->boot_id != BootId()) return nullptr;
+  auto refuse = [&](absl::string_view why) -> std::unique_ptr<SharedRegion> {
+    std::fprintf(stderr,
+                 "shardgnn: warning: not mapping the feature matrix %s offers "
+                 "in shared memory (%s); its features come over the network\n",
+                 address.c_str(), std::string(why).c_str());
+    return nullptr;
+  };
   auto region = SharedRegion::MapPeer(*info.shared_features);
-  if (!region.ok()) return nullptr;  // Another machine, or not reachable.
+  if (!region.ok()) return refuse(region.status().message());
   const ShardMeta& m = info.meta;
   const int64_t rows = m.node_end - m.node_start;
   const SharedRegionHeader& h = (*region)->header();
@@ -27,7 +41,9 @@ std::unique_ptr<SharedRegion> MapSharedFeatures(const ServerInfo& info) {
       h.words[2] != m.feature_dim ||
       (*region)->payload_bytes() <
           static_cast<uint64_t>(rows) * m.feature_dim * sizeof(float)) {
-    return nullptr;
+    return refuse(absl::StrCat("its header describes rows [", h.words[0], ", +",
+                               h.words[1], ") of ", h.words[2],
+                               " floats, not the shard's"));
   }
   return std::move(*region);
 }
@@ -146,7 +162,9 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
   std::vector<std::unique_ptr<SharedRegion>> shared(by_part.size());
   for (int p = 0; p < num_parts; ++p) {
     clients[p] = std::move(by_part[p]);
-    if (options.use_shared_memory) shared[p] = MapSharedFeatures(infos[p]);
+    if (options.use_shared_memory) {
+      shared[p] = MapSharedFeatures(infos[p], clients[p]->address());
+    }
   }
   return std::unique_ptr<RemoteGraphSource>(
       new RemoteGraphSource(std::move(*book), std::move(clients),

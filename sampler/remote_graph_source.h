@@ -38,7 +38,9 @@ struct RemoteGraphSourceOptions {
   // mapping it, instead of calling GetFeatures: no copy through the server,
   // gRPC and the socket. Sampling and labels still go through the server, so
   // a dead server is still noticed on the next batch. A region that cannot be
-  // mapped or fails its checks falls back to calls.
+  // mapped or fails its checks (common/shared_memory.h: sealed against
+  // writes and resizing, the expected token and size; a header that matches
+  // the shard) falls back to calls, with a line on stderr saying why.
   bool use_shared_memory = true;
   // SampleNeighbors answers asked of one server in one call, at most: a
   // part's IDs are sent in chunks of at most max_ids_per_call IDs and, for a
