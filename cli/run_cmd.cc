@@ -366,16 +366,16 @@ absl::Status RunPipeline(const RunFlags& flags) {
   // What the trainers (and the check of running servers) present; read here
   // so that a bad file is one error line before anything starts.
   SecurityFlags security = flags.security;
+  if (own_servers && security.tls()) {
+    return absl::InvalidArgumentError(
+        "--tls-cert, --tls-key and --tls-ca are for --servers or --cluster "
+        "(servers running under TLS); the servers run starts listen on "
+        "127.0.0.1 only, with a generated auth token");
+  }
   GraphStoreClientOptions client_security;
   RETURN_IF_ERROR(ApplySecurityFlags(security, &client_security));
   std::unique_ptr<GeneratedToken> generated;
   if (own_servers) {
-    if (security.tls()) {
-      return absl::InvalidArgumentError(
-          "--tls-cert, --tls-key and --tls-ca are for --servers or --cluster "
-          "(servers running under TLS); the servers run starts listen on "
-          "127.0.0.1 only, with a generated auth token");
-    }
     if (security.auth_token_file.empty()) {
       ASSIGN_OR_RETURN(generated, GeneratedToken::Create(flags.work_dir));
       security.auth_token_file = generated->path();

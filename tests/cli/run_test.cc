@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/subprocess.h"
+#include "graphstore/client.h"
 #include "nlohmann/json.hpp"
 #include "tests/cli/process_table.h"
 #include "tests/cli/shardgnn_child.h"
@@ -466,6 +468,62 @@ TEST_F(RunTest, EveryChildListensOnLoopbackOnly) {
   EXPECT_FALSE(fs::exists(dir_.Sub("run") + "/.rendezvous"));
 }
 
+// Issue 12: a local run makes a random token, 0600 in the work dir, and gives
+// its servers and trainers the file's path: the token is on no command line
+// (nor in any environment), the servers refuse calls without it, and the file
+// is gone after the run.
+TEST_F(RunTest, GeneratedTokenProtectsTheServersAndIsOnNoCommandLine) {
+  std::unique_ptr<Subprocess> run;
+  std::vector<ProcessInfo> children;
+  ASSERT_NO_FATAL_FAILURE(StartTraining(&run, &children));
+  std::vector<std::string> token_files;
+  for (const auto& entry : fs::directory_iterator(work_dir_)) {
+    if (entry.path().filename().string().rfind(".auth-token-", 0) == 0) {
+      token_files.push_back(entry.path().string());
+    }
+  }
+  ASSERT_EQ(token_files.size(), 1u);
+  EXPECT_EQ(fs::status(token_files[0]).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  std::string token;
+  std::getline(std::ifstream(token_files[0]), token);
+  ASSERT_EQ(token.size(), 64u);
+
+  std::string server_address;
+  for (const auto& c : children) {
+    // /proc/PID/cmdline and /proc/PID/environ, NUL-separated as they are.
+    for (const char* file : {"cmdline", "environ"}) {
+      std::ifstream in(absl::StrCat("/proc/", c.pid, "/", file),
+                       std::ios::binary);
+      std::string all((std::istreambuf_iterator<char>(in)),
+                      std::istreambuf_iterator<char>());
+      ASSERT_FALSE(all.empty()) << c.cmdline;
+      EXPECT_EQ(all.find(token), std::string::npos)
+          << "the token is in /proc/" << c.pid << "/" << file;
+    }
+    EXPECT_THAT(c.cmdline, HasSubstr("--auth-token-file " + token_files[0]));
+  }
+  ASSERT_OK(run->WaitForLine("epoch   2/1000", kRunTimeout));
+  const std::string output = run->Tail(100000);
+  server_address = ReadyAddress(output.substr(output.find("ready on ")));
+
+  // A client without the token is refused; one with it is served.
+  GraphStoreClientOptions options;
+  options.max_attempts = 1;
+  ASSERT_OK_AND_ASSIGN(auto stranger,
+                       GraphStoreClient::Connect(server_address, options));
+  EXPECT_EQ(stranger->Info().status().code(),
+            absl::StatusCode::kUnauthenticated);
+  options.auth_token = token;
+  ASSERT_OK_AND_ASSIGN(auto member,
+                       GraphStoreClient::Connect(server_address, options));
+  EXPECT_OK(member->Info().status());
+
+  run->Signal(SIGTERM);
+  EXPECT_TRUE(run->Wait(seconds(30)).has_value());
+  EXPECT_FALSE(fs::exists(token_files[0]));
+}
+
 // A trainer stopped with SIGSTOP is named within the peer timeout (the
 // healthy trainer fails waiting for it), not after the collective timeout
 // with the healthy trainer blamed.
@@ -687,6 +745,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"Epochs", {"--epochs", "0"}, "--epochs"},
         BadFlag{"Method", {"--method", "bogus"}, "method 'bogus'"},
         BadFlag{"ResumeWithoutOut", {"--resume"}, "--resume needs --out"},
+        // TLS is for servers run does not start (its own are on loopback).
+        BadFlag{"TlsWithOwnServers",
+                {"--tls-ca", "/dev/null/ca.pem"},
+                "--tls-ca are for --servers or --cluster"},
+        BadFlag{"TokenFileMissing",
+                {"--auth-token-file", "/nonexistent/token"},
+                "--auth-token-file /nonexistent/token"},
         // A partition fixes the dataset, its parts and the method.
         BadFlag{"PartitionWithDataset",
                 {"--partition", "p", "--dataset", "d", "--parts", "3"},

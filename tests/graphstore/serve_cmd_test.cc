@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -295,6 +296,61 @@ TEST_F(ServeCmdTest, IdleConnectionsUpToTheFileLimitLeaveNoLastingHarm) {
   EXPECT_OK(after->SampleNeighbors({150, 151}, 5, false, 1).status());
   // And the client that was connected all along.
   EXPECT_OK(before->WaitForHealthy(absl::Now() + absl::Seconds(10)));
+
+  ASSERT_EQ(kill(child.pid(), SIGTERM), 0);
+  EXPECT_EQ(child.Wait(), 0) << child.ReadAllStderr();
+}
+
+// Issue 12: `serve --auth-token-file` (mode 600) refuses calls without the
+// token; a token file others may read is refused with one error line.
+TEST_F(ServeCmdTest, TokenFileProtectsEveryCallButHealth) {
+  const std::string token = "f00dfeedcafebeef0123456789abcdef";
+  const std::string token_file = dir_.Sub("token");
+  std::ofstream(token_file) << token << "\n";
+  ASSERT_EQ(chmod(token_file.c_str(), 0644), 0);
+  std::vector<std::string> args = {testing::ShardgnnBinary(),
+                                   "serve",
+                                   "--partition",
+                                   dir_.Sub("parts"),
+                                   "--part",
+                                   "1",
+                                   "--memory",
+                                   "--threads",
+                                   "2",
+                                   "--auth-token-file",
+                                   token_file};
+  {
+    Child open_file(args);
+    EXPECT_EQ(open_file.Wait(), 1);
+    const std::string err = open_file.ReadAllStderr();
+    EXPECT_THAT(err, HasSubstr("shardgnn: error: --auth-token-file"));
+    EXPECT_THAT(err, HasSubstr("chmod 600"));
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  }
+  ASSERT_EQ(chmod(token_file.c_str(), 0600), 0);
+  Child child(args);
+  std::string line = child.ReadLine(std::chrono::seconds(30));
+  ASSERT_THAT(line, HasSubstr("ready on 127.0.0.1:")) << child.ReadAllStderr();
+  std::string address = line.substr(line.find("127.0.0.1:"));
+  address = address.substr(0, address.find(' '));
+
+  GraphStoreClientOptions anonymous;
+  anonymous.max_attempts = 1;
+  ASSERT_OK_AND_ASSIGN(auto stranger,
+                       GraphStoreClient::Connect(address, anonymous));
+  ASSERT_OK(stranger->WaitForHealthy(absl::Now() + absl::Seconds(10)));
+  EXPECT_EQ(stranger->Info().status().code(),
+            absl::StatusCode::kUnauthenticated);
+
+  GraphStoreClientOptions member;
+  member.auth_token = token;
+  ASSERT_OK_AND_ASSIGN(auto client, GraphStoreClient::Connect(address, member));
+  ASSERT_OK(client->Info().status());
+  ASSERT_TRUE(client->UsesFeaturePort());
+  std::vector<float> row(6);
+  ASSERT_OK(client->GetFeatures({150}, 6, row.data()));
+  EXPECT_TRUE(client->UsesFeaturePort());  // Served there, not over gRPC.
+  EXPECT_EQ(row, std::vector<float>(graph_.Row(150), graph_.Row(150) + 6));
 
   ASSERT_EQ(kill(child.pid(), SIGTERM), 0);
   EXPECT_EQ(child.Wait(), 0) << child.ReadAllStderr();
