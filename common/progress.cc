@@ -92,7 +92,9 @@ std::string HumanBytes(double bytes) {
     bytes /= 1024.0;
     ++u;
   }
-  return absl::StrFormat(u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  // (Two literals: clang checks absl::StrFormat's format at compile time.)
+  return u == 0 ? absl::StrFormat("%.0f %s", bytes, units[u])
+                : absl::StrFormat("%.1f %s", bytes, units[u]);
 }
 
 }  // namespace shardgnn

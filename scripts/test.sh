@@ -6,3 +6,8 @@ shardgnn_install_deps
 shardgnn_build
 cd "$SHARDGNN_BUILD"
 ctest --output-on-failure -j"$(nproc)" --timeout 900 "$@"
+# The whole suite (no ctest arguments) also runs every fuzz target briefly
+# (tests/fuzz/README.md): SHARDGNN_FUZZ_SECONDS each, 0 to skip.
+if [ $# -eq 0 ] && [ "${SHARDGNN_FUZZ_SECONDS:-5}" -gt 0 ]; then
+  "$SHARDGNN_ROOT/tests/fuzz/run_fuzz.sh" "${SHARDGNN_FUZZ_SECONDS:-5}"
+fi

@@ -97,11 +97,19 @@ bool ParseLabel(absl::string_view text, int64_t* label) {
     *label = -1;
     return true;
   }
-  if (ParseInt64(text, label)) return true;
-  float value;
-  if (!ParseFloat(text, &value) || std::isnan(value)) return false;
-  if (value != std::floor(value)) return false;
-  *label = static_cast<int64_t>(value);
+  constexpr int64_t kLimit = int64_t{1} << 31;  // A manifest's most classes.
+  int64_t parsed;
+  if (!ParseInt64(text, &parsed)) {
+    float value;
+    if (!ParseFloat(text, &value) || !std::isfinite(value) ||
+        value != std::floor(value) || value < -1.0f ||
+        value >= static_cast<float>(kLimit)) {
+      return false;
+    }
+    parsed = static_cast<int64_t>(value);
+  }
+  if (parsed < -1 || parsed >= kLimit) return false;
+  *label = parsed;
   return true;
 }
 

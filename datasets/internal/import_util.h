@@ -35,7 +35,8 @@ absl::StatusOr<std::string> FindInput(const std::string& path);
 std::string DefaultName(const std::string& path);
 
 // A label field: an integer, an integral float ("3.0"), or "nan" / empty
-// for unlabeled (-1).
+// for unlabeled (-1). False for anything else, and for class indices outside
+// [-1, 2^31).
 bool ParseLabel(absl::string_view text, int64_t* label);
 
 // Seeded random split of the labeled nodes (label >= 0) into names[i] with
