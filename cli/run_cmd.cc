@@ -376,17 +376,16 @@ absl::Status RunPipeline(const RunFlags& flags) {
   RETURN_IF_ERROR(ApplySecurityFlags(security, &client_security));
   std::unique_ptr<GeneratedToken> generated;
   if (own_servers) {
-    if (security.auth_token_file.empty()) {
-      ASSIGN_OR_RETURN(generated, GeneratedToken::Create(flags.work_dir));
-      security.auth_token_file = generated->path();
-    }
-  }
-  if (own_servers) {
     if (partition_dir.empty()) {
       ASSIGN_OR_RETURN(partition_dir, PreparePartition(flags));
     }
     ASSIGN_OR_RETURN(PartitionManifest manifest,
                      ReadPartitionManifest(partition_dir));
+    // Made once the data is ready, so a refused run leaves no work dir.
+    if (security.auth_token_file.empty()) {
+      ASSIGN_OR_RETURN(generated, GeneratedToken::Create(flags.work_dir));
+      security.auth_token_file = generated->path();
+    }
     // Until now Ctrl-C simply ends the launcher (imports and partitions are
     // staged); from here on it stops the children first.
     InstallSignalHandlers();

@@ -28,9 +28,10 @@
 // call it first.
 //
 // With options.auth_token every call carries the token (set in one place,
-// Impl::NewContext) and feature port connections authenticate first; with
-// options.tls_ca_pem the channel is TLS. An error that only a mismatch of
-// tokens or certificates explains says so.
+// where each call's context is made) and feature port connections
+// authenticate first; with options.tls_ca_pem the channel is TLS. A refused
+// token is UNAUTHENTICATED saying which side lacks it or that it differs;
+// a failed connection under TLS adds a hint at the certificates to check.
 //
 // Thread-safe: one client (one HTTP/2 channel, and a pool of feature port
 // connections) is meant to be shared by all threads that talk to the same

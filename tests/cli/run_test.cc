@@ -524,6 +524,83 @@ TEST_F(RunTest, GeneratedTokenProtectsTheServersAndIsOnNoCommandLine) {
   EXPECT_FALSE(fs::exists(token_files[0]));
 }
 
+// Issue 12: servers started with --auth-token-file serve a run given the same
+// file (its trainers fetch over the feature ports, handshake included) and
+// refuse one without it or with another token, before any trainer starts.
+TEST_F(RunTest, TokenProtectedServersServeOnlyRunsWithTheToken) {
+  const std::string dataset = dir_.Sub("cora");
+  const std::string partition = dir_.Sub("parts");
+  Finished imported = RunShardgnn(
+      {"-q", "dataset", "import", "--format", "ogb", "--undirected", "--input",
+       testing::SourcePath("datasets/cora/ogb-planetoid"), "--out", dataset});
+  ASSERT_EQ(imported.exit_status, 0) << imported.output;
+  Finished parted = RunShardgnn({"-q", "partition", "--dataset", dataset,
+                                 "--parts", "2", "--out", partition});
+  ASSERT_EQ(parted.exit_status, 0) << parted.output;
+  const std::string token_file = dir_.Sub("cluster.token");
+  const std::string other_file = dir_.Sub("other.token");
+  std::ofstream(token_file) << "0123456789abcdef0123456789abcdef\n";
+  std::ofstream(other_file) << "fedcba9876543210fedcba9876543210\n";
+  fs::permissions(token_file, fs::perms::owner_read | fs::perms::owner_write);
+  fs::permissions(other_file, fs::perms::owner_read | fs::perms::owner_write);
+
+  std::vector<std::unique_ptr<Subprocess>> servers;
+  std::vector<std::string> addresses;
+  for (int p = 0; p < 2; ++p) {
+    servers.push_back(
+        StartShardgnn({"serve", "--partition", partition, "--part",
+                       std::to_string(p), "--listen", "127.0.0.1:0", "--memory",
+                       "--auth-token-file", token_file},
+                      absl::StrCat("server ", p)));
+    ASSERT_NE(servers.back(), nullptr);
+  }
+  for (auto& s : servers) {
+    ASSERT_OK_AND_ASSIGN(std::string line,
+                         s->WaitForLine("ready on ", kRunTimeout));
+    addresses.push_back(ReadyAddress(line));
+  }
+  auto args = [&](const std::string& out) {
+    std::vector<std::string> a = RunArgs(dir_.Sub(out), "2");
+    for (const std::string& flag :
+         {std::string("--servers"), absl::StrJoin(addresses, ","),
+          std::string("--partition"), partition,
+          std::string("--no-shared-memory")}) {
+      a.push_back(flag);
+    }
+    return a;
+  };
+  std::vector<std::string> with_token = args("good");
+  with_token.push_back("--auth-token-file");
+  with_token.push_back(token_file);
+  Finished good = RunShardgnn(with_token);
+  ASSERT_EQ(good.exit_status, 0) << good.output;
+  EXPECT_THAT(good.output, HasSubstr("epoch   2/2"));
+  auto summary = nlohmann::json::parse(
+      std::ifstream(dir_.Sub("good") + "/summary.json"), nullptr, false);
+  ASSERT_TRUE(summary.is_object());
+  EXPECT_EQ(summary["remote"]["feature_port_parts"], 2);
+
+  Finished anonymous = RunShardgnn(args("anonymous"));
+  EXPECT_NE(anonymous.exit_status, 0);
+  EXPECT_THAT(
+      LastErrorLine(anonymous.output),
+      AllOf(HasSubstr("UNAUTHENTICATED"), HasSubstr("requires an auth token")))
+      << anonymous.output;
+  EXPECT_THAT(anonymous.output, Not(HasSubstr("epoch ")));
+
+  std::vector<std::string> wrong_token = args("wrong");
+  wrong_token.push_back("--auth-token-file");
+  wrong_token.push_back(other_file);
+  Finished wrong = RunShardgnn(wrong_token);
+  EXPECT_NE(wrong.exit_status, 0);
+  EXPECT_THAT(LastErrorLine(wrong.output), HasSubstr("wrong auth token"))
+      << wrong.output;
+  for (auto& s : servers) {
+    EXPECT_EQ(s->Poll(), std::nullopt) << s->name() << " stopped";
+    EXPECT_EQ(s->Terminate(milliseconds(10000)), 0) << s->Tail(5);
+  }
+}
+
 // A trainer stopped with SIGSTOP is named within the peer timeout (the
 // healthy trainer fails waiting for it), not after the collective timeout
 // with the healthy trainer blamed.

@@ -232,8 +232,11 @@ TEST_F(ServerAuthTest, ClientWithTheTokenUsesTheFeaturePort) {
   }
   ASSERT_OK_AND_ASSIGN(ServerStats stats, client->Stats());
   for (const auto& m : stats.methods) {
-    if (m.method == "FeaturePort") EXPECT_EQ(m.calls, 1);
-    if (m.method == "GetFeatures") EXPECT_EQ(m.calls, 0);
+    if (m.method == "FeaturePort") {
+      EXPECT_EQ(m.calls, 1);
+    } else if (m.method == "GetFeatures") {
+      EXPECT_EQ(m.calls, 0);
+    }
   }
 }
 
