@@ -1,6 +1,7 @@
 // `shardgnn info PATH`: a dataset or partition manifest, for people.
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "CLI/CLI.hpp"
@@ -10,7 +11,9 @@
 #include "cli/commands.h"
 #include "common/file_util.h"
 #include "common/progress.h"
+#include "common/status.h"
 #include "datasets/dataset.h"
+#include "graphstore/shard_store.h"
 #include "nlohmann/json.hpp"
 #include "partition/partition.h"
 #include "partition/partition_book.h"
@@ -59,6 +62,25 @@ std::string DescribeTiming(const std::string& json) {
   return absl::StrCat(out, rss, "\n");
 }
 
+// Opens every part's shard (disk mode, read-only: its metadata only) and
+// checks it is the one the manifest describes.
+absl::Status CheckShards(const std::string& dir,
+                         const PartitionManifest& manifest) {
+  for (int p = 0; p < manifest.num_parts; ++p) {
+    ShardStoreOptions options;
+    options.path = JoinPath(dir, absl::StrCat("part-", p));
+    options.block_cache_bytes = int64_t{8} << 20;
+    absl::StatusOr<std::unique_ptr<ShardStore>> shard =
+        ShardStore::Open(options);
+    if (!shard.ok()) return Annotate(shard.status(), options.path);
+    RETURN_IF_ERROR(Annotate(
+        CheckShardOfPartition(manifest, (*shard)->Meta(), p), options.path));
+  }
+  std::printf("shards: all %d parts belong to this partition\n",
+              manifest.num_parts);
+  return absl::OkStatus();
+}
+
 absl::Status RunInfo(std::string path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -83,7 +105,7 @@ absl::Status RunInfo(std::string path) {
     absl::StatusOr<std::string> timing =
         ReadFileToString(JoinPath(path, kPartitionTimingFile));
     if (timing.ok()) std::printf("%s", DescribeTiming(*timing).c_str());
-    return absl::OkStatus();
+    return CheckShards(path, *m);
   }
   if (fs::exists(JoinPath(path, kDatasetManifestFile), ec)) {
     absl::StatusOr<DatasetManifest> m = ReadDatasetManifest(path);

@@ -22,6 +22,7 @@
 #include "common/status.h"
 #include "graphstore/server.h"
 #include "graphstore/shard_store.h"
+#include "partition/partition_book.h"
 
 namespace shardgnn::cli {
 namespace {
@@ -141,6 +142,16 @@ absl::Status RunServe(const ServeFlags& flags) {
         absl::StrCat(shard_dir, " holds part ", meta.part_id, ", not part ",
                      flags.part, " (was the directory renamed?)"));
   }
+  // The shard must be the one the partition's manifest describes (without a
+  // manifest, a warning once the server runs).
+  const bool has_manifest =
+      fs::exists(JoinPath(flags.partition_dir, kPartitionManifestFile), ec);
+  if (has_manifest) {
+    ASSIGN_OR_RETURN(PartitionManifest manifest,
+                     ReadPartitionManifest(flags.partition_dir));
+    RETURN_IF_ERROR(
+        Annotate(CheckShardOfPartition(manifest, meta, flags.part), shard_dir));
+  }
 
   server_options.listen_address = flags.listen;
   server_options.num_threads = flags.threads;
@@ -155,6 +166,13 @@ absl::Status RunServe(const ServeFlags& flags) {
   server_options.max_queued_per_ip = flags.max_queued_per_ip;
   ASSIGN_OR_RETURN(std::unique_ptr<GraphStoreServer> server,
                    GraphStoreServer::Start(store, server_options));
+  if (!has_manifest) {
+    std::fprintf(stderr,
+                 "shardgnn serve: warning: %s has no %s; part %d is served "
+                 "without checking that it belongs there\n",
+                 flags.partition_dir.c_str(), kPartitionManifestFile,
+                 flags.part);
+  }
   const std::string feature_port =
       server->feature_port() > 0
           ? absl::StrCat("feature port ", server->feature_port())

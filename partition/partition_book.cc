@@ -226,3 +226,54 @@ int PartitionBook::Owner(NodeId id) const {
 }
 
 }  // namespace shardgnn
+
+namespace shardgnn {
+
+absl::Status CheckShardOfPartition(const PartitionManifest& manifest,
+                                   const ShardMeta& meta, int part) {
+  auto differ = [&](absl::string_view what, const auto& shard,
+                    const auto& partition) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the shard of part ", part, " does not belong to partition ",
+        manifest.partition_id, ": its ", what, " is ", shard,
+        ", the partition's is ", partition,
+        " (a shard copied from another partition, or a part directory "
+        "renamed?)"));
+  };
+  if (meta.partition_id != manifest.partition_id)
+    return differ("partition id", meta.partition_id, manifest.partition_id);
+  if (meta.num_parts != manifest.num_parts)
+    return differ("number of parts", meta.num_parts, manifest.num_parts);
+  if (part < 0 || part >= manifest.num_parts ||
+      manifest.node_ranges.size() !=
+          static_cast<size_t>(manifest.num_parts) + 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("part ", part, " is not one of the partition's ",
+                     manifest.num_parts, " parts"));
+  }
+  if (meta.part_id != part) return differ("part number", meta.part_id, part);
+  const NodeId start = manifest.node_ranges[static_cast<size_t>(part)];
+  const NodeId end = manifest.node_ranges[static_cast<size_t>(part) + 1];
+  if (meta.node_start != start || meta.node_end != end) {
+    return differ("node range",
+                  absl::StrCat("[", meta.node_start, ", ", meta.node_end, ")"),
+                  absl::StrCat("[", start, ", ", end, ")"));
+  }
+  if (meta.num_nodes_total != manifest.num_nodes)
+    return differ("graph's node count", meta.num_nodes_total,
+                  manifest.num_nodes);
+  if (meta.feature_dim != manifest.feature_dim)
+    return differ("feature width", meta.feature_dim, manifest.feature_dim);
+  if (meta.num_classes != manifest.num_classes)
+    return differ("class count", meta.num_classes, manifest.num_classes);
+  for (const PartInfo& info : manifest.parts) {
+    if (info.part == part && !info.content_checksum.empty() &&
+        info.content_checksum != meta.content_checksum) {
+      return differ("content checksum", meta.content_checksum,
+                    info.content_checksum);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shardgnn

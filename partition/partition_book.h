@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/types.h"
+#include "graphstore/shard_format.h"
 
 namespace shardgnn {
 
@@ -86,6 +87,14 @@ struct PartitionManifest {
 
 // Reads and checks <dir>/partition.json. Errors name the file.
 absl::StatusOr<PartitionManifest> ReadPartitionManifest(const std::string& dir);
+
+// Whether the shard whose metadata is `meta` is part `part` of `manifest`'s
+// partition: the same partition id, number of parts, node range, graph sizes
+// and (when the manifest has one) content checksum. FAILED_PRECONDITION
+// naming the first difference (a shard copied from another partition, or a
+// part directory renamed).
+absl::Status CheckShardOfPartition(const PartitionManifest& manifest,
+                                   const ShardMeta& meta, int part);
 
 // A half-open range [start, end) of relabelled node IDs.
 struct NodeRange {
