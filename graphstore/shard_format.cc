@@ -4,40 +4,10 @@
 #include <stdexcept>
 
 #include "absl/strings/str_cat.h"
+#include "common/json_ints.h"
 #include "nlohmann/json.hpp"
 
 namespace shardgnn {
-namespace {
-
-// Bounds of the metadata's counts (as for dataset manifests).
-constexpr int64_t kMaxCount = int64_t{1} << 48;
-constexpr int64_t kMaxWidth = int64_t{1} << 31;
-
-// The integer field `key` of `j`, which must be a whole JSON number in
-// [lo, hi]; otherwise throws std::invalid_argument naming the field (nlohmann
-// would read 2708.5 as 2708 and 2^64-1 as -1).
-int64_t IntField(const nlohmann::json& j, const std::string& key, int64_t lo,
-                 int64_t hi) {
-  const nlohmann::json& v = j.at(key);
-  bool ok = false;
-  int64_t x = 0;
-  if (v.is_number_unsigned()) {
-    const uint64_t u = v.get<uint64_t>();
-    ok = u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-    x = static_cast<int64_t>(u);
-  } else if (v.is_number_integer()) {
-    ok = true;
-    x = v.get<int64_t>();
-  }
-  if (!ok || x < lo || x > hi) {
-    throw std::invalid_argument(absl::StrCat("field \"", key, "\" is ",
-                                             v.dump(), ", not an integer in [",
-                                             lo, ", ", hi, "]"));
-  }
-  return x;
-}
-
-}  // namespace
 
 void EncodeNodeKey(NodeId id, char out[8]) {
   auto v = static_cast<uint64_t>(id);
@@ -84,23 +54,25 @@ absl::StatusOr<ShardMeta> ShardMeta::FromJson(absl::string_view json) {
     auto j = nlohmann::json::parse(json);
     ShardMeta m;
     m.format_version =
-        static_cast<int>(IntField(j, "format_version", 0, kMaxWidth));
+        static_cast<int>(JsonIntField(j, "format_version", 0, kMaxJsonWidth));
     if (m.format_version != kShardFormatVersion) {
       return absl::FailedPreconditionError(absl::StrCat(
           "shard format version ", m.format_version,
           " is not supported (expected ", kShardFormatVersion, ")"));
     }
-    m.num_parts = static_cast<int>(IntField(j, "num_parts", 1, kMaxWidth - 1));
-    m.part_id = static_cast<int>(IntField(j, "part_id", 0, m.num_parts - 1));
-    m.num_nodes_total = IntField(j, "num_nodes_total", 0, kMaxCount);
-    m.node_start = IntField(j, "node_start", 0, m.num_nodes_total);
-    m.node_end = IntField(j, "node_end", m.node_start, m.num_nodes_total);
-    m.num_edges = IntField(j, "num_edges", 0, kMaxCount);
-    m.feature_dim = IntField(j, "feature_dim", 0, kMaxWidth);
-    m.num_classes = IntField(j, "num_classes", 0, kMaxWidth);
+    m.num_parts =
+        static_cast<int>(JsonIntField(j, "num_parts", 1, kMaxJsonWidth - 1));
+    m.part_id =
+        static_cast<int>(JsonIntField(j, "part_id", 0, m.num_parts - 1));
+    m.num_nodes_total = JsonIntField(j, "num_nodes_total", 0, kMaxJsonCount);
+    m.node_start = JsonIntField(j, "node_start", 0, m.num_nodes_total);
+    m.node_end = JsonIntField(j, "node_end", m.node_start, m.num_nodes_total);
+    m.num_edges = JsonIntField(j, "num_edges", 0, kMaxJsonCount);
+    m.feature_dim = JsonIntField(j, "feature_dim", 0, kMaxJsonWidth);
+    m.num_classes = JsonIntField(j, "num_classes", 0, kMaxJsonWidth);
     for (const auto& [name, count] : j.at("split_counts").items()) {
-      m.split_counts[name] =
-          IntField(j.at("split_counts"), name, 0, m.node_end - m.node_start);
+      m.split_counts[name] = JsonIntField(j.at("split_counts"), name, 0,
+                                          m.node_end - m.node_start);
     }
     m.partition_id = j.at("partition_id").get<std::string>();
     m.content_checksum = j.at("content_checksum").get<std::string>();

@@ -7,43 +7,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "common/json_ints.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
 
 namespace shardgnn {
 namespace {
 
-// Bounds of partition.json's counts (as for dataset manifests).
-constexpr int64_t kMaxCount = int64_t{1} << 48;
-constexpr int64_t kMaxWidth = int64_t{1} << 31;
+// Bounds of partition.json's counts (besides common/json_ints.h's).
 constexpr int64_t kMaxParts = 1 << 20;
-
-// `v`, which must be a whole JSON number in [lo, hi]; otherwise throws
-// std::invalid_argument naming `name` (nlohmann would read 2708.5 as 2708 and
-// 2^64-1 as -1).
-int64_t IntValue(const nlohmann::json& v, const std::string& name, int64_t lo,
-                 int64_t hi) {
-  bool ok = false;
-  int64_t x = 0;
-  if (v.is_number_unsigned()) {
-    const uint64_t u = v.get<uint64_t>();
-    ok = u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-    x = static_cast<int64_t>(u);
-  } else if (v.is_number_integer()) {
-    ok = true;
-    x = v.get<int64_t>();
-  }
-  if (!ok || x < lo || x > hi) {
-    throw std::invalid_argument(absl::StrCat("field \"", name, "\" is ",
-                                             v.dump(), ", not an integer in [",
-                                             lo, ", ", hi, "]"));
-  }
-  return x;
-}
-int64_t IntField(const nlohmann::json& j, const std::string& key, int64_t lo,
-                 int64_t hi) {
-  return IntValue(j.at(key), key, lo, hi);
-}
 
 }  // namespace
 
@@ -101,7 +73,7 @@ absl::StatusOr<PartitionManifest> PartitionManifest::FromJson(
                        j.at("format").get<std::string>(), "')"));
     }
     m.format_version =
-        static_cast<int>(IntField(j, "format_version", 0, kMaxWidth));
+        static_cast<int>(JsonIntField(j, "format_version", 0, kMaxJsonWidth));
     if (m.format_version != kPartitionFormatVersion) {
       return absl::InvalidArgumentError(
           absl::StrCat("unsupported format_version ", m.format_version,
@@ -112,13 +84,13 @@ absl::StatusOr<PartitionManifest> PartitionManifest::FromJson(
     m.dataset_checksum = d.at("checksum").get<std::string>();
     m.directed = d.at("directed").get<bool>();
     for (const auto& [name, count] : d.at("splits").items()) {
-      m.splits[name] = IntField(d.at("splits"), name, 0, kMaxCount);
+      m.splits[name] = JsonIntField(d.at("splits"), name, 0, kMaxJsonCount);
     }
-    m.num_nodes = IntField(j, "num_nodes", 0, kMaxCount);
-    m.num_edges = IntField(j, "num_edges", 0, kMaxCount);
-    m.feature_dim = IntField(j, "feature_dim", 0, kMaxWidth);
-    m.num_classes = IntField(j, "num_classes", 0, kMaxWidth);
-    m.num_parts = static_cast<int>(IntField(j, "num_parts", 1, kMaxParts));
+    m.num_nodes = JsonIntField(j, "num_nodes", 0, kMaxJsonCount);
+    m.num_edges = JsonIntField(j, "num_edges", 0, kMaxJsonCount);
+    m.feature_dim = JsonIntField(j, "feature_dim", 0, kMaxJsonWidth);
+    m.num_classes = JsonIntField(j, "num_classes", 0, kMaxJsonWidth);
+    m.num_parts = static_cast<int>(JsonIntField(j, "num_parts", 1, kMaxParts));
     m.method = j.at("method").get<std::string>();
     m.requested_method = j.at("requested_method").get<std::string>();
     if (!j.at("seed").is_number_unsigned()) {
@@ -135,28 +107,28 @@ absl::StatusOr<PartitionManifest> PartitionManifest::FromJson(
           "offsets");
     }
     for (size_t i = 0; i < ranges.size(); ++i) {
-      m.node_ranges.push_back(IntValue(
+      m.node_ranges.push_back(JsonInt(
           ranges[i], absl::StrCat("node_ranges[", i, "]"), 0, m.num_nodes));
     }
     m.orig_ids_checksum = j.at("orig_ids").at("checksum").get<std::string>();
     for (const auto& p : j.at("parts")) {
       PartInfo info;
-      info.part = static_cast<int>(IntField(p, "part", 0, kMaxParts));
+      info.part = static_cast<int>(JsonIntField(p, "part", 0, kMaxParts));
       info.dir = p.at("dir").get<std::string>();
-      info.nodes = IntField(p, "nodes", 0, kMaxCount);
-      info.edges = IntField(p, "edges", 0, kMaxCount);
-      info.cut_edges = IntField(p, "cut_edges", 0, kMaxCount);
+      info.nodes = JsonIntField(p, "nodes", 0, kMaxJsonCount);
+      info.edges = JsonIntField(p, "edges", 0, kMaxJsonCount);
+      info.cut_edges = JsonIntField(p, "cut_edges", 0, kMaxJsonCount);
       for (const auto& [name, count] : p.at("split_counts").items()) {
         info.split_counts[name] =
-            IntField(p.at("split_counts"), name, 0, kMaxCount);
+            JsonIntField(p.at("split_counts"), name, 0, kMaxJsonCount);
       }
       info.content_checksum = p.at("content_checksum").get<std::string>();
       m.parts.push_back(std::move(info));
     }
-    m.edge_cut = IntField(j.at("edge_cut"), "edges", 0, kMaxCount);
+    m.edge_cut = JsonIntField(j.at("edge_cut"), "edges", 0, kMaxJsonCount);
     m.edge_cut_fraction = j.at("edge_cut").at("fraction").get<double>();
     for (const auto& [name, b] : j.at("balance").items()) {
-      m.balance[name] = {IntField(b, "max", 0, kMaxCount),
+      m.balance[name] = {JsonIntField(b, "max", 0, kMaxJsonCount),
                          b.at("avg").get<double>()};
     }
     m.warnings = j.at("warnings").get<std::vector<std::string>>();

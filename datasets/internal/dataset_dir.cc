@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "common/checksum.h"
 #include "common/file_util.h"
+#include "common/json_ints.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
 
@@ -18,34 +19,6 @@ namespace {
 
 constexpr char kFormat[] = "shardgnn-dataset";
 constexpr int kVersion = 1;
-// Bounds of the manifest's counts: far beyond any graph, and small enough
-// that N + 1 and N x F cannot overflow.
-constexpr int64_t kMaxCount = int64_t{1} << 48;
-constexpr int64_t kMaxWidth = int64_t{1} << 31;
-
-// The integer field `key` of `j`, which must be a whole JSON number in
-// [lo, hi]; otherwise throws std::invalid_argument naming the field (nlohmann
-// would read 2708.5 as 2708 and 2^64-1 as -1).
-int64_t IntField(const nlohmann::json& j, const std::string& key, int64_t lo,
-                 int64_t hi) {
-  const nlohmann::json& v = j.at(key);
-  bool ok = false;
-  int64_t x = 0;
-  if (v.is_number_unsigned()) {
-    const uint64_t u = v.get<uint64_t>();
-    ok = u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-    x = static_cast<int64_t>(u);
-  } else if (v.is_number_integer()) {
-    ok = true;
-    x = v.get<int64_t>();
-  }
-  if (!ok || x < lo || x > hi) {
-    throw std::invalid_argument(absl::StrCat("field \"", key, "\" is ",
-                                             v.dump(), ", not an integer in [",
-                                             lo, ", ", hi, "]"));
-  }
-  return x;
-}
 
 }  // namespace
 
@@ -86,25 +59,25 @@ absl::StatusOr<DatasetManifest> ManifestFromJson(const std::string& text,
   }
   DatasetManifest manifest;
   try {
-    const int64_t version = IntField(json, "version", 0, kMaxWidth);
+    const int64_t version = JsonIntField(json, "version", 0, kMaxJsonWidth);
     if (version != kVersion) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": unsupported version ", version,
                        " (this build reads version ", kVersion, ")"));
     }
     manifest.name = json.at("name").get<std::string>();
-    manifest.num_nodes = IntField(json, "num_nodes", 0, kMaxCount);
-    manifest.num_edges = IntField(json, "num_edges", 0, kMaxCount);
+    manifest.num_nodes = JsonIntField(json, "num_nodes", 0, kMaxJsonCount);
+    manifest.num_edges = JsonIntField(json, "num_edges", 0, kMaxJsonCount);
     manifest.directed = json.at("directed").get<bool>();
-    manifest.feature_dim = IntField(json, "feature_dim", 0, kMaxWidth);
+    manifest.feature_dim = JsonIntField(json, "feature_dim", 0, kMaxJsonWidth);
     manifest.feature_dtype = json.at("feature_dtype").get<std::string>();
-    manifest.num_classes = IntField(json, "num_classes", 0, kMaxWidth);
+    manifest.num_classes = JsonIntField(json, "num_classes", 0, kMaxJsonWidth);
     const nlohmann::json& splits = json.at("splits");
     if (!splits.is_object()) {
       throw std::invalid_argument("field \"splits\" is not an object");
     }
     for (const auto& [name, count] : splits.items()) {
-      manifest.splits[name] = IntField(splits, name, 0, kMaxCount);
+      manifest.splits[name] = JsonIntField(splits, name, 0, kMaxJsonCount);
     }
     manifest.files = json.at("files").get<std::map<std::string, std::string>>();
     manifest.source = json.value("source", std::string());
@@ -112,10 +85,10 @@ absl::StatusOr<DatasetManifest> ManifestFromJson(const std::string& text,
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": missing or malformed field: ", e.what()));
   }
-  if (manifest.num_nodes * manifest.feature_dim > kMaxCount) {
+  if (manifest.num_nodes * manifest.feature_dim > kMaxJsonCount) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": \"num_nodes\" x \"feature_dim\" (", manifest.num_nodes, " x ",
-        manifest.feature_dim, ") is more than ", kMaxCount, " values"));
+        manifest.feature_dim, ") is more than ", kMaxJsonCount, " values"));
   }
   for (const auto& [name, count] : manifest.splits) {
     if (count > manifest.num_nodes) {
