@@ -127,6 +127,7 @@ absl::Status RunServe(const ServeFlags& flags) {
   GraphStoreServerOptions server_options;
   RETURN_IF_ERROR(ApplySecurityFlags(flags.security, &server_options));
   RETURN_IF_ERROR(InstallSignalHandlers());
+  TuneAllocatorForServing();
 
   ShardStoreOptions store_options;
   store_options.path = shard_dir;

@@ -1,6 +1,7 @@
 #include "graphstore/server.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/resource.h>
@@ -9,9 +10,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <new>
 #include <thread>
 #include <vector>
@@ -646,6 +650,9 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
     }
     return absl::InternalError("gRPC server did not start");
   }
+  Service* service = server->service_.get();
+  server->trimmer_ =
+      std::make_unique<Trimmer>([service] { return service->Totals().calls; });
   if (tls) {
     server->port_ = tls_port;
     server->address_ = absl::StrCat(host, ":", server->port_);
@@ -686,6 +693,53 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
   return server;
 }
 
+void TuneAllocatorForServing() {
+  // A fixed threshold also turns off glibc's dynamic one.
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
+}
+
+// Glibc keeps the memory of freed large blocks in its heaps (it raises its
+// mmap threshold to the largest block freed), so a burst of big answers leaves
+// RSS at the burst's peak. Once a second this looks at the call count; when
+// calls came and then stopped, it trims once.
+class GraphStoreServer::Trimmer {
+ public:
+  explicit Trimmer(std::function<int64_t()> calls)
+      : calls_(std::move(calls)), thread_([this] { Loop(); }) {}
+  ~Trimmer() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void Loop() {
+    int64_t seen = calls_();
+    bool busy = false;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (
+        !cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stop_; })) {
+      const int64_t now = calls_();
+      if (now != seen) {
+        busy = true;
+      } else if (busy) {
+        malloc_trim(0);
+        busy = false;
+      }
+      seen = now;
+    }
+  }
+
+  std::function<int64_t()> calls_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;  // Last: starts once the rest is built.
+};
+
 void GraphStoreServer::Shutdown(absl::Time deadline) {
   if (shut_down_.exchange(true) || server_ == nullptr) return;
   // Drain first: gRPC's own graceful shutdown also waits, up to its
@@ -698,6 +752,7 @@ void GraphStoreServer::Shutdown(absl::Time deadline) {
   // The feature port answers the requests it has read and closes; a client
   // whose connection closes falls back to gRPC, which answers UNAVAILABLE
   // (retryable) while draining.
+  trimmer_.reset();
   if (listener_ != nullptr) listener_->Stop();
   if (feature_port_ != nullptr) feature_port_->BeginShutdown();
   service_->Drain(deadline);

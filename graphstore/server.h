@@ -110,6 +110,13 @@ struct GraphStoreServerOptions {
   std::string tls_client_ca_pem;
 };
 
+// Process-wide malloc settings for a storage server process; call once at
+// start. Blocks of 4 MiB and more (sampling answers of big requests, gRPC
+// feature batches) are mapped and unmapped on their own, instead of glibc
+// raising its mmap threshold to the largest block freed and keeping them in
+// its heaps: a burst of big answers (a flood) then leaves no lasting RSS.
+void TuneAllocatorForServing();
+
 // Calls and errors over the server's lifetime (for the shutdown summary).
 struct ServerTotals {
   int64_t calls = 0;
@@ -139,6 +146,11 @@ class GraphStoreServer {
   // True if it serves gRPC over TLS.
   bool tls() const { return tls_; }
 
+  // After a second without calls that followed calls, freed memory is
+  // returned to the OS (malloc_trim): a burst of large answers (a flood, or a
+  // big evaluation) does not leave the process at its peak RSS, while a busy
+  // server is never trimmed (its buffers would be faulted in again).
+  //
   // Stops accepting calls, lets calls in flight finish until `deadline`
   // (cancelling any still running then), and stops the workers. Idempotent.
   void Shutdown(absl::Time deadline);
@@ -155,6 +167,9 @@ class GraphStoreServer {
   std::unique_ptr<internal::Listener> listener_;  // Hands gRPC connections.
   std::unique_ptr<Connections> connections_;
   std::unique_ptr<internal::FeaturePortServer> feature_port_;
+  // Returns freed memory to the OS once the server falls idle (see server.cc).
+  class Trimmer;
+  std::unique_ptr<Trimmer> trimmer_;
   int port_ = 0;
   std::string address_;
   bool tls_ = false;

@@ -37,6 +37,14 @@ for p in phases:
         failures.append(f"idle: attacker not served again: {attack}")
     if name in ("flood", "bigfeatures") and not answers.get("OK"):
         failures.append(f"{name}: no attack call went through: {answers}")
+# After the attacks the server's memory is back near its quiet size (a flood
+# once left it at its peak: glibc kept the freed answers).
+rss = {p["phase"]: p.get("server_rss_mib") for p in phases}
+if rss.get("quiet") and rss.get("after"):
+    limit = rss["quiet"]["max"] + 64
+    if rss["after"]["end"] > limit:
+        failures.append(f"server RSS after the attacks {rss['after']['end']:.0f}"
+                        f" MiB, over quiet + 64 MiB ({limit:.0f})")
 if failures:
     print("load_bench report check failed:\n  " + "\n  ".join(failures),
           file=sys.stderr)

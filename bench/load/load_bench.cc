@@ -355,6 +355,7 @@ Flags ParseFlags(int argc, char** argv) {
 
 // --serve-shard PATH [--auth-token-file F]: the storage server process.
 int ServeShard(int argc, char** argv) {
+  TuneAllocatorForServing();  // As `shardgnn serve`.
   ShardStoreOptions store_options;
   GraphStoreServerOptions options;
   options.listen_address = "[::]:0";  // 127.0.0.1 and ::1 both reach it.
