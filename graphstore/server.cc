@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -698,12 +699,36 @@ void TuneAllocatorForServing() {
   mallopt(M_MMAP_THRESHOLD, 4 << 20);
 }
 
-// Glibc keeps the memory of freed large blocks in its heaps (it raises its
-// mmap threshold to the largest block freed), so a burst of big answers leaves
-// RSS at the burst's peak. Once a second this looks at the call count; when
-// calls came and then stopped, it trims once.
+namespace {
+
+// The process's resident anonymous memory (resident minus file-backed and
+// shared pages, so the shared feature region does not count), in bytes.
+int64_t ResidentAnonBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  long long size = 0, resident = 0, shared = 0;
+  const int got = std::fscanf(f, "%lld %lld %lld", &size, &resident, &shared);
+  std::fclose(f);
+  if (got != 3) return 0;
+  return (resident - shared) * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+// Glibc keeps the memory of freed blocks in its heaps (and does not trim the
+// heaps of its per-thread arenas by itself), so a burst of big answers (a
+// flood, a big evaluation) leaves RSS at the burst's peak. Once a second this
+// trims (malloc_trim) when calls came and then stopped, or, while calls go
+// on, when resident memory grew by kGrowthBytes over its lowest level since
+// the last trim. A load whose memory keeps coming back would be trimmed over
+// and over (each time faulting its pages in again), so growth trims that
+// follow each other within a few seconds space themselves out, doubling up
+// to kMaxInterval.
 class GraphStoreServer::Trimmer {
  public:
+  static constexpr int64_t kGrowthBytes = int64_t{32} << 20;
+  static constexpr std::chrono::seconds kMaxInterval{16};
+
   explicit Trimmer(std::function<int64_t()> calls)
       : calls_(std::move(calls)), thread_([this] { Loop(); }) {}
   ~Trimmer() {
@@ -717,18 +742,40 @@ class GraphStoreServer::Trimmer {
 
  private:
   void Loop() {
+    using Clock = std::chrono::steady_clock;
     int64_t seen = calls_();
     bool busy = false;
+    int64_t low = ResidentAnonBytes();
+    std::chrono::seconds interval{1};
+    Clock::time_point last_growth_trim = Clock::now() - kMaxInterval;
     std::unique_lock<std::mutex> lock(mu_);
     while (
         !cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stop_; })) {
       const int64_t now = calls_();
-      if (now != seen) {
-        busy = true;
-      } else if (busy) {
+      const int64_t resident = ResidentAnonBytes();
+      low = std::min(low, resident);
+      const Clock::time_point t = Clock::now();
+      const bool fell_idle = busy && now == seen;
+      const bool grew =
+          resident > low + kGrowthBytes && t - last_growth_trim >= interval;
+      if (fell_idle || grew) {
         malloc_trim(0);
+        // A trim that gave little back met memory in use: that is the new
+        // floor. One that gave much back keeps the old floor, so memory
+        // freed later in the same burst is trimmed too.
+        const int64_t after = ResidentAnonBytes();
+        low =
+            resident - after < kGrowthBytes / 4 ? after : std::min(low, after);
         busy = false;
       }
+      if (grew && !fell_idle) {
+        // Back to back: space them out; after a calm spell: start over.
+        interval = t - last_growth_trim < 4 * interval
+                       ? std::min(2 * interval, kMaxInterval)
+                       : std::chrono::seconds(1);
+        last_growth_trim = t;
+      }
+      if (now != seen) busy = true;
       seen = now;
     }
   }

@@ -146,10 +146,12 @@ class GraphStoreServer {
   // True if it serves gRPC over TLS.
   bool tls() const { return tls_; }
 
-  // After a second without calls that followed calls, freed memory is
-  // returned to the OS (malloc_trim): a burst of large answers (a flood, or a
-  // big evaluation) does not leave the process at its peak RSS, while a busy
-  // server is never trimmed (its buffers would be faulted in again).
+  // Freed memory is returned to the OS (malloc_trim) after a second without
+  // calls that followed calls, and, while calls go on, when resident memory
+  // grew 32 MiB over its floor: a burst of large answers (a flood, or a big
+  // evaluation) does not leave the process at its peak RSS. Trims forced by
+  // growth back to back space themselves out (up to 16 s apart), so a steady
+  // load whose memory keeps coming back is not faulted in again every second.
   //
   // Stops accepting calls, lets calls in flight finish until `deadline`
   // (cancelling any still running then), and stops the workers. Idempotent.
