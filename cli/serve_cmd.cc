@@ -126,8 +126,24 @@ absl::Status RunServe(const ServeFlags& flags) {
   // Read before the shard is loaded: a bad token file fails at once.
   GraphStoreServerOptions server_options;
   RETURN_IF_ERROR(ApplySecurityFlags(flags.security, &server_options));
+  server_options.listen_address = flags.listen;
+  server_options.num_threads = flags.threads;
+  server_options.feature_port = flags.feature_port;
+  server_options.feature_port_connections = flags.feature_port_connections;
+  server_options.feature_port_connections_per_ip =
+      flags.feature_port_connections_per_ip;
+  server_options.max_sampled_per_call = flags.max_sampled_per_call;
+  server_options.max_connections = flags.max_connections;
+  server_options.max_connections_per_ip = flags.max_connections_per_ip;
+  server_options.idle_timeout = absl::Seconds(flags.idle_timeout_seconds);
+  server_options.max_queued_per_ip = flags.max_queued_per_ip;
   RETURN_IF_ERROR(InstallSignalHandlers());
   TuneAllocatorForServing();
+  // Bound before the shard is loaded (memory mode may take minutes): health
+  // checks find the server and answer NOT_SERVING until it serves, and a
+  // busy address fails at once.
+  ASSIGN_OR_RETURN(std::unique_ptr<GraphStoreServer> server,
+                   GraphStoreServer::Bind(server_options));
 
   ShardStoreOptions store_options;
   store_options.path = shard_dir;
@@ -154,19 +170,7 @@ absl::Status RunServe(const ServeFlags& flags) {
         Annotate(CheckShardOfPartition(manifest, meta, flags.part), shard_dir));
   }
 
-  server_options.listen_address = flags.listen;
-  server_options.num_threads = flags.threads;
-  server_options.feature_port = flags.feature_port;
-  server_options.feature_port_connections = flags.feature_port_connections;
-  server_options.feature_port_connections_per_ip =
-      flags.feature_port_connections_per_ip;
-  server_options.max_sampled_per_call = flags.max_sampled_per_call;
-  server_options.max_connections = flags.max_connections;
-  server_options.max_connections_per_ip = flags.max_connections_per_ip;
-  server_options.idle_timeout = absl::Seconds(flags.idle_timeout_seconds);
-  server_options.max_queued_per_ip = flags.max_queued_per_ip;
-  ASSIGN_OR_RETURN(std::unique_ptr<GraphStoreServer> server,
-                   GraphStoreServer::Start(store, server_options));
+  RETURN_IF_ERROR(server->Serve(store));
   if (!has_manifest) {
     std::fprintf(stderr,
                  "shardgnn serve: warning: %s has no %s; part %d is served "

@@ -33,7 +33,9 @@
 #include "graphstore/internal/method_stats.h"
 #include "graphstore/internal/wire.h"
 #include "graphstore/internal/work_queue.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_posix.h"
 #include "proto/graphstore.grpc.pb.h"
 
@@ -90,6 +92,18 @@ int64_t OpenFileLimit() {
 int ConnectionsUnderFileLimit(int wanted) {
   const int64_t share = std::max<int64_t>(8, OpenFileLimit() / 4);
   return static_cast<int>(std::min<int64_t>(wanted, share));
+}
+
+// gRPC's standard health service (grpc.health.v1) and server reflection have
+// only process-wide switches, read when a server is built: every gRPC server
+// this process builds afterwards has them too (tests' fake servers included,
+// which is harmless).
+void EnableStandardServices() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  });
 }
 
 }  // namespace
@@ -154,9 +168,8 @@ class GraphStoreServer::Service final
     : public proto::GraphStore::WithRawCallbackMethod_GetFeatures<
           proto::GraphStore::CallbackService> {
  public:
-  Service(std::shared_ptr<const ShardStore> store,
-          const GraphStoreServerOptions& options)
-      : store_(std::move(store)), options_(options), start_(absl::Now()) {
+  explicit Service(const GraphStoreServerOptions& options)
+      : options_(options), start_(absl::Now()) {
     internal::WorkQueueOptions queue;
     queue.num_workers =
         options.num_threads > 0
@@ -180,7 +193,12 @@ class GraphStoreServer::Service final
 
   // Info advertises `port` (0: none) as the feature port.
   void SetFeaturePort(int port) { feature_port_ = port; }
-  const std::shared_ptr<const ShardStore>& store() const { return store_; }
+  // Starts answering calls from `store`; until then only Health answers
+  // (serving = false) and other calls get UNAVAILABLE. Called once.
+  void Serve(std::shared_ptr<const ShardStore> store) {
+    store_ = std::move(store);
+    serving_.store(true, std::memory_order_release);
+  }
   internal::MethodStats* feature_port_stats() { return &stats_[kFeaturePort]; }
 
   // Turns new calls away with UNAVAILABLE and waits until the calls already
@@ -283,8 +301,11 @@ class GraphStoreServer::Service final
   grpc::ServerUnaryReactor* GetFeatures(grpc::CallbackServerContext* ctx,
                                         const grpc::ByteBuffer* req,
                                         grpc::ByteBuffer* resp) override {
-    const int64_t bytes_out = static_cast<int64_t>(req->Length() / 8) *
-                              store_->Meta().feature_dim * 4;
+    const ShardStore* store = LoadedStore();
+    const int64_t bytes_out = store == nullptr
+                                  ? 0
+                                  : static_cast<int64_t>(req->Length() / 8) *
+                                        store->Meta().feature_dim * 4;
     return Run(
         ctx, kGetFeatures, req, resp, Heavy(bytes_out >= kInlineBytes),
         [this, req, resp]() -> absl::Status {
@@ -367,8 +388,8 @@ class GraphStoreServer::Service final
   grpc::ServerUnaryReactor* Health(grpc::CallbackServerContext* ctx,
                                    const proto::HealthRequest* req,
                                    proto::HealthResponse* resp) override {
-    return Run(ctx, kHealth, req, resp, true, [resp] {
-      resp->set_serving(true);
+    return Run(ctx, kHealth, req, resp, true, [this, resp] {
+      resp->set_serving(LoadedStore() != nullptr);
       return absl::OkStatus();
     });
   }
@@ -399,7 +420,16 @@ class GraphStoreServer::Service final
   // calls run on gRPC's callback thread and skip two thread hand-offs; its
   // large ones, and every disk-mode call (which may wait on I/O), run on the
   // work queue, shared fairly among client addresses.
-  bool Heavy(bool large) const { return large || !store_->in_memory(); }
+  bool Heavy(bool large) const {
+    const ShardStore* store = LoadedStore();
+    return large || store == nullptr || !store->in_memory();
+  }
+
+  // The store once Serve() set it (work admitted by Run() may use store_
+  // directly); null while the server is loading.
+  const ShardStore* LoadedStore() const {
+    return serving_.load(std::memory_order_acquire) ? store_.get() : nullptr;
+  }
 
   // RESOURCE_EXHAUSTED for a sample over `limit` neighbor IDs, naming the
   // limit that applies (the per-call cap, or the message size).
@@ -484,6 +514,12 @@ class GraphStoreServer::Service final
                                      "server is shutting down"));
         return reactor;
       }
+      if (method != kHealth && LoadedStore() == nullptr) {
+        // Clients retry this as they would a refused connection.
+        reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                     "server is still loading its shard"));
+        return reactor;
+      }
       ++in_flight_;
     }
     auto task = [this, ctx, method, req, resp, reactor, work]() mutable {
@@ -529,7 +565,8 @@ class GraphStoreServer::Service final
     return reactor;
   }
 
-  std::shared_ptr<const ShardStore> store_;
+  std::shared_ptr<const ShardStore> store_;  // Set once, by Serve().
+  std::atomic<bool> serving_{false};         // Published store_.
   GraphStoreServerOptions options_;
   std::string expected_authorization_;  // "Bearer TOKEN", if a token is set.
   absl::Time start_;
@@ -547,6 +584,13 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
   if (store == nullptr) {
     return absl::InvalidArgumentError("GraphStoreServer: no store");
   }
+  ASSIGN_OR_RETURN(std::unique_ptr<GraphStoreServer> server, Bind(options));
+  RETURN_IF_ERROR(server->Serve(std::move(store)));
+  return server;
+}
+
+absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Bind(
+    const GraphStoreServerOptions& options) {
   if (options.feature_port_connections < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("feature port connections ",
@@ -595,6 +639,9 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
   }
   auto server = std::unique_ptr<GraphStoreServer>(new GraphStoreServer());
   server->tls_ = tls;
+  server->options_ = options;
+  server->host_ = host;
+  EnableStandardServices();
   grpc::ServerBuilder builder;
   int tls_port = 0;
   if (tls) {
@@ -622,7 +669,7 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
     }
     server->listener_ = std::move(listener).value();
   }
-  server->service_ = std::make_unique<Service>(std::move(store), options);
+  server->service_ = std::make_unique<Service>(options);
 
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
@@ -638,6 +685,11 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, idle_ms);
   // Calls at once on one connection (more wait in the client).
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 256);
+  // Reflection is gRPC's one synchronous service here: a single polling
+  // thread is plenty for it.
+  builder.SetSyncServerOption(grpc::ServerBuilder::NUM_CQS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::MIN_POLLERS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::MAX_POLLERS, 1);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || (tls && tls_port == 0)) {
     if (server->server_ != nullptr) server->server_->Shutdown();
@@ -651,6 +703,9 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
     }
     return absl::InternalError("gRPC server did not start");
   }
+  // gRPC's health service starts with "" SERVING. Under TLS gRPC already
+  // accepts, but a probe's handshake takes far longer than reaching here.
+  server->SetHealth(false);
   Service* service = server->service_.get();
   server->trimmer_ =
       std::make_unique<Trimmer>([service] { return service->Totals().calls; });
@@ -673,25 +728,53 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
   });
   server->port_ = server->listener_->port();
   server->address_ = absl::StrCat(host, ":", server->port_);
-  if (options.feature_port >= 0) {
-    internal::FeaturePortLimits limits;
-    limits.max_ids_per_call = options.max_ids_per_call;
-    limits.max_message_bytes = options.max_message_bytes;
-    limits.max_connections =
-        ConnectionsUnderFileLimit(options.feature_port_connections);
-    limits.max_connections_per_ip = options.feature_port_connections_per_ip;
-    limits.idle_timeout = options.idle_timeout;
-    auto port = internal::FeaturePortServer::Start(
-        host, options.feature_port, server->service_->store(), limits,
-        server->service_->feature_port_stats(), options.auth_token);
-    if (!port.ok()) {
-      server->Shutdown(absl::Now());
-      return port.status();
-    }
-    server->feature_port_ = std::move(port).value();
-    server->service_->SetFeaturePort(server->feature_port_->port());
-  }
   return server;
+}
+
+absl::Status GraphStoreServer::Serve(std::shared_ptr<const ShardStore> store) {
+  if (store == nullptr) {
+    return absl::InvalidArgumentError("GraphStoreServer: no store");
+  }
+  absl::Status status;
+  {
+    absl::MutexLock lock(&lifecycle_mu_);
+    if (serving_ || shut_down_) {
+      return absl::FailedPreconditionError(
+          "GraphStoreServer::Serve: already serving, or shut down");
+    }
+    if (!tls_ && options_.feature_port >= 0) {
+      internal::FeaturePortLimits limits;
+      limits.max_ids_per_call = options_.max_ids_per_call;
+      limits.max_message_bytes = options_.max_message_bytes;
+      limits.max_connections =
+          ConnectionsUnderFileLimit(options_.feature_port_connections);
+      limits.max_connections_per_ip = options_.feature_port_connections_per_ip;
+      limits.idle_timeout = options_.idle_timeout;
+      auto port = internal::FeaturePortServer::Start(
+          host_, options_.feature_port, store, limits,
+          service_->feature_port_stats(), options_.auth_token);
+      if (port.ok()) {
+        feature_port_ = std::move(port).value();
+        service_->SetFeaturePort(feature_port_->port());
+      }
+      status = port.status();
+    }
+    if (status.ok()) {
+      service_->Serve(std::move(store));
+      serving_ = true;
+      SetHealth(true);
+      return absl::OkStatus();
+    }
+  }
+  Shutdown(absl::Now());
+  return status;
+}
+
+void GraphStoreServer::SetHealth(bool serving) {
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+  if (health == nullptr) return;  // Only if gRPC's default was replaced.
+  health->SetServingStatus("", serving);
+  health->SetServingStatus(proto::GraphStore::service_full_name(), serving);
 }
 
 void TuneAllocatorForServing() {
@@ -789,6 +872,11 @@ class GraphStoreServer::Trimmer {
 
 void GraphStoreServer::Shutdown(absl::Time deadline) {
   if (shut_down_.exchange(true) || server_ == nullptr) return;
+  absl::MutexLock lock(&lifecycle_mu_);
+  // Probes and load balancers see the server going before anything stops:
+  // health checks on connections already open answer NOT_SERVING (and
+  // Watch streams are told) while calls drain.
+  SetHealth(false);
   // Drain first: gRPC's own graceful shutdown also waits, up to its
   // deadline, for idle clients to acknowledge GOAWAY, which a client process
   // without a call in progress may take seconds to do. Once the admitted

@@ -16,6 +16,15 @@
 // but Health is checked for it in one place (Service::Run) before any work;
 // with TLS, gRPC speaks TLS and the feature port is off (options below).
 //
+// Beside proto/graphstore.proto, every server answers gRPC's standard health
+// service (grpc.health.v1.Health, Check and Watch, for grpc_health_probe,
+// Kubernetes gRPC probes and load balancers) for the service names "" and
+// "shardgnn.proto.GraphStore": NOT_SERVING while it loads (Bind() before
+// Serve()), SERVING once it serves, NOT_SERVING from the start of Shutdown().
+// It also answers gRPC server reflection (grpc.reflection.v1alpha, for
+// grpcurl). Neither needs the auth token: health tells only a status, and
+// reflection only the schema, which is public (proto/graphstore.proto).
+//
 // Usage:
 //   ASSIGN_OR_RETURN(auto server, GraphStoreServer::Start(store, options));
 //   ... server->port() ...
@@ -30,7 +39,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "graphstore/shard_store.h"
 
@@ -132,6 +143,19 @@ class GraphStoreServer {
   static absl::StatusOr<std::unique_ptr<GraphStoreServer>> Start(
       std::shared_ptr<const ShardStore> store,
       const GraphStoreServerOptions& options);
+  // Start() in two steps, for a server whose store takes long to load (what
+  // `shardgnn serve` does): Bind() binds the gRPC port (port() and address()
+  // are known from then on; errors as Start) and answers health checks
+  // NOT_SERVING (our Health: serving = false) and every other call
+  // UNAVAILABLE ("loading"), which clients retry as they would a refused
+  // connection, until Serve(store) binds the feature port and reports
+  // SERVING. Serve() fails with INVALID_ARGUMENT for a null store,
+  // FAILED_PRECONDITION if called twice or after Shutdown(), and UNAVAILABLE
+  // if the feature port cannot be bound (the server is then shut down).
+  // feature_port() is set when Serve() returns.
+  static absl::StatusOr<std::unique_ptr<GraphStoreServer>> Bind(
+      const GraphStoreServerOptions& options);
+  absl::Status Serve(std::shared_ptr<const ShardStore> store);
   // Shuts down now (cancelling calls still running) if Shutdown() was not
   // called.
   ~GraphStoreServer();
@@ -153,8 +177,9 @@ class GraphStoreServer {
   // growth back to back space themselves out (up to 16 s apart), so a steady
   // load whose memory keeps coming back is not faulted in again every second.
   //
-  // Stops accepting calls, lets calls in flight finish until `deadline`
-  // (cancelling any still running then), and stops the workers. Idempotent.
+  // Reports NOT_SERVING to health checks, stops accepting connections and
+  // calls, lets calls in flight finish until `deadline` (cancelling any still
+  // running then), and stops the workers. Idempotent.
   void Shutdown(absl::Time deadline);
 
   ServerTotals Totals() const;
@@ -163,6 +188,8 @@ class GraphStoreServer {
   class Service;
   class Connections;
   GraphStoreServer() = default;
+  // Sets the standard health status of "" and of our service.
+  void SetHealth(bool serving);
 
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -172,9 +199,14 @@ class GraphStoreServer {
   // Returns freed memory to the OS once the server falls idle (see server.cc).
   class Trimmer;
   std::unique_ptr<Trimmer> trimmer_;
+  GraphStoreServerOptions options_;
+  std::string host_;  // The listen address's host, for the feature port.
   int port_ = 0;
   std::string address_;
   bool tls_ = false;
+  // Serve() and Shutdown() do not overlap.
+  absl::Mutex lifecycle_mu_;
+  bool serving_ ABSL_GUARDED_BY(lifecycle_mu_) = false;
   std::atomic<bool> shut_down_{false};
 };
 
