@@ -64,6 +64,8 @@ struct RunFlags {
   bool disk = false;
   double timeout_seconds = 120;
   double peer_timeout_seconds = 30;
+  int replicas = 1;
+  double server_wait_seconds = 60;
   TrainingFlags training;
   SecurityFlags security;
   // Whether a flag was given on the command line (defaults are not).
@@ -114,7 +116,7 @@ absl::Status CheckFlagConflicts(const RunFlags& flags) {
     RETURN_IF_ERROR(conflicts(
         owner,
         {"--dataset", "--name", "--format", "--split-name", "--parts",
-         "--method", "--disk"},
+         "--method", "--disk", "--replicas"},
         "running servers already serve their partition, from memory or disk; "
         "this run starts only trainers"));
   }
@@ -216,12 +218,20 @@ absl::StatusOr<std::string> WaitUntilReady(Subprocess& server) {
 // call deadline and retries (graphstore/client.h: up to 4 attempts of 5 s).
 constexpr milliseconds kSettleLimit = std::chrono::seconds(25);
 
+// One line of a child's output (or the launcher's own), with the child's
+// prefix.
+void PrintLine(const std::string& prefix, const std::string& line);
+
 // Polls the children until the trainers finish, one fails, or a signal arrives.
 class Supervisor {
  public:
-  void AddServer(std::unique_ptr<Subprocess> p) {
+  // Server `p` serves part `part`; the run goes on while every part has a
+  // live server.
+  void AddServer(std::unique_ptr<Subprocess> p, int part) {
     servers_.push_back(std::move(p));
     server_addresses_.emplace_back();
+    server_parts_.push_back(part);
+    server_exit_said_.push_back(false);
   }
   // The address server `i` announced, for error messages.
   void SetServerAddress(size_t i, const std::string& address) {
@@ -306,16 +316,34 @@ class Supervisor {
         "; its last output:\n", trainers_[culprit]->Tail(5)));
   }
 
-  // An error naming the first server that has exited.
+  // An error naming the first server that has exited, once no other
+  // replica of its part runs (nothing here restarts one); a replica that
+  // exited while another serves its part is a line.
   absl::Status CheckServers() {
     for (size_t i = 0; i < servers_.size(); ++i) {
-      if (auto code = servers_[i]->Poll()) {
-        std::string where = server_addresses_[i].empty()
-                                ? ""
-                                : absl::StrCat(" (", server_addresses_[i], ")");
+      auto code = servers_[i]->Poll();
+      if (!code) continue;
+      std::string where = server_addresses_[i].empty()
+                              ? ""
+                              : absl::StrCat(" (", server_addresses_[i], ")");
+      std::vector<std::string> others;
+      for (size_t j = 0; j < servers_.size(); ++j) {
+        if (j != i && server_parts_[j] == server_parts_[i] &&
+            !servers_[j]->Poll()) {
+          others.push_back(servers_[j]->name());
+        }
+      }
+      if (others.empty()) {
         return absl::UnavailableError(absl::StrCat(
             servers_[i]->name(), where, " exited with status ", *code,
             " during training; its last output:\n", servers_[i]->Tail(5)));
+      }
+      if (!server_exit_said_[i]) {
+        server_exit_said_[i] = true;
+        PrintLine("", absl::StrCat("shardgnn run: ", servers_[i]->name(), where,
+                                   " exited with status ", *code, "; part ",
+                                   server_parts_[i], " is still served by ",
+                                   absl::StrJoin(others, ", ")));
       }
     }
     return absl::OkStatus();
@@ -330,6 +358,8 @@ class Supervisor {
  private:
   std::vector<std::unique_ptr<Subprocess>> servers_;
   std::vector<std::string> server_addresses_;
+  std::vector<int> server_parts_;
+  std::vector<bool> server_exit_said_;
   std::vector<std::unique_ptr<Subprocess>> trainers_;
 };
 
@@ -351,6 +381,13 @@ absl::Status RunPipeline(const RunFlags& flags) {
   if (!(flags.timeout_seconds > 0) || !(flags.peer_timeout_seconds > 0)) {
     return absl::InvalidArgumentError(
         "--timeout and --peer-timeout must be positive");
+  }
+  if (flags.replicas < 1 || flags.replicas > 16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--replicas must be between 1 and 16 (got ", flags.replicas, ")"));
+  }
+  if (!(flags.server_wait_seconds >= 0)) {
+    return absl::InvalidArgumentError("--server-wait must be 0 or more");
   }
   RETURN_IF_ERROR(ParsePartitionMethod(flags.method).status());
   if (flags.training.resume && flags.out_dir.empty())
@@ -389,21 +426,29 @@ absl::Status RunPipeline(const RunFlags& flags) {
     // Until now Ctrl-C simply ends the launcher (imports and partitions are
     // staged); from here on it stops the children first.
     InstallSignalHandlers();
-    for (int p = 0; p < manifest.num_parts; ++p) {
+    // Replicas of a part on this machine share its directory (servers open
+    // their shard read-only).
+    for (int i = 0; i < manifest.num_parts * flags.replicas; ++i) {
+      const int p = i / flags.replicas;
+      const int replica = i % flags.replicas;
       SubprocessOptions options;
-      options.name = absl::StrCat("storage server ", p);
+      options.name = flags.replicas == 1 ? absl::StrCat("storage server ", p)
+                                         : absl::StrCat("storage server ", p,
+                                                        " replica ", replica);
       options.argv = {self,          "serve",      "--partition",
                       partition_dir, "--part",     std::to_string(p),
                       "--listen",    "127.0.0.1:0"};
       if (!flags.disk) options.argv.push_back("--memory");
       options.argv.push_back("--auth-token-file");
       options.argv.push_back(security.auth_token_file);
-      std::string prefix = absl::StrCat("server ", p);
+      std::string prefix = flags.replicas == 1
+                               ? absl::StrCat("server ", p)
+                               : absl::StrCat("server ", p, ".", replica);
       options.on_line = [prefix](const std::string& line) {
         if (line.find("ready on") == std::string::npos) PrintLine(prefix, line);
       };
       ASSIGN_OR_RETURN(auto server, Subprocess::Start(options));
-      supervisor.AddServer(std::move(server));
+      supervisor.AddServer(std::move(server), p);
     }
     for (size_t i = 0; i < supervisor.servers().size(); ++i) {
       ASSIGN_OR_RETURN(std::string line,
@@ -481,6 +526,8 @@ absl::Status RunPipeline(const RunFlags& flags) {
                     absl::StrCat(flags.timeout_seconds),
                     "--peer-timeout",
                     absl::StrCat(flags.peer_timeout_seconds),
+                    "--server-wait",
+                    absl::StrCat(flags.server_wait_seconds),
                     "--store-file",
                     store_file};
     if (!partition_dir.empty()) {
@@ -534,6 +581,14 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--parts", flags->parts, "Partitions (= storage servers)")
       ->capture_default_str();
   cmd->add_option("--trainers", flags->trainers, "Trainer processes")
+      ->capture_default_str();
+  cmd->add_option("--replicas", flags->replicas,
+                  "Storage servers per part (replicas: a request fails over "
+                  "to another when one dies or falls silent)")
+      ->capture_default_str();
+  cmd->add_option("--server-wait", flags->server_wait_seconds,
+                  "Seconds the trainers wait for a replica of a part to come "
+                  "back when every replica of it is down (0: fail at once)")
       ->capture_default_str();
   cmd->add_option("--method", flags->method, "Partitioning: metis or random")
       ->capture_default_str();

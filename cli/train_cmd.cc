@@ -54,6 +54,7 @@ struct TrainFlags {
   std::string store_file;
   double timeout_seconds = 120;
   double peer_timeout_seconds = 30;
+  double server_wait_seconds = 60;
   TrainingFlags training;
   SecurityFlags security;
 };
@@ -186,6 +187,7 @@ nlohmann::ordered_json SummaryJson(const TrainResult& result,
   summary["stopped_early"] = result.stopped_early;
   summary["steps_per_epoch"] = result.steps_per_epoch;
   summary["num_parameters"] = result.num_parameters;
+  summary["parameters_checksum"] = result.parameters_checksum;
   summary["world_size"] = world_size;
   const ModelOptions& m = options.model;
   summary["model"] = {{"kind", ModelKindName(m.kind)},
@@ -424,6 +426,9 @@ absl::Status RunTrain(const TrainFlags& flags) {
     return absl::InvalidArgumentError(
         "--timeout and --peer-timeout must be positive");
   }
+  if (!(flags.server_wait_seconds >= 0)) {
+    return absl::InvalidArgumentError("--server-wait must be 0 or more");
+  }
   dist.timeout = std::chrono::milliseconds(
       static_cast<int64_t>(flags.timeout_seconds * 1000));
   dist.peer_timeout = std::chrono::milliseconds(
@@ -440,6 +445,7 @@ absl::Status RunTrain(const TrainFlags& flags) {
     source_options.expected_partition_id = manifest.partition_id;
   }
   source_options.use_shared_memory = !flags.training.no_shared_memory;
+  source_options.server_wait = absl::Seconds(flags.server_wait_seconds);
   source_options.client.use_feature_port = !flags.training.no_feature_port;
   RETURN_IF_ERROR(ApplySecurityFlags(flags.security, &source_options.client));
   ASSIGN_OR_RETURN(std::unique_ptr<RemoteGraphSource> remote,
@@ -548,7 +554,22 @@ absl::Status RunTrain(const TrainFlags& flags) {
                            {"feature_bytes", rs.feature_bytes},
                            {"shared_feature_bytes", rs.shared_feature_bytes},
                            {"feature_port_parts", port_parts.size()},
-                           {"neighbor_bytes", rs.neighbor_bytes}};
+                           {"neighbor_bytes", rs.neighbor_bytes},
+                           {"failovers", rs.failovers}};
+      // Each part's replicas, as this trainer (rank 0) saw them.
+      nlohmann::json parts = nlohmann::json::array();
+      for (int p = 0; p < remote->book().num_parts(); ++p) {
+        nlohmann::json replicas = nlohmann::json::array();
+        for (const internal::ReplicaState& r : remote->replicas(p)) {
+          replicas.push_back({{"address", r.address},
+                              {"up", r.up},
+                              {"calls", r.calls},
+                              {"failures", r.failures},
+                              {"rejoins", r.rejoins}});
+        }
+        parts.push_back(replicas);
+      }
+      summary["remote"]["replicas"] = parts;
       RETURN_IF_ERROR(WriteFileAtomic(JoinPath(flags.out_dir, "summary.json"),
                                       summary.dump(2) + "\n"));
     }
@@ -590,6 +611,10 @@ void AddTrainCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--peer-timeout", flags->peer_timeout_seconds,
                   "Seconds without a heartbeat from another trainer (stopped, "
                   "frozen or unreachable) before a collective fails naming it")
+      ->capture_default_str();
+  cmd->add_option("--server-wait", flags->server_wait_seconds,
+                  "Seconds to wait for a replica of a part to come back when "
+                  "every replica of it is down, before failing (0: at once)")
       ->capture_default_str();
   AddTrainingFlags(cmd, &flags->training);
   AddSecurityFlags(cmd, &flags->security, SecurityRole::kClient);

@@ -74,8 +74,8 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
   absl::Time deadline = absl::Now() + options.connect_timeout;
   // By part; maps, not vectors of num_parts slots: a server's claim of many
   // parts must not allocate before the parts are found missing.
-  std::map<int, std::unique_ptr<GraphStoreClient>> by_part;
-  std::map<int, ServerInfo> infos;
+  std::map<int, std::vector<std::unique_ptr<GraphStoreClient>>> by_part;
+  std::map<int, ServerInfo> infos;  // The first replica's.
   std::string partition_id;
   int num_parts = -1;
   std::optional<ShardMeta> first_meta;  // addresses[0]'s
@@ -127,13 +127,31 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
       return differ("num_classes", meta.num_classes, ref.num_classes);
     }
     if (!first_meta.has_value()) first_meta = meta;
-    if (by_part.count(meta.part_id) != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(address, " and ", by_part[meta.part_id]->address(),
-                       " both serve part ", meta.part_id));
+    auto& replicas = by_part[meta.part_id];
+    if (!replicas.empty()) {
+      // Another replica of the part: it must hold the same shard.
+      const ShardMeta& other = infos[meta.part_id].meta;
+      const std::string& other_address = replicas.front()->address();
+      for (const std::unique_ptr<GraphStoreClient>& r : replicas) {
+        if (r->address() == address) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(address, " is given twice"));
+        }
+      }
+      if (meta.node_start != other.node_start ||
+          meta.node_end != other.node_end ||
+          meta.content_checksum != other.content_checksum) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            address, " and ", other_address, " both serve part ", meta.part_id,
+            " but not the same shard: nodes [", meta.node_start, ", ",
+            meta.node_end, ") content ", meta.content_checksum, " against [",
+            other.node_start, ", ", other.node_end, ") content ",
+            other.content_checksum));
+      }
+    } else {
+      infos[meta.part_id] = *info;
     }
-    by_part[meta.part_id] = std::move(*client);
-    infos[meta.part_id] = *info;
+    replicas.push_back(std::move(*client));
   }
   std::vector<NodeId> ranges = {0};
   for (int p = 0; p < num_parts; ++p) {
@@ -145,7 +163,7 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
     }
     if (infos[p].meta.node_start != ranges.back()) {
       return absl::DataLossError(
-          absl::StrCat(by_part[p]->address(), " serves nodes from ",
+          absl::StrCat(by_part[p].front()->address(), " serves nodes from ",
                        infos[p].meta.node_start, ", expected ", ranges.back()));
     }
     ranges.push_back(infos[p].meta.node_end);
@@ -157,28 +175,36 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
   }
   auto book = PartitionBook::Create(std::move(ranges));
   if (!book.ok()) return book.status();
-  // Every part has its server: num_parts <= addresses.size().
-  std::vector<std::unique_ptr<GraphStoreClient>> clients(by_part.size());
+  // Every part has its servers: num_parts <= addresses.size().
+  internal::ReplicaSetOptions set_options;
+  set_options.server_wait = options.server_wait;
+  set_options.probe_interval = options.probe_interval;
+  std::vector<std::unique_ptr<internal::ReplicaSet>> parts(by_part.size());
   std::vector<std::unique_ptr<SharedRegion>> shared(by_part.size());
   for (int p = 0; p < num_parts; ++p) {
-    clients[p] = std::move(by_part[p]);
     if (options.use_shared_memory) {
-      shared[p] = MapSharedFeatures(infos[p], clients[p]->address());
+      // A co-located replica's matrix. The mapping outlives that server (the
+      // memory is sealed and stays while mapped), so it keeps serving rows
+      // that every replica holds alike after that server dies.
+      shared[p] = MapSharedFeatures(infos[p], by_part[p].front()->address());
     }
+    parts[p] = std::make_unique<internal::ReplicaSet>(
+        p, infos[p].meta, std::move(by_part[p]), set_options);
   }
   return std::unique_ptr<RemoteGraphSource>(
-      new RemoteGraphSource(std::move(*book), std::move(clients),
+      new RemoteGraphSource(std::move(*book), std::move(parts),
                             std::move(shared), infos[0].meta.feature_dim,
                             infos[0].meta.num_classes, partition_id, options));
 }
 
 RemoteGraphSource::RemoteGraphSource(
-    PartitionBook book, std::vector<std::unique_ptr<GraphStoreClient>> clients,
+    PartitionBook book,
+    std::vector<std::unique_ptr<internal::ReplicaSet>> parts,
     std::vector<std::unique_ptr<SharedRegion>> shared, int64_t feature_dim,
     int64_t num_classes, std::string partition_id,
     const RemoteGraphSourceOptions& options)
     : book_(std::move(book)),
-      clients_(std::move(clients)),
+      parts_(std::move(parts)),
       shared_(std::move(shared)),
       feature_dim_(feature_dim),
       num_classes_(num_classes),
@@ -303,12 +329,22 @@ absl::Status RemoteGraphSource::SampleChunk(int p, absl::Span<const NodeId> ids,
                                             SampledNeighbors* out,
                                             int64_t* calls) const {
   ++*calls;
-  auto answer = clients_[p]->SampleNeighbors(ids, fanout, replace, seed);
-  if (!answer.ok()) {
-    if (!AnswerTooLarge(answer.status())) return answer.status();
+  absl::StatusOr<SampledNeighbors> answer;
+  std::string address;  // Of the replica that answered.
+  const absl::Status called = parts_[p]->Run([&](GraphStoreClient& c) {
+    address = c.address();
+    answer = c.SampleNeighbors(ids, fanout, replace, seed);
+    if (answer.ok() && answer->counts.size() != ids.size()) {
+      return absl::DataLossError(
+          absl::StrCat(address, ": answered ", answer->counts.size(),
+                       " neighbor lists for ", ids.size(), " nodes"));
+    }
+    return answer.status();
+  });
+  if (!called.ok()) {
+    if (!AnswerTooLarge(called)) return called;
     if (ids.size() == 1) {
-      const std::string& address = clients_[p]->address();
-      absl::string_view why = answer.status().message();
+      absl::string_view why = called.message();
       absl::ConsumePrefix(&why, absl::StrCat(address, ": "));
       return absl::ResourceExhaustedError(absl::StrCat(
           address, ": node ", ids[0],
@@ -322,11 +358,6 @@ absl::Status RemoteGraphSource::SampleChunk(int p, absl::Span<const NodeId> ids,
     RETURN_IF_ERROR(
         SampleChunk(p, ids.first(half), fanout, replace, seed, out, calls));
     return SampleChunk(p, ids.subspan(half), fanout, replace, seed, out, calls);
-  }
-  if (answer->counts.size() != ids.size()) {
-    return absl::DataLossError(absl::StrCat(
-        clients_[p]->address(), ": answered ", answer->counts.size(),
-        " neighbor lists for ", ids.size(), " nodes"));
   }
   if (out->counts.empty() && out->neighbors.empty()) {
     *out = std::move(*answer);  // The whole part in one call: no copy.
@@ -380,12 +411,15 @@ absl::Status RemoteGraphSource::Fetch(absl::Span<const NodeId> nodes,
     absl::Status s;
     if (rows.empty() && positions.size() == nodes.size()) {
       // One part owns every requested node, in order: rows land contiguously.
-      s = clients_[p]->GetFeatures(ids, dim, out);
+      s = parts_[p]->Run(
+          [&](GraphStoreClient& c) { return c.GetFeatures(ids, dim, out); });
     } else {
       // The client scatters straight from the received buffer.
       std::vector<size_t> where(positions.size());
       for (size_t j = 0; j < positions.size(); ++j) where[j] = dest(j);
-      s = clients_[p]->GetFeatures(ids, dim, out, where);
+      s = parts_[p]->Run([&](GraphStoreClient& c) {
+        return c.GetFeatures(ids, dim, out, where);
+      });
     }
     if (s.ok()) feature_bytes_ += bytes;
     return s;
@@ -410,33 +444,38 @@ absl::Status RemoteGraphSource::FetchPerNode(
   auto groups = Group(nodes);
   if (!groups.ok()) return groups.status();
   return ForEachPart(*groups, [&](int p) -> absl::Status {
-    auto values = (clients_[p].get()->*call)(groups->ids[p]);
-    if (!values.ok()) return values.status();
     const auto& positions = groups->positions[p];
-    if (values->size() != positions.size()) {
-      return absl::DataLossError(
-          absl::StrCat(clients_[p]->address(), ": answered ", values->size(),
-                       " ", what, " for ", positions.size(), " nodes"));
-    }
-    for (size_t j = 0; j < positions.size(); ++j) {
-      const int64_t v = (*values)[j];
-      if (v < min_value) {
+    return parts_[p]->Run([&](GraphStoreClient& c) -> absl::Status {
+      auto values = (c.*call)(groups->ids[p]);
+      if (!values.ok()) return values.status();
+      if (values->size() != positions.size()) {
         return absl::DataLossError(
-            absl::StrCat(clients_[p]->address(), ": answered ", what, " ", v,
-                         " for node ", groups->ids[p][j]));
+            absl::StrCat(c.address(), ": answered ", values->size(), " ", what,
+                         " for ", positions.size(), " nodes"));
       }
-      out[positions[j]] = v;
-    }
-    return absl::OkStatus();
+      for (size_t j = 0; j < positions.size(); ++j) {
+        const int64_t v = (*values)[j];
+        if (v < min_value) {
+          return absl::DataLossError(absl::StrCat(c.address(), ": answered ",
+                                                  what, " ", v, " for node ",
+                                                  groups->ids[p][j]));
+        }
+        out[positions[j]] = v;
+      }
+      return absl::OkStatus();
+    });
   });
 }
 
 absl::StatusOr<std::vector<NodeId>> RemoteGraphSource::FetchSplit(
     const std::string& split) const {
   std::vector<NodeId> all;
-  for (const auto& client : clients_) {
-    auto ids = client->GetSplit(split);
-    if (!ids.ok()) return ids.status();
+  for (const auto& part : parts_) {
+    absl::StatusOr<std::vector<NodeId>> ids;
+    RETURN_IF_ERROR(part->Run([&](GraphStoreClient& c) {
+      ids = c.GetSplit(split);
+      return ids.status();
+    }));
     all.insert(all.end(), ids->begin(), ids->end());
   }
   return all;
@@ -454,8 +493,11 @@ absl::StatusOr<std::vector<int64_t>> RemoteGraphSource::FetchAllDegrees()
       NodeId end = std::min(range.end, start + kChunk);
       ids.resize(static_cast<size_t>(end - start));
       for (NodeId v = start; v < end; ++v) ids[v - start] = v;
-      auto d = clients_[p]->GetDegrees(ids);
-      if (!d.ok()) return d.status();
+      absl::StatusOr<std::vector<int64_t>> d;
+      RETURN_IF_ERROR(parts_[p]->Run([&](GraphStoreClient& c) {
+        d = c.GetDegrees(ids);
+        return d.status();
+      }));
       degrees.insert(degrees.end(), d->begin(), d->end());
     }
   }
@@ -469,7 +511,22 @@ RemoteStats RemoteGraphSource::stats() const {
   stats.neighbor_bytes = neighbor_bytes_.load();
   stats.feature_bytes = feature_bytes_.load();
   stats.shared_feature_bytes = shared_feature_bytes_.load();
+  for (const auto& part : parts_) stats.failovers += part->failovers();
   return stats;
+}
+
+std::string RemoteGraphSource::address(int part) const {
+  return parts_[static_cast<size_t>(part)]->addresses();
+}
+
+std::vector<internal::ReplicaState> RemoteGraphSource::replicas(
+    int part) const {
+  return parts_[static_cast<size_t>(part)]->states();
+}
+
+bool RemoteGraphSource::uses_feature_port(int part) const {
+  return !reads_shared_memory(part) &&
+         parts_[static_cast<size_t>(part)]->replica(0).UsesFeaturePort();
 }
 
 }  // namespace shardgnn

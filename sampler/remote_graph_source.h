@@ -8,6 +8,11 @@
 // name the server that failed. Thread-safe: the clients are, and per-call state
 // lives on the caller's stack. Features of servers on the same machine are
 // read from their shared memory (RemoteGraphSourceOptions::use_shared_memory).
+//
+// A part may have several servers (replicas, each with its own copy of the
+// part's directory): a request goes to a live one and fails over to another
+// when one dies or falls silent (sampler/internal/replica_set.h); results do
+// not change, since every replica answers alike.
 #ifndef SHARDGNN_SAMPLER_REMOTE_GRAPH_SOURCE_H_
 #define SHARDGNN_SAMPLER_REMOTE_GRAPH_SOURCE_H_
 
@@ -23,6 +28,7 @@
 #include "graphstore/client.h"
 #include "partition/partition_book.h"
 #include "sampler/graph_source.h"
+#include "sampler/internal/replica_set.h"
 
 namespace shardgnn {
 
@@ -30,6 +36,12 @@ struct RemoteGraphSourceOptions {
   GraphStoreClientOptions client;
   // How long Connect() waits for every server to answer Health.
   absl::Duration connect_timeout = absl::Seconds(30);
+  // When every replica of a part is down, how long a call waits for one to
+  // come back before it fails naming the part and each replica's last error
+  // (zero: fail at once; a single server's error is then returned as it is).
+  absl::Duration server_wait = absl::ZeroDuration();
+  // How often a down replica is probed (Health, then Info) to let it rejoin.
+  absl::Duration probe_interval = absl::Milliseconds(500);
   // If set, every server must report this partition_id (the run's
   // partition.json), or Connect() fails.
   std::string expected_partition_id;
@@ -62,18 +74,23 @@ struct RemoteStats {
   int64_t feature_bytes = 0;  // Received in GetFeatures answers.
   // Read from servers' shared feature matrices (no call, no network).
   int64_t shared_feature_bytes = 0;
+  // Calls that failed on one replica and were answered by another.
+  int64_t failovers = 0;
 };
 
 class RemoteGraphSource : public GraphSource {
  public:
   // Connects to every address (HOST:PORT, in any order), waits until each is
   // healthy, asks each which part it serves, and checks that together they
-  // cover parts 0..K-1 of one partition exactly once, with the same
-  // partition_id (and options.expected_partition_id if set), the same graph
-  // (num_nodes_total, feature_dim, num_classes) and node ranges that tile
-  // [0, num_nodes_total). Errors name the address; answers that contradict
-  // each other are DATA_LOSS. Every later answer is checked by the clients
-  // (GraphStoreClient) before it is merged.
+  // cover parts 0..K-1 of one partition (each part at least once; several
+  // servers of one part are its replicas, and must report the same node
+  // range and content checksum), with the same partition_id (and
+  // options.expected_partition_id if set), the same graph (num_nodes_total,
+  // feature_dim, num_classes) and node ranges that tile [0,
+  // num_nodes_total). Errors name the address; answers that contradict each
+  // other are DATA_LOSS, replicas that differ FAILED_PRECONDITION. Every
+  // later answer is checked by the clients (GraphStoreClient) before it is
+  // merged.
   static absl::StatusOr<std::unique_ptr<RemoteGraphSource>> Connect(
       const std::vector<std::string>& addresses,
       const RemoteGraphSourceOptions& options = {});
@@ -83,10 +100,10 @@ class RemoteGraphSource : public GraphSource {
   int64_t num_classes() const { return num_classes_; }
   const PartitionBook& book() const { return book_; }
   const std::string& partition_id() const { return partition_id_; }
-  // The address serving part p.
-  const std::string& address(int part) const {
-    return clients_[part]->address();
-  }
+  // The addresses serving part p, comma-separated.
+  std::string address(int part) const;
+  // Part p's replicas: addresses, up or down, calls, failures, last errors.
+  std::vector<internal::ReplicaState> replicas(int part) const;
 
   absl::Status SampleNeighbors(absl::Span<const NodeId> nodes, int fanout,
                                bool replace, uint64_t seed,
@@ -112,10 +129,7 @@ class RemoteGraphSource : public GraphSource {
   }
   // Whether part p's features are fetched over its server's feature port
   // (GraphStoreClient::UsesFeaturePort) rather than gRPC.
-  bool uses_feature_port(int part) const {
-    return !reads_shared_memory(part) &&
-           clients_[static_cast<size_t>(part)]->UsesFeaturePort();
-  }
+  bool uses_feature_port(int part) const;
 
  private:
   // Node positions grouped by owning part.
@@ -124,7 +138,7 @@ class RemoteGraphSource : public GraphSource {
     std::vector<std::vector<NodeId>> ids;        // per part
   };
   RemoteGraphSource(PartitionBook book,
-                    std::vector<std::unique_ptr<GraphStoreClient>> clients,
+                    std::vector<std::unique_ptr<internal::ReplicaSet>> parts,
                     std::vector<std::unique_ptr<SharedRegion>> shared,
                     int64_t feature_dim, int64_t num_classes,
                     std::string partition_id,
@@ -163,7 +177,7 @@ class RemoteGraphSource : public GraphSource {
                            const std::function<absl::Status(int)>& fn) const;
 
   PartitionBook book_;
-  std::vector<std::unique_ptr<GraphStoreClient>> clients_;  // Indexed by part.
+  std::vector<std::unique_ptr<internal::ReplicaSet>> parts_;  // By part.
   // Mapped feature matrices of co-located servers, by part (null: use calls).
   std::vector<std::unique_ptr<SharedRegion>> shared_;
   int64_t feature_dim_;

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/checksum.h"
 #include "common/sampling.h"
 #include "common/status.h"
 #include "sampler/loader.h"
@@ -483,6 +484,14 @@ class Run {
     if (!state.best.empty()) {
       torch::NoGradGuard no_grad;
       for (size_t i = 0; i < params.size(); ++i) params[i].copy_(state.best[i]);
+    }
+    {
+      Checksum sum;
+      for (const torch::Tensor& p : params) {
+        const torch::Tensor c = p.detach().contiguous();
+        sum.Update(c.data_ptr(), c.numel() * c.element_size());
+      }
+      result.parameters_checksum = sum.Hex();
     }
     ASSIGN_OR_RETURN(Evaluation test, Evaluate(*test_sampler_, splits_.test));
     result.test_acc = test.acc;

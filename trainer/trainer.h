@@ -184,6 +184,10 @@ struct TrainResult {
   double best_val_acc = -1.0;
   double test_acc = -1.0;  // -1 if there is no test split.
   int64_t num_parameters = 0;
+  // XXH64 over the final (kept) parameters' bytes, in order, as hex: equal
+  // runs (the same seed and settings, however their servers failed over or
+  // their trainers restarted) have equal checksums.
+  std::string parameters_checksum;
   int resumed_from_epoch = 0;  // Epochs restored from a checkpoint (0: none).
 };
 

@@ -97,21 +97,28 @@ TEST_F(ConnectTest, RejectsAMissingPart) {
               HasSubstr("no server for part 2"));
 }
 
-TEST_F(ConnectTest, RejectsADuplicatePart) {
+// A second server of a part is a replica of it (sampler/internal/
+// replica_set.h); the same address given twice is not.
+TEST_F(ConnectTest, TakesASecondServerOfAPartAsItsReplica) {
   ASSERT_OK_AND_ASSIGN(auto twin,
                        testing::ServePart(tmp_.Sub("part"), 1, false));
   std::vector<std::string> a = cluster_->addresses();
   a.push_back(twin->address());
-  auto remote = RemoteGraphSource::Connect(a, FastOptions());
-  ASSERT_FALSE(remote.ok());
-  EXPECT_THAT(std::string(remote.status().message()),
-              AllOf(HasSubstr(twin->address()),
-                    HasSubstr(cluster_->server(1).address()),
-                    HasSubstr("both serve part 1")));
-  // The same address twice is a duplicate too.
+  ASSERT_OK_AND_ASSIGN(auto remote,
+                       RemoteGraphSource::Connect(a, FastOptions()));
+  std::vector<internal::ReplicaState> replicas = remote->replicas(1);
+  ASSERT_EQ(replicas.size(), 2u);
+  EXPECT_EQ(replicas[0].address, cluster_->server(1).address());
+  EXPECT_EQ(replicas[1].address, twin->address());
+  EXPECT_EQ(remote->replicas(0).size(), 1u);
+  EXPECT_THAT(remote->address(1), HasSubstr(twin->address()));
+
   a = cluster_->addresses();
   a.push_back(a[0]);
-  EXPECT_FALSE(RemoteGraphSource::Connect(a, FastOptions()).ok());
+  auto twice = RemoteGraphSource::Connect(a, FastOptions());
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(std::string(twice.status().message()),
+              AllOf(HasSubstr(a[0]), HasSubstr("given twice")));
 }
 
 TEST_F(ConnectTest, RejectsAServerOfAnotherPartition) {

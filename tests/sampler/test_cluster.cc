@@ -44,7 +44,8 @@ absl::StatusOr<RelabelledGraph> RelabelForPartition(
 }
 
 absl::StatusOr<std::unique_ptr<GraphStoreServer>> ServePart(
-    const std::string& partition_dir, int part, bool in_memory) {
+    const std::string& partition_dir, int part, bool in_memory,
+    const std::string& listen_address) {
   ShardStoreOptions options;
   options.path = JoinPath(partition_dir, PartDirName(part));
   options.in_memory = in_memory;
@@ -53,6 +54,7 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> ServePart(
                    ShardStore::Open(options));
   GraphStoreServerOptions server_options;
   server_options.num_threads = 2;
+  server_options.listen_address = listen_address;
   return GraphStoreServer::Start(
       std::shared_ptr<const ShardStore>(std::move(store)), server_options);
 }

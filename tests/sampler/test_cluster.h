@@ -59,9 +59,11 @@ class TestCluster {
 };
 
 // A GraphStoreServer over part `part` of `partition_dir` (another server for
-// the same part, or one for a part of another partition).
+// the same part, or one for a part of another partition), bound to
+// `listen_address` (a restarted replica binds its old one).
 absl::StatusOr<std::unique_ptr<GraphStoreServer>> ServePart(
-    const std::string& partition_dir, int part, bool in_memory);
+    const std::string& partition_dir, int part, bool in_memory,
+    const std::string& listen_address = "127.0.0.1:0");
 
 }  // namespace shardgnn::testing
 

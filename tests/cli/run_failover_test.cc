@@ -1,0 +1,170 @@
+// `shardgnn run --replicas 2` (issue 13): storage server replicas killed
+// (SIGKILL) or frozen (SIGSTOP) while the real binary trains the bundled Cora;
+// the run completes, and since any replica answers a request exactly as any
+// other, its final parameters equal those of the uninterrupted run.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/subprocess.h"
+#include "nlohmann/json.hpp"
+#include "tests/cli/process_table.h"
+#include "tests/cli/shardgnn_child.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardgnn {
+namespace {
+
+using std::chrono::seconds;
+using testing::ChildrenOf;
+using testing::Describe;
+using ::testing::HasSubstr;
+using testing::kRunTimeout;
+using testing::ProcessInfo;
+using testing::StartShardgnn;
+using testing::TempDir;
+
+class RunFailoverTest : public ::testing::Test {
+ protected:
+  std::vector<std::string> Args(const std::string& out) {
+    return {"run",        "--work-dir", work_dir_,  "--out", out,
+            "--replicas", "2",          "--epochs", "8",     "--patience",
+            "0",          "--timeout",  "60"};
+  }
+
+  // The summary of a finished run, and its output in *output.
+  nlohmann::json Finish(Subprocess* run, std::string* output) {
+    std::optional<int> status = run->Wait(kRunTimeout);
+    *output = run->Tail(100000);
+    EXPECT_EQ(status, 0) << *output;
+    return nlohmann::json::parse(std::ifstream(out_dir_ + "/summary.json"),
+                                 nullptr,
+                                 /*allow_exceptions=*/false);
+  }
+
+  // The pids of part `part`'s servers, in start order.
+  static std::vector<pid_t> Replicas(const std::vector<ProcessInfo>& children,
+                                     int part) {
+    std::vector<pid_t> pids;
+    const std::string needle = " --part " + std::to_string(part) + " ";
+    for (const auto& c : children) {
+      if (c.cmdline.find(" serve ") != std::string::npos &&
+          c.cmdline.find(needle) != std::string::npos) {
+        pids.push_back(c.pid);
+      }
+    }
+    return pids;
+  }
+
+  // The uninterrupted run's summary.
+  nlohmann::json Reference() {
+    out_dir_ = dir_.Sub("reference");
+    auto run = StartShardgnn(Args(out_dir_), "shardgnn run");
+    EXPECT_NE(run, nullptr);
+    if (run == nullptr) return {};
+    std::string output;
+    return Finish(run.get(), &output);
+  }
+
+  TempDir dir_;
+  const std::string work_dir_ = dir_.Sub("work");
+  std::string out_dir_;
+};
+
+TEST_F(RunFailoverTest, ReplicasKilledMidRunChangeNothing) {
+  const nlohmann::json reference = Reference();
+  ASSERT_TRUE(reference.is_object());
+  const std::string checksum = reference["parameters_checksum"];
+  ASSERT_EQ(checksum.size(), 16u);
+
+  out_dir_ = dir_.Sub("killed");
+  auto run = StartShardgnn(Args(out_dir_), "shardgnn run");
+  ASSERT_NE(run, nullptr);
+  ASSERT_OK(run->WaitForLine("epoch   2/8", kRunTimeout));
+  const std::vector<ProcessInfo> children = ChildrenOf(run->pid(), work_dir_);
+  const std::vector<pid_t> part0 = Replicas(children, 0);
+  const std::vector<pid_t> part1 = Replicas(children, 1);
+  ASSERT_EQ(part0.size(), 2u) << Describe(children);
+  ASSERT_EQ(part1.size(), 2u) << Describe(children);
+  // One replica of each part, at different times; never both of one part.
+  ASSERT_EQ(kill(part1[0], SIGKILL), 0);
+  ASSERT_OK(run->WaitForLine("epoch   5/8", kRunTimeout));
+  ASSERT_EQ(kill(part0[1], SIGKILL), 0);
+
+  std::string output;
+  const nlohmann::json summary = Finish(run.get(), &output);
+  ASSERT_TRUE(summary.is_object()) << output;
+  EXPECT_EQ(summary["parameters_checksum"], checksum) << output;
+  EXPECT_EQ(summary["test_acc"], reference["test_acc"]);
+  EXPECT_EQ(summary["epochs_run"], 8);
+  // The launcher said which servers died and who serves their parts.
+  EXPECT_THAT(output, HasSubstr("part 1 is still served by storage server 1 "
+                                "replica 1"));
+  EXPECT_THAT(output, HasSubstr("part 0 is still served by storage server 0 "
+                                "replica 0"));
+  // Rank 0 saw calls fail over, and which replicas are down.
+  EXPECT_GE(summary["remote"]["failovers"].get<int64_t>(), 1) << output;
+  const auto& replicas = summary["remote"]["replicas"];
+  ASSERT_EQ(replicas.size(), 2u);
+  EXPECT_EQ(replicas[1][0]["up"], false);
+  EXPECT_EQ(replicas[0][1]["up"], false);
+  EXPECT_EQ(replicas[0][0]["up"], true);
+  EXPECT_EQ(replicas[1][1]["up"], true);
+}
+
+TEST_F(RunFailoverTest, AFrozenReplicaIsLeftWithinTheCallDeadline) {
+  const nlohmann::json reference = Reference();
+  ASSERT_TRUE(reference.is_object());
+
+  out_dir_ = dir_.Sub("stopped");
+  auto run = StartShardgnn(Args(out_dir_), "shardgnn run");
+  ASSERT_NE(run, nullptr);
+  ASSERT_OK(run->WaitForLine("epoch   2/8", kRunTimeout));
+  const std::vector<ProcessInfo> children = ChildrenOf(run->pid(), work_dir_);
+  const std::vector<pid_t> part1 = Replicas(children, 1);
+  ASSERT_EQ(part1.size(), 2u) << Describe(children);
+  // Alive but silent: its calls time out (5 s) and go to the other replica.
+  ASSERT_EQ(kill(part1[1], SIGSTOP), 0);
+  std::string output;
+  const nlohmann::json summary = Finish(run.get(), &output);
+  kill(part1[1], SIGCONT);  // If the launcher has not stopped it.
+  ASSERT_TRUE(summary.is_object()) << output;
+  EXPECT_EQ(summary["parameters_checksum"], reference["parameters_checksum"])
+      << output;
+  EXPECT_THAT(output, HasSubstr("DEADLINE_EXCEEDED"));
+  EXPECT_EQ(summary["remote"]["replicas"][1][1]["up"], false) << output;
+}
+
+TEST_F(RunFailoverTest, BothReplicasOfAPartKilledFailTheRunNamingThem) {
+  out_dir_ = dir_.Sub("dead");
+  std::vector<std::string> args = Args(out_dir_);
+  // Epochs enough to outlive the kills.
+  *(std::find(args.begin(), args.end(), "--epochs") + 1) = "1000";
+  auto run = StartShardgnn(args, "shardgnn run");
+  ASSERT_NE(run, nullptr);
+  ASSERT_OK(run->WaitForLine("epoch   1/1000", kRunTimeout));
+  const std::vector<ProcessInfo> children = ChildrenOf(run->pid(), work_dir_);
+  const std::vector<pid_t> part1 = Replicas(children, 1);
+  ASSERT_EQ(part1.size(), 2u) << Describe(children);
+  ASSERT_EQ(kill(part1[0], SIGKILL), 0);
+  ASSERT_EQ(kill(part1[1], SIGKILL), 0);
+  std::optional<int> status = run->Wait(seconds(60));
+  ASSERT_TRUE(status.has_value()) << "no exit 60 s after the kills";
+  EXPECT_NE(*status, 0);
+  const std::string output = run->Tail(100000);
+  EXPECT_THAT(testing::LastErrorLine(output),
+              HasSubstr("storage server 1 replica"))
+      << output;
+}
+
+}  // namespace
+}  // namespace shardgnn

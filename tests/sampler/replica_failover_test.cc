@@ -1,0 +1,230 @@
+// Replicas and failover (issue 13): two real storage servers per part on
+// loopback, replicas shut down and restarted while a sampler runs against
+// them. A node's sample depends only on (seed, node), so whichever replica
+// answers, every minibatch must equal the in-process sampler's.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+
+#include "common/progress.h"
+#include "partition/partition.h"
+#include "sampler/neighbor_sampler.h"
+#include "sampler/remote_graph_source.h"
+#include "tests/sampler/test_cluster.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardgnn {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+constexpr int64_t kNodes = 1500;
+constexpr int kParts = 2;
+constexpr int kReplicas = 2;
+const std::vector<int> kFanouts = {10, 5};
+
+class ReplicaFailoverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Progress::SetQuietByDefault(true);
+    ASSERT_OK_AND_ASSIGN(Dataset dataset,
+                         testing::MakeRmatDataset(tmp_.Sub("rmat"), kNodes, 12,
+                                                  /*feature_dim=*/8, 5));
+    PartitionOptions options;
+    options.num_parts = kParts;
+    ASSERT_OK(PartitionInMemory(dataset, tmp_.Sub("part"), options).status());
+    ASSERT_OK_AND_ASSIGN(
+        graph_, testing::RelabelForPartition(dataset, tmp_.Sub("part")));
+    ASSERT_OK_AND_ASSIGN(local_, InMemoryGraphSource::Create(graph_.arrays()));
+    servers_.resize(kParts);
+    for (int p = 0; p < kParts; ++p) {
+      for (int r = 0; r < kReplicas; ++r) {
+        ASSERT_OK_AND_ASSIGN(auto server,
+                             testing::ServePart(tmp_.Sub("part"), p, true));
+        servers_[p].push_back(std::move(server));
+      }
+    }
+  }
+
+  void TearDown() override {
+    remote_.reset();  // Its probers first.
+    for (auto& part : servers_) {
+      for (auto& s : part) {
+        if (s != nullptr) s->Shutdown(absl::Now());
+      }
+    }
+  }
+
+  void Connect(absl::Duration server_wait = absl::ZeroDuration()) {
+    RemoteGraphSourceOptions options;
+    options.connect_timeout = absl::Seconds(10);
+    options.client.call_timeout = absl::Seconds(2);
+    options.client.max_attempts = 2;
+    options.client.initial_backoff = absl::Milliseconds(20);
+    options.server_wait = server_wait;
+    options.probe_interval = absl::Milliseconds(100);
+    std::vector<std::string> addresses;
+    for (auto& part : servers_) {
+      for (auto& s : part) addresses.push_back(s->address());
+    }
+    ASSERT_OK_AND_ASSIGN(remote_,
+                         RemoteGraphSource::Connect(addresses, options));
+  }
+
+  std::unique_ptr<NeighborSampler> Sampler(const GraphSource* source) {
+    SamplerOptions options;
+    options.fanouts = kFanouts;
+    auto sampler = NeighborSampler::Create(source, options);
+    EXPECT_OK(sampler);
+    return sampler.ok() ? std::move(sampler).value() : nullptr;
+  }
+
+  // Batch b's seeds: 64 nodes over both parts.
+  static std::vector<NodeId> Seeds(int b) {
+    std::vector<NodeId> seeds;
+    for (int i = 0; i < 64; ++i) seeds.push_back((b * 131 + i * 23) % kNodes);
+    return seeds;
+  }
+
+  // Batch b from the servers equals the in-process one.
+  void ExpectSameBatch(NeighborSampler* remote, NeighborSampler* local, int b) {
+    const uint64_t seed = 1000 + b;
+    ASSERT_OK_AND_ASSIGN(MiniBatch got, remote->Sample(Seeds(b), seed));
+    ASSERT_OK_AND_ASSIGN(MiniBatch want, local->Sample(Seeds(b), seed));
+    EXPECT_EQ(got.input_nodes, want.input_nodes) << "batch " << b;
+    ASSERT_EQ(got.blocks.size(), want.blocks.size());
+    for (size_t l = 0; l < got.blocks.size(); ++l) {
+      EXPECT_EQ(got.blocks[l].indices, want.blocks[l].indices) << "batch " << b;
+    }
+    ASSERT_EQ(got.features.size(), want.features.size());
+    EXPECT_EQ(std::memcmp(got.features.data(), want.features.data(),
+                          got.features.size() * sizeof(float)),
+              0)
+        << "batch " << b;
+    EXPECT_EQ(got.labels, want.labels) << "batch " << b;
+  }
+
+  void Kill(int part, int replica) {
+    servers_[part][replica]->Shutdown(absl::Now());
+    servers_[part][replica].reset();
+  }
+
+  TempDir tmp_;
+  testing::RelabelledGraph graph_;
+  std::unique_ptr<InMemoryGraphSource> local_;
+  std::vector<std::vector<std::unique_ptr<GraphStoreServer>>> servers_;
+  std::unique_ptr<RemoteGraphSource> remote_;
+};
+
+TEST_F(ReplicaFailoverTest, SameMiniBatchesWhileReplicasDie) {
+  ASSERT_NO_FATAL_FAILURE(Connect());
+  auto remote = Sampler(remote_.get());
+  auto local = Sampler(local_.get());
+  for (int b = 0; b < 24; ++b) {
+    // One replica of each part dies, at different times, never both
+    // replicas of one part.
+    if (b == 4) Kill(0, 0);
+    if (b == 12) Kill(1, 1);
+    ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), b));
+  }
+  EXPECT_GE(remote_->stats().failovers, 2);
+  EXPECT_FALSE(remote_->replicas(0)[0].up);
+  EXPECT_TRUE(remote_->replicas(0)[1].up);
+  EXPECT_FALSE(remote_->replicas(1)[1].up);
+  EXPECT_THAT(remote_->replicas(0)[0].last_error,
+              HasSubstr(remote_->replicas(0)[0].address));
+  // Splits and degrees fail over too.
+  ASSERT_OK_AND_ASSIGN(std::vector<int64_t> degrees,
+                       remote_->FetchAllDegrees());
+  EXPECT_EQ(degrees.size(), static_cast<size_t>(kNodes));
+  EXPECT_OK(remote_->FetchSplit("train").status());
+}
+
+TEST_F(ReplicaFailoverTest, LoadIsSpreadOverLiveReplicas) {
+  ASSERT_NO_FATAL_FAILURE(Connect());
+  auto remote = Sampler(remote_.get());
+  for (int b = 0; b < 10; ++b) ASSERT_OK(remote->Sample(Seeds(b), b).status());
+  for (int p = 0; p < kParts; ++p) {
+    for (const internal::ReplicaState& r : remote_->replicas(p)) {
+      EXPECT_GT(r.calls, 0) << r.address << " got no call";
+    }
+    for (int r = 0; r < kReplicas; ++r) {
+      EXPECT_GT(servers_[p][r]->Totals().calls, 0);
+    }
+  }
+}
+
+TEST_F(ReplicaFailoverTest, ARestartedReplicaRejoins) {
+  ASSERT_NO_FATAL_FAILURE(Connect());
+  auto remote = Sampler(remote_.get());
+  auto local = Sampler(local_.get());
+  const std::string address = servers_[0][0]->address();
+  Kill(0, 0);
+  for (int b = 0; b < 4; ++b) {
+    ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), b));
+  }
+  EXPECT_FALSE(remote_->replicas(0)[0].up);
+  // A new server on the same address.
+  ASSERT_OK_AND_ASSIGN(servers_[0][0],
+                       testing::ServePart(tmp_.Sub("part"), 0, true, address));
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!remote_->replicas(0)[0].up && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_TRUE(remote_->replicas(0)[0].up) << "not back within 10 s";
+  EXPECT_EQ(remote_->replicas(0)[0].rejoins, 1);
+  for (int b = 4; b < 12; ++b) {
+    ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), b));
+  }
+  // Its request counter grows again.
+  EXPECT_GT(servers_[0][0]->Totals().calls, 0);
+}
+
+TEST_F(ReplicaFailoverTest, AllReplicasDownWaitsThenNamesThePart) {
+  const absl::Duration wait = absl::Milliseconds(1500);
+  ASSERT_NO_FATAL_FAILURE(Connect(wait));
+  auto remote = Sampler(remote_.get());
+  ASSERT_OK(remote->Sample(Seeds(0), 1).status());
+  const std::string a = servers_[1][0]->address();
+  const std::string b = servers_[1][1]->address();
+  Kill(1, 0);
+  Kill(1, 1);
+  const absl::Time start = absl::Now();
+  auto batch = remote->Sample(Seeds(1), 2);
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_FALSE(batch.ok());
+  EXPECT_GE(took, wait);
+  EXPECT_LT(took, wait + absl::Seconds(6));  // Plus at most a call deadline.
+  EXPECT_THAT(std::string(batch.status().message()),
+              AllOf(HasSubstr("part 1"), HasSubstr(a), HasSubstr(b),
+                    HasSubstr("--server-wait")));
+}
+
+TEST_F(ReplicaFailoverTest, AReplicaBackWithinTheWaitLetsTheRunGoOn) {
+  ASSERT_NO_FATAL_FAILURE(Connect(absl::Seconds(20)));
+  auto remote = Sampler(remote_.get());
+  auto local = Sampler(local_.get());
+  ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), 0));
+  const std::string address = servers_[1][1]->address();
+  Kill(1, 0);
+  Kill(1, 1);
+  std::thread restart([&] {
+    absl::SleepFor(absl::Seconds(1));
+    auto server = testing::ServePart(tmp_.Sub("part"), 1, true, address);
+    ASSERT_OK(server);
+    servers_[1][1] = std::move(server).value();
+  });
+  const absl::Time start = absl::Now();
+  ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), 1));
+  restart.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(15));
+  ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), 2));
+}
+
+}  // namespace
+}  // namespace shardgnn
