@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <functional>
@@ -25,6 +26,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "cli/commands.h"
 #include "cli/run_work_dir.h"
 #include "cli/security_flags.h"
@@ -66,6 +68,7 @@ struct RunFlags {
   double peer_timeout_seconds = 30;
   int replicas = 1;
   double server_wait_seconds = 60;
+  int max_restarts = 3;
   TrainingFlags training;
   SecurityFlags security;
   // Whether a flag was given on the command line (defaults are not).
@@ -244,7 +247,21 @@ class Supervisor {
     return servers_;
   }
 
+  // Whether the last failure WaitForTrainers reported may pass with a
+  // restart of the trainers: a trainer killed by a signal, or collectives
+  // that failed without a trainer failing on its own. A trainer's own error
+  // (bad data, a diverged loss, ...) would come back; a dead server, a
+  // stopped trainer and the user's Ctrl-C are not the trainers' to mend.
+  bool RestartMayHelp() const { return restart_may_help_; }
+
+  // Stops every trainer (the servers keep running) and forgets them.
+  void StopTrainers() {
+    for (auto& t : trainers_) t->Terminate(milliseconds(3000));
+    trainers_.clear();
+  }
+
   absl::Status WaitForTrainers() {
+    restart_may_help_ = false;
     std::vector<bool> done(trainers_.size(), false);
     size_t finished = 0;
     while (finished < trainers_.size()) {
@@ -311,9 +328,15 @@ class Supervisor {
       }
       std::this_thread::sleep_for(milliseconds(50));
     }
-    return absl::AbortedError(absl::StrCat(
-        trainers_[culprit]->name(), " failed with status ", culprit_code,
-        "; its last output:\n", trainers_[culprit]->Tail(5)));
+    restart_may_help_ = rank(culprit_code) != 2;
+    const std::string how =
+        culprit_code >= 128
+            ? absl::StrCat("was killed by signal ", culprit_code - 128, " (",
+                           strsignal(culprit_code - 128), ")")
+            : absl::StrCat("failed with status ", culprit_code);
+    return absl::AbortedError(absl::StrCat(trainers_[culprit]->name(), " ", how,
+                                           "; its last output:\n",
+                                           trainers_[culprit]->Tail(5)));
   }
 
   // An error naming the first server that has exited, once no other
@@ -361,6 +384,7 @@ class Supervisor {
   std::vector<int> server_parts_;
   std::vector<bool> server_exit_said_;
   std::vector<std::unique_ptr<Subprocess>> trainers_;
+  bool restart_may_help_ = false;
 };
 
 void PrintLine(const std::string& prefix, const std::string& line) {
@@ -388,6 +412,9 @@ absl::Status RunPipeline(const RunFlags& flags) {
   }
   if (!(flags.server_wait_seconds >= 0)) {
     return absl::InvalidArgumentError("--server-wait must be 0 or more");
+  }
+  if (flags.max_restarts < 0) {
+    return absl::InvalidArgumentError("--max-restarts must be 0 or more");
   }
   RETURN_IF_ERROR(ParsePartitionMethod(flags.method).status());
   if (flags.training.resume && flags.out_dir.empty())
@@ -513,44 +540,94 @@ absl::Status RunPipeline(const RunFlags& flags) {
   // pairs bind 127.0.0.1). A stale one from a killed run would break it.
   const std::string store_file = JoinPath(out_dir, ".rendezvous");
   std::filesystem::remove(store_file, ec);
-  for (int r = 0; r < flags.trainers; ++r) {
-    SubprocessOptions options;
-    options.name = absl::StrCat("trainer ", r);
-    options.argv = {self,
-                    "train",
-                    "--servers",
-                    absl::StrJoin(addresses, ","),
-                    "--out",
-                    out_dir,
-                    "--timeout",
-                    absl::StrCat(flags.timeout_seconds),
-                    "--peer-timeout",
-                    absl::StrCat(flags.peer_timeout_seconds),
-                    "--server-wait",
-                    absl::StrCat(flags.server_wait_seconds),
-                    "--store-file",
-                    store_file};
-    if (!partition_dir.empty()) {
-      options.argv.push_back("--partition");
-      options.argv.push_back(partition_dir);
+  // Starts the trainers; `resume`: from their checkpoints (a restart).
+  auto start_trainers = [&](bool resume) -> absl::Status {
+    std::filesystem::remove(store_file, ec);  // Left by failed trainers.
+    for (int r = 0; r < flags.trainers; ++r) {
+      SubprocessOptions options;
+      options.name = absl::StrCat("trainer ", r);
+      options.argv = {self,
+                      "train",
+                      "--servers",
+                      absl::StrJoin(addresses, ","),
+                      "--out",
+                      out_dir,
+                      "--timeout",
+                      absl::StrCat(flags.timeout_seconds),
+                      "--peer-timeout",
+                      absl::StrCat(flags.peer_timeout_seconds),
+                      "--server-wait",
+                      absl::StrCat(flags.server_wait_seconds),
+                      "--store-file",
+                      store_file};
+      if (!partition_dir.empty()) {
+        options.argv.push_back("--partition");
+        options.argv.push_back(partition_dir);
+      }
+      for (auto& a : TrainingArgs(flags.training)) options.argv.push_back(a);
+      if (resume && !flags.training.resume &&
+          flags.training.checkpoint_every > 0) {
+        options.argv.push_back("--resume");
+      }
+      for (auto& a : SecurityArgs(security)) options.argv.push_back(a);
+      options.env = {{"RANK", std::to_string(r)},
+                     {"WORLD_SIZE", std::to_string(flags.trainers)},
+                     // All on this machine: each trainer takes its share of the
+                     // cores for compute unless --threads says otherwise.
+                     {"LOCAL_WORLD_SIZE", std::to_string(flags.trainers)},
+                     {"MASTER_ADDR", "127.0.0.1"}};
+      std::string prefix = r == 0 ? "" : absl::StrCat("trainer ", r);
+      options.on_line = [prefix](const std::string& line) {
+        PrintLine(prefix, line);
+      };
+      ASSIGN_OR_RETURN(auto trainer, Subprocess::Start(options));
+      supervisor.AddTrainer(std::move(trainer));
     }
-    for (auto& a : TrainingArgs(flags.training)) options.argv.push_back(a);
-    for (auto& a : SecurityArgs(security)) options.argv.push_back(a);
-    options.env = {{"RANK", std::to_string(r)},
-                   {"WORLD_SIZE", std::to_string(flags.trainers)},
-                   // All on this machine: each trainer takes its share of the
-                   // cores for compute unless --threads says otherwise.
-                   {"LOCAL_WORLD_SIZE", std::to_string(flags.trainers)},
-                   {"MASTER_ADDR", "127.0.0.1"}};
-    std::string prefix = r == 0 ? "" : absl::StrCat("trainer ", r);
-    options.on_line = [prefix](const std::string& line) {
-      PrintLine(prefix, line);
-    };
-    ASSIGN_OR_RETURN(auto trainer, Subprocess::Start(options));
-    supervisor.AddTrainer(std::move(trainer));
+    return absl::OkStatus();
+  };
+  // A trainer's death restarts the group (as torchrun's elastic agent does):
+  // every trainer stops and starts again from the last epoch all of them
+  // checkpointed (trainer/trainer.cc), so the run ends as it would have.
+  nlohmann::json restarts = nlohmann::json::array();
+  absl::Status status = start_trainers(false);
+  while (status.ok()) {
+    status = supervisor.WaitForTrainers();
+    if (status.ok() || !supervisor.RestartMayHelp()) break;
+    const std::string cause(absl::StripSuffix(
+        status.message().substr(0, status.message().find('\n')),
+        "; its last output:"));
+    if (static_cast<int>(restarts.size()) >= flags.max_restarts) {
+      status = absl::AbortedError(
+          absl::StrCat(status.message(), "\n(after ", restarts.size(),
+                       " restart(s) of the trainers: --max-restarts ",
+                       flags.max_restarts, ")"));
+      break;
+    }
+    restarts.push_back({{"cause", cause}});
+    PrintLine("", absl::StrCat("shardgnn run: ", cause, "; restarting the ",
+                               flags.trainers, " trainer(s) ",
+                               flags.training.checkpoint_every > 0
+                                   ? "from their last checkpoint"
+                                   : "from the start (no checkpoints)",
+                               " (restart ", restarts.size(), " of at most ",
+                               flags.max_restarts, ")"));
+    supervisor.StopTrainers();
+    status = start_trainers(true);
   }
-  absl::Status status = supervisor.WaitForTrainers();
   supervisor.StopAll();
+  if (status.ok()) {
+    // The summary rank 0 wrote, with the restarts.
+    const std::string path = JoinPath(out_dir, "summary.json");
+    auto text = ReadFileToString(path);
+    nlohmann::json summary = text.ok()
+                                 ? nlohmann::json::parse(*text, nullptr, false)
+                                 : nlohmann::json();
+    if (summary.is_object()) {
+      summary["restarts"] = restarts.size();
+      summary["restart_causes"] = restarts;
+      status = WriteFileAtomic(path, summary.dump(2) + "\n");
+    }
+  }
   std::filesystem::remove(store_file, ec);  // Left by trainers that failed.
   if (!status.ok()) return status;
   std::printf("shardgnn run: done; metrics and summary in %s\n",
@@ -585,6 +662,10 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--replicas", flags->replicas,
                   "Storage servers per part (replicas: a request fails over "
                   "to another when one dies or falls silent)")
+      ->capture_default_str();
+  cmd->add_option("--max-restarts", flags->max_restarts,
+                  "Times the trainers are restarted from their checkpoints "
+                  "after a trainer dies, before the run fails")
       ->capture_default_str();
   cmd->add_option("--server-wait", flags->server_wait_seconds,
                   "Seconds the trainers wait for a replica of a part to come "

@@ -1,5 +1,7 @@
 #include "cli/training_flags.h"
 
+#include <cstdio>
+
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -163,6 +165,11 @@ absl::StatusOr<std::vector<int>> ParseFanouts(const std::string& text) {
 
 absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
   TrainOptions options;
+  options.on_resume = [](int epoch) {
+    std::printf("shardgnn train: resumed from the checkpoints of epoch %d\n",
+                epoch);
+    std::fflush(stdout);
+  };
   auto kind = ParseModelKind(f.model);
   if (!kind.ok()) return kind.status();
   auto fanouts = ParseFanouts(f.fanouts);

@@ -409,6 +409,7 @@ class Run {
         state.settings = settings;
         model_->seed_stream().set_count(state.dropout_count);
         result.resumed_from_epoch = state.epoch;
+        if (options_.on_resume) options_.on_resume(state.epoch);
         result.epochs = state.history;
         result.best_val_acc = state.best_val_acc;
         result.best_epoch = state.best_epoch;

@@ -164,6 +164,9 @@ struct TrainOptions {
   bool allow_changed_settings = false;
   // Called after every epoch (progress lines, metrics files); may be empty.
   std::function<void(const EpochStats&)> on_epoch;
+  // Called once when the run resumes from checkpoints (every rank agreed on
+  // the epoch), with the epoch it continues after; not for a fresh start.
+  std::function<void(int epoch)> on_resume;
 };
 
 // The nodes each split trains on or is measured on (global IDs).

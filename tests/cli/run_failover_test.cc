@@ -35,10 +35,31 @@ using testing::TempDir;
 
 class RunFailoverTest : public ::testing::Test {
  protected:
-  std::vector<std::string> Args(const std::string& out) {
-    return {"run",        "--work-dir", work_dir_,  "--out", out,
-            "--replicas", "2",          "--epochs", "8",     "--patience",
-            "0",          "--timeout",  "60"};
+  std::vector<std::string> Args(const std::string& out, int replicas = 2) {
+    return {"run",
+            "--work-dir",
+            work_dir_,
+            "--out",
+            out,
+            "--replicas",
+            std::to_string(replicas),
+            "--epochs",
+            "8",
+            "--patience",
+            "0",
+            "--timeout",
+            "60"};
+  }
+
+  // The pid of the trainer of rank `rank` among `children` (0 if none).
+  static pid_t Trainer(const std::vector<ProcessInfo>& children, int rank) {
+    std::vector<pid_t> pids;
+    for (const auto& c : children) {
+      if (c.cmdline.find(" train ") != std::string::npos) pids.push_back(c.pid);
+    }
+    // Started in rank order.
+    std::sort(pids.begin(), pids.end());
+    return rank < static_cast<int>(pids.size()) ? pids[rank] : 0;
   }
 
   // The summary of a finished run, and its output in *output.
@@ -164,6 +185,62 @@ TEST_F(RunFailoverTest, BothReplicasOfAPartKilledFailTheRunNamingThem) {
   EXPECT_THAT(testing::LastErrorLine(output),
               HasSubstr("storage server 1 replica"))
       << output;
+}
+
+// Issue 13, item 4: a trainer's death restarts the trainer group from the
+// last epoch all have checkpointed, and the run ends as it would have.
+TEST_F(RunFailoverTest, AKilledTrainerRestartsTheGroupAndChangesNothing) {
+  const nlohmann::json reference = Reference();
+  ASSERT_TRUE(reference.is_object());
+
+  out_dir_ = dir_.Sub("restarted");
+  auto run = StartShardgnn(Args(out_dir_, 1), "shardgnn run");
+  ASSERT_NE(run, nullptr);
+  ASSERT_OK(run->WaitForLine("epoch   3/8", kRunTimeout));
+  const pid_t trainer = Trainer(ChildrenOf(run->pid(), work_dir_), 1);
+  ASSERT_GT(trainer, 0);
+  ASSERT_EQ(kill(trainer, SIGKILL), 0);
+  std::string output;
+  const nlohmann::json summary = Finish(run.get(), &output);
+  ASSERT_TRUE(summary.is_object()) << output;
+  EXPECT_EQ(summary["parameters_checksum"], reference["parameters_checksum"])
+      << output;
+  EXPECT_EQ(summary["test_acc"], reference["test_acc"]);
+  EXPECT_EQ(summary["restarts"], 1) << output;
+  EXPECT_THAT(summary["restart_causes"][0]["cause"].get<std::string>(),
+              HasSubstr("trainer 1 was killed by signal 9"));
+  EXPECT_THAT(output, HasSubstr("restarting the 2 trainer(s) from their last "
+                                "checkpoint (restart 1 of at most 3)"));
+  // It resumed from a checkpoint, not from the start.
+  EXPECT_THAT(output, HasSubstr("resumed from the checkpoints of epoch"))
+      << output;
+}
+
+TEST_F(RunFailoverTest, MoreTrainerDeathsThanMaxRestartsFailTheRun) {
+  out_dir_ = dir_.Sub("dies");
+  std::vector<std::string> args = Args(out_dir_, 1);
+  *(std::find(args.begin(), args.end(), "--epochs") + 1) = "1000";
+  args.push_back("--max-restarts");
+  args.push_back("1");
+  auto run = StartShardgnn(args, "shardgnn run");
+  ASSERT_NE(run, nullptr);
+  ASSERT_OK(run->WaitForLine("epoch   1/1000", kRunTimeout));
+  ASSERT_EQ(kill(Trainer(ChildrenOf(run->pid(), work_dir_), 1), SIGKILL), 0);
+  // The new group trains from its checkpoints, then a trainer dies again.
+  ASSERT_OK(run->WaitForLine("resumed from the checkpoints", kRunTimeout));
+  const pid_t again = Trainer(ChildrenOf(run->pid(), work_dir_), 1);
+  ASSERT_GT(again, 0);
+  ASSERT_EQ(kill(again, SIGKILL), 0);
+  std::optional<int> status = run->Wait(seconds(60));
+  ASSERT_TRUE(status.has_value()) << "no exit 60 s after the second kill";
+  EXPECT_NE(*status, 0);
+  const std::string output = run->Tail(100000);
+  EXPECT_THAT(output, HasSubstr("(restart 1 of at most 1)")) << output;
+  EXPECT_THAT(testing::LastErrorLine(output),
+              HasSubstr("trainer 1 was killed by signal 9"))
+      << output;
+  EXPECT_THAT(output, HasSubstr("--max-restarts 1")) << output;
+  EXPECT_TRUE(testing::ProcessesMentioning(work_dir_).empty());
 }
 
 }  // namespace
