@@ -1,7 +1,10 @@
 // Replicas and failover (issue 13): two real storage servers per part on
 // loopback, replicas shut down and restarted while a sampler runs against
 // them. A node's sample depends only on (seed, node), so whichever replica
-// answers, every minibatch must equal the in-process sampler's.
+// answers, every minibatch must equal the in-process sampler's. Every test
+// runs on each of the three feature paths: the first replica's shared memory
+// (mapped, and still read after that server dies), the servers' feature
+// ports, and gRPC.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -28,7 +31,22 @@ constexpr int kParts = 2;
 constexpr int kReplicas = 2;
 const std::vector<int> kFanouts = {10, 5};
 
-class ReplicaFailoverTest : public ::testing::Test {
+// Where the sampler reads feature rows from.
+enum class FeaturePath { kSharedMemory, kFeaturePort, kGrpc };
+
+std::string PathName(const ::testing::TestParamInfo<FeaturePath>& info) {
+  switch (info.param) {
+    case FeaturePath::kSharedMemory:
+      return "SharedMemory";
+    case FeaturePath::kFeaturePort:
+      return "FeaturePort";
+    case FeaturePath::kGrpc:
+      return "Grpc";
+  }
+  return "";
+}
+
+class ReplicaFailoverTest : public ::testing::TestWithParam<FeaturePath> {
  protected:
   void SetUp() override {
     Progress::SetQuietByDefault(true);
@@ -68,12 +86,32 @@ class ReplicaFailoverTest : public ::testing::Test {
     options.client.initial_backoff = absl::Milliseconds(20);
     options.server_wait = server_wait;
     options.probe_interval = absl::Milliseconds(100);
+    options.use_shared_memory = GetParam() == FeaturePath::kSharedMemory;
+    options.client.use_feature_port = GetParam() != FeaturePath::kGrpc;
     std::vector<std::string> addresses;
     for (auto& part : servers_) {
       for (auto& s : part) addresses.push_back(s->address());
     }
     ASSERT_OK_AND_ASSIGN(remote_,
                          RemoteGraphSource::Connect(addresses, options));
+    for (int p = 0; p < kParts; ++p) {
+      ASSERT_EQ(remote_->reads_shared_memory(p),
+                GetParam() == FeaturePath::kSharedMemory);
+      ASSERT_EQ(remote_->uses_feature_port(p),
+                GetParam() == FeaturePath::kFeaturePort);
+    }
+  }
+
+  // Feature bytes went the way the parameter says.
+  void ExpectFeaturePath() {
+    const RemoteStats stats = remote_->stats();
+    if (GetParam() == FeaturePath::kSharedMemory) {
+      EXPECT_GT(stats.shared_feature_bytes, 0);
+      EXPECT_EQ(stats.feature_bytes, 0);
+    } else {
+      EXPECT_EQ(stats.shared_feature_bytes, 0);
+      EXPECT_GT(stats.feature_bytes, 0);
+    }
   }
 
   std::unique_ptr<NeighborSampler> Sampler(const GraphSource* source) {
@@ -121,7 +159,7 @@ class ReplicaFailoverTest : public ::testing::Test {
   std::unique_ptr<RemoteGraphSource> remote_;
 };
 
-TEST_F(ReplicaFailoverTest, SameMiniBatchesWhileReplicasDie) {
+TEST_P(ReplicaFailoverTest, SameMiniBatchesWhileReplicasDie) {
   ASSERT_NO_FATAL_FAILURE(Connect());
   auto remote = Sampler(remote_.get());
   auto local = Sampler(local_.get());
@@ -133,6 +171,7 @@ TEST_F(ReplicaFailoverTest, SameMiniBatchesWhileReplicasDie) {
     ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), b));
   }
   EXPECT_GE(remote_->stats().failovers, 2);
+  ExpectFeaturePath();
   EXPECT_FALSE(remote_->replicas(0)[0].up);
   EXPECT_TRUE(remote_->replicas(0)[1].up);
   EXPECT_FALSE(remote_->replicas(1)[1].up);
@@ -145,7 +184,48 @@ TEST_F(ReplicaFailoverTest, SameMiniBatchesWhileReplicasDie) {
   EXPECT_OK(remote_->FetchSplit("train").status());
 }
 
-TEST_F(ReplicaFailoverTest, LoadIsSpreadOverLiveReplicas) {
+// The first call to notice a dead replica is a feature (or label) call, not
+// a sampling call: it fails over on its own path.
+TEST_P(ReplicaFailoverTest, FeatureAndLabelCallsFailOver) {
+  ASSERT_NO_FATAL_FAILURE(Connect());
+  const int64_t dim = remote_->feature_dim();
+  // Every node in order (one call per part, rows scattered), then one part's
+  // nodes alone (rows contiguous).
+  std::vector<NodeId> all(kNodes), part1;
+  for (NodeId v = 0; v < kNodes; ++v) all[v] = v;
+  for (NodeId v = remote_->book().Range(1).start;
+       v < remote_->book().Range(1).end; ++v) {
+    part1.push_back(v);
+  }
+  Kill(0, 0);
+  Kill(1, 0);
+  // Ties go round the replicas: each part's dead one is picked within two
+  // calls.
+  for (int round = 0; round < 3; ++round) {
+    for (const std::vector<NodeId>* nodes : {&all, &part1}) {
+      std::vector<float> got(nodes->size() * dim, -1.0f);
+      ASSERT_OK(remote_->FetchFeatures(*nodes, got.data()));
+      for (size_t i = 0; i < nodes->size(); ++i) {
+        ASSERT_EQ(
+            std::memcmp(&got[i * dim], &graph_.features[(*nodes)[i] * dim],
+                        dim * sizeof(float)),
+            0)
+            << "node " << (*nodes)[i] << ", round " << round;
+      }
+      std::vector<int64_t> labels(nodes->size(), -2);
+      ASSERT_OK(remote_->FetchLabels(*nodes, labels.data()));
+      for (size_t i = 0; i < nodes->size(); ++i) {
+        ASSERT_EQ(labels[i], graph_.labels[(*nodes)[i]]);
+      }
+    }
+  }
+  EXPECT_FALSE(remote_->replicas(0)[0].up);
+  EXPECT_FALSE(remote_->replicas(1)[0].up);
+  EXPECT_GE(remote_->stats().failovers, 2);
+  ExpectFeaturePath();
+}
+
+TEST_P(ReplicaFailoverTest, LoadIsSpreadOverLiveReplicas) {
   ASSERT_NO_FATAL_FAILURE(Connect());
   auto remote = Sampler(remote_.get());
   for (int b = 0; b < 10; ++b) ASSERT_OK(remote->Sample(Seeds(b), b).status());
@@ -159,7 +239,7 @@ TEST_F(ReplicaFailoverTest, LoadIsSpreadOverLiveReplicas) {
   }
 }
 
-TEST_F(ReplicaFailoverTest, ARestartedReplicaRejoins) {
+TEST_P(ReplicaFailoverTest, ARestartedReplicaRejoins) {
   ASSERT_NO_FATAL_FAILURE(Connect());
   auto remote = Sampler(remote_.get());
   auto local = Sampler(local_.get());
@@ -183,9 +263,10 @@ TEST_F(ReplicaFailoverTest, ARestartedReplicaRejoins) {
   }
   // Its request counter grows again.
   EXPECT_GT(servers_[0][0]->Totals().calls, 0);
+  ExpectFeaturePath();
 }
 
-TEST_F(ReplicaFailoverTest, AllReplicasDownWaitsThenNamesThePart) {
+TEST_P(ReplicaFailoverTest, AllReplicasDownWaitsThenNamesThePart) {
   const absl::Duration wait = absl::Milliseconds(1500);
   ASSERT_NO_FATAL_FAILURE(Connect(wait));
   auto remote = Sampler(remote_.get());
@@ -205,7 +286,7 @@ TEST_F(ReplicaFailoverTest, AllReplicasDownWaitsThenNamesThePart) {
                     HasSubstr("--server-wait")));
 }
 
-TEST_F(ReplicaFailoverTest, AReplicaBackWithinTheWaitLetsTheRunGoOn) {
+TEST_P(ReplicaFailoverTest, AReplicaBackWithinTheWaitLetsTheRunGoOn) {
   ASSERT_NO_FATAL_FAILURE(Connect(absl::Seconds(20)));
   auto remote = Sampler(remote_.get());
   auto local = Sampler(local_.get());
@@ -224,7 +305,14 @@ TEST_F(ReplicaFailoverTest, AReplicaBackWithinTheWaitLetsTheRunGoOn) {
   restart.join();
   EXPECT_LT(absl::Now() - start, absl::Seconds(15));
   ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), 2));
+  ExpectFeaturePath();
 }
+
+INSTANTIATE_TEST_SUITE_P(FeaturePaths, ReplicaFailoverTest,
+                         ::testing::Values(FeaturePath::kSharedMemory,
+                                           FeaturePath::kFeaturePort,
+                                           FeaturePath::kGrpc),
+                         PathName);
 
 }  // namespace
 }  // namespace shardgnn
