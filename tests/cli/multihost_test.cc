@@ -1,7 +1,8 @@
-// Storage servers and trainers on different "hosts": two network namespaces
-// joined by a veth pair, each with its own address (needs root, as CI runs).
+// Storage servers and trainers on different "hosts": network namespaces
+// joined by veth pairs, each with its own address (needs root, as CI runs).
 // The servers listen on host A's address only; the trainers run in host B
 // and reach them across the link, so a cut link is a real network partition.
+// A third host C, linked to B only, holds replicas (issue 13).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -45,12 +46,14 @@ bool Ip(const std::string& args) {
 }
 
 // Two namespaces, A (servers) at 10.S.T.1 and B (trainers) at 10.S.T.2, with
-// S.T from this process's pid so parallel test runs do not collide.
+// S.T from this process's pid so parallel test runs do not collide (S stays
+// within 100..251).
 class TwoHostsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const int id = static_cast<int>(getpid()) % 60000;
-    const std::string net = absl::StrCat("10.", 100 + id / 250, ".", id % 250);
+    const int id = static_cast<int>(getpid()) % 38000;
+    net_ = absl::StrCat("10.", 100 + id / 250, ".", id % 250);
+    const std::string& net = net_;
     a_ = absl::StrCat("sgnA", getpid());
     b_ = absl::StrCat("sgnB", getpid());
     link_a_ = absl::StrCat("sga", getpid());
@@ -65,9 +68,9 @@ class TwoHostsTest : public ::testing::Test {
     ASSERT_TRUE(Ip(absl::StrCat("link set ", link_a_, " netns ", a_)));
     ASSERT_TRUE(Ip(absl::StrCat("link set ", link_b_, " netns ", b_)));
     ASSERT_TRUE(
-        Ip(absl::StrCat("-n ", a_, " addr add ", net, ".1/24 dev ", link_a_)));
+        Ip(absl::StrCat("-n ", a_, " addr add ", net, ".1/30 dev ", link_a_)));
     ASSERT_TRUE(
-        Ip(absl::StrCat("-n ", b_, " addr add ", net, ".2/24 dev ", link_b_)));
+        Ip(absl::StrCat("-n ", b_, " addr add ", net, ".2/30 dev ", link_b_)));
     for (const auto& [ns, link] : {std::pair{a_, link_a_}, {b_, link_b_}}) {
       ASSERT_TRUE(Ip(absl::StrCat("-n ", ns, " link set ", link, " up")));
       ASSERT_TRUE(Ip(absl::StrCat("-n ", ns, " link set lo up")));
@@ -92,25 +95,54 @@ class TwoHostsTest : public ::testing::Test {
       Ip("netns del " + a_);  // Takes its end of the veth pair with it.
       Ip("netns del " + b_);
     }
+    if (created_c_) Ip("netns del " + c_);
+  }
+
+  // Host C at 10.S.T.5, linked to B (10.S.T.6) by a veth pair of its own.
+  void AddHostC() {
+    c_ = absl::StrCat("sgnC", getpid());
+    const std::string link_c = absl::StrCat("sgc", getpid());
+    const std::string link_bc = absl::StrCat("sgbc", getpid());
+    address_c_ = net_ + ".5";
+    ASSERT_TRUE(Ip("netns add " + c_));
+    created_c_ = true;
+    ASSERT_TRUE(Ip(
+        absl::StrCat("link add ", link_c, " type veth peer name ", link_bc)));
+    ASSERT_TRUE(Ip(absl::StrCat("link set ", link_c, " netns ", c_)));
+    ASSERT_TRUE(Ip(absl::StrCat("link set ", link_bc, " netns ", b_)));
+    ASSERT_TRUE(
+        Ip(absl::StrCat("-n ", c_, " addr add ", net_, ".5/30 dev ", link_c)));
+    ASSERT_TRUE(
+        Ip(absl::StrCat("-n ", b_, " addr add ", net_, ".6/30 dev ", link_bc)));
+    for (const auto& [ns, link] : {std::pair{c_, link_c}, {b_, link_bc}}) {
+      ASSERT_TRUE(Ip(absl::StrCat("-n ", ns, " link set ", link, " up")));
+    }
+    ASSERT_TRUE(Ip(absl::StrCat("-n ", c_, " link set lo up")));
   }
 
   std::vector<std::string> In(const std::string& ns) const {
     return {kIp, "netns", "exec", ns};
   }
 
-  // Starts one memory-mode server per part in host A; returns their
-  // addresses (on A's address, not loopback).
-  std::vector<std::string> StartServers() {
+  // Starts one memory-mode server per part in host `ns` at `address` (host A
+  // by default); returns their addresses (on that host's address, not
+  // loopback).
+  std::vector<std::string> StartServers(std::string ns = "",
+                                        std::string address = "") {
+    if (ns.empty()) ns = a_;
+    if (address.empty()) address = address_a_;
     std::vector<std::string> addresses;
+    const size_t first = servers_.size();
     for (int p = 0; p < 2; ++p) {
       servers_.push_back(StartShardgnn(
           {"serve", "--partition", partition_, "--part", std::to_string(p),
-           "--listen", address_a_ + ":0", "--memory"},
-          absl::StrCat("server ", p), In(a_)));
+           "--listen", address + ":0", "--memory"},
+          absl::StrCat("server ", p, " on ", ns), In(ns)));
       EXPECT_NE(servers_.back(), nullptr);
       if (servers_.back() == nullptr) return {};
     }
-    for (auto& s : servers_) {
+    for (size_t i = first; i < servers_.size(); ++i) {
+      auto& s = servers_[i];
       auto line = s->WaitForLine("ready on ", kRunTimeout);
       EXPECT_TRUE(line.ok()) << line.status();
       if (!line.ok()) return {};
@@ -129,8 +161,8 @@ class TwoHostsTest : public ::testing::Test {
 
   TempDir dir_;
   std::string partition_;
-  std::string a_, b_, link_a_, link_b_, address_a_;
-  bool created_ = false;
+  std::string net_, a_, b_, c_, link_a_, link_b_, address_a_, address_c_;
+  bool created_ = false, created_c_ = false;
   std::vector<std::unique_ptr<Subprocess>> servers_;
 };
 
@@ -171,9 +203,12 @@ TEST_F(TwoHostsTest, NetworkPartitionFailsTheRunNamingTheServer) {
   std::vector<std::string> servers = StartServers();
   ASSERT_EQ(servers.size(), 2u);
   const std::string out = dir_.Sub("run");
-  // Features through calls, so every batch needs the link.
+  // Features through calls, so every batch needs the link. No replica comes
+  // back: fail 5 s after the last call failed (the default waits 60).
   std::vector<std::string> args = RunArgs(servers, out, 1000);
   args.push_back("--no-shared-memory");
+  args.push_back("--server-wait");
+  args.push_back("5");
   auto run = StartShardgnn(args, "shardgnn run", In(b_));
   ASSERT_NE(run, nullptr);
   ASSERT_OK(run->WaitForLine("epoch   2/1000", kRunTimeout));
@@ -190,10 +225,61 @@ TEST_F(TwoHostsTest, NetworkPartitionFailsTheRunNamingTheServer) {
   EXPECT_LT(elapsed, 90);
   const std::string error = LastErrorLine(output);
   EXPECT_THAT(error, HasSubstr(address_a_ + ":")) << output;
+  EXPECT_THAT(error, HasSubstr("--server-wait")) << output;
   std::printf("failed %.1f s after the cut: %s\n", elapsed, error.c_str());
   EXPECT_FALSE(std::filesystem::exists(out + "/summary.json"));
   for (auto& s : servers_) {
     EXPECT_EQ(s->Poll(), std::nullopt) << s->name() << " stopped";
+  }
+}
+
+// Issue 13: host A holds one replica of every part and host C the other;
+// the link to A is cut mid-run, and the run goes on with C's replicas, ending
+// with the parameters of an uninterrupted run.
+TEST_F(TwoHostsTest, CutHostOfOneReplicaOfEveryPartTheRunGoesOn) {
+  ASSERT_NO_FATAL_FAILURE(AddHostC());
+  std::vector<std::string> servers = StartServers();
+  ASSERT_EQ(servers.size(), 2u);
+  std::vector<std::string> on_c = StartServers(c_, address_c_);
+  ASSERT_EQ(on_c.size(), 2u);
+  servers.insert(servers.end(), on_c.begin(), on_c.end());
+  auto args = [&](const std::string& out) {
+    std::vector<std::string> a = RunArgs(servers, out, 8);
+    for (const char* extra : {"--no-shared-memory", "--patience", "0"}) {
+      a.push_back(extra);
+    }
+    return a;
+  };
+  Finished reference = RunShardgnn(args(dir_.Sub("reference")), In(b_));
+  ASSERT_EQ(reference.exit_status, 0) << reference.output;
+
+  const std::string out = dir_.Sub("run");
+  auto run = StartShardgnn(args(out), "shardgnn run", In(b_));
+  ASSERT_NE(run, nullptr);
+  ASSERT_OK(run->WaitForLine("epoch   2/8", kRunTimeout));
+  ASSERT_TRUE(Ip(absl::StrCat("-n ", a_, " link set ", link_a_, " down")));
+  std::optional<int> status = run->Wait(kRunTimeout);
+  ASSERT_TRUE(status.has_value());
+  const std::string output = run->Tail(100000);
+  ASSERT_EQ(*status, 0) << output;
+
+  auto read = [](const std::string& dir) {
+    return nlohmann::json::parse(std::ifstream(dir + "/summary.json"), nullptr,
+                                 /*allow_exceptions=*/false);
+  };
+  const nlohmann::json want = read(dir_.Sub("reference"));
+  const nlohmann::json got = read(out);
+  ASSERT_TRUE(want.is_object() && got.is_object()) << output;
+  EXPECT_EQ(got["parameters_checksum"], want["parameters_checksum"]) << output;
+  EXPECT_EQ(got["test_acc"], want["test_acc"]);
+  EXPECT_GE(got["remote"]["failovers"].get<int64_t>(), 1) << output;
+  // A's replicas (listed first of each part) are down; C's up.
+  for (const auto& part : got["remote"]["replicas"]) {
+    for (const auto& r : part) {
+      const bool on_a =
+          r["address"].get<std::string>().rfind(address_a_ + ":", 0) == 0;
+      EXPECT_EQ(r["up"].get<bool>(), !on_a) << r;
+    }
   }
 }
 
