@@ -8,6 +8,7 @@
 #include <ATen/Parallel.h>
 #include <sys/resource.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -55,6 +56,7 @@ struct TrainFlags {
   double timeout_seconds = 120;
   double peer_timeout_seconds = 30;
   double server_wait_seconds = 60;
+  std::string hedge_after_ms = "0";  // Milliseconds, or "auto".
   TrainingFlags training;
   SecurityFlags security;
 };
@@ -446,6 +448,19 @@ absl::Status RunTrain(const TrainFlags& flags) {
   }
   source_options.use_shared_memory = !flags.training.no_shared_memory;
   source_options.server_wait = absl::Seconds(flags.server_wait_seconds);
+  if (flags.hedge_after_ms == "auto") {
+    source_options.hedge_adaptive = true;
+  } else {
+    double ms = 0;
+    if (!absl::SimpleAtod(flags.hedge_after_ms, &ms) || !(ms >= 0) ||
+        !std::isfinite(ms)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--hedge-after-ms must be a number of milliseconds (0: off) or "
+          "auto, not '",
+          flags.hedge_after_ms, "'"));
+    }
+    source_options.hedge_after = absl::Milliseconds(ms);
+  }
   source_options.client.use_feature_port = !flags.training.no_feature_port;
   RETURN_IF_ERROR(ApplySecurityFlags(flags.security, &source_options.client));
   ASSIGN_OR_RETURN(std::unique_ptr<RemoteGraphSource> remote,
@@ -555,7 +570,9 @@ absl::Status RunTrain(const TrainFlags& flags) {
                            {"shared_feature_bytes", rs.shared_feature_bytes},
                            {"feature_port_parts", port_parts.size()},
                            {"neighbor_bytes", rs.neighbor_bytes},
-                           {"failovers", rs.failovers}};
+                           {"failovers", rs.failovers},
+                           {"hedges_sent", rs.hedges_sent},
+                           {"hedges_won", rs.hedges_won}};
       // Each part's replicas, as this trainer (rank 0) saw them.
       nlohmann::json parts = nlohmann::json::array();
       for (int p = 0; p < remote->book().num_parts(); ++p) {
@@ -615,6 +632,13 @@ void AddTrainCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--server-wait", flags->server_wait_seconds,
                   "Seconds to wait for a replica of a part to come back when "
                   "every replica of it is down, before failing (0: at once)")
+      ->capture_default_str();
+  cmd->add_option("--hedge-after-ms", flags->hedge_after_ms,
+                  "Hedged requests: a call to a part with two live replicas "
+                  "or more that has not answered after this many "
+                  "milliseconds is sent to another replica too, and the "
+                  "first answer is used (0: off; auto: after the part's p95 "
+                  "call latency, at least 5 ms)")
       ->capture_default_str();
   AddTrainingFlags(cmd, &flags->training);
   AddSecurityFlags(cmd, &flags->security, SecurityRole::kClient);

@@ -59,6 +59,19 @@ bool AnswerTooLarge(const absl::Status& s) {
          absl::StrContains(m, "larger than max");
 }
 
+// The IDs a call reads: the caller's own, or, for a hedged call (whose
+// losing attempt may still run after the caller returned), a copy that the
+// call's attempts share.
+struct CallIds {
+  CallIds(absl::Span<const NodeId> ids, bool copy)
+      : owned(copy ? std::make_shared<const std::vector<NodeId>>(ids.begin(),
+                                                                 ids.end())
+                   : nullptr),
+        span(copy ? absl::MakeConstSpan(*owned) : ids) {}
+  std::shared_ptr<const std::vector<NodeId>> owned;
+  absl::Span<const NodeId> span;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
@@ -179,6 +192,9 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
   internal::ReplicaSetOptions set_options;
   set_options.server_wait = options.server_wait;
   set_options.probe_interval = options.probe_interval;
+  set_options.hedge_after = options.hedge_after;
+  set_options.hedge_adaptive = options.hedge_adaptive;
+  set_options.hedge_floor = options.hedge_floor;
   std::vector<std::unique_ptr<internal::ReplicaSet>> parts(by_part.size());
   std::vector<std::unique_ptr<SharedRegion>> shared(by_part.size());
   for (int p = 0; p < num_parts; ++p) {
@@ -329,19 +345,24 @@ absl::Status RemoteGraphSource::SampleChunk(int p, absl::Span<const NodeId> ids,
                                             SampledNeighbors* out,
                                             int64_t* calls) const {
   ++*calls;
-  absl::StatusOr<SampledNeighbors> answer;
+  const internal::ReplicaSet& set = *parts_[p];
+  const bool hedge = set.ShouldHedge();
   std::string address;  // Of the replica that answered.
-  const absl::Status called = parts_[p]->Run([&](GraphStoreClient& c) {
-    address = c.address();
-    answer = c.SampleNeighbors(ids, fanout, replace, seed);
-    if (answer.ok() && answer->counts.size() != ids.size()) {
-      return absl::DataLossError(
-          absl::StrCat(address, ": answered ", answer->counts.size(),
-                       " neighbor lists for ", ids.size(), " nodes"));
-    }
-    return answer.status();
-  });
-  if (!called.ok()) {
+  absl::StatusOr<SampledNeighbors> answer = set.Call<SampledNeighbors>(
+      [call_ids = CallIds(ids, hedge), fanout, replace,
+       seed](GraphStoreClient& c) -> absl::StatusOr<SampledNeighbors> {
+        const absl::Span<const NodeId> ids = call_ids.span;
+        auto answer = c.SampleNeighbors(ids, fanout, replace, seed);
+        if (answer.ok() && answer->counts.size() != ids.size()) {
+          return absl::DataLossError(
+              absl::StrCat(c.address(), ": answered ", answer->counts.size(),
+                           " neighbor lists for ", ids.size(), " nodes"));
+        }
+        return answer;
+      },
+      hedge, &address);
+  if (!answer.ok()) {
+    const absl::Status& called = answer.status();
     if (!AnswerTooLarge(called)) return called;
     if (ids.size() == 1) {
       absl::string_view why = called.message();
@@ -409,7 +430,26 @@ absl::Status RemoteGraphSource::Fetch(absl::Span<const NodeId> nodes,
       return absl::OkStatus();
     }
     absl::Status s;
-    if (rows.empty() && positions.size() == nodes.size()) {
+    const internal::ReplicaSet& set = *parts_[p];
+    if (set.ShouldHedge()) {
+      // Each attempt fills rows of its own; the winner's are scattered.
+      auto got = set.Call<std::unique_ptr<float[]>>(
+          [call_ids = CallIds(ids, true), dim](
+              GraphStoreClient& c) -> absl::StatusOr<std::unique_ptr<float[]>> {
+            std::unique_ptr<float[]> rows(
+                new float[call_ids.span.size() * static_cast<size_t>(dim)]);
+            RETURN_IF_ERROR(c.GetFeatures(call_ids.span, dim, rows.get()));
+            return rows;
+          },
+          /*hedge=*/true);
+      s = got.status();
+      if (s.ok()) {
+        for (size_t j = 0; j < positions.size(); ++j) {
+          std::memcpy(out + dest(j) * dim, got->get() + j * dim,
+                      dim * sizeof(float));
+        }
+      }
+    } else if (rows.empty() && positions.size() == nodes.size()) {
       // One part owns every requested node, in order: rows land contiguously.
       s = parts_[p]->Run(
           [&](GraphStoreClient& c) { return c.GetFeatures(ids, dim, out); });
@@ -445,25 +485,35 @@ absl::Status RemoteGraphSource::FetchPerNode(
   if (!groups.ok()) return groups.status();
   return ForEachPart(*groups, [&](int p) -> absl::Status {
     const auto& positions = groups->positions[p];
-    return parts_[p]->Run([&](GraphStoreClient& c) -> absl::Status {
-      auto values = (c.*call)(groups->ids[p]);
-      if (!values.ok()) return values.status();
-      if (values->size() != positions.size()) {
-        return absl::DataLossError(
-            absl::StrCat(c.address(), ": answered ", values->size(), " ", what,
-                         " for ", positions.size(), " nodes"));
-      }
-      for (size_t j = 0; j < positions.size(); ++j) {
-        const int64_t v = (*values)[j];
-        if (v < min_value) {
-          return absl::DataLossError(absl::StrCat(c.address(), ": answered ",
-                                                  what, " ", v, " for node ",
-                                                  groups->ids[p][j]));
-        }
-        out[positions[j]] = v;
-      }
-      return absl::OkStatus();
-    });
+    const internal::ReplicaSet& set = *parts_[p];
+    const bool hedge = set.ShouldHedge();
+    // Checked in the attempt, so that a bad answer fails over.
+    auto values = set.Call<std::vector<int64_t>>(
+        [call_ids = CallIds(groups->ids[p], hedge), what, min_value,
+         call](GraphStoreClient& c) -> absl::StatusOr<std::vector<int64_t>> {
+          const absl::Span<const NodeId> ids = call_ids.span;
+          auto values = (c.*call)(ids);
+          if (!values.ok()) return values.status();
+          if (values->size() != ids.size()) {
+            return absl::DataLossError(
+                absl::StrCat(c.address(), ": answered ", values->size(), " ",
+                             what, " for ", ids.size(), " nodes"));
+          }
+          for (size_t j = 0; j < ids.size(); ++j) {
+            if ((*values)[j] < min_value) {
+              return absl::DataLossError(
+                  absl::StrCat(c.address(), ": answered ", what, " ",
+                               (*values)[j], " for node ", ids[j]));
+            }
+          }
+          return values;
+        },
+        hedge);
+    if (!values.ok()) return values.status();
+    for (size_t j = 0; j < positions.size(); ++j) {
+      out[positions[j]] = (*values)[j];
+    }
+    return absl::OkStatus();
   });
 }
 
@@ -471,12 +521,10 @@ absl::StatusOr<std::vector<NodeId>> RemoteGraphSource::FetchSplit(
     const std::string& split) const {
   std::vector<NodeId> all;
   for (const auto& part : parts_) {
-    absl::StatusOr<std::vector<NodeId>> ids;
-    RETURN_IF_ERROR(part->Run([&](GraphStoreClient& c) {
-      ids = c.GetSplit(split);
-      return ids.status();
-    }));
-    all.insert(all.end(), ids->begin(), ids->end());
+    auto get = [split](GraphStoreClient& c) { return c.GetSplit(split); };
+    ASSIGN_OR_RETURN(std::vector<NodeId> ids,
+                     part->Call<std::vector<NodeId>>(get, part->ShouldHedge()));
+    all.insert(all.end(), ids.begin(), ids.end());
   }
   return all;
 }
@@ -493,12 +541,15 @@ absl::StatusOr<std::vector<int64_t>> RemoteGraphSource::FetchAllDegrees()
       NodeId end = std::min(range.end, start + kChunk);
       ids.resize(static_cast<size_t>(end - start));
       for (NodeId v = start; v < end; ++v) ids[v - start] = v;
-      absl::StatusOr<std::vector<int64_t>> d;
-      RETURN_IF_ERROR(parts_[p]->Run([&](GraphStoreClient& c) {
-        d = c.GetDegrees(ids);
-        return d.status();
-      }));
-      degrees.insert(degrees.end(), d->begin(), d->end());
+      const bool hedge = parts_[p]->ShouldHedge();
+      ASSIGN_OR_RETURN(
+          std::vector<int64_t> d,
+          parts_[p]->Call<std::vector<int64_t>>(
+              [call_ids = CallIds(ids, hedge)](GraphStoreClient& c) {
+                return c.GetDegrees(call_ids.span);
+              },
+              hedge));
+      degrees.insert(degrees.end(), d.begin(), d.end());
     }
   }
   return degrees;
@@ -511,7 +562,11 @@ RemoteStats RemoteGraphSource::stats() const {
   stats.neighbor_bytes = neighbor_bytes_.load();
   stats.feature_bytes = feature_bytes_.load();
   stats.shared_feature_bytes = shared_feature_bytes_.load();
-  for (const auto& part : parts_) stats.failovers += part->failovers();
+  for (const auto& part : parts_) {
+    stats.failovers += part->failovers();
+    stats.hedges_sent += part->hedges_sent();
+    stats.hedges_won += part->hedges_won();
+  }
   return stats;
 }
 

@@ -6,13 +6,23 @@
 // shared kernel (common/sampling.h), keyed by (seed, node), the result is
 // identical to an InMemoryGraphSource over the same relabelled graph. Errors
 // name the server that failed. Thread-safe: the clients are, and per-call state
-// lives on the caller's stack. Features of servers on the same machine are
-// read from their shared memory (RemoteGraphSourceOptions::use_shared_memory).
+// lives on the caller's stack (a hedged call's, in its attempts). Features of
+// servers on the same machine are read from their shared memory
+// (RemoteGraphSourceOptions::use_shared_memory).
 //
 // A part may have several servers (replicas, each with its own copy of the
 // part's directory): a request goes to a live one and fails over to another
 // when one dies or falls silent (sampler/internal/replica_set.h); results do
-// not change, since every replica answers alike.
+// not change, since every replica answers alike. With hedging on
+// (RemoteGraphSourceOptions::hedge_after or hedge_adaptive), a call to a part
+// with two live replicas or more that has not answered after the hedge delay
+// is also sent to another replica, and the first answer is used. A hedged
+// call's attempts each fill a buffer of their own (features: rows of their
+// own, scattered into place once the winner is known; IDs: a copy the
+// attempts share), since the loser may run on after the call returned;
+// without hedging, rows still go straight from the received buffer to their
+// place. Destroying the source waits for hedged attempts still running (at
+// most a call deadline).
 #ifndef SHARDGNN_SAMPLER_REMOTE_GRAPH_SOURCE_H_
 #define SHARDGNN_SAMPLER_REMOTE_GRAPH_SOURCE_H_
 
@@ -42,6 +52,13 @@ struct RemoteGraphSourceOptions {
   absl::Duration server_wait = absl::ZeroDuration();
   // How often a down replica is probed (Health, then Info) to let it rejoin.
   absl::Duration probe_interval = absl::Milliseconds(500);
+  // Hedged requests (zero: off): a call that has not answered after
+  // hedge_after goes also to another live replica of its part, and whichever
+  // answers first is used. With hedge_adaptive the delay is each part's p95
+  // call latency, at least hedge_floor (internal::ReplicaSetOptions).
+  absl::Duration hedge_after = absl::ZeroDuration();
+  bool hedge_adaptive = false;
+  absl::Duration hedge_floor = absl::Milliseconds(5);
   // If set, every server must report this partition_id (the run's
   // partition.json), or Connect() fails.
   std::string expected_partition_id;
@@ -76,6 +93,9 @@ struct RemoteStats {
   int64_t shared_feature_bytes = 0;
   // Calls that failed on one replica and were answered by another.
   int64_t failovers = 0;
+  // Second copies sent by hedged calls, and how many of them answered first.
+  int64_t hedges_sent = 0;
+  int64_t hedges_won = 0;
 };
 
 class RemoteGraphSource : public GraphSource {

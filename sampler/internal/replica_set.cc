@@ -1,13 +1,99 @@
 #include "sampler/internal/replica_set.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <deque>
 #include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status.h"
 
 namespace shardgnn::internal {
+
+namespace {
+
+// hedge_adaptive: latencies kept, answered calls needed before their p95 is
+// used, the delay until then, and how often the p95 is recomputed.
+constexpr size_t kLatencyWindow = 256;
+constexpr int64_t kLatencyWarmup = 20;
+constexpr absl::Duration kAdaptiveInitialDelay = absl::Milliseconds(100);
+constexpr int64_t kP95Every = 16;
+
+}  // namespace
+
+// Threads for hedged calls' attempts. A task that finds no idle thread
+// starts one: an attempt may block for a whole call deadline on a silent
+// server, and a fixed pool would make a healthy replica's calls queue behind
+// such attempts. So the threads number at most the attempts ever in flight
+// at once (two per hedged call); they stay until destruction, which lets
+// every submitted task finish and joins them.
+class ReplicaSet::AttemptPool {
+ public:
+  AttemptPool() = default;
+  ~AttemptPool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  AttemptPool(const AttemptPool&) = delete;
+  AttemptPool& operator=(const AttemptPool&) = delete;
+
+  void Submit(std::function<void()> task) {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+    if (idle_ < tasks_.size()) {
+      threads_.emplace_back([this] { Loop(); });
+    } else {
+      wake_.notify_one();
+    }
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      ++idle_;
+      wake_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
+      --idle_;
+      if (tasks_.empty()) return;  // Stopped, and nothing left to run.
+      std::function<void()> task = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> tasks_;  // Guarded by mu_.
+  size_t idle_ = 0;                          // Guarded by mu_.
+  bool stop_ = false;                        // Guarded by mu_.
+  std::vector<std::thread> threads_;         // Guarded by mu_.
+};
+
+// One hedged call: its attempts' call, and their outcomes not yet taken by
+// the caller. Shared by the caller and its attempts, so an attempt that
+// finishes after its caller returned still has it.
+struct ReplicaSet::Race {
+  explicit Race(Attempt a) : attempt(std::move(a)) {}
+  const Attempt attempt;
+
+  struct Outcome {
+    size_t replica;
+    bool hedge;  // The second copy, sent after the hedge delay.
+    absl::Status status;
+    std::shared_ptr<void> result;
+  };
+  std::mutex mu;
+  std::condition_variable finished;
+  std::deque<Outcome> outcomes;  // Guarded by mu.
+};
 
 bool IsReplicaFailure(const absl::Status& s) {
   switch (s.code()) {
@@ -33,6 +119,7 @@ ReplicaSet::ReplicaSet(int part, ShardMeta meta,
     r->client = std::move(client);
     replicas_.push_back(std::move(r));
   }
+  pool_ = std::make_unique<AttemptPool>();
   prober_ = std::thread([this] { ProbeLoop(); });
 }
 
@@ -43,6 +130,9 @@ ReplicaSet::~ReplicaSet() {
   }
   changed_.notify_all();
   prober_.join();
+  // Attempts still running use the replicas (and MarkDown): let them end
+  // while all is in place.
+  pool_.reset();
 }
 
 std::string ReplicaSet::addresses() const {
@@ -132,6 +222,39 @@ absl::Status ReplicaSet::AllDown(const absl::Status& last,
           ": ", absl::StrJoin(each, "; ")));
 }
 
+absl::Status ReplicaSet::WaitForLive(absl::Time* wait_start,
+                                     const absl::Status& last) const {
+  const absl::Time now = absl::Now();
+  if (options_.server_wait <= absl::ZeroDuration()) {
+    return AllDown(last, absl::ZeroDuration());
+  }
+  if (*wait_start == absl::InfinitePast()) {
+    *wait_start = now;
+    if (!waiting_said_.exchange(true)) {
+      std::fprintf(stderr,
+                   "shardgnn: no replica of part %d answers (%s); waiting "
+                   "up to %s for one to come back (--server-wait)\n",
+                   part_, addresses().c_str(),
+                   absl::FormatDuration(options_.server_wait).c_str());
+    }
+  }
+  if (now - *wait_start >= options_.server_wait) {
+    return AllDown(last, now - *wait_start);
+  }
+  // Until a replica comes back (the prober says so), or the next probe.
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait_for(lock,
+                    absl::ToChronoNanoseconds(std::min(
+                        options_.probe_interval,
+                        options_.server_wait - (absl::Now() - *wait_start))),
+                    [&] {
+                      for (const auto& r : replicas_)
+                        if (r->up.load()) return true;
+                      return stop_;
+                    });
+  return absl::OkStatus();
+}
+
 absl::Status ReplicaSet::Run(
     const std::function<absl::Status(GraphStoreClient&)>& call) const {
   const size_t n = replicas_.size();
@@ -143,42 +266,18 @@ absl::Status ReplicaSet::Run(
     const int i = Pick(tried);
     if (i < 0) {
       // Every replica failed this round.
-      const absl::Time now = absl::Now();
-      if (options_.server_wait <= absl::ZeroDuration()) {
-        return AllDown(last, absl::ZeroDuration());
-      }
-      if (wait_start == absl::InfinitePast()) {
-        wait_start = now;
-        if (!waiting_said_.exchange(true)) {
-          std::fprintf(stderr,
-                       "shardgnn: no replica of part %d answers (%s); waiting "
-                       "up to %s for one to come back (--server-wait)\n",
-                       part_, addresses().c_str(),
-                       absl::FormatDuration(options_.server_wait).c_str());
-        }
-      }
-      if (now - wait_start >= options_.server_wait) {
-        return AllDown(last, now - wait_start);
-      }
-      // Until a replica comes back (the prober says so), or the next probe.
-      std::unique_lock<std::mutex> lock(mu_);
-      changed_.wait_for(lock,
-                        absl::ToChronoNanoseconds(std::min(
-                            options_.probe_interval,
-                            options_.server_wait - (absl::Now() - wait_start))),
-                        [&] {
-                          for (const auto& r : replicas_)
-                            if (r->up.load()) return true;
-                          return stop_;
-                        });
+      RETURN_IF_ERROR(WaitForLive(&wait_start, last));
       tried.assign(n, false);
       continue;
     }
     Replica& r = *replicas_[static_cast<size_t>(i)];
     r.in_flight.fetch_add(1);
     r.calls.fetch_add(1);
+    const absl::Time start =
+        options_.hedge_adaptive ? absl::Now() : absl::InfinitePast();
     absl::Status s = call(*r.client);
     r.in_flight.fetch_sub(1);
+    if (s.ok() && options_.hedge_adaptive) RecordLatency(absl::Now() - start);
     if (s.ok() || !IsReplicaFailure(s)) {
       if (failed_over) failovers_.fetch_add(1);
       if (wait_start != absl::InfinitePast()) waiting_said_ = false;
@@ -188,6 +287,142 @@ absl::Status ReplicaSet::Run(
     tried[static_cast<size_t>(i)] = true;
     last = s;
     failed_over = true;
+  }
+}
+
+bool ReplicaSet::ShouldHedge() const {
+  if (options_.hedge_after <= absl::ZeroDuration() &&
+      !options_.hedge_adaptive) {
+    return false;
+  }
+  int live = 0;
+  for (const auto& r : replicas_) live += r->up.load() ? 1 : 0;
+  return live >= 2;
+}
+
+absl::Duration ReplicaSet::HedgeDelay() const {
+  if (!options_.hedge_adaptive) return options_.hedge_after;
+  const int64_t p95 = p95_ns_.load();
+  if (p95 < 0) return std::max(options_.hedge_floor, kAdaptiveInitialDelay);
+  return std::max(options_.hedge_floor, absl::Nanoseconds(p95));
+}
+
+void ReplicaSet::RecordLatency(absl::Duration took) const {
+  std::lock_guard<std::mutex> lock(latency_mu_);
+  const int64_t ns = absl::ToInt64Nanoseconds(took);
+  if (latencies_.size() < kLatencyWindow) {
+    latencies_.push_back(ns);
+  } else {
+    latencies_[static_cast<size_t>(latencies_seen_) % kLatencyWindow] = ns;
+  }
+  ++latencies_seen_;
+  if (latencies_seen_ < kLatencyWarmup ||
+      (latencies_seen_ != kLatencyWarmup && latencies_seen_ % kP95Every != 0)) {
+    return;
+  }
+  std::vector<int64_t> sorted = latencies_;
+  const size_t at = sorted.size() * 95 / 100;
+  std::nth_element(sorted.begin(), sorted.begin() + at, sorted.end());
+  p95_ns_ = sorted[at];
+}
+
+void ReplicaSet::StartAttempt(const std::shared_ptr<Race>& race, size_t r,
+                              bool hedge) const {
+  Replica& replica = *replicas_[r];
+  replica.in_flight.fetch_add(1);
+  replica.calls.fetch_add(1);
+  pool_->Submit([this, race, r, hedge] {
+    Replica& replica = *replicas_[r];
+    std::shared_ptr<void> result;
+    const absl::Time start = absl::Now();
+    absl::Status s = race->attempt(*replica.client, &result);
+    replica.in_flight.fetch_sub(1);
+    if (s.ok() && options_.hedge_adaptive) RecordLatency(absl::Now() - start);
+    // Also when the caller has its answer already: the replica is down.
+    if (!s.ok() && IsReplicaFailure(s)) MarkDown(r, s);
+    {
+      std::lock_guard<std::mutex> lock(race->mu);
+      race->outcomes.push_back({r, hedge, std::move(s), std::move(result)});
+    }
+    race->finished.notify_all();
+  });
+}
+
+absl::Status ReplicaSet::RunHedged(Attempt attempt,
+                                   std::shared_ptr<void>* result,
+                                   std::string* answered_by) const {
+  auto race = std::make_shared<Race>(std::move(attempt));
+  const size_t n = replicas_.size();
+  // Replicas with an attempt this round (running, or failed).
+  std::vector<bool> tried(n, false);
+  absl::Status last;
+  absl::Time wait_start = absl::InfinitePast();
+  bool failed_over = false;
+  bool hedged = false;  // At most one second copy per call.
+  int running = 0;
+  absl::Time hedge_at = absl::InfiniteFuture();
+  // A live replica without an attempt yet: starts one there.
+  auto start_on_live = [&](bool hedge) {
+    const int i = Pick(tried);
+    if (i < 0 || !replicas_[static_cast<size_t>(i)]->up.load()) return false;
+    tried[static_cast<size_t>(i)] = true;
+    ++running;
+    StartAttempt(race, static_cast<size_t>(i), hedge);
+    return true;
+  };
+  std::unique_lock<std::mutex> lock(race->mu);
+  while (true) {
+    if (running == 0) {
+      // The first attempt, or every one so far failed: as in Run.
+      const int i = Pick(tried);
+      if (i < 0) {
+        lock.unlock();
+        RETURN_IF_ERROR(WaitForLive(&wait_start, last));
+        lock.lock();
+        tried.assign(n, false);
+        continue;
+      }
+      tried[static_cast<size_t>(i)] = true;
+      ++running;
+      StartAttempt(race, static_cast<size_t>(i), false);
+      hedge_at = hedged ? absl::InfiniteFuture() : absl::Now() + HedgeDelay();
+      continue;
+    }
+    auto has_outcome = [&] { return !race->outcomes.empty(); };
+    if (hedge_at == absl::InfiniteFuture()) {
+      race->finished.wait(lock, has_outcome);
+    } else if (!race->finished.wait_until(lock, absl::ToChronoTime(hedge_at),
+                                          has_outcome)) {
+      // No answer within the hedge delay: a second copy, if another
+      // replica is live.
+      hedge_at = absl::InfiniteFuture();
+      if (running == 1 && start_on_live(/*hedge=*/true)) {
+        hedged = true;
+        hedges_sent_.fetch_add(1);
+      }
+      continue;
+    }
+    Race::Outcome outcome = std::move(race->outcomes.front());
+    race->outcomes.pop_front();
+    --running;
+    const absl::Status& s = outcome.status;
+    if (s.ok() || !IsReplicaFailure(s)) {
+      if (s.ok()) {
+        *result = std::move(outcome.result);
+        if (outcome.hedge) hedges_won_.fetch_add(1);
+        if (failed_over) failovers_.fetch_add(1);
+      }
+      if (answered_by != nullptr) {
+        *answered_by = replicas_[outcome.replica]->client->address();
+      }
+      if (wait_start != absl::InfinitePast()) waiting_said_ = false;
+      return s;  // Another attempt still running ends on its own.
+    }
+    // Its replica was marked down by the attempt. Fail over now to a live
+    // replica not tried yet, even while another attempt runs.
+    last = s;
+    failed_over = true;
+    if (running > 0) start_on_live(/*hedge=*/false);
   }
 }
 

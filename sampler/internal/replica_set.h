@@ -23,7 +23,22 @@
 // the part and every replica's address and last error. With server_wait zero
 // and a single replica, the replica's own error is returned unchanged.
 //
-// Thread-safe; Run may be called from many threads at once.
+// Hedged calls (options.hedge_after, or hedge_adaptive: the p95 of this
+// part's recent calls, at least hedge_floor): Call(call, hedge) with hedge on
+// runs its attempts on the set's own threads; when the first has not answered
+// after the hedge delay and another replica is live, a second copy goes to
+// that replica, and the first answer (or an error any replica would answer
+// alike) is returned. The other attempt is not cancelled (a GraphStoreClient
+// call cannot be): it runs on to its answer or deadline, and its result is
+// dropped; if it fails as a dead or silent server does, its replica is marked
+// down. Each attempt writes its result into an object of its own, so hedged
+// attempts never share an output buffer, and the caller's inputs must be
+// owned by the call (see Call). Run, the zero-copy path that writes into the
+// caller's buffers, is never hedged.
+//
+// Thread-safe; Run and Call may be called from many threads at once. The
+// destructor waits for attempts still running (hedges that lost, or whose
+// caller got its answer elsewhere): at most a call deadline.
 #ifndef SHARDGNN_SAMPLER_INTERNAL_REPLICA_SET_H_
 #define SHARDGNN_SAMPLER_INTERNAL_REPLICA_SET_H_
 
@@ -38,6 +53,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "graphstore/client.h"
 #include "graphstore/shard_format.h"
@@ -50,6 +66,13 @@ struct ReplicaSetOptions {
   absl::Duration probe_timeout = absl::Seconds(1);
   // How long Run waits for a replica to come back when none is live.
   absl::Duration server_wait = absl::ZeroDuration();
+  // Hedging (Call with hedge): send a second copy of a call that has not
+  // answered after hedge_after; zero: off. With hedge_adaptive, the delay is
+  // instead the p95 latency of this part's last 256 answered calls, at least
+  // hedge_floor (100 ms until 20 calls have answered).
+  absl::Duration hedge_after = absl::ZeroDuration();
+  bool hedge_adaptive = false;
+  absl::Duration hedge_floor = absl::Milliseconds(5);
 };
 
 // Whether `s`, from a replica, says that the replica (not the request) is at
@@ -82,9 +105,29 @@ class ReplicaSet {
 
   // Runs `call` on a live replica, failing over as described above. `call`
   // must be safe to run again on another replica after it failed on one (it
-  // writes its results only where a later run overwrites them).
+  // writes its results only where a later run overwrites them). Runs on the
+  // calling thread; never hedged.
   absl::Status Run(
       const std::function<absl::Status(GraphStoreClient&)>& call) const;
+
+  // Whether a call now may be hedged: hedging is on and at least two
+  // replicas are live. The caller passes the answer to Call, and prepares the
+  // call's inputs accordingly.
+  bool ShouldHedge() const;
+  // The current hedge delay (options.hedge_after, or the adaptive one).
+  absl::Duration HedgeDelay() const;
+
+  // Runs `call` on a live replica, failing over as Run does, and returns its
+  // result. Without `hedge` it runs through Run on the calling thread and the
+  // result is moved out, not copied. With `hedge` it is hedged as described
+  // above. REQUIRES with hedge: `call` owns (or shares ownership of)
+  // everything it reads and writes except the client, since a losing
+  // attempt may still run after Call returned. *answered_by, if given, gets
+  // the address of the replica whose answer (or error) is returned.
+  template <typename T>
+  absl::StatusOr<T> Call(
+      std::function<absl::StatusOr<T>(GraphStoreClient&)> call, bool hedge,
+      std::string* answered_by = nullptr) const;
 
   int part() const { return part_; }
   size_t size() const { return replicas_.size(); }
@@ -94,8 +137,18 @@ class ReplicaSet {
   std::vector<ReplicaState> states() const;
   // Calls that failed on one replica and were run again on another.
   int64_t failovers() const { return failovers_.load(); }
+  // Second copies sent by hedged calls, and those that answered first.
+  int64_t hedges_sent() const { return hedges_sent_.load(); }
+  int64_t hedges_won() const { return hedges_won_.load(); }
 
  private:
+  // One attempt of a hedged call: runs the call on the client and, on
+  // success, leaves its result (a T, type-erased) in *result.
+  using Attempt =
+      std::function<absl::Status(GraphStoreClient&, std::shared_ptr<void>*)>;
+  struct Race;
+  class AttemptPool;
+
   struct Replica {
     std::unique_ptr<GraphStoreClient> client;
     std::atomic<bool> up{true};
@@ -109,6 +162,19 @@ class ReplicaSet {
   void MarkDown(size_t r, const absl::Status& why) const;
   // The error once no replica answered.
   absl::Status AllDown(const absl::Status& last, absl::Duration waited) const;
+  // Every replica failed this round (the last error `last`): waits, up to
+  // options.server_wait since *wait_start (set at the first wait), for one to
+  // come back. OK: try them all again; else the AllDown error.
+  absl::Status WaitForLive(absl::Time* wait_start,
+                           const absl::Status& last) const;
+  // The hedged half of Call: the winning attempt's result in *result.
+  absl::Status RunHedged(Attempt attempt, std::shared_ptr<void>* result,
+                         std::string* answered_by) const;
+  // Runs one attempt of `race` on replica r on the pool.
+  void StartAttempt(const std::shared_ptr<Race>& race, size_t r,
+                    bool hedge) const;
+  // An answered call's latency, for the adaptive hedge delay.
+  void RecordLatency(absl::Duration took) const;
   // Probes the down replicas until the set is destroyed.
   void ProbeLoop();
   // Whether replica r answers and still serves this part's shard; sets its
@@ -121,13 +187,52 @@ class ReplicaSet {
   const ReplicaSetOptions options_;
   mutable std::atomic<uint64_t> next_{0};  // Round-robin start for ties.
   mutable std::atomic<int64_t> failovers_{0};
+  mutable std::atomic<int64_t> hedges_sent_{0}, hedges_won_{0};
   mutable std::atomic<bool> waiting_said_{false};
+
+  // Recent latencies (a ring) and their p95 in ns (-1: too few yet), for
+  // hedge_adaptive.
+  mutable std::mutex latency_mu_;
+  mutable std::vector<int64_t> latencies_;  // Guarded by latency_mu_.
+  mutable int64_t latencies_seen_ = 0;      // Guarded by latency_mu_.
+  mutable std::atomic<int64_t> p95_ns_{-1};
+
+  // Runs hedged calls' attempts; destroyed (joined) first.
+  std::unique_ptr<AttemptPool> pool_;
 
   mutable std::mutex mu_;
   mutable std::condition_variable changed_;  // A replica went down or up.
   bool stop_ = false;                        // Guarded by mu_.
   std::thread prober_;                       // Last: starts once all is set.
 };
+
+template <typename T>
+absl::StatusOr<T> ReplicaSet::Call(
+    std::function<absl::StatusOr<T>(GraphStoreClient&)> call, bool hedge,
+    std::string* answered_by) const {
+  if (!hedge) {
+    absl::StatusOr<T> result = absl::UnknownError("no replica was called");
+    const absl::Status s = Run([&](GraphStoreClient& c) {
+      if (answered_by != nullptr) *answered_by = c.address();
+      result = call(c);
+      return result.status();
+    });
+    if (!s.ok()) return s;
+    return result;
+  }
+  std::shared_ptr<void> won;
+  const absl::Status s = RunHedged(
+      [call = std::move(call)](GraphStoreClient& c,
+                               std::shared_ptr<void>* out) -> absl::Status {
+        absl::StatusOr<T> r = call(c);
+        if (!r.ok()) return r.status();
+        *out = std::make_shared<T>(std::move(r).value());
+        return absl::OkStatus();
+      },
+      &won, answered_by);
+  if (!s.ok()) return s;
+  return std::move(*std::static_pointer_cast<T>(won));
+}
 
 }  // namespace shardgnn::internal
 
