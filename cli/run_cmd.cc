@@ -68,6 +68,7 @@ struct RunFlags {
   double peer_timeout_seconds = 30;
   int replicas = 1;
   double server_wait_seconds = 60;
+  std::string hedge_after_ms = "0";  // Passed to the trainers.
   int max_restarts = 3;
   TrainingFlags training;
   SecurityFlags security;
@@ -558,6 +559,8 @@ absl::Status RunPipeline(const RunFlags& flags) {
                       absl::StrCat(flags.peer_timeout_seconds),
                       "--server-wait",
                       absl::StrCat(flags.server_wait_seconds),
+                      "--hedge-after-ms",
+                      flags.hedge_after_ms,
                       "--store-file",
                       store_file};
       if (!partition_dir.empty()) {
@@ -670,6 +673,11 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--server-wait", flags->server_wait_seconds,
                   "Seconds the trainers wait for a replica of a part to come "
                   "back when every replica of it is down (0: fail at once)")
+      ->capture_default_str();
+  cmd->add_option("--hedge-after-ms", flags->hedge_after_ms,
+                  "The trainers' hedged requests: milliseconds before a slow "
+                  "call also goes to another replica (0: off; auto: the "
+                  "part's p95 call latency, at least 5 ms)")
       ->capture_default_str();
   cmd->add_option("--method", flags->method, "Partitioning: metis or random")
       ->capture_default_str();
