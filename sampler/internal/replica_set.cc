@@ -6,7 +6,9 @@
 #include <limits>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 
@@ -206,20 +208,27 @@ absl::Status ReplicaSet::AllDown(const absl::Status& last,
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& r : replicas_) {
-      each.push_back(
-          absl::StrCat(r->client->address(), ": ",
-                       r->last_error.empty() ? "no error yet" : r->last_error));
+      // A client's errors start with its address already.
+      const std::string& address = r->client->address();
+      const std::string& error = r->last_error;
+      each.push_back(error.empty() ? absl::StrCat(address, ": no error yet")
+                     : absl::StartsWith(error, address)
+                         ? error
+                         : absl::StrCat(address, ": ", error));
     }
   }
-  return absl::Status(
-      last.code(),
-      absl::StrCat(
-          "part ", part_, ": no replica of the ", replicas_.size(), " answers",
-          waited > absl::ZeroDuration()
-              ? absl::StrCat(" after waiting ", absl::FormatDuration(waited),
-                             " (--server-wait)")
-              : "",
-          ": ", absl::StrJoin(each, "; ")));
+  const std::string who =
+      replicas_.size() == 1
+          ? "its server does not answer"
+          : absl::StrCat("none of its ", replicas_.size(), " replicas answers");
+  const std::string wait =
+      waited > absl::ZeroDuration()
+          ? absl::StrFormat(" after waiting %.1f s (--server-wait)",
+                            absl::ToDoubleSeconds(waited))
+          : "";
+  return absl::Status(last.code(),
+                      absl::StrCat("part ", part_, ": ", who, wait, ": ",
+                                   absl::StrJoin(each, "; ")));
 }
 
 absl::Status ReplicaSet::WaitForLive(absl::Time* wait_start,
