@@ -9,12 +9,16 @@
 #include <optional>
 #include <thread>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/status.h"
 
 namespace shardgnn {
 namespace {
@@ -51,9 +55,17 @@ absl::Status CollectiveError(const DistributedOptions& o,
 using Clock = std::chrono::steady_clock;
 
 std::string StoreName(const DistributedOptions& o) {
-  return o.store_file.empty()
-             ? absl::StrCat("at ", o.master_addr, ":", o.master_port)
-             : absl::StrCat("file ", o.store_file);
+  if (!o.store_file.empty()) return absl::StrCat("file ", o.store_file);
+  return absl::StrCat("at ", o.master_addr, ":", o.master_port,
+                      o.use_agent_store ? " (torchrun's agent store)" : "");
+}
+
+// Keys the group writes go under options.store_prefix (torchrun's agent store
+// also holds the agents' own keys and those of earlier attempts).
+c10::intrusive_ptr<c10d::Store> WithPrefix(const DistributedOptions& o,
+                                           c10::intrusive_ptr<c10d::Store> s) {
+  if (o.store_prefix.empty()) return s;
+  return c10::make_intrusive<c10d::PrefixStore>(o.store_prefix, std::move(s));
 }
 
 // The liveness of the other ranks (DistributedOptions::peer_timeout). A thread
@@ -112,10 +124,11 @@ class Heartbeat {
       }
     }
     if (now - answered_ > options_.peer_timeout) {
-      return absl::StrCat("the rendezvous store ", StoreName(options_),
-                          " has not answered for ", seconds(answered_),
-                          " s (rank 0, its host, is stopped or frozen, or "
-                          "unreachable)");
+      return absl::StrCat(
+          "the rendezvous store ", StoreName(options_),
+          " has not answered for ", seconds(answered_), " s (",
+          options_.use_agent_store ? "torchrun's agent on node 0" : "rank 0",
+          ", its host, is stopped or frozen, or unreachable)");
     }
     return std::nullopt;
   }
@@ -174,24 +187,109 @@ bool IsPeerFailure(const absl::Status& status) {
   return status.GetPayload(kPeerFailureUrl).has_value();
 }
 
+namespace {
+
+// Reads the integer variable `name` into *out when it is set and not empty.
+absl::Status ReadIntVar(const char* name, int* out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return absl::OkStatus();
+  if (!absl::SimpleAtoi(v, out)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "environment variable ", name, "='", v, "' is not an integer"));
+  }
+  return absl::OkStatus();
+}
+
+bool IsSet(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0';
+}
+
+// Slurm's variables (see DistributedOptionsFromEnv); RANK and WORLD_SIZE are
+// unset and SLURM_PROCID is set.
+absl::Status ReadSlurmVars(DistributedOptions* o) {
+  if (!IsSet("SLURM_NTASKS")) {
+    return absl::InvalidArgumentError(
+        "SLURM_PROCID is set but SLURM_NTASKS is not: cannot tell how many "
+        "trainers the job has (start the trainers with srun, or set RANK and "
+        "WORLD_SIZE)");
+  }
+  o->launcher = "Slurm";
+  RETURN_IF_ERROR(ReadIntVar("SLURM_PROCID", &o->rank));
+  RETURN_IF_ERROR(ReadIntVar("SLURM_NTASKS", &o->world_size));
+  RETURN_IF_ERROR(ReadIntVar("SLURM_LOCALID", &o->local_rank));
+  RETURN_IF_ERROR(ReadIntVar("SLURM_NODEID", &o->node_rank));
+  for (const char* name : {"SLURM_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE"}) {
+    if (!IsSet(name)) continue;
+    auto counts = ParseSlurmTasksPerNode(std::getenv(name));
+    if (!counts.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "environment variable ", name, ": ", counts.status().message()));
+    }
+    const size_t node = static_cast<size_t>(std::max(0, o->node_rank));
+    o->local_world_size =
+        node < counts->size() ? (*counts)[node] : counts->front();
+    break;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<int>> ParseSlurmTasksPerNode(
+    absl::string_view text) {
+  auto bad = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", text,
+        "' is not a list of per-node task counts such as '2(x3),1'"));
+  };
+  std::vector<int> counts;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    int count = 0, repeat = 1;
+    absl::string_view number = item;
+    if (const size_t open = item.find('('); open != absl::string_view::npos) {
+      number = item.substr(0, open);
+      absl::string_view times = item.substr(open + 1);
+      if (!absl::ConsumePrefix(&times, "x") ||
+          !absl::ConsumeSuffix(&times, ")") ||
+          !absl::SimpleAtoi(times, &repeat) || repeat < 1) {
+        return bad();
+      }
+    }
+    if (!absl::SimpleAtoi(number, &count) || count < 1 ||
+        number.find_first_not_of("0123456789") != absl::string_view::npos) {
+      return bad();
+    }
+    if (counts.size() + static_cast<size_t>(repeat) > 1000000) return bad();
+    counts.insert(counts.end(), static_cast<size_t>(repeat), count);
+  }
+  return counts;
+}
+
 absl::StatusOr<DistributedOptions> DistributedOptionsFromEnv(
     DistributedOptions o) {
-  auto read_int = [](const char* name, int* out) -> absl::Status {
-    const char* v = std::getenv(name);
-    if (v == nullptr || *v == '\0') return absl::OkStatus();
-    if (!absl::SimpleAtoi(v, out)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "environment variable ", name, "='", v, "' is not an integer"));
-    }
-    return absl::OkStatus();
-  };
-  absl::Status s = read_int("RANK", &o.rank);
-  if (s.ok()) s = read_int("WORLD_SIZE", &o.world_size);
-  if (s.ok()) s = read_int("MASTER_PORT", &o.master_port);
-  if (!s.ok()) return s;
-  if (const char* addr = std::getenv("MASTER_ADDR");
-      addr != nullptr && *addr != '\0')
-    o.master_addr = addr;
+  if (!IsSet("RANK") && !IsSet("WORLD_SIZE") && IsSet("SLURM_PROCID")) {
+    RETURN_IF_ERROR(ReadSlurmVars(&o));
+    if (o.world_size > 1 && !IsSet("MASTER_ADDR")) o.master_addr.clear();
+  } else {
+    if (IsSet("RANK") || IsSet("WORLD_SIZE")) o.launcher = "torchrun";
+    RETURN_IF_ERROR(ReadIntVar("RANK", &o.rank));
+    RETURN_IF_ERROR(ReadIntVar("WORLD_SIZE", &o.world_size));
+    RETURN_IF_ERROR(ReadIntVar("LOCAL_RANK", &o.local_rank));
+    RETURN_IF_ERROR(ReadIntVar("LOCAL_WORLD_SIZE", &o.local_world_size));
+    RETURN_IF_ERROR(ReadIntVar("GROUP_RANK", &o.node_rank));
+  }
+  RETURN_IF_ERROR(ReadIntVar("MASTER_PORT", &o.master_port));
+  if (IsSet("MASTER_ADDR")) o.master_addr = std::getenv("MASTER_ADDR");
+  // torch.distributed's own test (rendezvous.py, _torchelastic_use_agent_store)
+  // is exactly "True".
+  if (const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+      agent != nullptr && std::string(agent) == "True") {
+    int attempt = 0;
+    RETURN_IF_ERROR(ReadIntVar("TORCHELASTIC_RESTART_COUNT", &attempt));
+    o.use_agent_store = true;
+    o.store_prefix = absl::StrCat("/worker/attempt_", attempt);
+  }
   return o;
 }
 
@@ -203,12 +301,24 @@ absl::Status ValidateDistributedOptions(const DistributedOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", o.rank, " is outside [0, ", o.world_size, ")"));
   }
+  if (o.local_world_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("local world size ", o.local_world_size, " must be >= 1"));
+  }
   if (o.master_port < 1 || o.master_port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("master port ", o.master_port, " is outside 1..65535"));
   }
-  if (o.master_addr.empty())
+  if (o.master_addr.empty() && o.store_file.empty()) {
+    if (o.launcher == "Slurm") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Slurm starts ", o.world_size, " tasks (SLURM_NTASKS=", o.world_size,
+          ") but no rendezvous address is given: set MASTER_ADDR (e.g. "
+          "$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1)) "
+          "or pass --master-addr"));
+    }
     return absl::InvalidArgumentError("master address is empty");
+  }
   return absl::OkStatus();
 }
 
@@ -280,16 +390,20 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
   try {
     c10d::TCPStoreOptions store_options;
     store_options.port = static_cast<uint16_t>(options.master_port);
-    store_options.isServer = options.rank == 0;
+    // With the agent's store every rank is a client; like torch.distributed's
+    // workers it still counts itself in the store's own "init/" key.
+    store_options.isServer = options.rank == 0 && !options.use_agent_store;
     store_options.numWorkers = options.world_size;
     store_options.waitWorkers = true;
     store_options.timeout = options.timeout;
     if (options.store_file.empty()) {
-      impl->store = c10::make_intrusive<c10d::TCPStore>(options.master_addr,
-                                                        store_options);
+      impl->store =
+          WithPrefix(options, c10::make_intrusive<c10d::TCPStore>(
+                                  options.master_addr, store_options));
     } else {
-      impl->store = c10::make_intrusive<c10d::FileStore>(options.store_file,
-                                                         options.world_size);
+      impl->store =
+          WithPrefix(options, c10::make_intrusive<c10d::FileStore>(
+                                  options.store_file, options.world_size));
       impl->store->setTimeout(options.timeout);
     }
     auto gloo_options =
@@ -316,8 +430,9 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
       client_options.waitWorkers = false;
       client_options.numWorkers = c10::nullopt;
       impl->heartbeat = std::make_unique<Heartbeat>(
-          options, c10::make_intrusive<c10d::TCPStore>(options.master_addr,
-                                                       client_options));
+          options,
+          WithPrefix(options, c10::make_intrusive<c10d::TCPStore>(
+                                  options.master_addr, client_options)));
     } else if (options.world_size > 1) {
       impl->heartbeat = std::make_unique<Heartbeat>(options, impl->store);
     }
@@ -325,7 +440,8 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
     std::string message = e.what();
     message = message.substr(0, message.find('\n'));
     return absl::UnavailableError(absl::StrCat(
-        "rank ", options.rank, ": rendezvous with ", options.world_size,
+        "rank ", options.rank, " (node ", options.node_rank, ", local rank ",
+        options.local_rank, "): rendezvous with ", options.world_size,
         " trainers ", StoreName(options), " failed: ", message));
   }
   return std::unique_ptr<ProcessGroup>(new ProcessGroup(std::move(impl)));

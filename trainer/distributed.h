@@ -2,9 +2,10 @@
 // behind a torch-free interface.
 //
 // A ProcessGroup joins `world_size` trainer processes. Rank 0 hosts the
-// TCPStore at MASTER_ADDR:MASTER_PORT (or all share a FileStore, store_file);
-// every rank connects to it, then Gloo pairs connect directly (on 127.0.0.1
-// when the master address is a loopback one). Every operation has a deadline
+// TCPStore at MASTER_ADDR:MASTER_PORT (or the launcher already hosts it there:
+// torchrun's agent store; or all share a FileStore, store_file); every rank
+// connects to it, then Gloo pairs connect directly (on 127.0.0.1 when the
+// master address is a loopback one). Every operation has a deadline
 // (`timeout`): a peer that died or never came makes the call fail with
 // DEADLINE_EXCEEDED or UNAVAILABLE naming the operation and rank, never a hang;
 // a peer that stopped (no heartbeat for `peer_timeout`) makes it fail naming
@@ -17,17 +18,44 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace shardgnn {
 
 struct DistributedOptions {
   int rank = 0;
   int world_size = 1;
+  // This trainer's place on its machine and its machine's place in the job
+  // (torchrun's LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK; under Slurm
+  // SLURM_LOCALID, the tasks on this node, SLURM_NODEID). They name a trainer
+  // in errors; local_world_size is how many trainers share this machine's
+  // cores.
+  int local_rank = 0;
+  int local_world_size = 1;
+  int node_rank = 0;
+  // Where the rendezvous store is. Empty is an error (ValidateDistributed-
+  // Options) unless store_file is set: DistributedOptionsFromEnv empties it
+  // when Slurm starts several tasks and MASTER_ADDR is unset, so that such a
+  // job refuses to start rather than run each task alone.
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  // The launcher already hosts a TCPStore at master_addr:master_port
+  // (torchrun's static rendezvous sets TORCHELASTIC_USE_AGENT_STORE=True):
+  // every rank, rank 0 included, connects to it as a client, and no trainer
+  // listens on master_port.
+  bool use_agent_store = false;
+  // Prefix of every key the group keeps in the store (not of the store's own
+  // bookkeeping). With torchrun's agent store it is the one torch.distributed's
+  // workers use, "/worker/attempt_<TORCHELASTIC_RESTART_COUNT>", so that the
+  // workers of a restarted attempt never read keys of an earlier one.
+  std::string store_prefix;
+  // Where rank and world size came from, for messages: "torchrun" (RANK,
+  // WORLD_SIZE), "Slurm" (SLURM_PROCID, SLURM_NTASKS) or "" (the defaults).
+  std::string launcher;
   // Non-empty: rendezvous through this file (c10d's FileStore) instead of a
   // TCPStore hosted by rank 0 on master_port, for ranks that share a file
   // system and a machine: no store socket listens anywhere. The file must not
@@ -47,13 +75,30 @@ struct DistributedOptions {
   std::chrono::milliseconds heartbeat_interval{std::chrono::seconds(1)};
 };
 
-// Fills rank, world size and master address/port from torchrun's variables
-// (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) where they are set, on top of
-// `defaults`. A malformed value is an error naming the variable.
+// Fills the options from the launcher's variables, on top of `defaults`:
+//  - torchrun's (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK,
+//    MASTER_ADDR, MASTER_PORT; TORCHELASTIC_USE_AGENT_STORE=True selects the
+//    agent's store with the key prefix of TORCHELASTIC_RESTART_COUNT, 0 when
+//    unset), where they are set;
+//  - when RANK and WORLD_SIZE are both unset and SLURM_PROCID is set, Slurm's:
+//    rank SLURM_PROCID, world size SLURM_NTASKS, local rank SLURM_LOCALID,
+//    node rank SLURM_NODEID, and the trainers on this node from
+//    SLURM_TASKS_PER_NODE (or else SLURM_NTASKS_PER_NODE), read with
+//    ParseSlurmTasksPerNode at index SLURM_NODEID (the first count when the
+//    list is shorter). MASTER_ADDR and MASTER_PORT as above; with several
+//    tasks and no MASTER_ADDR, master_addr is left empty (see there).
+// A malformed value is an error naming the variable.
 absl::StatusOr<DistributedOptions> DistributedOptionsFromEnv(
     DistributedOptions defaults);
 
-// Checks ranges: 0 <= rank < world_size, a port in 1..65535.
+// Slurm's per-node task counts ("2(x3),1" is {2, 2, 2, 1}; "4" is {4}) as a
+// list, one count per node. An error (quoting `text`) unless every count is a
+// positive integer and every repeat (xN) a positive integer.
+absl::StatusOr<std::vector<int>> ParseSlurmTasksPerNode(absl::string_view text);
+
+// Checks ranges: 0 <= rank < world_size, local_world_size >= 1, a port
+// in 1..65535, a master address unless store_file is set (the error says how to
+// give one, naming Slurm when the ranks came from it).
 absl::Status ValidateDistributedOptions(const DistributedOptions& options);
 
 // Whether `status` is a collective that failed or timed out because of another

@@ -6,7 +6,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <thread>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "common/subprocess.h"
 #include "tests/testing/ports.h"
@@ -47,6 +51,28 @@ void RunRanks(int world, const std::function<void(int, ProcessGroup&)>& body,
   for (auto& t : threads) t.join();
 }
 
+// Sets the variables for the scope, and clears every launcher variable before
+// and after it.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const std::map<std::string, std::string>& vars) {
+    Clear();
+    for (const auto& [k, v] : vars) setenv(k.c_str(), v.c_str(), 1);
+  }
+  ~ScopedEnv() { Clear(); }
+
+ private:
+  static void Clear() {
+    for (const char* v :
+         {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+          "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_USE_AGENT_STORE",
+          "TORCHELASTIC_RESTART_COUNT", "SLURM_PROCID", "SLURM_NTASKS",
+          "SLURM_LOCALID", "SLURM_NODEID", "SLURM_TASKS_PER_NODE",
+          "SLURM_NTASKS_PER_NODE"})
+      unsetenv(v);
+  }
+};
+
 TEST(DistributedOptionsTest, ReadsTorchrunVariables) {
   setenv("RANK", "1", 1);
   setenv("WORLD_SIZE", "4", 1);
@@ -65,6 +91,170 @@ TEST(DistributedOptionsTest, ReadsTorchrunVariables) {
     unsetenv(v);
   EXPECT_FALSE(ValidateDistributedOptions(Options(2, 2, 1000)).ok());
   EXPECT_FALSE(ValidateDistributedOptions(Options(0, 1, 70000)).ok());
+}
+
+// torchrun's static rendezvous: the agent hosts the store, the workers use the
+// attempt's key prefix; the local and node ranks are read too.
+TEST(DistributedOptionsTest, ReadsTorchrunAgentStoreVariables) {
+  {
+    ScopedEnv env({{"RANK", "3"},
+                   {"WORLD_SIZE", "4"},
+                   {"LOCAL_RANK", "1"},
+                   {"LOCAL_WORLD_SIZE", "2"},
+                   {"GROUP_RANK", "1"},
+                   {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                   {"TORCHELASTIC_RESTART_COUNT", "2"}});
+    ASSERT_OK_AND_ASSIGN(auto o, DistributedOptionsFromEnv({}));
+    EXPECT_EQ(o.launcher, "torchrun");
+    EXPECT_EQ(o.rank, 3);
+    EXPECT_EQ(o.local_rank, 1);
+    EXPECT_EQ(o.local_world_size, 2);
+    EXPECT_EQ(o.node_rank, 1);
+    EXPECT_TRUE(o.use_agent_store);
+    EXPECT_EQ(o.store_prefix, "/worker/attempt_2");
+    EXPECT_OK(ValidateDistributedOptions(o));
+  }
+  {
+    // --rdzv_backend c10d: the agent sets False and rank 0 hosts the store.
+    ScopedEnv env({{"RANK", "0"},
+                   {"WORLD_SIZE", "2"},
+                   {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+                   {"TORCHELASTIC_RESTART_COUNT", "0"}});
+    ASSERT_OK_AND_ASSIGN(auto o, DistributedOptionsFromEnv({}));
+    EXPECT_FALSE(o.use_agent_store);
+    EXPECT_EQ(o.store_prefix, "");
+  }
+  {
+    ScopedEnv env({{"RANK", "0"},
+                   {"WORLD_SIZE", "2"},
+                   {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                   {"TORCHELASTIC_RESTART_COUNT", "x"}});
+    auto bad = DistributedOptionsFromEnv({});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("TORCHELASTIC_RESTART_COUNT"),
+              absl::string_view::npos);
+  }
+}
+
+TEST(SlurmTasksPerNodeTest, ExpandsRepeats) {
+  using V = std::vector<int>;
+  auto parse = [](absl::string_view text) {
+    auto counts = ParseSlurmTasksPerNode(text);
+    EXPECT_TRUE(counts.ok()) << counts.status();
+    return counts.ok() ? *counts : V{};
+  };
+  EXPECT_EQ(parse("4"), (V{4}));
+  EXPECT_EQ(parse("2(x3)"), (V{2, 2, 2}));
+  EXPECT_EQ(parse("2(x3),1"), (V{2, 2, 2, 1}));
+  EXPECT_EQ(parse("2,1"), (V{2, 1}));
+  EXPECT_EQ(parse("16,4(x2),8"), (V{16, 4, 4, 8}));
+  for (const char* bad : {"", "0", "-1", "+2", "a", "2(3)", "2(x0)", "2(x3",
+                          "2x3", ",", "2,,1", "2(x3),"}) {
+    auto parsed = ParseSlurmTasksPerNode(bad);
+    EXPECT_FALSE(parsed.ok()) << "'" << bad << "'";
+    EXPECT_NE(parsed.status().message().find(absl::StrCat("'", bad, "'")),
+              absl::string_view::npos)
+        << parsed.status();
+  }
+}
+
+// Under Slurm (RANK and WORLD_SIZE unset) the ranks come from srun's task
+// variables; torchrun's win where both are set (torchrun started by srun).
+TEST(DistributedOptionsTest, ReadsSlurmVariables) {
+  const std::map<std::string, std::string> task = {
+      {"SLURM_PROCID", "3"},    {"SLURM_NTASKS", "5"},
+      {"SLURM_LOCALID", "0"},   {"SLURM_NODEID", "1"},
+      {"MASTER_ADDR", "node0"}, {"SLURM_TASKS_PER_NODE", "2(x2),1"}};
+  {
+    ScopedEnv env(task);
+    ASSERT_OK_AND_ASSIGN(auto o, DistributedOptionsFromEnv({}));
+    EXPECT_EQ(o.launcher, "Slurm");
+    EXPECT_EQ(o.rank, 3);
+    EXPECT_EQ(o.world_size, 5);
+    EXPECT_EQ(o.local_rank, 0);
+    EXPECT_EQ(o.local_world_size, 2);
+    EXPECT_EQ(o.node_rank, 1);
+    EXPECT_EQ(o.master_addr, "node0");
+    EXPECT_EQ(o.master_port, 29500);
+    EXPECT_FALSE(o.use_agent_store);
+    EXPECT_OK(ValidateDistributedOptions(o));
+  }
+  {
+    // The third node runs one task; SLURM_NTASKS_PER_NODE when
+    // SLURM_TASKS_PER_NODE is unset; the first count past the list's end.
+    auto vars = task;
+    vars["SLURM_NODEID"] = "2";
+    {
+      ScopedEnv env(vars);
+      ASSERT_OK_AND_ASSIGN(auto o, DistributedOptionsFromEnv({}));
+      EXPECT_EQ(o.local_world_size, 1);
+    }
+    vars.erase("SLURM_TASKS_PER_NODE");
+    vars["SLURM_NTASKS_PER_NODE"] = "2";
+    {
+      ScopedEnv env(vars);
+      ASSERT_OK_AND_ASSIGN(auto o, DistributedOptionsFromEnv({}));
+      EXPECT_EQ(o.local_world_size, 2);
+    }
+    vars["SLURM_NTASKS_PER_NODE"] = "2(x";
+    {
+      ScopedEnv env(vars);
+      auto bad = DistributedOptionsFromEnv({});
+      ASSERT_FALSE(bad.ok());
+      EXPECT_NE(bad.status().message().find("SLURM_NTASKS_PER_NODE"),
+                absl::string_view::npos)
+          << bad.status();
+    }
+  }
+  {
+    auto vars = task;
+    vars["RANK"] = "1";
+    vars["WORLD_SIZE"] = "2";
+    vars["LOCAL_WORLD_SIZE"] = "1";
+    ScopedEnv env(vars);
+    ASSERT_OK_AND_ASSIGN(auto o, DistributedOptionsFromEnv({}));
+    EXPECT_EQ(o.launcher, "torchrun");
+    EXPECT_EQ(o.rank, 1);
+    EXPECT_EQ(o.world_size, 2);
+    EXPECT_EQ(o.local_world_size, 1);
+  }
+  {
+    ScopedEnv env({{"SLURM_PROCID", "x"}, {"SLURM_NTASKS", "2"}});
+    auto bad = DistributedOptionsFromEnv({});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("SLURM_PROCID='x'"),
+              absl::string_view::npos);
+  }
+  {
+    ScopedEnv env(std::map<std::string, std::string>{{"SLURM_PROCID", "0"}});
+    auto bad = DistributedOptionsFromEnv({});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("SLURM_NTASKS"),
+              absl::string_view::npos);
+  }
+}
+
+// Several Slurm tasks and no MASTER_ADDR: never a silent world of one, but an
+// error saying how to give the address. One task needs none.
+TEST(DistributedOptionsTest, SlurmTasksWithoutMasterAddrAreRefused) {
+  {
+    ScopedEnv env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}});
+    ASSERT_OK_AND_ASSIGN(auto o, DistributedOptionsFromEnv({}));
+    EXPECT_EQ(o.world_size, 4);
+    EXPECT_EQ(o.master_addr, "");
+    absl::Status s = ValidateDistributedOptions(o);
+    ASSERT_FALSE(s.ok());
+    for (const char* m : {"SLURM_NTASKS=4", "MASTER_ADDR", "--master-addr"})
+      EXPECT_NE(s.message().find(m), absl::string_view::npos) << s;
+    o.master_addr = "node0";  // --master-addr
+    EXPECT_OK(ValidateDistributedOptions(o));
+  }
+  {
+    ScopedEnv env({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}});
+    ASSERT_OK_AND_ASSIGN(auto o, DistributedOptionsFromEnv({}));
+    EXPECT_EQ(o.master_addr, "127.0.0.1");
+    EXPECT_OK(ValidateDistributedOptions(o));
+  }
 }
 
 void AllreduceBroadcastBarrier(int rank, ProcessGroup& group) {
@@ -194,6 +384,173 @@ TEST_F(PeerProcessTest, BusyPeerIsWaitedFor) {
   ASSERT_NO_FATAL_FAILURE(Start(4000));
   for (int i = 0; i < 4; ++i) ASSERT_OK(Step()) << "step " << i + 1;
   ASSERT_OK(peer_->WaitForLine("step 4", milliseconds(10000)));
+}
+
+// Runs `argv` with `env` on top of this process's environment until it exits
+// (killed after 120 s); its exit status and output.
+struct Exited {
+  int status = -1;
+  std::string output;
+};
+Exited RunChild(std::vector<std::string> argv,
+                std::map<std::string, std::string> env = {}) {
+  SubprocessOptions o;
+  o.name = argv[0];
+  o.argv = std::move(argv);
+  o.env = std::move(env);
+  o.max_kept_lines = 2000;
+  auto child = Subprocess::Start(o);
+  if (!child.ok()) return {-1, std::string(child.status().message())};
+  std::optional<int> status = (*child)->Wait(std::chrono::seconds(120));
+  const int code =
+      status.value_or((*child)->Terminate(std::chrono::milliseconds(1000)));
+  return {code, (*child)->Tail(2000)};
+}
+
+// Trainer processes (process_group_peer --env) started the way torchrun's
+// agent starts workers. With `agent`, this test hosts the TCPStore on the
+// master port first, as torchrun's static rendezvous does (a TCPStore server
+// counting one agent, multi-tenant).
+class AgentStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { port_ = testing::PickFreePort(); }
+
+  void HostStoreAsTheAgent() {
+    c10d::TCPStoreOptions o;
+    o.port = static_cast<uint16_t>(port_);
+    o.isServer = true;
+    o.numWorkers = 1;
+    o.waitWorkers = true;
+    o.multiTenant = true;
+    o.timeout = std::chrono::seconds(30);
+    agent_ = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", o);
+  }
+
+  // The workers' variables, as LocalElasticAgent sets them for one node.
+  std::map<std::string, std::string> WorkerEnv(int rank, int world,
+                                               const char* use_agent_store,
+                                               int attempt) {
+    return {{"RANK", std::to_string(rank)},
+            {"WORLD_SIZE", std::to_string(world)},
+            {"LOCAL_RANK", std::to_string(rank)},
+            {"LOCAL_WORLD_SIZE", std::to_string(world)},
+            {"GROUP_RANK", "0"},
+            {"MASTER_ADDR", "127.0.0.1"},
+            {"MASTER_PORT", std::to_string(port_)},
+            {"TORCHELASTIC_USE_AGENT_STORE", use_agent_store},
+            {"TORCHELASTIC_RESTART_COUNT", std::to_string(attempt)}};
+  }
+
+  // Runs `world` workers to the end; their results.
+  std::vector<Exited> RunWorkers(int world, const char* use_agent_store,
+                                 int attempt) {
+    std::vector<Exited> results(static_cast<size_t>(world));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < world; ++r) {
+      threads.emplace_back([&, r] {
+        results[static_cast<size_t>(r)] =
+            RunChild({SHARDGNN_PROCESS_GROUP_PEER, "--env", "3"},
+                     WorkerEnv(r, world, use_agent_store, attempt));
+      });
+    }
+    for (auto& t : threads) t.join();
+    return results;
+  }
+
+  int port_ = 0;
+  c10::intrusive_ptr<c10d::TCPStore> agent_;
+};
+
+// Every rank, rank 0 included, connects to the agent's store as a client
+// (rank 0 hosting one too would find the port taken). A restarted attempt
+// forms its group in the same store: its keys are under its own prefix.
+TEST_F(AgentStoreTest, WorkersJoinTheAgentsStore) {
+  HostStoreAsTheAgent();
+  for (int attempt : {0, 1}) {
+    SCOPED_TRACE(absl::StrCat("attempt ", attempt));
+    auto results = RunWorkers(2, "True", attempt);
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(results[r].status, 0) << results[r].output;
+      EXPECT_NE(
+          results[r].output.find(absl::StrCat("rank ", r, " of 2: sum 3")),
+          std::string::npos)
+          << results[r].output;
+    }
+  }
+  // Gloo's address keys ("<device>/<rank>") of each attempt, under its prefix.
+  EXPECT_TRUE(
+      agent_->check({"/worker/attempt_0/0/1", "/worker/attempt_1/0/1"}));
+  EXPECT_FALSE(agent_->check({"0/1"}));
+}
+
+// Without the variable (torchrun --rdzv_backend c10d sets it to False, other
+// launchers not at all) rank 0 hosts the store as before...
+TEST_F(AgentStoreTest, WithoutTheVariableRankZeroHostsTheStore) {
+  auto results = RunWorkers(2, "False", 0);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(results[r].status, 0) << results[r].output;
+    EXPECT_NE(results[r].output.find("sum 3"), std::string::npos)
+        << results[r].output;
+  }
+}
+
+// ... so with an agent's store on the port, rank 0 fails to host its own
+// (the failure of issue 16), with a rendezvous error naming the address.
+TEST_F(AgentStoreTest, WithoutTheVariableRankZeroCannotShareTheAgentsPort) {
+  HostStoreAsTheAgent();
+  Exited rank0 = RunChild({SHARDGNN_PROCESS_GROUP_PEER, "--env", "3"},
+                          WorkerEnv(0, 2, "False", 0));
+  EXPECT_EQ(rank0.status, 1) << rank0.output;
+  EXPECT_NE(rank0.output.find(absl::StrCat("127.0.0.1:", port_)),
+            std::string::npos)
+      << rank0.output;
+  EXPECT_NE(rank0.output.find("rendezvous"), std::string::npos) << rank0.output;
+}
+
+// The real torchrun of Debian's python3-torch (1.13), run as
+// `python3 -m torch.distributed.run` with --redirects 1 --tee 1 (its default
+// redirects crash on Python 3.11), with the static rendezvous (the agent's
+// store) and with --rdzv_backend c10d (rank 0 hosts the store).
+TEST(TorchrunTest, RealTorchrunStartsAGroup) {
+  Exited probe =
+      RunChild({"/usr/bin/python3", "-c", "import torch.distributed.run"});
+  if (probe.status != 0) {
+    GTEST_SKIP() << "Debian's python3-torch is not installed "
+                    "(/usr/bin/python3 cannot import torch.distributed.run)";
+  }
+  testing::TempDir dir;
+  const std::string port = std::to_string(testing::PickFreePort());
+  for (const std::vector<std::string>& rendezvous :
+       {std::vector<std::string>{"--master_addr", "127.0.0.1", "--master_port",
+                                 port},
+        std::vector<std::string>{"--rdzv_backend", "c10d", "--rdzv_endpoint",
+                                 "127.0.0.1:" + port}}) {
+    SCOPED_TRACE(rendezvous[0]);
+    std::vector<std::string> argv = {
+        "/usr/bin/python3",
+        "-m",
+        "torch.distributed.run",
+        "--nnodes",
+        "1",
+        "--nproc_per_node",
+        "2",
+        "--redirects",
+        "1",
+        "--tee",
+        "1",
+        "--log_dir",
+        dir.Sub("logs-" + rendezvous[0].substr(2))};
+    argv.insert(argv.end(), rendezvous.begin(), rendezvous.end());
+    for (const char* a :
+         {"--no_python", SHARDGNN_PROCESS_GROUP_PEER, "--env", "3"})
+      argv.push_back(a);
+    Exited run = RunChild(argv);
+    EXPECT_EQ(run.status, 0) << run.output;
+    EXPECT_NE(run.output.find("rank 0 of 2: sum 3"), std::string::npos)
+        << run.output;
+    EXPECT_NE(run.output.find("rank 1 of 2: sum 3"), std::string::npos)
+        << run.output;
+  }
 }
 
 TEST(C10dGradientSyncTest, AveragesGradientsAndBroadcastsParameters) {

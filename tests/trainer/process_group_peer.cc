@@ -5,16 +5,56 @@
 //
 // Before its third allreduce it is busy for BUSY_MS (a long step that keeps
 // its heartbeat). Prints "step N" after each allreduce.
+//
+//   process_group_peer --env STEPS
+//
+// A trainer as a launcher starts it: the options come from the environment
+// (DistributedOptionsFromEnv: torchrun's or Slurm's variables). Runs STEPS
+// allreduces of rank + 1, prints "rank R of W: sum S" and exits 0.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "trainer/distributed.h"
 
+namespace {
+
+int FromEnv(int steps) {
+  shardgnn::DistributedOptions defaults;
+  defaults.timeout = std::chrono::seconds(60);
+  auto o = shardgnn::DistributedOptionsFromEnv(defaults);
+  if (!o.ok()) {
+    std::fprintf(stderr, "%s\n", o.status().ToString().c_str());
+    return 1;
+  }
+  auto group = shardgnn::ProcessGroup::Connect(*o);
+  if (!group.ok()) {
+    std::fprintf(stderr, "%s\n", group.status().ToString().c_str());
+    return 1;
+  }
+  float sum = 0;
+  for (int step = 0; step < steps; ++step) {
+    sum = static_cast<float>(o->rank + 1);
+    absl::Status s = (*group)->AllreduceSum(&sum, 1);
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", s.ToString().c_str());
+      return 1;
+    }
+  }
+  std::printf("rank %d of %d: sum %g\n", o->rank, o->world_size, sum);
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--env")
+    return FromEnv(std::atoi(argv[2]));
   if (argc != 5) {
-    std::fprintf(stderr, "usage: %s RANK WORLD PORT BUSY_MS\n", argv[0]);
+    std::fprintf(stderr, "usage: %s RANK WORLD PORT BUSY_MS | %s --env STEPS\n",
+                 argv[0], argv[0]);
     return 2;
   }
   shardgnn::DistributedOptions o;
