@@ -74,8 +74,9 @@ if [[ ! -f "${partition}/partition.json" ]]; then
     --out "${partition}" >&2
 fi
 has_hedge=0
-"${shardgnn}" run --help 2>/dev/null | grep -q -- "--hedge-after-ms" &&
-  has_hedge=1
+# (Not a pipe into grep -q: under pipefail its early exit fails the pipe.)
+run_help="$("${shardgnn}" run --help 2>/dev/null || true)"
+[[ "${run_help}" == *"--hedge-after-ms"* ]] && has_hedge=1
 
 # The pid of the first process whose command line matches $1 (extended
 # regexp), among those mentioning this scenario's run dir.
