@@ -14,16 +14,19 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -173,6 +176,7 @@ class GeneratedToken {
       return absl::PermissionDeniedError(
           absl::StrCat(work_dir, ": cannot create: ", ec.message()));
     }
+    RemoveStale(work_dir);
     ASSIGN_OR_RETURN(std::string token, NewAuthToken());
     ASSIGN_OR_RETURN(std::string suffix, RandomBytes(6));
     const std::string path =
@@ -189,6 +193,30 @@ class GeneratedToken {
 
  private:
   explicit GeneratedToken(std::string path) : path_(std::move(path)) {}
+
+  // Removes the token files ".auth-token-PID-HEX" of runs killed outright
+  // (SIGKILL gives no chance to clean up): those whose PID no longer exists
+  // on this machine (kill(PID, 0) fails with ESRCH). A live run's is kept.
+  static void RemoveStale(const std::string& work_dir) {
+    constexpr absl::string_view kPrefix = ".auth-token-";
+    std::error_code ec;
+    for (const fs::directory_entry& entry :
+         fs::directory_iterator(work_dir, ec)) {
+      const std::string file = entry.path().filename().string();
+      absl::string_view rest = file;
+      if (!absl::ConsumePrefix(&rest, kPrefix)) continue;
+      int64_t pid = 0;
+      if (!absl::SimpleAtoi(rest.substr(0, rest.find('-')), &pid) || pid <= 0 ||
+          pid > std::numeric_limits<pid_t>::max() || pid == getpid()) {
+        continue;
+      }
+      if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+        std::error_code ignored;
+        fs::remove(entry.path(), ignored);
+      }
+    }
+  }
+
   std::string path_;
 };
 
