@@ -132,6 +132,62 @@ INSTANTIATE_TEST_SUITE_P(
       return info.param.name;
     });
 
+// Under Slurm (srun's task variables, no RANK/WORLD_SIZE) several tasks and no
+// rendezvous address refuse to start with one line saying how to give one,
+// before any server is contacted: never a run of several worlds of one. With
+// --master-addr (or MASTER_ADDR), or with a single task, the rendezvous
+// configuration passes and the next check fails instead (a missing
+// partition).
+TEST(TrainSlurmTest, SeveralTasksWithoutAMasterAddressRefuseToStart) {
+  auto run = [](const std::string& ntasks,
+                const std::vector<std::string>& extra) {
+    SubprocessOptions options;
+    options.name = "shardgnn train";
+    options.argv = {testing::ShardgnnBinary(),
+                    "train",
+                    "--servers",
+                    "127.0.0.1:1",
+                    "--partition",
+                    "/nonexistent"};
+    for (const auto& a : extra) options.argv.push_back(a);
+    options.env = {{"SLURM_PROCID", "0"},
+                   {"SLURM_NTASKS", ntasks},
+                   {"SLURM_LOCALID", "0"},
+                   {"SLURM_NODEID", "0"},
+                   {"SLURM_TASKS_PER_NODE", ntasks}};
+    auto train = Subprocess::Start(options);
+    EXPECT_TRUE(train.ok()) << train.status();
+    if (!train.ok()) return std::make_pair(-1, std::string());
+    std::optional<int> status = (*train)->Wait(std::chrono::seconds(60));
+    const int code =
+        status.value_or((*train)->Terminate(std::chrono::seconds(1)));
+    return std::make_pair(code, (*train)->Tail(1000));
+  };
+  const auto started = std::chrono::steady_clock::now();
+  auto [code, output] = run("2", {});
+  EXPECT_LT(std::chrono::steady_clock::now() - started,
+            std::chrono::seconds(10));
+  EXPECT_EQ(code, 1);
+  std::vector<std::string> lines =
+      absl::StrSplit(output, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 1u) << output;
+  EXPECT_THAT(lines[0],
+              AllOf(HasSubstr("shardgnn: error: "), HasSubstr("SLURM_NTASKS=2"),
+                    HasSubstr("MASTER_ADDR"), HasSubstr("--master-addr")));
+
+  for (const auto& [ntasks, extra] :
+       {std::make_pair(std::string("2"),
+                       std::vector<std::string>{"--master-addr", "127.0.0.1"}),
+        std::make_pair(std::string("1"), std::vector<std::string>{})}) {
+    SCOPED_TRACE(ntasks + " tasks");
+    auto [passed, passed_output] = run(ntasks, extra);
+    EXPECT_NE(passed, 0);
+    EXPECT_THAT(passed_output, ::testing::Not(HasSubstr("SLURM_NTASKS")));
+    EXPECT_THAT(passed_output, HasSubstr("/nonexistent/partition.json"))
+        << passed_output;
+  }
+}
+
 // Runs `shardgnn <args>` to completion; returns its exit status and output.
 std::pair<int, std::string> RunShardgnn(
     std::vector<std::string> args,
