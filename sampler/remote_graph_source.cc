@@ -226,7 +226,14 @@ RemoteGraphSource::RemoteGraphSource(
       num_classes_(num_classes),
       partition_id_(std::move(partition_id)),
       max_sampled_per_call_(options.max_sampled_per_call),
-      max_ids_per_call_(options.max_ids_per_call) {}
+      max_ids_per_call_(options.max_ids_per_call),
+      max_feature_ids_per_call_(std::max<int64_t>(
+          1, std::min<int64_t>(
+                 options.max_ids_per_call,
+                 options.client.max_message_bytes / 2 /
+                     std::max<int64_t>(1, feature_dim * static_cast<int64_t>(
+                                                            sizeof(float)))))) {
+}
 
 absl::StatusOr<RemoteGraphSource::Groups> RemoteGraphSource::Group(
     absl::Span<const NodeId> nodes) const {
@@ -405,6 +412,23 @@ absl::Status RemoteGraphSource::ScatterFeatures(absl::Span<const NodeId> nodes,
 absl::Status RemoteGraphSource::Fetch(absl::Span<const NodeId> nodes,
                                       absl::Span<const size_t> rows,
                                       float* out) const {
+  const size_t chunk = static_cast<size_t>(max_feature_ids_per_call_);
+  if (nodes.size() <= chunk) return FetchChunk(nodes, rows, out);
+  // Every part's share of a chunk is within the bound too.
+  for (size_t start = 0; start < nodes.size(); start += chunk) {
+    const size_t n = std::min(chunk, nodes.size() - start);
+    RETURN_IF_ERROR(
+        rows.empty()
+            ? FetchChunk(nodes.subspan(start, n), {},
+                         out + start * static_cast<size_t>(feature_dim_))
+            : FetchChunk(nodes.subspan(start, n), rows.subspan(start, n), out));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RemoteGraphSource::FetchChunk(absl::Span<const NodeId> nodes,
+                                           absl::Span<const size_t> rows,
+                                           float* out) const {
   auto groups = Group(nodes);
   if (!groups.ok()) return groups.status();
   const int64_t dim = feature_dim_;
@@ -481,6 +505,15 @@ absl::Status RemoteGraphSource::FetchPerNode(
     absl::StatusOr<std::vector<int64_t>> (GraphStoreClient::*call)(
         absl::Span<const NodeId>),
     int64_t* out) const {
+  const size_t chunk = static_cast<size_t>(max_ids_per_call_);
+  if (nodes.size() > chunk) {
+    for (size_t start = 0; start < nodes.size(); start += chunk) {
+      const size_t n = std::min(chunk, nodes.size() - start);
+      RETURN_IF_ERROR(FetchPerNode(nodes.subspan(start, n), what, min_value,
+                                   call, out + start));
+    }
+    return absl::OkStatus();
+  }
   auto groups = Group(nodes);
   if (!groups.ok()) return groups.status();
   return ForEachPart(*groups, [&](int p) -> absl::Status {
@@ -533,7 +566,7 @@ absl::StatusOr<std::vector<int64_t>> RemoteGraphSource::FetchAllDegrees()
     const {
   std::vector<int64_t> degrees;
   degrees.reserve(static_cast<size_t>(book_.num_nodes()));
-  constexpr int64_t kChunk = 1 << 18;
+  const int64_t kChunk = std::min<int64_t>(1 << 18, max_ids_per_call_);
   std::vector<NodeId> ids;
   for (int p = 0; p < book_.num_parts(); ++p) {
     NodeRange range = book_.Range(p);

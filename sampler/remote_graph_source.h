@@ -80,6 +80,9 @@ struct RemoteGraphSourceOptions {
   // split in halves and retried, down to one node. Results are the same as
   // one call's (a node's sample depends only on the seed and the node).
   int64_t max_sampled_per_call = int64_t{8} << 20;
+  // Also bounds the IDs of every features, labels and degrees call (a larger
+  // request is sent in chunks; feature chunks also stay within half the
+  // client's max_message_bytes), as serve's cap on IDs per call requires.
   int64_t max_ids_per_call = int64_t{1} << 20;
 };
 
@@ -188,9 +191,12 @@ class RemoteGraphSource : public GraphSource {
       absl::StatusOr<std::vector<int64_t>> (GraphStoreClient::*call)(
           absl::Span<const NodeId>),
       int64_t* out) const;
-  // FetchFeatures (rows empty: row i at i) and ScatterFeatures.
+  // FetchFeatures (rows empty: row i at i) and ScatterFeatures, in chunks of
+  // at most max_feature_ids_per_call_ nodes (FetchChunk each).
   absl::Status Fetch(absl::Span<const NodeId> nodes,
                      absl::Span<const size_t> rows, float* out) const;
+  absl::Status FetchChunk(absl::Span<const NodeId> nodes,
+                          absl::Span<const size_t> rows, float* out) const;
   // Runs fn(part) for every part with nodes, concurrently; returns the first
   // error.
   absl::Status ForEachPart(const Groups& groups,
@@ -205,6 +211,9 @@ class RemoteGraphSource : public GraphSource {
   std::string partition_id_;
   int64_t max_sampled_per_call_;
   int64_t max_ids_per_call_;
+  // Feature rows asked in one call: max_ids_per_call_, and half the client's
+  // message limit in bytes.
+  int64_t max_feature_ids_per_call_;
   mutable std::atomic<int64_t> requests_{0}, ids_sent_{0}, neighbor_bytes_{0},
       feature_bytes_{0}, shared_feature_bytes_{0};
 };

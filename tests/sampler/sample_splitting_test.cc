@@ -198,6 +198,39 @@ TEST_F(SampleSplittingTest, IdsPerCallAreBounded) {
   EXPECT_GT(source->stats().requests, reference_->stats().requests * 4);
 }
 
+// Features (over the feature port and over gRPC), labels and degrees of more
+// nodes than one call may carry (serve's cap on IDs per call) come in chunks.
+TEST_F(SampleSplittingTest, FeatureLabelAndDegreeFetchesAreSplit) {
+  GraphStoreServerOptions server_options;
+  server_options.max_ids_per_call = 50;
+  ASSERT_OK(Serve(tmp_.Sub("part"), server_options, &capped_));
+  std::vector<NodeId> all(kNodes);
+  for (NodeId v = 0; v < kNodes; ++v) all[v] = (v * 7) % kNodes;  // Mixed.
+  std::vector<float> want(all.size() * kDim);
+  ASSERT_OK(reference_->FetchFeatures(all, want.data()));
+  std::vector<int64_t> want_labels(all.size()), want_degrees(all.size());
+  ASSERT_OK(reference_->FetchLabels(all, want_labels.data()));
+  ASSERT_OK(reference_->FetchDegrees(all, want_degrees.data()));
+  for (bool feature_port : {true, false}) {
+    RemoteGraphSourceOptions options;
+    options.max_ids_per_call = 50;
+    options.use_shared_memory = false;
+    options.client.use_feature_port = feature_port;
+    ASSERT_OK_AND_ASSIGN(auto source, Connect(capped_, options));
+    ASSERT_EQ(source->uses_feature_port(0), feature_port);
+    std::vector<float> got(all.size() * kDim, -1.0f);
+    ASSERT_OK(source->FetchFeatures(all, got.data()));
+    EXPECT_EQ(got, want) << "feature port " << feature_port;
+    std::vector<int64_t> labels(all.size(), -7), degrees(all.size(), -7);
+    ASSERT_OK(source->FetchLabels(all, labels.data()));
+    ASSERT_OK(source->FetchDegrees(all, degrees.data()));
+    EXPECT_EQ(labels, want_labels);
+    EXPECT_EQ(degrees, want_degrees);
+    // Each of the 1500 nodes in calls of at most 50.
+    EXPECT_GE(source->stats().requests, 3 * kNodes / 50);
+  }
+}
+
 TEST_F(SampleSplittingTest, OneNodeOverTheCapIsAClearError) {
   StartCapped(graph_.Degree(hub_) - 1);
   ASSERT_OK_AND_ASSIGN(auto source, Connect(capped_, {}));
