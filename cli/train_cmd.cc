@@ -328,13 +328,18 @@ void PrintResult(const TrainResult& result) {
 }
 
 // Training options from the flags, with the compute threads decided: --threads
-// if given, else this machine's cores shared among the trainers on it
-// (torchrun's LOCAL_WORLD_SIZE; 1 when unset).
-absl::StatusOr<TrainOptions> TrainOptionsFor(const TrainFlags& flags) {
+// if given, else this machine's cores shared among the trainers on it:
+// `local_world_size` if positive (the launch variables' count, torchrun's
+// LOCAL_WORLD_SIZE or Slurm's tasks on this node), else LOCAL_WORLD_SIZE (1
+// when unset).
+absl::StatusOr<TrainOptions> TrainOptionsFor(const TrainFlags& flags,
+                                             int local_world_size = 0) {
   ASSIGN_OR_RETURN(TrainOptions options, ToTrainOptions(flags.training));
   if (options.torch_threads <= 0) {
     int local = 1;
-    if (const char* value = std::getenv("LOCAL_WORLD_SIZE")) {
+    if (local_world_size > 0) {
+      local = local_world_size;
+    } else if (const char* value = std::getenv("LOCAL_WORLD_SIZE")) {
       if (!absl::SimpleAtoi(value, &local) || local < 1) {
         return absl::InvalidArgumentError(absl::StrCat(
             "LOCAL_WORLD_SIZE '", value, "' is not a positive integer"));
@@ -436,7 +441,8 @@ absl::Status RunTrain(const TrainFlags& flags) {
   dist.peer_timeout = std::chrono::milliseconds(
       static_cast<int64_t>(flags.peer_timeout_seconds * 1000));
   RETURN_IF_ERROR(ValidateDistributedOptions(dist));
-  ASSIGN_OR_RETURN(TrainOptions options, TrainOptionsFor(flags));
+  ASSIGN_OR_RETURN(TrainOptions options,
+                   TrainOptionsFor(flags, dist.local_world_size));
   ASSIGN_OR_RETURN(std::vector<std::string> addresses,
                    ServerAddresses(flags.servers, flags.cluster_file));
 
