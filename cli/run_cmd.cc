@@ -73,6 +73,7 @@ struct RunFlags {
   double server_wait_seconds = 60;
   std::string hedge_after_ms = "0";  // Passed to the trainers.
   int max_restarts = 3;
+  int max_server_restarts = 3;
   TrainingFlags training;
   SecurityFlags security;
   // Whether a flag was given on the command line (defaults are not).
@@ -123,7 +124,7 @@ absl::Status CheckFlagConflicts(const RunFlags& flags) {
     RETURN_IF_ERROR(conflicts(
         owner,
         {"--dataset", "--name", "--format", "--split-name", "--parts",
-         "--method", "--disk", "--replicas"},
+         "--method", "--disk", "--replicas", "--max-server-restarts"},
         "running servers already serve their partition, from memory or disk; "
         "this run starts only trainers"));
   }
@@ -257,13 +258,21 @@ void PrintLine(const std::string& prefix, const std::string& line);
 // Polls the children until the trainers finish, one fails, or a signal arrives.
 class Supervisor {
  public:
-  // Server `p` serves part `part`; the run goes on while every part has a
-  // live server.
-  void AddServer(std::unique_ptr<Subprocess> p, int part) {
+  // Server `p`, started with `options`, serves part `part`; the run goes on
+  // while every part has a live server. A server that exits is started again
+  // on its address, up to `max_restarts` times in all (RestartServer).
+  void AddServer(std::unique_ptr<Subprocess> p, int part,
+                 SubprocessOptions options) {
     servers_.push_back(std::move(p));
+    server_options_.push_back(std::move(options));
     server_addresses_.emplace_back();
     server_parts_.push_back(part);
     server_exit_said_.push_back(false);
+  }
+  void SetMaxServerRestarts(int n) { server_restarts_left_ = n; }
+  // The causes of the server restarts so far, in order.
+  const std::vector<std::string>& server_restarts() const {
+    return server_restarts_;
   }
   // The address server `i` announced, for error messages.
   void SetServerAddress(size_t i, const std::string& address) {
@@ -378,6 +387,7 @@ class Supervisor {
       std::string where = server_addresses_[i].empty()
                               ? ""
                               : absl::StrCat(" (", server_addresses_[i], ")");
+      if (!server_exit_said_[i] && RestartServer(i, *code, where)) continue;
       std::vector<std::string> others;
       for (size_t j = 0; j < servers_.size(); ++j) {
         if (j != i && server_parts_[j] == server_parts_[i] &&
@@ -412,8 +422,57 @@ class Supervisor {
   std::vector<std::string> server_addresses_;
   std::vector<int> server_parts_;
   std::vector<bool> server_exit_said_;
+  std::vector<SubprocessOptions> server_options_;
+  int server_restarts_left_ = 0;
+  std::vector<std::string> server_restarts_;
   std::vector<std::unique_ptr<Subprocess>> trainers_;
   bool restart_may_help_ = false;
+
+  // Starts server i again, listening on the address it had (so the trainers'
+  // probes find it: sampler/internal/replica_set.h), if restarts are left;
+  // true once it is ready. Meanwhile the trainers wait for it (--server-wait)
+  // or use its part's other replicas.
+  bool RestartServer(size_t i, int code, const std::string& where) {
+    if (server_restarts_left_ <= 0 || server_addresses_[i].empty() ||
+        g_signal.load() != 0) {
+      return false;
+    }
+    --server_restarts_left_;
+    const std::string cause =
+        absl::StrCat(servers_[i]->name(), where, " exited with status ", code);
+    server_restarts_.push_back(cause);
+    PrintLine("", absl::StrCat("shardgnn run: ", cause,
+                               "; restarting it on the same address (server "
+                               "restart ",
+                               server_restarts_.size(), ")"));
+    SubprocessOptions options = server_options_[i];
+    for (size_t a = 0; a + 1 < options.argv.size(); ++a) {
+      if (options.argv[a] == "--listen") {
+        options.argv[a + 1] = server_addresses_[i];
+      }
+    }
+    auto started = Subprocess::Start(options);
+    if (!started.ok()) {
+      PrintLine("",
+                absl::StrCat("shardgnn run: restarting ", servers_[i]->name(),
+                             " failed: ", started.status().message()));
+      server_restarts_left_ = 0;
+      return false;
+    }
+    std::unique_ptr<Subprocess> old = std::move(servers_[i]);
+    servers_[i] = std::move(started).value();
+    auto ready = WaitUntilReady(*servers_[i]);
+    if (!ready.ok()) {
+      PrintLine("",
+                absl::StrCat("shardgnn run: restarting ", servers_[i]->name(),
+                             " failed: ", ready.status().message()));
+      servers_[i] = std::move(old);  // Report the first exit.
+      server_restarts_left_ = 0;     // And do not try again.
+      return false;
+    }
+    PrintLine("", *ready);
+    return true;
+  }
 };
 
 void PrintLine(const std::string& prefix, const std::string& line) {
@@ -442,8 +501,9 @@ absl::Status RunPipeline(const RunFlags& flags) {
   if (!(flags.server_wait_seconds >= 0)) {
     return absl::InvalidArgumentError("--server-wait must be 0 or more");
   }
-  if (flags.max_restarts < 0) {
-    return absl::InvalidArgumentError("--max-restarts must be 0 or more");
+  if (flags.max_restarts < 0 || flags.max_server_restarts < 0) {
+    return absl::InvalidArgumentError(
+        "--max-restarts and --max-server-restarts must be 0 or more");
   }
   RETURN_IF_ERROR(ParsePartitionMethod(flags.method).status());
   if (flags.training.resume && flags.out_dir.empty())
@@ -504,7 +564,7 @@ absl::Status RunPipeline(const RunFlags& flags) {
         if (line.find("ready on") == std::string::npos) PrintLine(prefix, line);
       };
       ASSIGN_OR_RETURN(auto server, Subprocess::Start(options));
-      supervisor.AddServer(std::move(server), p);
+      supervisor.AddServer(std::move(server), p, options);
     }
     for (size_t i = 0; i < supervisor.servers().size(); ++i) {
       ASSIGN_OR_RETURN(std::string line,
@@ -514,6 +574,7 @@ absl::Status RunPipeline(const RunFlags& flags) {
       supervisor.SetServerAddress(i, addresses.back());
       PrintLine("", line);
     }
+    supervisor.SetMaxServerRestarts(flags.max_server_restarts);
   } else {
     ASSIGN_OR_RETURN(addresses,
                      ServerAddresses(flags.servers, flags.cluster_file));
@@ -656,6 +717,7 @@ absl::Status RunPipeline(const RunFlags& flags) {
     if (summary.is_object()) {
       summary["restarts"] = restarts.size();
       summary["restart_causes"] = restarts;
+      summary["server_restarts"] = supervisor.server_restarts();
       status = WriteFileAtomic(path, summary.dump(2) + "\n");
     }
   }
@@ -697,6 +759,11 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--max-restarts", flags->max_restarts,
                   "Times the trainers are restarted from their checkpoints "
                   "after a trainer dies, before the run fails")
+      ->capture_default_str();
+  cmd->add_option("--max-server-restarts", flags->max_server_restarts,
+                  "Times a storage server this run started is started again "
+                  "on its address after it exits, in all (the trainers wait "
+                  "for it, --server-wait, or use its part's other replicas)")
       ->capture_default_str();
   cmd->add_option("--server-wait", flags->server_wait_seconds,
                   "Seconds the trainers wait for a replica of a part to come "

@@ -12,8 +12,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/subprocess.h"
 #include "nlohmann/json.hpp"
 #include "tests/cli/process_table.h"
@@ -44,7 +47,7 @@ class RunFailoverTest : public ::testing::Test {
             "--replicas",
             std::to_string(replicas),
             "--epochs",
-            "8",
+            epochs_,
             "--patience",
             "0",
             "--timeout",
@@ -99,6 +102,7 @@ class RunFailoverTest : public ::testing::Test {
   TempDir dir_;
   const std::string work_dir_ = dir_.Sub("work");
   std::string out_dir_;
+  std::string epochs_ = "8";  // Of every run a test starts.
 };
 
 TEST_F(RunFailoverTest, ReplicasKilledMidRunChangeNothing) {
@@ -108,7 +112,11 @@ TEST_F(RunFailoverTest, ReplicasKilledMidRunChangeNothing) {
   ASSERT_EQ(checksum.size(), 16u);
 
   out_dir_ = dir_.Sub("killed");
-  auto run = StartShardgnn(Args(out_dir_), "shardgnn run");
+  // The killed replicas stay dead (run would start them again).
+  std::vector<std::string> args = Args(out_dir_);
+  args.push_back("--max-server-restarts");
+  args.push_back("0");
+  auto run = StartShardgnn(args, "shardgnn run");
   ASSERT_NE(run, nullptr);
   ASSERT_OK(run->WaitForLine("epoch   2/8", kRunTimeout));
   const std::vector<ProcessInfo> children = ChildrenOf(run->pid(), work_dir_);
@@ -165,11 +173,14 @@ TEST_F(RunFailoverTest, AFrozenReplicaIsLeftWithinTheCallDeadline) {
   EXPECT_EQ(summary["remote"]["replicas"][1][1]["up"], false) << output;
 }
 
+// With server restarts off (AKilledServerIsRestarted... has them on).
 TEST_F(RunFailoverTest, BothReplicasOfAPartKilledFailTheRunNamingThem) {
   out_dir_ = dir_.Sub("dead");
   std::vector<std::string> args = Args(out_dir_);
   // Epochs enough to outlive the kills.
   *(std::find(args.begin(), args.end(), "--epochs") + 1) = "1000";
+  args.push_back("--max-server-restarts");
+  args.push_back("0");
   auto run = StartShardgnn(args, "shardgnn run");
   ASSERT_NE(run, nullptr);
   ASSERT_OK(run->WaitForLine("epoch   1/1000", kRunTimeout));
@@ -185,6 +196,65 @@ TEST_F(RunFailoverTest, BothReplicasOfAPartKilledFailTheRunNamingThem) {
   EXPECT_THAT(testing::LastErrorLine(output),
               HasSubstr("storage server 1 replica"))
       << output;
+}
+
+// A server run started that dies is started again on its address; the
+// trainers wait for it (one replica per part here) and the run ends as it
+// would have.
+TEST_F(RunFailoverTest, AKilledServerIsRestartedAndTheRunGoesOn) {
+  const nlohmann::json reference = Reference();
+  ASSERT_TRUE(reference.is_object());
+  out_dir_ = dir_.Sub("server-restarted");
+  auto run = StartShardgnn(Args(out_dir_, 1), "shardgnn run");
+  ASSERT_NE(run, nullptr);
+  ASSERT_OK(run->WaitForLine("epoch   2/8", kRunTimeout));
+  const std::vector<pid_t> part1 =
+      Replicas(ChildrenOf(run->pid(), work_dir_), 1);
+  ASSERT_EQ(part1.size(), 1u);
+  ASSERT_EQ(kill(part1[0], SIGKILL), 0);
+  std::string output;
+  const nlohmann::json summary = Finish(run.get(), &output);
+  ASSERT_TRUE(summary.is_object()) << output;
+  EXPECT_EQ(summary["parameters_checksum"], reference["parameters_checksum"])
+      << output;
+  EXPECT_THAT(output, HasSubstr("storage server 1 ("));
+  EXPECT_THAT(output, HasSubstr("restarting it on the same address"));
+  ASSERT_EQ(summary["server_restarts"].size(), 1u) << output;
+  EXPECT_THAT(summary["server_restarts"][0].get<std::string>(),
+              HasSubstr("storage server 1"));
+}
+
+// Issue 13's test: three kills over a run with 2 replicas per part, the
+// killed servers started again by run, so that every replica dies once or
+// more while the other serves; the run ends as it would have.
+TEST_F(RunFailoverTest, ThreeReplicaKillsOverTheRunChangeNothing) {
+  epochs_ = "30";  // Long enough for three kills and restarts.
+  const nlohmann::json reference = Reference();
+  ASSERT_TRUE(reference.is_object());
+  out_dir_ = dir_.Sub("three-kills");
+  auto run = StartShardgnn(Args(out_dir_), "shardgnn run");
+  ASSERT_NE(run, nullptr);
+  int restarts = 0;
+  // The oldest replica of the part each time: part 1's first, then its
+  // second (the first is now its restarted copy), then part 0's first.
+  for (const auto& [epoch, part] :
+       std::vector<std::pair<int, int>>{{2, 1}, {8, 1}, {14, 0}}) {
+    ASSERT_OK(
+        run->WaitForLine(absl::StrFormat("epoch %3d/30", epoch), kRunTimeout));
+    std::vector<pid_t> pids = Replicas(ChildrenOf(run->pid(), work_dir_), part);
+    ASSERT_EQ(pids.size(), 2u);
+    ASSERT_EQ(kill(*std::min_element(pids.begin(), pids.end()), SIGKILL), 0);
+    ASSERT_OK(run->WaitForLine(
+        absl::StrCat("(server restart ", ++restarts, ")"), kRunTimeout));
+  }
+  std::string output;
+  const nlohmann::json summary = Finish(run.get(), &output);
+  ASSERT_TRUE(summary.is_object()) << output;
+  EXPECT_EQ(summary["parameters_checksum"], reference["parameters_checksum"])
+      << output;
+  EXPECT_EQ(summary["test_acc"], reference["test_acc"]);
+  EXPECT_EQ(summary["server_restarts"].size(), 3u) << output;
+  EXPECT_GE(summary["remote"]["failovers"].get<int64_t>(), 1) << output;
 }
 
 // Issue 13, item 4: a trainer's death restarts the trainer group from the

@@ -329,10 +329,12 @@ TEST_F(RunTest, ImportFlagsWithADatasetDirAreRefused) {
   EXPECT_FALSE(fs::exists(work_dir_));
 }
 
+// With server restarts off (tests/cli/run_failover_test.cc has them on).
 TEST_F(RunTest, KilledStorageServerStopsRunNamingIt) {
   std::unique_ptr<Subprocess> run;
   std::vector<ProcessInfo> children;
-  ASSERT_NO_FATAL_FAILURE(StartTraining(&run, &children));
+  ASSERT_NO_FATAL_FAILURE(
+      StartTraining(&run, &children, {"--max-server-restarts", "0"}));
   // Lines already printed count.
   ASSERT_OK_AND_ASSIGN(std::string ready,
                        run->WaitForLine("part 1 ready on", kRunTimeout));
