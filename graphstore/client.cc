@@ -294,10 +294,11 @@ class GraphStoreClient::Impl {
   // so no thread hand-off is paid per batch.
   grpc::Status RawCall(grpc::ClientContext* ctx,
                        const grpc::ByteBuffer& request,
-                       grpc::ByteBuffer* response) {
+                       grpc::ByteBuffer* response,
+                       const std::string& method = kGetFeaturesMethod) {
     grpc::CompletionQueue cq;
     grpc::Status status;
-    auto rpc = generic_.PrepareUnaryCall(ctx, kGetFeaturesMethod, request, &cq);
+    auto rpc = generic_.PrepareUnaryCall(ctx, method, request, &cq);
     rpc->StartCall();
     rpc->Finish(response, &status, /*tag=*/&status);
     void* tag = nullptr;
@@ -449,6 +450,68 @@ absl::Status GraphStoreClient::WaitForHealthy(absl::Time deadline) {
       address_, ": DEADLINE_EXCEEDED: not healthy before the deadline",
       last.ok() ? "" : absl::StrCat(" (last error: ", last.ToString(), ")"),
       impl_->TlsHint(absl::StatusCode::kDeadlineExceeded)));
+}
+
+absl::Status GraphStoreClient::ProbeServing(absl::Time deadline) {
+  // grpc.health.v1.HealthCheckRequest{service = 1: string} and
+  // HealthCheckResponse{status = 1: enum, SERVING = 1}, encoded by hand: the
+  // generated code for them would register grpc.health.v1 in this process's
+  // descriptor pool, where libgrpc++'s own health service must not meet it.
+  static constexpr char kService[] = "shardgnn.proto.GraphStore";
+  std::string request = {'\x0a', static_cast<char>(sizeof(kService) - 1)};
+  request += kService;
+  grpc::Slice slice(request);
+  grpc::ByteBuffer request_buffer(&slice, 1), response_buffer;
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx, deadline);
+  ctx.set_wait_for_ready(true);  // A server restarting: wait to connect.
+  grpc::Status s = impl_->RawCall(&ctx, request_buffer, &response_buffer,
+                                  "/grpc.health.v1.Health/Check");
+  bool ours_used = false;
+  if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    // Not the standard service: our own Health, one attempt.
+    ours_used = true;
+    proto::HealthResponse ours;
+    grpc::ClientContext ours_ctx;
+    impl_->Prepare(&ours_ctx, deadline);
+    ours_ctx.set_wait_for_ready(true);
+    s = impl_->stub()->Health(&ours_ctx, proto::HealthRequest(), &ours);
+    if (s.ok() && !ours.serving()) {
+      return impl_->Error(absl::StatusCode::kUnavailable, "Health",
+                          "server is not serving");
+    }
+  }
+  if (!s.ok()) {
+    return impl_->CallError(static_cast<absl::StatusCode>(s.error_code()),
+                            "grpc.health.v1.Health/Check", s.error_message());
+  }
+  if (ours_used) return absl::OkStatus();
+  std::vector<grpc::Slice> slices;
+  if (!response_buffer.Dump(&slices).ok()) {
+    return impl_->Error(absl::StatusCode::kDataLoss,
+                        "grpc.health.v1.Health/Check", "unreadable answer");
+  }
+  std::string answer;
+  for (const grpc::Slice& piece : slices) {
+    answer.append(reinterpret_cast<const char*>(piece.begin()), piece.size());
+  }
+  // Field 1 (varint): the status (absent: 0, UNKNOWN); anything else is not
+  // a SERVING answer.
+  const int status = answer.empty() ? 0
+                     : answer.size() == 2 && answer[0] == '\x08'
+                         ? static_cast<unsigned char>(answer[1])
+                         : -1;
+  if (status != 1) {
+    static constexpr const char* kNames[] = {"UNKNOWN", "SERVING",
+                                             "NOT_SERVING", "SERVICE_UNKNOWN"};
+    return impl_->Error(
+        absl::StatusCode::kUnavailable, "grpc.health.v1.Health/Check",
+        absl::StrCat(
+            "server is not serving (",
+            status >= 0 && status < 4 ? kNames[status] : "an unreadable answer",
+            ")"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ServerInfo> GraphStoreClient::Info() {

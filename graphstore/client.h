@@ -139,6 +139,13 @@ class GraphStoreClient {
   // (DEADLINE_EXCEEDED naming the address and the last error).
   absl::Status WaitForHealthy(absl::Time deadline);
   absl::Status Health();
+  // One probe with gRPC's standard health service (grpc.health.v1 Check for
+  // "shardgnn.proto.GraphStore"), waiting for the connection until
+  // `deadline`: OK if SERVING; UNAVAILABLE if NOT_SERVING (loading, or
+  // draining on SIGTERM) or unreachable. A server without the standard
+  // service (UNIMPLEMENTED) is asked our own Health instead. (A call by
+  // method name: no generated grpc.health.v1 code in this process.)
+  absl::Status ProbeServing(absl::Time deadline);
 
   // Also starts using the feature port it reports (see above).
   absl::StatusOr<ServerInfo> Info();

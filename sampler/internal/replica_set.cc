@@ -459,7 +459,7 @@ void ReplicaSet::ProbeLoop() {
 bool ReplicaSet::Probe(size_t r) {
   Replica& replica = *replicas_[r];
   GraphStoreClient& client = *replica.client;
-  absl::Status s = client.WaitForHealthy(absl::Now() + options_.probe_timeout);
+  absl::Status s = client.ProbeServing(absl::Now() + options_.probe_timeout);
   std::string why;
   if (s.ok()) {
     auto info = client.Info();

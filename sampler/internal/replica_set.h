@@ -15,8 +15,9 @@
 // Errors that any replica would answer alike (INVALID_ARGUMENT,
 // RESOURCE_EXHAUSTED for an answer's size, UNAUTHENTICATED, ...) are returned
 // as they are. A down replica is probed in the background every
-// probe_interval (Health, then Info, which must still describe the same
-// shard) and rejoins when it answers: a server restarted on the same address.
+// probe_interval (gRPC's standard health check, then Info, which must still
+// describe the same shard) and rejoins when it answers: a server restarted on
+// the same address.
 //
 // When no replica is live, Run waits up to options.server_wait for one to
 // come back (one line on stderr saying what it waits for), then fails naming

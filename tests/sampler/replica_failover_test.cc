@@ -11,8 +11,12 @@
 #include <cstring>
 #include <thread>
 
+#include "common/file_util.h"
 #include "common/progress.h"
+#include "graphstore/shard_format.h"
+#include "graphstore/shard_store.h"
 #include "partition/partition.h"
+#include "partition/partition_book.h"
 #include "sampler/neighbor_sampler.h"
 #include "sampler/remote_graph_source.h"
 #include "tests/sampler/test_cluster.h"
@@ -264,6 +268,47 @@ TEST_P(ReplicaFailoverTest, ARestartedReplicaRejoins) {
   // Its request counter grows again.
   EXPECT_GT(servers_[0][0]->Totals().calls, 0);
   ExpectFeaturePath();
+}
+
+// A replica back on its address but still loading its shard (it answers
+// gRPC's standard health check NOT_SERVING: GraphStoreServer::Bind before
+// Serve) does not rejoin until it serves.
+TEST_P(ReplicaFailoverTest, AReplicaStillLoadingDoesNotRejoinUntilItServes) {
+  ASSERT_NO_FATAL_FAILURE(Connect());
+  auto remote = Sampler(remote_.get());
+  auto local = Sampler(local_.get());
+  const std::string address = servers_[0][0]->address();
+  Kill(0, 0);
+  for (int b = 0; b < 4; ++b) {
+    ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), b));
+  }
+  ASSERT_FALSE(remote_->replicas(0)[0].up);
+  GraphStoreServerOptions options;
+  options.listen_address = address;
+  options.num_threads = 2;
+  ASSERT_OK_AND_ASSIGN(servers_[0][0], GraphStoreServer::Bind(options));
+  // Several probe intervals (100 ms) while it loads.
+  absl::SleepFor(absl::Milliseconds(800));
+  EXPECT_FALSE(remote_->replicas(0)[0].up);
+  EXPECT_THAT(remote_->replicas(0)[0].last_error,
+              ::testing::HasSubstr("not serving"));
+  for (int b = 4; b < 6; ++b) {
+    ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), b));
+  }
+  ShardStoreOptions store_options;
+  store_options.path = JoinPath(tmp_.Sub("part"), PartDirName(0));
+  store_options.in_memory = true;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ShardStore> store,
+                       ShardStore::Open(store_options));
+  ASSERT_OK(servers_[0][0]->Serve(std::move(store)));
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!remote_->replicas(0)[0].up && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_TRUE(remote_->replicas(0)[0].up) << "not back within 10 s";
+  for (int b = 6; b < 12; ++b) {
+    ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), b));
+  }
 }
 
 TEST_P(ReplicaFailoverTest, AllReplicasDownWaitsThenNamesThePart) {
