@@ -34,35 +34,16 @@ const std::vector<int> kFanouts = {10, 5};
 // The clients' call deadline (the default).
 constexpr absl::Duration kCallDeadline = absl::Seconds(5);
 
-// Where the sampler reads feature rows from.
-enum class FeaturePath { kSharedMemory, kFeaturePort, kGrpc };
-
-std::string PathName(const ::testing::TestParamInfo<FeaturePath>& info) {
-  switch (info.param) {
-    case FeaturePath::kSharedMemory:
-      return "SharedMemory";
-    case FeaturePath::kFeaturePort:
-      return "FeaturePort";
-    case FeaturePath::kGrpc:
-      return "Grpc";
-  }
-  return "";
-}
-
-class HedgingTest : public ::testing::TestWithParam<FeaturePath> {
+class HedgingTest : public ::testing::TestWithParam<testing::FeaturePath> {
  protected:
   void SetUp() override {
     Progress::SetQuietByDefault(true);
-    ASSERT_OK_AND_ASSIGN(Dataset dataset,
-                         testing::MakeRmatDataset(tmp_.Sub("rmat"), kNodes, 12,
-                                                  /*feature_dim=*/8, 5));
-    PartitionOptions options;
-    options.num_parts = kParts;
-    ASSERT_OK(PartitionInMemory(dataset, tmp_.Sub("part"), options).status());
     ASSERT_OK_AND_ASSIGN(
-        graph_, testing::RelabelForPartition(dataset, tmp_.Sub("part")));
-    train_size_ = dataset.splits["train"].size();
-    ASSERT_OK_AND_ASSIGN(local_, InMemoryGraphSource::Create(graph_.arrays()));
+        testing::PartitionedRmat rmat,
+        testing::MakePartitionedRmat(tmp_.path(), kNodes, kParts, 5));
+    graph_ = std::move(rmat.graph);
+    local_ = std::move(rmat.local);
+    train_size_ = rmat.dataset.splits["train"].size();
     // Part 0, replica 0: the child process.
     child_ = testing::StartShardgnn(
         {"serve", "--partition", tmp_.Sub("part"), "--part", "0", "--listen",
@@ -99,12 +80,11 @@ class HedgingTest : public ::testing::TestWithParam<FeaturePath> {
     options.probe_interval = absl::Milliseconds(100);
     options.hedge_after = hedge_after;
     options.hedge_adaptive = adaptive;
-    options.use_shared_memory = GetParam() == FeaturePath::kSharedMemory;
-    options.client.use_feature_port = GetParam() != FeaturePath::kGrpc;
+    testing::UseFeaturePath(GetParam(), &options);
     ASSERT_OK_AND_ASSIGN(remote_,
                          RemoteGraphSource::Connect(addresses_, options));
     ASSERT_EQ(remote_->uses_feature_port(0),
-              GetParam() == FeaturePath::kFeaturePort);
+              GetParam() == testing::FeaturePath::kFeaturePort);
     remote_sampler_ = Sampler(remote_.get());
     local_sampler_ = Sampler(local_.get());
   }
@@ -248,10 +228,12 @@ TEST_P(HedgingTest, WithoutHedgingAStoppedReplicaCostsACallDeadline) {
 }
 
 INSTANTIATE_TEST_SUITE_P(FeaturePaths, HedgingTest,
-                         ::testing::Values(FeaturePath::kSharedMemory,
-                                           FeaturePath::kFeaturePort,
-                                           FeaturePath::kGrpc),
-                         PathName);
+                         ::testing::Values(testing::FeaturePath::kSharedMemory,
+                                           testing::FeaturePath::kFeaturePort,
+                                           testing::FeaturePath::kGrpc),
+                         [](const auto& info) {
+                           return testing::FeaturePathName(info.param);
+                         });
 
 }  // namespace
 }  // namespace shardgnn

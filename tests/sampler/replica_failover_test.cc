@@ -35,34 +35,16 @@ constexpr int kParts = 2;
 constexpr int kReplicas = 2;
 const std::vector<int> kFanouts = {10, 5};
 
-// Where the sampler reads feature rows from.
-enum class FeaturePath { kSharedMemory, kFeaturePort, kGrpc };
-
-std::string PathName(const ::testing::TestParamInfo<FeaturePath>& info) {
-  switch (info.param) {
-    case FeaturePath::kSharedMemory:
-      return "SharedMemory";
-    case FeaturePath::kFeaturePort:
-      return "FeaturePort";
-    case FeaturePath::kGrpc:
-      return "Grpc";
-  }
-  return "";
-}
-
-class ReplicaFailoverTest : public ::testing::TestWithParam<FeaturePath> {
+class ReplicaFailoverTest
+    : public ::testing::TestWithParam<testing::FeaturePath> {
  protected:
   void SetUp() override {
     Progress::SetQuietByDefault(true);
-    ASSERT_OK_AND_ASSIGN(Dataset dataset,
-                         testing::MakeRmatDataset(tmp_.Sub("rmat"), kNodes, 12,
-                                                  /*feature_dim=*/8, 5));
-    PartitionOptions options;
-    options.num_parts = kParts;
-    ASSERT_OK(PartitionInMemory(dataset, tmp_.Sub("part"), options).status());
     ASSERT_OK_AND_ASSIGN(
-        graph_, testing::RelabelForPartition(dataset, tmp_.Sub("part")));
-    ASSERT_OK_AND_ASSIGN(local_, InMemoryGraphSource::Create(graph_.arrays()));
+        testing::PartitionedRmat rmat,
+        testing::MakePartitionedRmat(tmp_.path(), kNodes, kParts, 5));
+    graph_ = std::move(rmat.graph);
+    local_ = std::move(rmat.local);
     servers_.resize(kParts);
     for (int p = 0; p < kParts; ++p) {
       for (int r = 0; r < kReplicas; ++r) {
@@ -90,8 +72,7 @@ class ReplicaFailoverTest : public ::testing::TestWithParam<FeaturePath> {
     options.client.initial_backoff = absl::Milliseconds(20);
     options.server_wait = server_wait;
     options.probe_interval = absl::Milliseconds(100);
-    options.use_shared_memory = GetParam() == FeaturePath::kSharedMemory;
-    options.client.use_feature_port = GetParam() != FeaturePath::kGrpc;
+    testing::UseFeaturePath(GetParam(), &options);
     std::vector<std::string> addresses;
     for (auto& part : servers_) {
       for (auto& s : part) addresses.push_back(s->address());
@@ -100,16 +81,16 @@ class ReplicaFailoverTest : public ::testing::TestWithParam<FeaturePath> {
                          RemoteGraphSource::Connect(addresses, options));
     for (int p = 0; p < kParts; ++p) {
       ASSERT_EQ(remote_->reads_shared_memory(p),
-                GetParam() == FeaturePath::kSharedMemory);
+                GetParam() == testing::FeaturePath::kSharedMemory);
       ASSERT_EQ(remote_->uses_feature_port(p),
-                GetParam() == FeaturePath::kFeaturePort);
+                GetParam() == testing::FeaturePath::kFeaturePort);
     }
   }
 
   // Feature bytes went the way the parameter says.
   void ExpectFeaturePath() {
     const RemoteStats stats = remote_->stats();
-    if (GetParam() == FeaturePath::kSharedMemory) {
+    if (GetParam() == testing::FeaturePath::kSharedMemory) {
       EXPECT_GT(stats.shared_feature_bytes, 0);
       EXPECT_EQ(stats.feature_bytes, 0);
     } else {
@@ -354,10 +335,12 @@ TEST_P(ReplicaFailoverTest, AReplicaBackWithinTheWaitLetsTheRunGoOn) {
 }
 
 INSTANTIATE_TEST_SUITE_P(FeaturePaths, ReplicaFailoverTest,
-                         ::testing::Values(FeaturePath::kSharedMemory,
-                                           FeaturePath::kFeaturePort,
-                                           FeaturePath::kGrpc),
-                         PathName);
+                         ::testing::Values(testing::FeaturePath::kSharedMemory,
+                                           testing::FeaturePath::kFeaturePort,
+                                           testing::FeaturePath::kGrpc),
+                         [](const auto& info) {
+                           return testing::FeaturePathName(info.param);
+                         });
 
 }  // namespace
 }  // namespace shardgnn

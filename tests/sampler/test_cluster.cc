@@ -6,6 +6,7 @@
 #include "common/status.h"
 #include "datasets/generators.h"
 #include "graphstore/shard_store.h"
+#include "partition/partition.h"
 
 namespace shardgnn::testing {
 
@@ -77,6 +78,40 @@ TestCluster::~TestCluster() {
 std::vector<std::string> TestCluster::addresses() const {
   std::vector<std::string> out;
   for (const auto& server : servers_) out.push_back(server->address());
+  return out;
+}
+
+std::string FeaturePathName(FeaturePath path) {
+  switch (path) {
+    case FeaturePath::kSharedMemory:
+      return "SharedMemory";
+    case FeaturePath::kFeaturePort:
+      return "FeaturePort";
+    case FeaturePath::kGrpc:
+      return "Grpc";
+  }
+  return "";
+}
+
+void UseFeaturePath(FeaturePath path, RemoteGraphSourceOptions* options) {
+  options->use_shared_memory = path == FeaturePath::kSharedMemory;
+  options->client.use_feature_port = path != FeaturePath::kGrpc;
+}
+
+absl::StatusOr<PartitionedRmat> MakePartitionedRmat(const std::string& dir,
+                                                    int64_t num_nodes,
+                                                    int parts, uint64_t seed) {
+  PartitionedRmat out;
+  ASSIGN_OR_RETURN(out.dataset, MakeRmatDataset(JoinPath(dir, "rmat"),
+                                                num_nodes, 12, 8, seed));
+  PartitionOptions options;
+  options.num_parts = parts;
+  const std::string partition_dir = JoinPath(dir, "part");
+  RETURN_IF_ERROR(
+      PartitionInMemory(out.dataset, partition_dir, options).status());
+  ASSIGN_OR_RETURN(out.graph,
+                   testing::RelabelForPartition(out.dataset, partition_dir));
+  ASSIGN_OR_RETURN(out.local, InMemoryGraphSource::Create(out.graph.arrays()));
   return out;
 }
 

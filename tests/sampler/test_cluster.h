@@ -18,6 +18,7 @@
 #include "partition/partition_book.h"
 #include "partition/relabelled_graph.h"
 #include "sampler/graph_source.h"
+#include "sampler/remote_graph_source.h"
 
 namespace shardgnn::testing {
 
@@ -64,6 +65,26 @@ class TestCluster {
 absl::StatusOr<std::unique_ptr<GraphStoreServer>> ServePart(
     const std::string& partition_dir, int part, bool in_memory,
     const std::string& listen_address = "127.0.0.1:0");
+
+// Where a remote source reads feature rows from; the failover and hedging
+// tests run over each.
+enum class FeaturePath { kSharedMemory, kFeaturePort, kGrpc };
+// "SharedMemory", "FeaturePort" or "Grpc" (a test-name suffix).
+std::string FeaturePathName(FeaturePath path);
+// Sets `options` to read features by `path`.
+void UseFeaturePath(FeaturePath path, RemoteGraphSourceOptions* options);
+
+// An R-MAT graph of `num_nodes` nodes (8 features) in dir/rmat, partitioned
+// into `parts` in dir/part, the relabelled graph it implies and the
+// in-process source over it (the reference).
+struct PartitionedRmat {
+  Dataset dataset;
+  RelabelledGraph graph;
+  std::unique_ptr<InMemoryGraphSource> local;
+};
+absl::StatusOr<PartitionedRmat> MakePartitionedRmat(const std::string& dir,
+                                                    int64_t num_nodes,
+                                                    int parts, uint64_t seed);
 
 }  // namespace shardgnn::testing
 
