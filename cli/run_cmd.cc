@@ -704,6 +704,11 @@ absl::Status RunPipeline(const RunFlags& flags) {
                                " (restart ", restarts.size(), " of at most ",
                                flags.max_restarts, ")"));
     supervisor.StopTrainers();
+    if (flags.training.checkpoint_every == 0 && !flags.training.resume) {
+      // From the start: a fresh record (train refuses a run directory that
+      // holds one).
+      std::filesystem::remove(JoinPath(out_dir, "metrics.jsonl"), ec);
+    }
     status = start_trainers(true);
   }
   supervisor.StopAll();

@@ -227,6 +227,19 @@ absl::Status ConfigureCheckpoints(const TrainFlags& flags, int rank,
     }
     return absl::OkStatus();
   }
+  // A directory that holds a run is continued (--resume) or left alone: its
+  // metrics would be appended to and its checkpoints overwritten. Checked by
+  // every rank before the rendezvous, so before rank 0 writes anything.
+  if (!flags.training.resume) {
+    for (const char* record : {"summary.json", "metrics.jsonl"}) {
+      const std::string path = JoinPath(flags.out_dir, record);
+      if (std::filesystem::exists(path)) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            flags.out_dir, " already holds a run (", record,
+            "); choose another --out, or --resume to continue it"));
+      }
+    }
+  }
   // The run directory exists even when no checkpoints are written.
   std::string dir = flags.training.checkpoint_every == 0
                         ? flags.out_dir

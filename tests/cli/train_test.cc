@@ -317,6 +317,39 @@ TEST(TrainInProcessTest, StatesTheDefaultsItChoseAndCheckpointsAsAsked) {
 
 // Trainers that share a machine (torchrun's LOCAL_WORLD_SIZE) share its cores;
 // --threads overrides; a malformed LOCAL_WORLD_SIZE is one clear error.
+// `train --out` onto a directory that holds a run refuses (its metrics would
+// be appended to, its checkpoints overwritten) unless --resume continues it.
+TEST(TrainInProcessTest, RefusesAnOutDirThatHoldsARunUnlessResuming) {
+  testing::TempDir dir;
+  std::string cora;
+  ASSERT_NO_FATAL_FAILURE(ImportCora(dir, &cora));
+  const std::string out = dir.Sub("run");
+  auto train = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"-q", "train", "--dataset",
+                                     cora, "--out", out};
+    if (std::find(extra.begin(), extra.end(), "--epochs") == extra.end()) {
+      extra.push_back("--epochs");
+      extra.push_back("2");
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunShardgnn(args);
+  };
+  auto [first, first_output] = train({});
+  ASSERT_EQ(first, 0) << first_output;
+  ASSERT_OK_AND_ASSIGN(std::string metrics,
+                       ReadFileToString(out + "/metrics.jsonl"));
+  auto [again, again_output] = train({});
+  EXPECT_NE(again, 0);
+  EXPECT_THAT(again_output, HasSubstr("already holds a run")) << again_output;
+  EXPECT_THAT(again_output, HasSubstr("--resume")) << again_output;
+  ASSERT_OK_AND_ASSIGN(std::string after,
+                       ReadFileToString(out + "/metrics.jsonl"));
+  EXPECT_EQ(after, metrics) << "the refused run wrote to metrics.jsonl";
+  // --resume continues it (two more epochs).
+  auto [resumed, resumed_output] = train({"--resume", "--epochs", "4"});
+  EXPECT_EQ(resumed, 0) << resumed_output;
+}
+
 TEST(TrainInProcessTest, ComputeThreadsShareTheMachine) {
   testing::TempDir dir;
   std::string cora;
