@@ -351,7 +351,8 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
   CLI::App* generate = dataset->add_subcommand(
       "generate", "Generate a synthetic dataset (SBM or R-MAT)");
   generate->add_option("--kind", g.kind, "sbm | rmat")
-      ->check(CLI::IsMember({"sbm", "rmat"}));
+      ->check(CLI::IsMember({"sbm", "rmat"}))
+      ->capture_default_str();
   generate->add_option("--nodes", g.nodes, "Number of nodes")->required();
   generate->add_option("--avg-degree", g.avg_degree,
                        "Stored (directed) edges per node (default 10)");
