@@ -132,6 +132,16 @@ class ReplicaFailoverTest
     EXPECT_EQ(got.labels, want.labels) << "batch " << b;
   }
 
+  // Whether the source sees replica `replica` of `part` up within `wait`
+  // (its probes let a restarted server rejoin).
+  bool UpWithin(int part, int replica, absl::Duration wait) {
+    const absl::Time deadline = absl::Now() + wait;
+    while (!remote_->replicas(part)[replica].up && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return remote_->replicas(part)[replica].up;
+  }
+
   void Kill(int part, int replica) {
     servers_[part][replica]->Shutdown(absl::Now());
     servers_[part][replica].reset();
@@ -237,11 +247,7 @@ TEST_P(ReplicaFailoverTest, ARestartedReplicaRejoins) {
   // A new server on the same address.
   ASSERT_OK_AND_ASSIGN(servers_[0][0],
                        testing::ServePart(tmp_.Sub("part"), 0, true, address));
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (!remote_->replicas(0)[0].up && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  ASSERT_TRUE(remote_->replicas(0)[0].up) << "not back within 10 s";
+  ASSERT_TRUE(UpWithin(0, 0, absl::Seconds(10))) << "not back within 10 s";
   EXPECT_EQ(remote_->replicas(0)[0].rejoins, 1);
   for (int b = 4; b < 12; ++b) {
     ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), b));
@@ -282,11 +288,7 @@ TEST_P(ReplicaFailoverTest, AReplicaStillLoadingDoesNotRejoinUntilItServes) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ShardStore> store,
                        ShardStore::Open(store_options));
   ASSERT_OK(servers_[0][0]->Serve(std::move(store)));
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (!remote_->replicas(0)[0].up && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  EXPECT_TRUE(remote_->replicas(0)[0].up) << "not back within 10 s";
+  EXPECT_TRUE(UpWithin(0, 0, absl::Seconds(10))) << "not back within 10 s";
   for (int b = 6; b < 12; ++b) {
     ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), b));
   }
