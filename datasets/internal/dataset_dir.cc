@@ -52,7 +52,9 @@ absl::StatusOr<DatasetManifest> ManifestFromJson(const std::string& text,
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": expected a JSON object"));
   }
-  if (json.value("format", std::string()) != kFormat) {
+  const auto format = json.find("format");
+  if (format == json.end() || !format->is_string() ||
+      format->get<std::string>() != kFormat) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": \"format\" is not \"", kFormat,
                      "\"; this is not a shardgnn dataset manifest"));

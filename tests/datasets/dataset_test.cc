@@ -162,6 +162,32 @@ TEST(DatasetTest, RejectsForeignManifest) {
   EXPECT_FALSE(ReadDatasetManifest(tmp.Sub("missing")).ok());
 }
 
+// A "format" or "source" of another JSON type is refused with a status, not
+// an uncaught nlohmann type_error (found by manifest_fuzz: a duplicated key
+// whose last value is an array).
+TEST(DatasetTest, RejectsManifestFieldsOfTheWrongType) {
+  testing::TempDir tmp;
+  ASSERT_OK(WriteDataset(TinyDataset(), tmp.Sub("d")));
+  const std::string path = tmp.Sub("d/manifest.json");
+  ASSERT_OK_AND_ASSIGN(const std::string good, ReadFileToString(path));
+  const size_t source = good.find("\"source\":");
+  ASSERT_NE(source, std::string::npos);
+  const std::vector<std::string> texts = {
+      "{\n  \"format\": \"shrmivion\",\n  \"format\": []\n}",
+      "{\"format\": 7}",
+      good.substr(0, source) +
+          "\"source\": [1],\n  \"unused\":" + good.substr(source + 9),
+  };
+  for (const std::string& text : texts) {
+    SCOPED_TRACE(text);
+    ASSERT_OK(WriteFileAtomic(path, text));
+    auto m = ReadDatasetManifest(tmp.Sub("d"));
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(m.status().message().find(path), absl::string_view::npos)
+        << m.status();
+  }
+}
+
 // The content checksum says whether two dataset directories hold the same
 // data, whatever their name, source text or location.
 // A manifest field that is not a whole number in range is refused, naming
