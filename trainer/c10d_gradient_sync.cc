@@ -79,4 +79,9 @@ absl::Status C10dGradientSync::AllreduceSum(absl::Span<double> values) {
                               static_cast<int64_t>(values.size()));
 }
 
+absl::Status C10dGradientSync::AllreduceSum(absl::Span<float> values) {
+  return group_->AllreduceSum(values.data(),
+                              static_cast<int64_t>(values.size()));
+}
+
 }  // namespace shardgnn

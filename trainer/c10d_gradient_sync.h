@@ -1,9 +1,11 @@
-// GradientSync over a ProcessGroup (c10d Gloo): what real multi-trainer runs use.
+// GradientSync over a ProcessGroup (c10d Gloo): what real multi-trainer runs
+// use.
 //
-// Gradients are flattened into buckets of at most `bucket_bytes` (as PyTorch's DDP does), each bucket is
-// allreduced once and divided by the world size, then copied back. Parameters are broadcast from rank 0 the same
-// way. Errors from the group (dead peer, timeout) are returned as they come. Not thread-safe; the ProcessGroup
-// must outlive this object.
+// Gradients are flattened into buckets of at most `bucket_bytes` (as PyTorch's
+// DDP does), each bucket is allreduced once and divided by the world size, then
+// copied back. Parameters are broadcast from rank 0 the same way. Errors from
+// the group (dead peer, timeout) are returned as they come. Not thread-safe;
+// the ProcessGroup must outlive this object.
 #ifndef SHARDGNN_TRAINER_C10D_GRADIENT_SYNC_H_
 #define SHARDGNN_TRAINER_C10D_GRADIENT_SYNC_H_
 
@@ -17,14 +19,19 @@ namespace shardgnn {
 
 class C10dGradientSync : public GradientSync {
  public:
-  explicit C10dGradientSync(ProcessGroup* group, int64_t bucket_bytes = 25 << 20);
+  explicit C10dGradientSync(ProcessGroup* group,
+                            int64_t bucket_bytes = 25 << 20);
 
-  absl::Status BroadcastParameters(const std::vector<torch::Tensor>& parameters) override;
-  absl::Status AllreduceGradients(const std::vector<torch::Tensor>& parameters) override;
+  absl::Status BroadcastParameters(
+      const std::vector<torch::Tensor>& parameters) override;
+  absl::Status AllreduceGradients(
+      const std::vector<torch::Tensor>& parameters) override;
   absl::Status AllreduceSum(absl::Span<double> values) override;
+  absl::Status AllreduceSum(absl::Span<float> values) override;
 
  private:
-  // Runs `op` over contiguous float buckets holding `tensors` (copied in, and back out afterwards).
+  // Runs `op` over contiguous float buckets holding `tensors` (copied in, and
+  // back out afterwards).
   template <typename Op>
   absl::Status ForEachBucket(const std::vector<torch::Tensor>& tensors, Op op);
 

@@ -5,6 +5,7 @@
 // tests) is handed to Train(). The loop calls BroadcastParameters() once before
 // the first step and AllreduceGradients() after every backward pass, before the
 // optimizer step; every rank must make the same calls in the same order.
+// Layer-wise inference (trainer/inference.h) exchanges rows through it too.
 // Implementations are used from the training thread only.
 #ifndef SHARDGNN_TRAINER_GRADIENT_SYNC_H_
 #define SHARDGNN_TRAINER_GRADIENT_SYNC_H_
@@ -31,6 +32,9 @@ class GradientSync {
       const std::vector<torch::Tensor>& parameters) = 0;
   // Sums `values` over ranks in place (evaluation counts).
   virtual absl::Status AllreduceSum(absl::Span<double> values) = 0;
+  // Sums `values` over ranks in place (rows exchanged by layer-wise
+  // inference: trainer/inference.h).
+  virtual absl::Status AllreduceSum(absl::Span<float> values) = 0;
 };
 
 }  // namespace shardgnn

@@ -24,6 +24,7 @@
 #include "trainer/gradient_sync.h"
 #include "trainer/internal/checkpoint.h"
 #include "trainer/internal/models.h"
+#include "trainer/internal/parameters_file.h"
 
 namespace shardgnn {
 
@@ -251,25 +252,8 @@ struct BatchTensors {
   torch::Tensor labels;
 };
 
-// The input feature transform as tensors (kStandardize's shift and scale).
-struct InputTransform {
-  FeatureNorm norm = FeatureNorm::kNone;
-  torch::Tensor shift, scale;  // [1, F]
-};
-
-InputTransform MakeInputTransform(const FeatureTransform& f) {
-  InputTransform t;
-  t.norm = f.norm;
-  if (f.norm == FeatureNorm::kStandardize) {
-    const auto dim = static_cast<int64_t>(f.shift.size());
-    t.shift = torch::tensor(f.shift, torch::kFloat).view({1, dim});
-    t.scale = torch::tensor(f.scale, torch::kFloat).view({1, dim});
-  }
-  return t;
-}
-
 BatchTensors ToTensors(MiniBatch& batch, const ModelOptions& model,
-                       const InputTransform& transform) {
+                       const internal::InputTransform& transform) {
   BatchTensors t;
   t.blocks = internal::ToBlockTensors(batch, model.kind);
   t.x = torch::from_blob(
@@ -278,16 +262,7 @@ BatchTensors ToTensors(MiniBatch& batch, const ModelOptions& model,
       torch::kFloat);
   // In place: the batch's feature buffer is consumed once, and reusing it
   // spares a fresh input-sized tensor per step.
-  switch (transform.norm) {
-    case FeatureNorm::kNone:
-      break;
-    case FeatureNorm::kRow:
-      t.x.div_(t.x.abs().sum(1, true).clamp_min(1e-12));
-      break;
-    case FeatureNorm::kStandardize:
-      t.x.sub_(transform.shift).mul_(transform.scale);
-      break;
-  }
+  internal::ApplyInputTransform(transform, t.x);
   t.labels = torch::from_blob(const_cast<int64_t*>(batch.labels.data()),
                               {static_cast<int64_t>(batch.labels.size())},
                               torch::kLong);
@@ -312,9 +287,9 @@ class Run {
         return absl::InvalidArgumentError(
             "the train split has fewer than two classes");
     }
-    transform_ = MakeInputTransform(options_.model.features);
+    transform_ = internal::MakeInputTransform(options_.model.features);
     // GCN normalises by the graph's degrees (internal::BlockTensors).
-    const bool degrees = options_.model.kind == ModelKind::kGcn;
+    const bool degrees = internal::NeedsOf(options_.model.kind).degrees;
     SamplerOptions train_sampling;
     train_sampling.fanouts = options_.fanouts;
     train_sampling.fetch_degrees = degrees;
@@ -493,6 +468,10 @@ class Run {
         sum.Update(c.data_ptr(), c.numel() * c.element_size());
       }
       result.parameters_checksum = sum.Hex();
+    }
+    if (!options_.model_path.empty()) {
+      RETURN_IF_ERROR(
+          internal::WriteParametersFile(options_.model_path, *model_));
     }
     ASSIGN_OR_RETURN(Evaluation test, Evaluate(*test_sampler_, splits_.test));
     result.test_acc = test.acc;
@@ -692,7 +671,7 @@ class Run {
   std::unique_ptr<NeighborSampler> valid_sampler_;
   std::unique_ptr<NeighborSampler> test_sampler_;
   std::shared_ptr<internal::GnnModel> model_;
-  InputTransform transform_;
+  internal::InputTransform transform_;
 };
 
 }  // namespace

@@ -162,6 +162,9 @@ struct TrainOptions {
   // may change.
   bool resume = false;
   bool allow_changed_settings = false;
+  // If set, the kept parameters are written there at the end, by name, in the
+  // format of Python's torch.save (model.pt; trainer/model_config.h).
+  std::string model_path;
   // Called after every epoch (progress lines, metrics files); may be empty.
   std::function<void(const EpochStats&)> on_epoch;
   // Called once when the run resumes from checkpoints (every rank agreed on

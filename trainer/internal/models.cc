@@ -9,6 +9,30 @@
 
 namespace shardgnn::internal {
 
+InputTransform MakeInputTransform(const FeatureTransform& f) {
+  InputTransform t;
+  t.norm = f.norm;
+  if (f.norm == FeatureNorm::kStandardize) {
+    const auto dim = static_cast<int64_t>(f.shift.size());
+    t.shift = torch::tensor(f.shift, torch::kFloat).view({1, dim});
+    t.scale = torch::tensor(f.scale, torch::kFloat).view({1, dim});
+  }
+  return t;
+}
+
+void ApplyInputTransform(const InputTransform& transform, torch::Tensor& x) {
+  switch (transform.norm) {
+    case FeatureNorm::kNone:
+      break;
+    case FeatureNorm::kRow:
+      x.div_(x.abs().sum(1, true).clamp_min(1e-12));
+      break;
+    case FeatureNorm::kStandardize:
+      x.sub_(transform.shift).mul_(transform.scale);
+      break;
+  }
+}
+
 uint64_t SeedStream::Next() { return MixSeed(seed_, count_++); }
 
 std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
@@ -26,7 +50,8 @@ std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
     t.indices = torch::from_blob(const_cast<int64_t*>(block.indices.data()),
                                  {block.num_edges()}, i64)
                     .clone();
-    if (kind == ModelKind::kSage || kind == ModelKind::kMlp) continue;
+    const ModelNeeds needs = NeedsOf(kind);
+    if (!needs.loop_csr) continue;
     const int64_t num_loop = block.num_edges() + block.num_dst;
     t.loop_indptr = torch::empty({block.num_dst + 1}, i64);
     t.loop_indices = torch::empty({num_loop}, i64);
@@ -45,7 +70,7 @@ std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
       }
       lp[i + 1] = k;
     }
-    if (kind == ModelKind::kGcn) {
+    if (needs.degrees) {
       TORCH_CHECK(
           static_cast<int64_t>(batch.degrees.size()) >= block.num_src,
           "GCN needs the graph degree of every input node (sampled with "
@@ -74,16 +99,25 @@ std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
 
 namespace {
 
+// One layer of a stack: the states of a block's sources to those of its
+// destinations.
+class Layer : public torch::nn::Module {
+ public:
+  virtual torch::Tensor Forward(const BlockTensors& b,
+                                const torch::Tensor& h) = 0;
+};
+
 // h_dst' = W_self h_dst + W_neigh mean_{u in N(dst)} h_u.
-class SageLayer : public torch::nn::Module {
+class SageLayer : public Layer {
  public:
   SageLayer(int64_t in, int64_t out) : project_first_(in > out) {
-    self_ = register_module("self", torch::nn::Linear(in, out));
+    self_ = register_module("lin_self", torch::nn::Linear(in, out));
     neigh_ = register_module(
-        "neigh",
+        "lin_neigh",
         torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
   }
-  torch::Tensor Forward(const BlockTensors& b, const torch::Tensor& h) {
+  torch::Tensor Forward(const BlockTensors& b,
+                        const torch::Tensor& h) override {
     torch::Tensor h_dst = h.narrow(0, 0, b.num_dst);
     // Mean and projection commute; do the cheaper one on the wide side.
     torch::Tensor agg =
@@ -100,15 +134,16 @@ class SageLayer : public torch::nn::Module {
 // h_i' = sum_{j in N(i) + i} h_j W / sqrt(deg_i deg_j) + b with deg the graph
 // degree plus one (the self loop); BlockTensors::gcn_weight holds the
 // coefficients.
-class GcnLayer : public torch::nn::Module {
+class GcnLayer : public Layer {
  public:
   GcnLayer(int64_t in, int64_t out) : project_first_(in > out) {
     linear_ = register_module(
-        "linear",
+        "lin",
         torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
     bias_ = register_parameter("bias", torch::zeros({out}));
   }
-  torch::Tensor Forward(const BlockTensors& b, const torch::Tensor& h) {
+  torch::Tensor Forward(const BlockTensors& b,
+                        const torch::Tensor& h) override {
     torch::Tensor agg =
         project_first_ ? CsrAggregate(linear_(h), b.gcn_weight, b.loop_indptr,
                                       b.loop_indices, false)
@@ -126,7 +161,7 @@ class GcnLayer : public torch::nn::Module {
 // Multi-head attention (Velickovic et al. 2018): alpha_ij = softmax_j
 // LeakyReLU(a_l . z_j + a_r . z_i) over N(i) + i, per head; heads are
 // concatenated (hidden layers) or averaged (output layer).
-class GatLayer : public torch::nn::Module {
+class GatLayer : public Layer {
  public:
   GatLayer(int64_t in, int64_t out, int heads, bool concat, double attn_dropout,
            std::shared_ptr<SeedStream> seeds)
@@ -136,14 +171,15 @@ class GatLayer : public torch::nn::Module {
         attn_dropout_(attn_dropout),
         seeds_(std::move(seeds)) {
     linear_ = register_module(
-        "linear", torch::nn::Linear(
-                      torch::nn::LinearOptions(in, heads * out).bias(false)));
+        "lin", torch::nn::Linear(
+                   torch::nn::LinearOptions(in, heads * out).bias(false)));
     attn_l_ = register_parameter("attn_l", torch::empty({1, heads, out}));
     attn_r_ = register_parameter("attn_r", torch::empty({1, heads, out}));
     bias_ =
         register_parameter("bias", torch::zeros({concat ? heads * out : out}));
   }
-  torch::Tensor Forward(const BlockTensors& b, const torch::Tensor& h) {
+  torch::Tensor Forward(const BlockTensors& b,
+                        const torch::Tensor& h) override {
     torch::Tensor z = linear_(h);
     torch::Tensor z3 = z.view({b.num_src, heads_, out_});
     torch::Tensor el = (z3 * attn_l_).sum(-1);
@@ -171,12 +207,13 @@ class GatLayer : public torch::nn::Module {
 };
 
 // h_dst' = W h_dst + b: no messages (the graph-free baseline).
-class MlpLayer : public torch::nn::Module {
+class MlpLayer : public Layer {
  public:
   MlpLayer(int64_t in, int64_t out) {
-    linear_ = register_module("linear", torch::nn::Linear(in, out));
+    linear_ = register_module("lin", torch::nn::Linear(in, out));
   }
-  torch::Tensor Forward(const BlockTensors& b, const torch::Tensor& h) {
+  torch::Tensor Forward(const BlockTensors& b,
+                        const torch::Tensor& h) override {
     return linear_(h.narrow(0, 0, b.num_dst));
   }
 
@@ -184,30 +221,95 @@ class MlpLayer : public torch::nn::Module {
   torch::nn::Linear linear_{nullptr};
 };
 
-template <typename Layer>
+// How a model's layers are made and joined: one entry per ModelKind (the
+// registry MakeModel and NeedsOf read).
+struct ModelSpec {
+  ModelKind kind;
+  ModelNeeds needs;
+  bool elu;  // Between layers: ELU (GAT's), else ReLU.
+  // Layer l of n, from width `in` to `out` (per head for GAT's hidden layers).
+  std::shared_ptr<Layer> (*make_layer)(const ModelOptions& options, int l,
+                                       int n, int64_t in, int64_t out,
+                                       std::shared_ptr<SeedStream> seeds);
+};
+
+const ModelSpec kModels[] = {
+    {ModelKind::kSage,
+     {false, false},
+     false,
+     [](const ModelOptions&, int, int, int64_t in, int64_t out,
+        std::shared_ptr<SeedStream>) -> std::shared_ptr<Layer> {
+       return std::make_shared<SageLayer>(in, out);
+     }},
+    {ModelKind::kGcn,
+     {true, true},
+     false,
+     [](const ModelOptions&, int, int, int64_t in, int64_t out,
+        std::shared_ptr<SeedStream>) -> std::shared_ptr<Layer> {
+       return std::make_shared<GcnLayer>(in, out);
+     }},
+    {ModelKind::kGat,
+     {true, false},
+     true,
+     [](const ModelOptions& o, int l, int n, int64_t in, int64_t out,
+        std::shared_ptr<SeedStream> seeds) -> std::shared_ptr<Layer> {
+       const bool last = l + 1 == n;
+       return std::make_shared<GatLayer>(in, out, last ? 1 : o.heads, !last,
+                                         o.attn_dropout, std::move(seeds));
+     }},
+    {ModelKind::kMlp,
+     {false, false},
+     false,
+     [](const ModelOptions&, int, int, int64_t in, int64_t out,
+        std::shared_ptr<SeedStream>) -> std::shared_ptr<Layer> {
+       return std::make_shared<MlpLayer>(in, out);
+     }},
+};
+
+const ModelSpec& SpecOf(ModelKind kind) {
+  for (const ModelSpec& spec : kModels) {
+    if (spec.kind == kind) return spec;
+  }
+  TORCH_CHECK(false, "unknown model kind ", static_cast<int>(kind));
+  return kModels[0];
+}
+
+// Layers in a ModuleList named "layers", dropout before each, the spec's
+// activation between them.
 class Stack : public GnnModel {
  public:
-  Stack(const ModelOptions& options, std::vector<std::shared_ptr<Layer>> layers,
-        std::shared_ptr<SeedStream> seeds)
-      : seeds_(std::move(seeds)),
-        dropout_(options.dropout),
-        gat_(options.kind == ModelKind::kGat),
-        layers_(std::move(layers)) {
-    for (size_t l = 0; l < layers_.size(); ++l)
-      register_module("layer" + std::to_string(l), layers_[l]);
-  }
-  torch::Tensor Forward(const std::vector<BlockTensors>& blocks,
-                        torch::Tensor x) override {
-    TORCH_CHECK(blocks.size() == layers_.size(), "model has ", layers_.size(),
-                " layers but the batch has ", blocks.size(), " blocks");
-    torch::Tensor h = x;
-    for (size_t l = 0; l < layers_.size(); ++l) {
-      h = layers_[l]->Forward(blocks[l],
-                              FastDropout(h, dropout_, is_training(),
-                                          is_training() ? seeds_->Next() : 0));
-      if (l + 1 < layers_.size()) h = gat_ ? torch::elu(h) : torch::relu(h);
+  Stack(const ModelOptions& options, const ModelSpec& spec, int64_t in_dim,
+        int64_t num_classes, std::shared_ptr<SeedStream> seeds)
+      : seeds_(std::move(seeds)), dropout_(options.dropout), elu_(spec.elu) {
+    const int n = options.num_layers;
+    // GAT's hidden layers concatenate their heads.
+    const int64_t hidden_out = options.kind == ModelKind::kGat
+                                   ? options.hidden * options.heads
+                                   : options.hidden;
+    torch::nn::ModuleList list;
+    for (int l = 0; l < n; ++l) {
+      const bool last = l + 1 == n;
+      layers_.push_back(
+          spec.make_layer(options, l, n, l == 0 ? in_dim : hidden_out,
+                          last ? num_classes : options.hidden, seeds_));
+      widths_.push_back(last ? num_classes : hidden_out);
+      list->push_back(layers_.back());
     }
-    return h;
+    register_module("layers", list);
+  }
+
+  int num_layers() const override { return static_cast<int>(layers_.size()); }
+  int64_t layer_width(int l) const override {
+    return widths_[static_cast<size_t>(l)];
+  }
+  torch::Tensor ForwardLayer(int l, const BlockTensors& b,
+                             const torch::Tensor& h) override {
+    TORCH_CHECK(l >= 0 && l < num_layers(), "no layer ", l);
+    torch::Tensor out = layers_[static_cast<size_t>(l)]->Forward(
+        b, FastDropout(h, dropout_, is_training(),
+                       is_training() ? seeds_->Next() : 0));
+    if (l + 1 < num_layers()) out = elu_ ? torch::elu(out) : torch::relu(out);
+    return out;
   }
 
   SeedStream& seed_stream() override { return *seeds_; }
@@ -215,8 +317,9 @@ class Stack : public GnnModel {
  private:
   std::shared_ptr<SeedStream> seeds_;
   double dropout_;
-  bool gat_;
+  bool elu_;
   std::vector<std::shared_ptr<Layer>> layers_;
+  std::vector<int64_t> widths_;
 };
 
 // Glorot uniform for every weight (bound sqrt(6 / (fan_in + fan_out)) over the
@@ -236,64 +339,26 @@ void InitParameters(torch::nn::Module& model, uint64_t seed) {
   }
 }
 
-std::shared_ptr<GnnModel> BuildModel(const ModelOptions& options,
-                                     int64_t in_dim, int64_t num_classes,
-                                     std::shared_ptr<SeedStream> seeds) {
-  const int n = options.num_layers;
-  switch (options.kind) {
-    case ModelKind::kSage: {
-      std::vector<std::shared_ptr<SageLayer>> layers;
-      for (int l = 0; l < n; ++l) {
-        layers.push_back(std::make_shared<SageLayer>(
-            l == 0 ? in_dim : options.hidden,
-            l + 1 == n ? num_classes : options.hidden));
-      }
-      return std::make_shared<Stack<SageLayer>>(options, std::move(layers),
-                                                seeds);
-    }
-    case ModelKind::kGcn: {
-      std::vector<std::shared_ptr<GcnLayer>> layers;
-      for (int l = 0; l < n; ++l) {
-        layers.push_back(std::make_shared<GcnLayer>(
-            l == 0 ? in_dim : options.hidden,
-            l + 1 == n ? num_classes : options.hidden));
-      }
-      return std::make_shared<Stack<GcnLayer>>(options, std::move(layers),
-                                               seeds);
-    }
-    case ModelKind::kGat: {
-      std::vector<std::shared_ptr<GatLayer>> layers;
-      for (int l = 0; l < n; ++l) {
-        const bool last = l + 1 == n;
-        layers.push_back(std::make_shared<GatLayer>(
-            l == 0 ? in_dim : options.hidden * options.heads,
-            last ? num_classes : options.hidden, last ? 1 : options.heads,
-            !last, options.attn_dropout, seeds));
-      }
-      return std::make_shared<Stack<GatLayer>>(options, std::move(layers),
-                                               seeds);
-    }
-    case ModelKind::kMlp: {
-      std::vector<std::shared_ptr<MlpLayer>> layers;
-      for (int l = 0; l < n; ++l) {
-        layers.push_back(std::make_shared<MlpLayer>(
-            l == 0 ? in_dim : options.hidden,
-            l + 1 == n ? num_classes : options.hidden));
-      }
-      return std::make_shared<Stack<MlpLayer>>(options, std::move(layers),
-                                               seeds);
-    }
-  }
-  return nullptr;
+}  // namespace
+
+torch::Tensor GnnModel::Forward(const std::vector<BlockTensors>& blocks,
+                                torch::Tensor x) {
+  TORCH_CHECK(static_cast<int>(blocks.size()) == num_layers(), "model has ",
+              num_layers(), " layers but the batch has ", blocks.size(),
+              " blocks");
+  torch::Tensor h = std::move(x);
+  for (int l = 0; l < num_layers(); ++l)
+    h = ForwardLayer(l, blocks[static_cast<size_t>(l)], h);
+  return h;
 }
 
-}  // namespace
+ModelNeeds NeedsOf(ModelKind kind) { return SpecOf(kind).needs; }
 
 std::shared_ptr<GnnModel> MakeModel(const ModelOptions& options, int64_t in_dim,
                                     int64_t num_classes, uint64_t seed) {
   auto seeds = std::make_shared<SeedStream>(MixSeed(seed, 1));
-  std::shared_ptr<GnnModel> model =
-      BuildModel(options, in_dim, num_classes, std::move(seeds));
+  std::shared_ptr<GnnModel> model = std::make_shared<Stack>(
+      options, SpecOf(options.kind), in_dim, num_classes, std::move(seeds));
   InitParameters(*model, MixSeed(seed, 0));
   return model;
 }

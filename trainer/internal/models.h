@@ -39,6 +39,15 @@ struct BlockTensors {
 std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
                                          ModelKind kind);
 
+// The input feature scaling as tensors (kStandardize's shift and scale).
+struct InputTransform {
+  FeatureNorm norm = FeatureNorm::kNone;
+  torch::Tensor shift, scale;  // [1, F]
+};
+InputTransform MakeInputTransform(const FeatureTransform& f);
+// Scales the rows of `x` [n, F] in place.
+void ApplyInputTransform(const InputTransform& transform, torch::Tensor& x);
+
 // Seeds for successive dropout masks: MixSeed(seed, 0), MixSeed(seed, 1), ...
 class SeedStream {
  public:
@@ -53,15 +62,35 @@ class SeedStream {
   uint64_t count_ = 0;
 };
 
-// A stack of GNN layers mapping input features [num_src of blocks.front(), F]
-// to logits [num_seeds, classes].
+// The model interface every encoder implements: a stack of layers mapping
+// input features [num_src of blocks.front(), F] to outputs [num_seeds, C].
+// Layer l reads the states of its block's sources and writes those of its
+// destinations, so a model runs on sampled minibatches (Forward) and layer by
+// layer over full neighborhoods (ForwardLayer, as exact inference does).
+// Parameters are named modules: "layers.<l>.<name>" (layers.0.lin_self.weight
+// for GraphSAGE; see docs/formats.md), the names checkpoints and exports use.
 class GnnModel : public torch::nn::Module {
  public:
-  virtual torch::Tensor Forward(const std::vector<BlockTensors>& blocks,
-                                torch::Tensor x) = 0;
+  virtual int num_layers() const = 0;
+  // Output width of layer l (the last one: the number of classes).
+  virtual int64_t layer_width(int l) const = 0;
+  // Layer l on `h` (the states of b's sources): input dropout when training,
+  // the layer, and its activation unless it is the last layer.
+  virtual torch::Tensor ForwardLayer(int l, const BlockTensors& b,
+                                     const torch::Tensor& h) = 0;
+  // Every layer in turn: blocks[l] feeds layer l.
+  torch::Tensor Forward(const std::vector<BlockTensors>& blocks,
+                        torch::Tensor x);
   // The model's dropout seeds.
   virtual SeedStream& seed_stream() = 0;
 };
+
+// What a model needs of its blocks and batches (ToBlockTensors, the sampler).
+struct ModelNeeds {
+  bool loop_csr = false;  // BlockTensors' self-loop CSR (loop_*).
+  bool degrees = false;   // Graph degrees of the input nodes (gcn_weight).
+};
+ModelNeeds NeedsOf(ModelKind kind);
 
 // Builds the model `options` describe with parameters drawn from a private
 // generator seeded with `seed` (Glorot uniform weights, zero biases) and

@@ -151,14 +151,15 @@ TEST(ModelsTest, GcnWithFullNeighborhoodsIsKipfWellingInAnyBatch) {
     return model->named_parameters()[name];
   };
   // Biases start at zero; give them values so that they are checked too.
-  param("layer0.bias").uniform_(-1, 1);
-  param("layer1.bias").uniform_(-1, 1);
+  param("layers.0.bias").uniform_(-1, 1);
+  param("layers.1.bias").uniform_(-1, 1);
   torch::Tensor a_hat = graph.NormalizedAdjacency();
   torch::Tensor x = graph.Features();
-  torch::Tensor h = torch::relu(
-      a_hat.mm(x.mm(param("layer0.linear.weight").t())) + param("layer0.bias"));
+  torch::Tensor h =
+      torch::relu(a_hat.mm(x.mm(param("layers.0.lin.weight").t())) +
+                  param("layers.0.bias"));
   torch::Tensor want =
-      a_hat.mm(h.mm(param("layer1.linear.weight").t())) + param("layer1.bias");
+      a_hat.mm(h.mm(param("layers.1.lin.weight").t())) + param("layers.1.bias");
 
   for (std::vector<NodeId> seeds :
        {std::vector<NodeId>{5}, std::vector<NodeId>{5, 17, 33},
@@ -192,21 +193,20 @@ torch::Tensor DenseForward(ModelKind kind, GnnModel& model,
   }
   torch::Tensor h = x;
   for (int l = 0; l < 2; ++l) {
-    const std::string layer = "layer" + std::to_string(l) + ".";
+    const std::string layer = "layers." + std::to_string(l) + ".";
     torch::Tensor next;
     if (kind == ModelKind::kSage) {
       torch::Tensor mean =
           adj / adj.sum(1, true).clamp_min(1);  // 0 for no neighbors
-      next = torch::nn::functional::linear(h, p(layer + "self.weight"),
-                                           p(layer + "self.bias")) +
-             mean.mm(h).mm(p(layer + "neigh.weight").t());
+      next = torch::nn::functional::linear(h, p(layer + "lin_self.weight"),
+                                           p(layer + "lin_self.bias")) +
+             mean.mm(h).mm(p(layer + "lin_neigh.weight").t());
     } else if (kind == ModelKind::kGcn) {
-      next =
-          graph.NormalizedAdjacency().mm(h.mm(p(layer + "linear.weight").t())) +
-          p(layer + "bias");
+      next = graph.NormalizedAdjacency().mm(h.mm(p(layer + "lin.weight").t())) +
+             p(layer + "bias");
     } else {
       const int64_t head_count = l == 0 ? heads : 1;
-      torch::Tensor z = h.mm(p(layer + "linear.weight").t())
+      torch::Tensor z = h.mm(p(layer + "lin.weight").t())
                             .view({n, head_count, -1});      // [n, H, out]
       torch::Tensor el = (z * p(layer + "attn_l")).sum(-1);  // [n, H]
       torch::Tensor er = (z * p(layer + "attn_r")).sum(-1);

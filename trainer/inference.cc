@@ -1,0 +1,462 @@
+#include "trainer/inference.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "common/npy.h"
+#include "common/status.h"
+#include "sampler/neighbor_sampler.h"
+#include "trainer/compute_env.h"
+#include "trainer/gradient_sync.h"
+#include "trainer/internal/models.h"
+#include "trainer/internal/parameters_file.h"
+
+namespace shardgnn {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A [rows, cols] float32 matrix in a scratch file, mapped shared: one layer's
+// states for every node. The file is removed when the object goes.
+class LayerFile {
+ public:
+  static absl::StatusOr<std::unique_ptr<LayerFile>> Create(
+      const std::string& path, int64_t rows, int64_t cols) {
+    const int fd =
+        ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(path, ": cannot create: ", std::strerror(errno)));
+    }
+    const size_t bytes = static_cast<size_t>(rows * cols) * sizeof(float);
+    // posix_fallocate reserves the blocks now, so a full disk is an error
+    // here rather than a SIGBUS when a page is first written.
+    const int err =
+        bytes > 0 ? ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)) : 0;
+    if (err != 0) {
+      ::close(fd);
+      ::unlink(path.c_str());
+      return absl::ResourceExhaustedError(
+          absl::StrCat(path, ": cannot reserve ", bytes,
+                       " bytes for a layer's states: ", std::strerror(err)));
+    }
+    void* data = nullptr;
+    if (bytes > 0) {
+      data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (data == MAP_FAILED) {
+        const int e = errno;
+        ::close(fd);
+        ::unlink(path.c_str());
+        return absl::ResourceExhaustedError(
+            absl::StrCat(path, ": cannot map: ", std::strerror(e)));
+      }
+    }
+    ::close(fd);
+    return std::unique_ptr<LayerFile>(
+        new LayerFile(path, static_cast<float*>(data), rows, cols));
+  }
+  ~LayerFile() {
+    if (data_ != nullptr) ::munmap(data_, bytes());
+    ::unlink(path_.c_str());
+  }
+  LayerFile(const LayerFile&) = delete;
+  LayerFile& operator=(const LayerFile&) = delete;
+
+  float* row(int64_t i) { return data_ + i * cols_; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  size_t bytes() const {
+    return static_cast<size_t>(rows_ * cols_) * sizeof(float);
+  }
+
+ private:
+  LayerFile(std::string path, float* data, int64_t rows, int64_t cols)
+      : path_(std::move(path)), data_(data), rows_(rows), cols_(cols) {}
+  std::string path_;
+  float* data_;
+  int64_t rows_, cols_;
+};
+
+// Writes rows of `rows_of` to `path` in original ID order: row o of the file
+// is row inverse[o] of the source (inverse empty: the identity). Temporary
+// name, then rename.
+template <typename T, typename RowFn>
+absl::Status WriteInOriginalOrder(const std::string& path, NpyDtype dtype,
+                                  int64_t n, int64_t cols,
+                                  const std::vector<NodeId>& inverse,
+                                  RowFn rows_of) {
+  const std::string tmp = path + ".tmp";
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<NpyWriter> writer,
+      NpyWriter::Create(
+          tmp, dtype,
+          cols == 0 ? std::vector<int64_t>{n} : std::vector<int64_t>{n, cols}));
+  const size_t width = static_cast<size_t>(std::max<int64_t>(cols, 1));
+  std::vector<T> buffer;
+  constexpr int64_t kRows = 4096;
+  for (int64_t begin = 0; begin < n; begin += kRows) {
+    const int64_t end = std::min(n, begin + kRows);
+    buffer.resize(static_cast<size_t>(end - begin) * width);
+    for (int64_t o = begin; o < end; ++o) {
+      const int64_t v = inverse.empty() ? o : inverse[static_cast<size_t>(o)];
+      rows_of(v, buffer.data() + static_cast<size_t>(o - begin) * width);
+    }
+    absl::Status s = writer->Append(buffer.data(), buffer.size());
+    if (!s.ok()) {
+      (void)writer->Close();
+      std::filesystem::remove(tmp);
+      return s;
+    }
+  }
+  absl::Status s = writer->Close();
+  if (s.ok()) {
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+      s = absl::PermissionDeniedError(
+          absl::StrCat(path, ": cannot rename into place: ", ec.message()));
+    }
+  }
+  if (!s.ok()) std::filesystem::remove(tmp);
+  return s;
+}
+
+class LayerwiseRun {
+ public:
+  LayerwiseRun(const GraphSource& source, const ModelConfig& config,
+               const InferOptions& options, GradientSync* sync)
+      : source_(source), config_(config), options_(options), sync_(sync) {}
+
+  absl::StatusOr<InferResult> Go(
+      const std::string& parameters_path,
+      const std::map<std::string, std::vector<NodeId>>& splits) {
+    const auto start = Clock::now();
+    RETURN_IF_ERROR(Check());
+    SetComputeThreads(options_.torch_threads);
+    model_ = internal::MakeModel(config_.model, config_.in_dim,
+                                 config_.num_classes, /*seed=*/0);
+    RETURN_IF_ERROR(
+        internal::ReadParametersFile(parameters_path, model_.get()));
+    model_->eval();
+    transform_ = internal::MakeInputTransform(config_.model.features);
+    const int num_layers = model_->num_layers();
+    InferResult result;
+    result.num_nodes = n_;
+    result.num_classes = config_.num_classes;
+    result.embedding_layer = options_.embedding_layer > 0
+                                 ? options_.embedding_layer
+                                 : std::max(1, num_layers - 1);
+    std::error_code ec;
+    std::filesystem::create_directories(options_.scratch_dir, ec);
+    if (ec) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          options_.scratch_dir, ": cannot create: ", ec.message()));
+    }
+    // states[l]: the outputs of layer l (from 1); layer 0's input is the
+    // source's features.
+    std::vector<std::unique_ptr<LayerFile>> states(
+        static_cast<size_t>(num_layers) + 1);
+    int64_t scratch = 0;
+    for (int l = 0; l < num_layers; ++l) {
+      ASSIGN_OR_RETURN(
+          states[l + 1],
+          LayerFile::Create(JoinPath(options_.scratch_dir,
+                                     absl::StrCat("layer-", l + 1, "-rank-",
+                                                  options_.rank, ".f32")),
+                            n_, model_->layer_width(l)));
+      scratch += static_cast<int64_t>(states[l + 1]->bytes());
+      result.scratch_bytes = std::max(result.scratch_bytes, scratch);
+      RETURN_IF_ERROR(
+          RunLayer(l, states[l].get(), states[l + 1].get(), &result, start));
+      // The input of this layer is no longer needed, unless it is exported.
+      if (l >= 1 && l != result.embedding_layer) {
+        scratch -= static_cast<int64_t>(states[l]->bytes());
+        states[l].reset();
+      }
+    }
+    LayerFile& logits = *states[num_layers];
+    LayerFile& embeddings = *states[result.embedding_layer];
+    result.embedding_dim = embeddings.cols();
+    RETURN_IF_ERROR(Accuracies(logits, splits, &result));
+    if (options_.rank == 0 && !options_.out_dir.empty())
+      RETURN_IF_ERROR(WriteOutputs(embeddings, logits));
+    result.seconds =
+        std::chrono::duration<double>(Clock::now() - start).count();
+    return result;
+  }
+
+ private:
+  absl::Status Check() {
+    n_ = source_.num_nodes();
+    if (options_.world_size < 1 || options_.rank < 0 ||
+        options_.rank >= options_.world_size) {
+      return absl::InvalidArgumentError(absl::StrCat("rank ", options_.rank,
+                                                     " is not in a world of ",
+                                                     options_.world_size));
+    }
+    if (options_.world_size > 1 && sync_ == nullptr) {
+      return absl::InvalidArgumentError(
+          "inference over several ranks needs a process group");
+    }
+    if (options_.chunk_nodes < 1)
+      return absl::InvalidArgumentError("the chunk size must be positive");
+    if (source_.feature_dim() != config_.in_dim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the model takes ", config_.in_dim,
+                       " input features but the graph "
+                       "has ",
+                       source_.feature_dim()));
+    }
+    if (options_.embedding_layer < 0 ||
+        options_.embedding_layer > config_.model.num_layers) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("embedding layer ", options_.embedding_layer,
+                       " is not one of the model's layers (1..",
+                       config_.model.num_layers, ")"));
+    }
+    if (!options_.orig_ids.empty() &&
+        static_cast<int64_t>(options_.orig_ids.size()) != n_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the original IDs cover ", options_.orig_ids.size(),
+                       " nodes but the graph has ", n_));
+    }
+    if (options_.scratch_dir.empty())
+      return absl::InvalidArgumentError("no scratch directory");
+    return absl::OkStatus();
+  }
+
+  // The rows rank r computes: [N r / W, N (r + 1) / W).
+  int64_t ShareBegin(int r) const { return n_ * r / options_.world_size; }
+
+  // Layer l for every node: this rank's share in chunks, each round followed
+  // by the exchange of the rows every rank computed in it.
+  absl::Status RunLayer(int l, LayerFile* in, LayerFile* out,
+                        InferResult* result, Clock::time_point start) {
+    const int world = options_.world_size;
+    const int64_t chunk = options_.chunk_nodes;
+    const int64_t width = out->cols();
+    const int64_t largest = (n_ + world - 1) / world;
+    const int64_t rounds = (largest + chunk - 1) / chunk;
+    SamplerOptions sampling;
+    sampling.fanouts = {-1};
+    sampling.fetch_features = l == 0;
+    sampling.fetch_labels = false;
+    sampling.fetch_degrees = internal::NeedsOf(config_.model.kind).degrees;
+    ASSIGN_OR_RETURN(std::unique_ptr<NeighborSampler> sampler,
+                     NeighborSampler::Create(&source_, sampling));
+    const int64_t lo = ShareBegin(options_.rank);
+    const int64_t hi = ShareBegin(options_.rank + 1);
+    std::vector<NodeId> ids[2];
+    MiniBatch batches[2];
+    auto sample = [&](int64_t k, int slot) -> absl::Status {
+      const int64_t a = std::min(hi, lo + k * chunk);
+      const int64_t b = std::min(hi, a + chunk);
+      ids[slot].resize(static_cast<size_t>(b - a));
+      for (int64_t v = a; v < b; ++v) ids[slot][static_cast<size_t>(v - a)] = v;
+      if (a == b) return absl::OkStatus();
+      return sampler->Sample(ids[slot], /*seed=*/0, &batches[slot]);
+    };
+    std::vector<float> exchange;
+    std::future<absl::Status> next =
+        std::async(std::launch::async, sample, 0, 0);
+    for (int64_t k = 0; k < rounds; ++k) {
+      // (On an error return the pending future's destructor waits for its
+      // sampling, which ends: every remote call has a deadline.)
+      RETURN_IF_ERROR(next.get());
+      const int slot = static_cast<int>(k % 2);
+      if (k + 1 < rounds)
+        next = std::async(std::launch::async, sample, k + 1, 1 - slot);
+      const std::vector<NodeId>& seeds = ids[slot];
+      const int64_t a = seeds.empty() ? hi : seeds.front();
+      if (!seeds.empty()) {
+        MiniBatch& batch = batches[slot];
+        RETURN_IF_ERROR(CheckBatch(batch, seeds));
+        result->edges += batch.blocks[0].num_edges();
+        torch::NoGradGuard no_grad;
+        const auto rows = static_cast<int64_t>(batch.input_nodes.size());
+        torch::Tensor x;
+        if (l == 0) {
+          x = torch::from_blob(batch.features.data(), {rows, config_.in_dim},
+                               torch::kFloat);
+          internal::ApplyInputTransform(transform_, x);
+        } else {
+          x = torch::empty({rows, in->cols()}, torch::kFloat);
+          float* dst = x.data_ptr<float>();
+          const size_t row_bytes =
+              static_cast<size_t>(in->cols()) * sizeof(float);
+          for (int64_t i = 0; i < rows; ++i) {
+            std::memcpy(dst + i * in->cols(),
+                        in->row(batch.input_nodes[static_cast<size_t>(i)]),
+                        row_bytes);
+          }
+        }
+        std::vector<internal::BlockTensors> blocks =
+            internal::ToBlockTensors(batch, config_.model.kind);
+        torch::Tensor y = model_->ForwardLayer(l, blocks[0], x).contiguous();
+        std::memcpy(out->row(a), y.data_ptr<float>(),
+                    static_cast<size_t>(y.numel()) * sizeof(float));
+      }
+      if (world > 1) {
+        // Every rank's rows of this round, each in its own slot.
+        exchange.assign(static_cast<size_t>(world * chunk * width), 0.0f);
+        if (!seeds.empty()) {
+          std::memcpy(
+              exchange.data() + options_.rank * chunk * width, out->row(a),
+              seeds.size() * static_cast<size_t>(width) * sizeof(float));
+        }
+        RETURN_IF_ERROR(sync_->AllreduceSum(absl::MakeSpan(exchange)));
+        for (int r = 0; r < world; ++r) {
+          if (r == options_.rank) continue;
+          const int64_t rb =
+              std::min(ShareBegin(r + 1), ShareBegin(r) + k * chunk);
+          const int64_t re = std::min(ShareBegin(r + 1), rb + chunk);
+          if (rb < re) {
+            std::memcpy(out->row(rb), exchange.data() + r * chunk * width,
+                        static_cast<size_t>((re - rb) * width) * sizeof(float));
+          }
+        }
+      }
+      if (options_.rank == 0 && options_.on_progress) {
+        InferProgress p;
+        p.layer = l + 1;
+        p.layers = model_->num_layers();
+        p.rows = n_;
+        for (int r = 0; r < world; ++r) {
+          p.rows_done +=
+              std::min(ShareBegin(r + 1) - ShareBegin(r), (k + 1) * chunk);
+        }
+        p.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        options_.on_progress(p);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // What came from the source must match what was asked before it indexes
+  // a layer file: the seeds first, every input node a node of the graph.
+  absl::Status CheckBatch(const MiniBatch& batch,
+                          const std::vector<NodeId>& seeds) const {
+    if (batch.blocks.size() != 1 || batch.input_nodes.size() < seeds.size() ||
+        batch.blocks[0].num_dst != static_cast<int64_t>(seeds.size())) {
+      return absl::InternalError("a neighborhood came back malformed");
+    }
+    for (size_t i = 0; i < batch.input_nodes.size(); ++i) {
+      const NodeId v = batch.input_nodes[i];
+      if (v < 0 || v >= n_ || (i < seeds.size() && v != seeds[i])) {
+        return absl::DataLossError(absl::StrCat(
+            "a neighborhood names node ", v, ", not a node of the graph (0..",
+            n_ - 1, ") or not the seed asked for"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Accuracies(
+      LayerFile& logits,
+      const std::map<std::string, std::vector<NodeId>>& splits,
+      InferResult* result) const {
+    std::vector<int64_t> labels;
+    for (const auto& [name, nodes] : splits) {
+      SplitAccuracy& acc = result->accuracy[name];
+      acc.nodes = static_cast<int64_t>(nodes.size());
+      labels.resize(nodes.size());
+      RETURN_IF_ERROR(source_.FetchLabels(nodes, labels.data()));
+      int64_t correct = 0;
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (labels[i] < 0) continue;
+        if (nodes[i] < 0 || nodes[i] >= n_) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("split '", name, "' names node ", nodes[i],
+                           ", not a node of the graph"));
+        }
+        ++acc.labeled;
+        correct += Argmax(logits.row(nodes[i]), logits.cols()) == labels[i];
+      }
+      if (acc.labeled > 0)
+        acc.acc =
+            static_cast<double>(correct) / static_cast<double>(acc.labeled);
+    }
+    return absl::OkStatus();
+  }
+
+  static int64_t Argmax(const float* row, int64_t n) {
+    return static_cast<int64_t>(std::max_element(row, row + n) - row);
+  }
+
+  absl::Status WriteOutputs(LayerFile& embeddings, LayerFile& logits) const {
+    std::error_code ec;
+    std::filesystem::create_directories(options_.out_dir, ec);
+    if (ec) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(options_.out_dir, ": cannot create: ", ec.message()));
+    }
+    // inverse[o]: the node whose original ID is o.
+    std::vector<NodeId> inverse;
+    if (!options_.orig_ids.empty()) {
+      inverse.assign(static_cast<size_t>(n_), -1);
+      for (int64_t v = 0; v < n_; ++v) {
+        const NodeId o = options_.orig_ids[static_cast<size_t>(v)];
+        if (o < 0 || o >= n_ || inverse[static_cast<size_t>(o)] >= 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("the original IDs are not a permutation of 0..",
+                           n_ - 1, " (node ", v, " maps to ", o, ")"));
+        }
+        inverse[static_cast<size_t>(o)] = v;
+      }
+    }
+    auto copy_rows = [](LayerFile& file) {
+      return [&file](int64_t v, float* dst) {
+        std::memcpy(dst, file.row(v),
+                    static_cast<size_t>(file.cols()) * sizeof(float));
+      };
+    };
+    RETURN_IF_ERROR(WriteInOriginalOrder<float>(
+        JoinPath(options_.out_dir, "embeddings.npy"), NpyDtype::kFloat32, n_,
+        embeddings.cols(), inverse, copy_rows(embeddings)));
+    RETURN_IF_ERROR(WriteInOriginalOrder<float>(
+        JoinPath(options_.out_dir, "logits.npy"), NpyDtype::kFloat32, n_,
+        logits.cols(), inverse, copy_rows(logits)));
+    return WriteInOriginalOrder<int64_t>(
+        JoinPath(options_.out_dir, "predictions.npy"), NpyDtype::kInt64, n_, 0,
+        inverse, [&logits](int64_t v, int64_t* dst) {
+          *dst = Argmax(logits.row(v), logits.cols());
+        });
+  }
+
+  const GraphSource& source_;
+  const ModelConfig& config_;
+  const InferOptions& options_;
+  GradientSync* sync_;
+  int64_t n_ = 0;
+  std::shared_ptr<internal::GnnModel> model_;
+  internal::InputTransform transform_;
+};
+
+}  // namespace
+
+absl::StatusOr<InferResult> Infer(
+    const GraphSource& source, const ModelConfig& config,
+    const std::string& parameters_path,
+    const std::map<std::string, std::vector<NodeId>>& splits,
+    const InferOptions& options, GradientSync* sync) {
+  try {
+    return LayerwiseRun(source, config, options, sync)
+        .Go(parameters_path, splits);
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("LibTorch error during inference: ",
+                                            e.what_without_backtrace()));
+  }
+}
+
+}  // namespace shardgnn

@@ -1,0 +1,45 @@
+// A trained model's description, model.json in a run directory: what it takes
+// to rebuild the model around the parameters saved beside it (model.pt, named
+// tensors; trainer/internal/parameters_file.h) without the training flags.
+// Written by rank 0 at the end of `shardgnn train`, read by `shardgnn infer`
+// and by anything outside shardgnn (docs/formats.md).
+#ifndef SHARDGNN_TRAINER_MODEL_CONFIG_H_
+#define SHARDGNN_TRAINER_MODEL_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "trainer/trainer.h"
+
+namespace shardgnn {
+
+inline constexpr char kModelConfigFile[] = "model.json";
+inline constexpr char kModelParametersFile[] = "model.pt";
+
+struct ModelConfig {
+  // Kind, layers, hidden width, heads and the input feature scaling (with its
+  // statistics); dropout rates are kept for the record (inference runs
+  // without dropout).
+  ModelOptions model;
+  int64_t in_dim = 0;        // Input features per node.
+  int64_t num_classes = 0;   // Outputs of the last layer.
+  std::vector<int> fanouts;  // What the model was trained with.
+};
+
+std::string ModelConfigToJson(const ModelConfig& config);
+
+// Parses and checks model.json text (`path` names it in errors): the format
+// tag and version, a known kind, positive sizes within bounds, and feature
+// statistics as wide as in_dim. INVALID_ARGUMENT naming the file and field.
+absl::StatusOr<ModelConfig> ModelConfigFromJson(const std::string& text,
+                                                const std::string& path);
+
+// Reads <run_dir>/model.json; NOT_FOUND (saying the run has not finished, or
+// predates model files) when it is missing.
+absl::StatusOr<ModelConfig> ReadModelConfig(const std::string& run_dir);
+
+}  // namespace shardgnn
+
+#endif  // SHARDGNN_TRAINER_MODEL_CONFIG_H_
