@@ -25,6 +25,7 @@ void AddInfoCommand(CLI::App& app, absl::Status* result);       // info PATH
 void AddServeCommand(CLI::App& app, absl::Status* result);      // serve
 void AddTrainCommand(CLI::App& app, absl::Status* result);      // train
 void AddRunCommand(CLI::App& app, absl::Status* result);        // run
+void AddInferCommand(CLI::App& app, absl::Status* result);      // infer
 
 }  // namespace shardgnn::cli
 

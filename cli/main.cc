@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   shardgnn::cli::AddServeCommand(app, &result);
   shardgnn::cli::AddTrainCommand(app, &result);
   shardgnn::cli::AddRunCommand(app, &result);
+  shardgnn::cli::AddInferCommand(app, &result);
   app.parse_complete_callback(
       [&] { shardgnn::Progress::SetQuietByDefault(quiet); });
 

@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/security_flags.h"
 #include "cli/training_flags.h"
@@ -37,58 +38,20 @@
 #include "trainer/c10d_gradient_sync.h"
 #include "trainer/compute_env.h"
 #include "trainer/distributed.h"
+#include "trainer/model_config.h"
 #include "trainer/trainer.h"
 
 namespace shardgnn::cli {
 namespace {
 
 struct TrainFlags {
-  std::string servers;
-  std::string cluster_file;
+  ClusterFlags cluster;
   std::string dataset_dir;  // In-process mode: the whole graph in memory.
-  std::string partition_dir;
   std::string out_dir;
-  int rank = -1;
-  int world_size = -1;
-  std::string master_addr;
-  int master_port = -1;
-  std::string store_file;
-  double timeout_seconds = 120;
-  double peer_timeout_seconds = 30;
-  double server_wait_seconds = 60;
-  std::string hedge_after_ms = "0";  // Milliseconds, or "auto".
   TrainingFlags training;
-  SecurityFlags security;
 };
 
 }  // namespace
-
-// "a:1,b:2" and/or a file with one HOST:PORT per line ('#' starts a comment).
-absl::StatusOr<std::vector<std::string>> ServerAddresses(
-    const std::string& list, const std::string& file) {
-  std::vector<std::string> addresses;
-  for (absl::string_view a :
-       absl::StrSplit(list, ',', absl::SkipWhitespace())) {
-    addresses.emplace_back(absl::StripAsciiWhitespace(a));
-  }
-  if (!file.empty()) {
-    ASSIGN_OR_RETURN(std::string text, ReadFileToString(file));
-    for (absl::string_view line : absl::StrSplit(text, '\n')) {
-      line = absl::StripAsciiWhitespace(line.substr(0, line.find('#')));
-      if (!line.empty()) addresses.emplace_back(line);
-    }
-  }
-  if (addresses.empty())
-    return absl::InvalidArgumentError(
-        "no storage servers: give --servers or --cluster");
-  for (const auto& a : addresses) {
-    if (a.find(':') == std::string::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("server address '", a, "' is not HOST:PORT"));
-    }
-  }
-  return addresses;
-}
 
 namespace {
 
@@ -363,16 +326,38 @@ absl::StatusOr<TrainOptions> TrainOptionsFor(const TrainFlags& flags,
   return options;
 }
 
+// Points options->model_path at <out>/model.pt (the leader, with --out).
+void ConfigureModelFile(const TrainFlags& flags, bool leader,
+                        TrainOptions* options) {
+  if (leader && !flags.out_dir.empty())
+    options->model_path = JoinPath(flags.out_dir, kModelParametersFile);
+}
+
+// <out>/model.json beside the model.pt Train wrote: what `shardgnn infer`
+// and users outside shardgnn rebuild the model from.
+absl::Status WriteModelConfig(const TrainFlags& flags,
+                              const TrainOptions& options, int64_t in_dim) {
+  if (options.model_path.empty()) return absl::OkStatus();
+  ModelConfig config;
+  config.model = options.model;
+  config.in_dim = in_dim;
+  config.num_classes = options.num_classes;
+  config.fanouts = options.fanouts;
+  return WriteFileAtomic(JoinPath(flags.out_dir, kModelConfigFile),
+                         ModelConfigToJson(config));
+}
+
 // --dataset: one process, the whole graph in memory, no RPC and no process
 // group.
 absl::Status RunInProcess(const TrainFlags& flags) {
-  if (!flags.servers.empty() || !flags.cluster_file.empty() ||
-      !flags.partition_dir.empty()) {
+  const ClusterFlags& cluster = flags.cluster;
+  if (!cluster.servers.empty() || !cluster.cluster_file.empty() ||
+      !cluster.partition_dir.empty()) {
     return absl::InvalidArgumentError(
         "--dataset trains in this process over the graph in memory; it cannot "
         "be combined with --servers, --cluster or --partition");
   }
-  if (flags.world_size > 1 || flags.rank > 0) {
+  if (cluster.world_size > 1 || cluster.rank > 0) {
     return absl::InvalidArgumentError(
         "--dataset trains in one process: --world-size and --rank do not "
         "apply");
@@ -381,7 +366,7 @@ absl::Status RunInProcess(const TrainFlags& flags) {
     return absl::InvalidArgumentError(
         "--dataset holds every feature in memory: --cache-mb does not apply");
   }
-  if (!flags.security.auth_token_file.empty() || flags.security.tls()) {
+  if (!cluster.security.auth_token_file.empty() || cluster.security.tls()) {
     return absl::InvalidArgumentError(
         "--dataset talks to no server: --auth-token-file and --tls-* do not "
         "apply");
@@ -419,9 +404,11 @@ absl::Status RunInProcess(const TrainFlags& flags) {
                 StepsPerEpoch(static_cast<int64_t>(splits.train.size()),
                               options.batch_size, options.min_steps_per_epoch));
   options.on_epoch = EpochReporter(options.epochs, metrics.get());
+  ConfigureModelFile(flags, /*leader=*/true, &options);
   ASSIGN_OR_RETURN(TrainResult result, Train(*source, splits, options));
   PrintResult(result);
   if (flags.out_dir.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(WriteModelConfig(flags, options, source->feature_dim()));
   nlohmann::ordered_json summary =
       SummaryJson(result, flags.training, options, /*world_size=*/1,
                   static_cast<int64_t>(splits.train.size()));
@@ -434,56 +421,15 @@ absl::Status RunInProcess(const TrainFlags& flags) {
 absl::Status RunTrain(const TrainFlags& flags) {
   TuneAllocatorForTraining();
   if (!flags.dataset_dir.empty()) return RunInProcess(flags);
-  DistributedOptions defaults;
   ASSIGN_OR_RETURN(DistributedOptions dist,
-                   DistributedOptionsFromEnv(defaults));
-  if (flags.rank >= 0) dist.rank = flags.rank;
-  if (flags.world_size >= 0) dist.world_size = flags.world_size;
-  if (!flags.master_addr.empty()) dist.master_addr = flags.master_addr;
-  if (flags.master_port >= 0) dist.master_port = flags.master_port;
-  dist.store_file = flags.store_file;
-  if (!(flags.timeout_seconds > 0) || !(flags.peer_timeout_seconds > 0)) {
-    return absl::InvalidArgumentError(
-        "--timeout and --peer-timeout must be positive");
-  }
-  if (!(flags.server_wait_seconds >= 0)) {
-    return absl::InvalidArgumentError("--server-wait must be 0 or more");
-  }
-  dist.timeout = std::chrono::milliseconds(
-      static_cast<int64_t>(flags.timeout_seconds * 1000));
-  dist.peer_timeout = std::chrono::milliseconds(
-      static_cast<int64_t>(flags.peer_timeout_seconds * 1000));
-  RETURN_IF_ERROR(ValidateDistributedOptions(dist));
+                   DistributedOptionsFor(flags.cluster));
   ASSIGN_OR_RETURN(TrainOptions options,
                    TrainOptionsFor(flags, dist.local_world_size));
-  ASSIGN_OR_RETURN(std::vector<std::string> addresses,
-                   ServerAddresses(flags.servers, flags.cluster_file));
-
-  RemoteGraphSourceOptions source_options;
-  if (!flags.partition_dir.empty()) {
-    ASSIGN_OR_RETURN(PartitionManifest manifest,
-                     ReadPartitionManifest(flags.partition_dir));
-    source_options.expected_partition_id = manifest.partition_id;
-  }
-  source_options.use_shared_memory = !flags.training.no_shared_memory;
-  source_options.server_wait = absl::Seconds(flags.server_wait_seconds);
-  if (flags.hedge_after_ms == "auto") {
-    source_options.hedge_adaptive = true;
-  } else {
-    double ms = 0;
-    if (!absl::SimpleAtod(flags.hedge_after_ms, &ms) || !(ms >= 0) ||
-        !std::isfinite(ms)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--hedge-after-ms must be a number of milliseconds (0: off) or "
-          "auto, not '",
-          flags.hedge_after_ms, "'"));
-    }
-    source_options.hedge_after = absl::Milliseconds(ms);
-  }
-  source_options.client.use_feature_port = !flags.training.no_feature_port;
-  RETURN_IF_ERROR(ApplySecurityFlags(flags.security, &source_options.client));
-  ASSIGN_OR_RETURN(std::unique_ptr<RemoteGraphSource> remote,
-                   RemoteGraphSource::Connect(addresses, source_options));
+  std::vector<std::string> addresses;
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<RemoteGraphSource> remote,
+      ConnectToServers(flags.cluster, !flags.training.no_shared_memory,
+                       !flags.training.no_feature_port, &addresses));
   options.num_classes = remote->num_classes();
   std::vector<std::string> shared_parts, port_parts;
   for (int p = 0; p < remote->book().num_parts(); ++p) {
@@ -567,10 +513,12 @@ absl::Status RunTrain(const TrainFlags& flags) {
     options.on_epoch = EpochReporter(options.epochs, metrics.get());
   }
 
+  ConfigureModelFile(flags, leader, &options);
   ASSIGN_OR_RETURN(TrainResult result, Train(*source, splits, options, &sync));
   if (leader) {
     PrintResult(result);
     if (!flags.out_dir.empty()) {
+      RETURN_IF_ERROR(WriteModelConfig(flags, options, remote->feature_dim()));
       nlohmann::ordered_json summary =
           SummaryJson(result, flags.training, options, dist.world_size,
                       static_cast<int64_t>(train.size()));
@@ -621,46 +569,13 @@ void AddTrainCommand(CLI::App& app, absl::Status* result) {
       "train",
       "Run one data-parallel trainer against running storage servers, "
       "or (--dataset) train in one process with the graph in memory");
-  cmd->add_option("--servers", flags->servers,
-                  "Storage servers, HOST:PORT,... (any order)");
-  cmd->add_option("--cluster", flags->cluster_file,
-                  "File naming the storage servers, one HOST:PORT per line");
+  AddClusterFlags(cmd, &flags->cluster);
   cmd->add_option("--dataset", flags->dataset_dir,
                   "Train in this process over this dataset directory in "
                   "memory (no servers, no other trainers)");
-  cmd->add_option("--partition", flags->partition_dir,
-                  "Partition directory: the servers must serve this partition "
-                  "(checked by its id)");
   cmd->add_option("--out", flags->out_dir,
                   "Directory for metrics.jsonl and summary.json (rank 0)");
-  cmd->add_option("--rank", flags->rank, "Overrides RANK");
-  cmd->add_option("--world-size", flags->world_size, "Overrides WORLD_SIZE");
-  cmd->add_option("--master-addr", flags->master_addr, "Overrides MASTER_ADDR");
-  cmd->add_option("--master-port", flags->master_port, "Overrides MASTER_PORT");
-  cmd->add_option("--store-file", flags->store_file,
-                  "Meet the other trainers through this file instead of a "
-                  "TCPStore on MASTER_PORT (all on one machine; the file must "
-                  "not exist yet; `run` uses it)");
-  cmd->add_option("--timeout", flags->timeout_seconds,
-                  "Seconds before a rendezvous or collective gives up")
-      ->capture_default_str();
-  cmd->add_option("--peer-timeout", flags->peer_timeout_seconds,
-                  "Seconds without a heartbeat from another trainer (stopped, "
-                  "frozen or unreachable) before a collective fails naming it")
-      ->capture_default_str();
-  cmd->add_option("--server-wait", flags->server_wait_seconds,
-                  "Seconds to wait for a replica of a part to come back when "
-                  "every replica of it is down, before failing (0: at once)")
-      ->capture_default_str();
-  cmd->add_option("--hedge-after-ms", flags->hedge_after_ms,
-                  "Hedged requests: a call to a part with two live replicas "
-                  "or more that has not answered after this many "
-                  "milliseconds is sent to another replica too, and the "
-                  "first answer is used (0: off; auto: after the part's p95 "
-                  "call latency, at least 5 ms)")
-      ->capture_default_str();
   AddTrainingFlags(cmd, &flags->training);
-  AddSecurityFlags(cmd, &flags->security, SecurityRole::kClient);
   cmd->callback([flags, result] { *result = RunTrain(*flags); });
 }
 

@@ -268,6 +268,7 @@ class LayerwiseRun {
       return sampler->Sample(ids[slot], /*seed=*/0, &batches[slot]);
     };
     std::vector<float> exchange;
+    const auto layer_start = Clock::now();
     std::future<absl::Status> next =
         std::async(std::launch::async, sample, 0, 0);
     for (int64_t k = 0; k < rounds; ++k) {
@@ -337,6 +338,8 @@ class LayerwiseRun {
               std::min(ShareBegin(r + 1) - ShareBegin(r), (k + 1) * chunk);
         }
         p.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        p.layer_seconds =
+            std::chrono::duration<double>(Clock::now() - layer_start).count();
         options_.on_progress(p);
       }
     }

@@ -39,9 +39,10 @@ class GradientSync;
 struct InferProgress {
   int layer = 0;  // From 1.
   int layers = 0;
-  int64_t rows_done = 0;  // This layer, over all ranks.
-  int64_t rows = 0;       // Nodes in the graph.
-  double seconds = 0.0;   // Since inference started.
+  int64_t rows_done = 0;       // This layer, over all ranks.
+  int64_t rows = 0;            // Nodes in the graph.
+  double seconds = 0.0;        // Since inference started.
+  double layer_seconds = 0.0;  // Since this layer started.
 };
 
 struct InferOptions {

@@ -1,0 +1,242 @@
+// `shardgnn infer RUN_DIR --out DIR`: every node's outputs from a trained run,
+// exactly, layer by layer with full neighborhoods (trainer/inference.h). The
+// model comes from RUN_DIR's model.json and model.pt. The graph comes from
+// running storage servers (--servers/--cluster, with --partition for the
+// original node IDs), shared among trainers started as `train`'s are
+// (torchrun's variables or --rank/--world-size), or (--dataset) from a dataset
+// directory in this one process. Rank 0 writes embeddings.npy, logits.npy,
+// predictions.npy and infer.json (accuracies, timings) to --out.
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "cli/cluster_flags.h"
+#include "cli/commands.h"
+#include "common/file_util.h"
+#include "common/npy.h"
+#include "common/status.h"
+#include "datasets/dataset.h"
+#include "nlohmann/json.hpp"
+#include "partition/partition_book.h"
+#include "trainer/c10d_gradient_sync.h"
+#include "trainer/compute_env.h"
+#include "trainer/distributed.h"
+#include "trainer/inference.h"
+#include "trainer/model_config.h"
+
+namespace shardgnn::cli {
+namespace {
+
+struct InferFlags {
+  std::string run_dir;
+  std::string out_dir;
+  std::string dataset_dir;
+  std::string scratch_dir;
+  int embedding_layer = 0;
+  int64_t chunk_nodes = 4096;
+  int threads = 0;
+  bool no_shared_memory = false;
+  bool no_feature_port = false;
+  ClusterFlags cluster;
+};
+
+int64_t PeakRss() {
+  struct rusage usage {};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return -1;
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+// "infer: layer 1/2  40% (40.0k/100k nodes)  9.1k nodes/s  ETA 12s", at
+// most every two seconds and at the end of each layer.
+std::function<void(const InferProgress&)> ProgressPrinter() {
+  auto last = std::make_shared<double>(-10.0);
+  return [last](const InferProgress& p) {
+    const bool end = p.rows_done >= p.rows;
+    if (!end && p.seconds - *last < 2.0) return;
+    *last = p.seconds;
+    const double rate =
+        p.layer_seconds > 0 ? p.rows_done / p.layer_seconds : 0.0;
+    // This layer's rest, and the next layers at this layer's rate.
+    const double eta =
+        rate > 0 ? (p.rows - p.rows_done) / rate +
+                       static_cast<double>(p.layers - p.layer) * p.rows / rate
+                 : 0.0;
+    std::printf(
+        "infer: layer %d/%d  %3.0f%% (%lld/%lld nodes)  %.0f nodes/s  ETA "
+        "%.0fs\n",
+        p.layer, p.layers, 100.0 * p.rows_done / std::max<int64_t>(1, p.rows),
+        static_cast<long long>(p.rows_done), static_cast<long long>(p.rows),
+        rate, eta);
+    std::fflush(stdout);
+  };
+}
+
+absl::Status RunInfer(const InferFlags& flags) {
+  TuneAllocatorForTraining();
+  ASSIGN_OR_RETURN(ModelConfig config, ReadModelConfig(flags.run_dir));
+  const std::string parameters = JoinPath(flags.run_dir, kModelParametersFile);
+  if (!std::filesystem::exists(parameters)) {
+    return absl::NotFoundError(
+        absl::StrCat(flags.run_dir, " has model.json but no model.pt"));
+  }
+  InferOptions options;
+  options.out_dir = flags.out_dir;
+  options.embedding_layer = flags.embedding_layer;
+  options.chunk_nodes = flags.chunk_nodes;
+  options.torch_threads = flags.threads;
+  const bool in_process = !flags.dataset_dir.empty();
+  const ClusterFlags& cluster = flags.cluster;
+  if (in_process &&
+      (!cluster.servers.empty() || !cluster.cluster_file.empty() ||
+       !cluster.partition_dir.empty())) {
+    return absl::InvalidArgumentError(
+        "--dataset runs in this process over the graph in memory; it cannot "
+        "be combined with --servers, --cluster or --partition");
+  }
+  if (!in_process && cluster.partition_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "inference against storage servers needs --partition DIR: its "
+        "orig_ids.npy puts the output rows in original node ID order");
+  }
+
+  std::unique_ptr<Dataset> dataset;
+  std::unique_ptr<InMemoryGraphSource> memory;
+  std::unique_ptr<RemoteGraphSource> remote;
+  std::unique_ptr<ProcessGroup> group;
+  std::unique_ptr<C10dGradientSync> sync;
+  std::map<std::string, std::vector<NodeId>> splits;
+  const GraphSource* source = nullptr;
+  std::vector<std::string> addresses;
+  if (in_process) {
+    ASSIGN_OR_RETURN(Dataset loaded, LoadDataset(flags.dataset_dir));
+    dataset = std::make_unique<Dataset>(std::move(loaded));
+    ASSIGN_OR_RETURN(memory, InMemoryGraphSource::FromDataset(*dataset));
+    source = memory.get();
+    for (const char* name : {"train", "valid", "test"}) {
+      auto it = dataset->splits.find(name);
+      if (it != dataset->splits.end()) splits[name] = it->second;
+    }
+  } else {
+    ASSIGN_OR_RETURN(DistributedOptions dist, DistributedOptionsFor(cluster));
+    options.rank = dist.rank;
+    options.world_size = dist.world_size;
+    if (options.torch_threads <= 0)
+      options.torch_threads = ComputeThreadsShare(dist.local_world_size);
+    ASSIGN_OR_RETURN(remote,
+                     ConnectToServers(cluster, !flags.no_shared_memory,
+                                      !flags.no_feature_port, &addresses));
+    source = remote.get();
+    for (const char* name : {"train", "valid", "test"}) {
+      ASSIGN_OR_RETURN(splits[name], remote->FetchSplit(name));
+    }
+    ASSIGN_OR_RETURN(
+        NpyArray<int64_t> orig,
+        ReadNpy<int64_t>(JoinPath(cluster.partition_dir, kOrigIdsFile), 1));
+    options.orig_ids = std::move(orig.data);
+    ASSIGN_OR_RETURN(group, ProcessGroup::Connect(dist));
+    sync = std::make_unique<C10dGradientSync>(group.get());
+  }
+  options.scratch_dir =
+      flags.scratch_dir.empty()
+          ? JoinPath(flags.out_dir,
+                     absl::StrCat(".scratch-rank-", options.rank))
+          : flags.scratch_dir;
+  const bool leader = options.rank == 0;
+  if (leader) {
+    options.on_progress = ProgressPrinter();
+    std::printf(
+        "shardgnn infer: %s model (%d layers) from %s over %lld nodes, %d "
+        "trainer(s), %s\n",
+        ModelKindName(config.model.kind), config.model.num_layers,
+        flags.run_dir.c_str(), static_cast<long long>(source->num_nodes()),
+        options.world_size,
+        in_process ? "in process"
+                   : absl::StrCat(addresses.size(), " server(s)").c_str());
+    std::fflush(stdout);
+  }
+  absl::StatusOr<InferResult> result =
+      Infer(*source, config, parameters, splits, options, sync.get());
+  std::error_code ec;
+  if (flags.scratch_dir.empty())
+    std::filesystem::remove(options.scratch_dir, ec);
+  RETURN_IF_ERROR(result.status());
+  if (leader) {
+    nlohmann::ordered_json summary;
+    summary["run"] = flags.run_dir;
+    summary["model"] = ModelKindName(config.model.kind);
+    summary["num_nodes"] = result->num_nodes;
+    summary["embedding_layer"] = result->embedding_layer;
+    summary["embedding_dim"] = result->embedding_dim;
+    summary["num_classes"] = result->num_classes;
+    for (const auto& [name, acc] : result->accuracy) {
+      summary[name + "_acc"] = acc.acc;
+      std::printf("%s accuracy %.4f (%lld labeled nodes)\n", name.c_str(),
+                  acc.acc, static_cast<long long>(acc.labeled));
+    }
+    summary["world_size"] = options.world_size;
+    summary["mode"] = in_process ? "in-process" : "distributed";
+    summary["seconds"] = result->seconds;
+    summary["edges_read"] = result->edges;
+    summary["scratch_bytes"] = result->scratch_bytes;
+    summary["peak_rss_bytes"] = PeakRss();
+    std::printf(
+        "shardgnn infer: %lld nodes in %.2f s; embeddings [%lld, %lld] (layer "
+        "%d), logits, predictions in %s\n",
+        static_cast<long long>(result->num_nodes), result->seconds,
+        static_cast<long long>(result->num_nodes),
+        static_cast<long long>(result->embedding_dim), result->embedding_layer,
+        flags.out_dir.c_str());
+    RETURN_IF_ERROR(WriteFileAtomic(JoinPath(flags.out_dir, "infer.json"),
+                                    summary.dump(2) + "\n"));
+  }
+  return group ? group->Barrier() : absl::OkStatus();
+}
+
+}  // namespace
+
+void AddInferCommand(CLI::App& app, absl::Status* result) {
+  auto flags = std::make_shared<InferFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "infer",
+      "Every node's embeddings, logits and predictions from a trained run, "
+      "computed exactly layer by layer over full neighborhoods");
+  cmd->add_option("RUN_DIR", flags->run_dir,
+                  "Run directory of `train --out` / `run` (model.json, "
+                  "model.pt)")
+      ->required();
+  cmd->add_option("--out", flags->out_dir,
+                  "Directory for embeddings.npy, logits.npy, predictions.npy "
+                  "and infer.json (rank 0)")
+      ->required();
+  cmd->add_option("--dataset", flags->dataset_dir,
+                  "Run in this process over this dataset directory in memory "
+                  "(no servers, no other trainers)");
+  cmd->add_option("--layer", flags->embedding_layer,
+                  "Hidden layer whose outputs embeddings.npy holds (1..layers; "
+                  "0: the last hidden layer)")
+      ->capture_default_str();
+  cmd->add_option("--chunk-nodes", flags->chunk_nodes,
+                  "Nodes per chunk: each chunk's full neighborhood is read "
+                  "at once")
+      ->capture_default_str();
+  cmd->add_option("--scratch", flags->scratch_dir,
+                  "Where this trainer keeps the layers' states while it runs "
+                  "(local disk; default: a directory under --out, removed "
+                  "afterwards)");
+  cmd->add_option("--threads", flags->threads,
+                  "Compute threads (0: this machine's cores shared among its "
+                  "trainers)")
+      ->capture_default_str();
+  cmd->add_flag("--no-shared-memory", flags->no_shared_memory,
+                "Never read features from a co-located server's shared memory");
+  cmd->add_flag("--no-feature-port", flags->no_feature_port,
+                "Fetch features over gRPC, not the servers' feature ports");
+  AddClusterFlags(cmd, &flags->cluster);
+  cmd->callback([flags, result] { *result = RunInfer(*flags); });
+}
+
+}  // namespace shardgnn::cli
