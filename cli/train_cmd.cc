@@ -146,6 +146,9 @@ nlohmann::ordered_json SummaryJson(const TrainResult& result,
                                    int64_t train_seeds) {
   nlohmann::ordered_json summary;
   summary["test_acc"] = result.test_acc;
+  // How test_acc was measured: "exact" (layer-wise inference over full
+  // neighborhoods) or "sampled" (with the eval fanouts).
+  summary["test_method"] = options.exact_test ? "exact" : "sampled";
   summary["best_val_acc"] = result.best_val_acc;
   summary["best_epoch"] = result.best_epoch;
   summary["epochs_run"] = result.epochs.size();
@@ -285,7 +288,7 @@ void PrintSettings(const TrainOptions& o, const std::string& features,
   std::fflush(stdout);
 }
 
-void PrintResult(const TrainResult& result) {
+void PrintResult(const TrainResult& result, bool exact) {
   if (result.stopped_early) {
     std::printf(
         "stopped early after epoch %d: no better validation accuracy "
@@ -298,8 +301,9 @@ void PrintResult(const TrainResult& result) {
                 static_cast<double>(result.checkpoint_bytes) / 1e6,
                 result.checkpoint_seconds);
   }
-  std::printf("test accuracy %.4f (best validation %.4f at epoch %d)\n",
-              result.test_acc, result.best_val_acc, result.best_epoch);
+  std::printf("test accuracy %.4f (%sbest validation %.4f at epoch %d)\n",
+              result.test_acc, exact ? "exact; " : "", result.best_val_acc,
+              result.best_epoch);
   std::fflush(stdout);
 }
 
@@ -406,7 +410,7 @@ absl::Status RunInProcess(const TrainFlags& flags) {
   options.on_epoch = EpochReporter(options.epochs, metrics.get());
   ConfigureModelFile(flags, /*leader=*/true, &options);
   ASSIGN_OR_RETURN(TrainResult result, Train(*source, splits, options));
-  PrintResult(result);
+  PrintResult(result, options.exact_test);
   if (flags.out_dir.empty()) return absl::OkStatus();
   RETURN_IF_ERROR(WriteModelConfig(flags, options, source->feature_dim()));
   nlohmann::ordered_json summary =
@@ -514,9 +518,15 @@ absl::Status RunTrain(const TrainFlags& flags) {
   }
 
   ConfigureModelFile(flags, leader, &options);
+  options.rank = dist.rank;
+  options.world_size = dist.world_size;
+  if (!flags.out_dir.empty()) {
+    options.scratch_dir =
+        JoinPath(flags.out_dir, absl::StrCat(".scratch-rank-", dist.rank));
+  }
   ASSIGN_OR_RETURN(TrainResult result, Train(*source, splits, options, &sync));
   if (leader) {
-    PrintResult(result);
+    PrintResult(result, options.exact_test);
     if (!flags.out_dir.empty()) {
       RETURN_IF_ERROR(WriteModelConfig(flags, options, remote->feature_dim()));
       nlohmann::ordered_json summary =

@@ -29,6 +29,10 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
   cmd->add_option("--eval-fanouts", f->eval_fanouts,
                   "Fanouts for validation and test (default: twice --fanouts; "
                   "-1,-1 = exact)");
+  cmd->add_flag("--exact-test", f->exact_test,
+                "Compute the final test accuracy exactly, by layer-wise "
+                "inference over full neighborhoods (as `shardgnn infer`), "
+                "instead of sampling with the eval fanouts");
   cmd->add_option("--batch-size", f->batch_size,
                   "Seed nodes per minibatch (per trainer)")
       ->capture_default_str();
@@ -122,6 +126,7 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
                                    "--checkpoint-every",
                                    std::to_string(f.checkpoint_every)};
   // Model-dependent defaults stay unset, for the trainer to resolve.
+  if (f.exact_test) args.push_back("--exact-test");
   if (!f.eval_fanouts.empty()) {
     args.push_back("--eval-fanouts");
     args.push_back(f.eval_fanouts);
@@ -187,6 +192,7 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
     }
     options.eval_fanouts = *eval;
   }
+  options.exact_test = f.exact_test;
   const ModelDefaults defaults = DefaultsFor(*kind);
   options.model.kind = *kind;
   options.model.num_layers = static_cast<int>(fanouts->size());

@@ -26,6 +26,7 @@ struct TrainingFlags {
   int64_t min_steps_per_epoch = 10;
   std::string fanouts = "10,10";
   std::string eval_fanouts;  // Empty: the training fanouts.
+  bool exact_test = false;   // Final test by layer-wise inference.
   int64_t batch_size = 1024;
   int64_t hidden = 0;   // 0: the model's default.
   int heads = 0;        // 0: the model's default.

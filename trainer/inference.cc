@@ -19,6 +19,7 @@
 #include "sampler/neighbor_sampler.h"
 #include "trainer/compute_env.h"
 #include "trainer/gradient_sync.h"
+#include "trainer/internal/layerwise.h"
 #include "trainer/internal/models.h"
 #include "trainer/internal/parameters_file.h"
 
@@ -132,22 +133,29 @@ absl::Status WriteInOriginalOrder(const std::string& path, NpyDtype dtype,
   return s;
 }
 
+absl::Status CheckInputWidth(const GraphSource& source,
+                             const ModelConfig& config) {
+  if (source.feature_dim() == config.in_dim) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("the model takes ", config.in_dim,
+                   " input features but the graph has ", source.feature_dim()));
+}
+
 class LayerwiseRun {
  public:
-  LayerwiseRun(const GraphSource& source, const ModelConfig& config,
-               const InferOptions& options, GradientSync* sync)
-      : source_(source), config_(config), options_(options), sync_(sync) {}
+  LayerwiseRun(const GraphSource& source, internal::GnnModel& model,
+               const ModelConfig& config, const InferOptions& options,
+               GradientSync* sync)
+      : source_(source),
+        model_(&model),
+        config_(config),
+        options_(options),
+        sync_(sync) {}
 
   absl::StatusOr<InferResult> Go(
-      const std::string& parameters_path,
       const std::map<std::string, std::vector<NodeId>>& splits) {
     const auto start = Clock::now();
     RETURN_IF_ERROR(Check());
-    SetComputeThreads(options_.torch_threads);
-    model_ = internal::MakeModel(config_.model, config_.in_dim,
-                                 config_.num_classes, /*seed=*/0);
-    RETURN_IF_ERROR(
-        internal::ReadParametersFile(parameters_path, model_.get()));
     model_->eval();
     transform_ = internal::MakeInputTransform(config_.model.features);
     const int num_layers = model_->num_layers();
@@ -211,13 +219,7 @@ class LayerwiseRun {
     }
     if (options_.chunk_nodes < 1)
       return absl::InvalidArgumentError("the chunk size must be positive");
-    if (source_.feature_dim() != config_.in_dim) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the model takes ", config_.in_dim,
-                       " input features but the graph "
-                       "has ",
-                       source_.feature_dim()));
-    }
+    RETURN_IF_ERROR(CheckInputWidth(source_, config_));
     if (options_.embedding_layer < 0 ||
         options_.embedding_layer > config_.model.num_layers) {
       return absl::InvalidArgumentError(
@@ -438,24 +440,40 @@ class LayerwiseRun {
   }
 
   const GraphSource& source_;
+  internal::GnnModel* model_;
   const ModelConfig& config_;
   const InferOptions& options_;
   GradientSync* sync_;
   int64_t n_ = 0;
-  std::shared_ptr<internal::GnnModel> model_;
   internal::InputTransform transform_;
 };
 
 }  // namespace
+
+namespace internal {
+
+absl::StatusOr<InferResult> RunLayerwise(
+    const GraphSource& source, GnnModel& model, const ModelConfig& config,
+    const std::map<std::string, std::vector<NodeId>>& splits,
+    const InferOptions& options, GradientSync* sync) {
+  return LayerwiseRun(source, model, config, options, sync).Go(splits);
+}
+
+}  // namespace internal
 
 absl::StatusOr<InferResult> Infer(
     const GraphSource& source, const ModelConfig& config,
     const std::string& parameters_path,
     const std::map<std::string, std::vector<NodeId>>& splits,
     const InferOptions& options, GradientSync* sync) {
+  RETURN_IF_ERROR(CheckInputWidth(source, config));
   try {
-    return LayerwiseRun(source, config, options, sync)
-        .Go(parameters_path, splits);
+    SetComputeThreads(options.torch_threads);
+    std::shared_ptr<internal::GnnModel> model = internal::MakeModel(
+        config.model, config.in_dim, config.num_classes, /*seed=*/0);
+    RETURN_IF_ERROR(internal::ReadParametersFile(parameters_path, model.get()));
+    return internal::RunLayerwise(source, *model, config, splits, options,
+                                  sync);
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("LibTorch error during inference: ",
                                             e.what_without_backtrace()));

@@ -1,6 +1,7 @@
 #include "trainer/trainer.h"
 
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +24,7 @@
 #include "trainer/compute_env.h"
 #include "trainer/gradient_sync.h"
 #include "trainer/internal/checkpoint.h"
+#include "trainer/internal/layerwise.h"
 #include "trainer/internal/models.h"
 #include "trainer/internal/parameters_file.h"
 
@@ -232,6 +234,11 @@ absl::Status CheckOptions(const GraphSource& source, const TrainSplits& splits,
       options.min_steps_per_epoch < 0) {
     return absl::InvalidArgumentError(
         "patience, checkpoint interval and minimum steps must not be negative");
+  }
+  if (options.world_size < 1 || options.rank < 0 ||
+      options.rank >= options.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank ", options.rank, " is not in a world of ", options.world_size));
   }
   const FeatureTransform& f = options.model.features;
   if (f.norm == FeatureNorm::kStandardize &&
@@ -473,8 +480,12 @@ class Run {
       RETURN_IF_ERROR(
           internal::WriteParametersFile(options_.model_path, *model_));
     }
-    ASSIGN_OR_RETURN(Evaluation test, Evaluate(*test_sampler_, splits_.test));
-    result.test_acc = test.acc;
+    if (options_.exact_test) {
+      ASSIGN_OR_RETURN(result.test_acc, ExactTestAccuracy(num_classes));
+    } else {
+      ASSIGN_OR_RETURN(Evaluation test, Evaluate(*test_sampler_, splits_.test));
+      result.test_acc = test.acc;
+    }
     return result;
   }
 
@@ -599,6 +610,45 @@ class Run {
         absl::StrJoin(changes, ", "),
         "); give the same flags, or --allow-changed-settings to continue "
         "with the new ones"));
+  }
+
+  // The test accuracy from every node's exact outputs (layer-wise inference
+  // over full neighborhoods, each rank computing its share), summed over
+  // ranks.
+  absl::StatusOr<double> ExactTestAccuracy(int64_t num_classes) {
+    ModelConfig config;
+    config.model = options_.model;
+    config.in_dim = source_.feature_dim();
+    config.num_classes = num_classes;
+    config.fanouts = options_.fanouts;
+    InferOptions infer;
+    infer.rank = options_.rank;
+    infer.world_size = options_.world_size;
+    infer.chunk_nodes = options_.eval_batch_size;
+    infer.torch_threads = options_.torch_threads;
+    infer.scratch_dir =
+        !options_.scratch_dir.empty()
+            ? options_.scratch_dir
+            : (std::filesystem::temp_directory_path() /
+               absl::StrCat("shardgnn-exact-", getpid(), "-", options_.rank))
+                  .string();
+    absl::StatusOr<InferResult> inferred = internal::RunLayerwise(
+        source_, *model_, config, {{"test", splits_.test}}, infer, sync_);
+    // The directory too (a given one only if nothing else is in it).
+    std::error_code ec;
+    if (options_.scratch_dir.empty()) {
+      std::filesystem::remove_all(infer.scratch_dir, ec);
+    } else {
+      std::filesystem::remove(infer.scratch_dir, ec);
+    }
+    RETURN_IF_ERROR(inferred.status());
+    const SplitAccuracy& test = inferred->accuracy.at("test");
+    double counts[2] = {
+        std::round(std::max(0.0, test.acc) * static_cast<double>(test.labeled)),
+        static_cast<double>(test.labeled)};
+    if (sync_ != nullptr)
+      RETURN_IF_ERROR(sync_->AllreduceSum(absl::MakeSpan(counts, 2)));
+    return counts[1] > 0 ? counts[0] / counts[1] : -1.0;
   }
 
   struct Evaluation {

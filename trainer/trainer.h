@@ -162,6 +162,16 @@ struct TrainOptions {
   // may change.
   bool resume = false;
   bool allow_changed_settings = false;
+  // Compute the final test accuracy exactly, by layer-wise inference over
+  // full neighborhoods (trainer/inference.h), instead of sampling with the
+  // eval fanouts. Every rank computes its share of every layer
+  // (rank / world_size, the same as the sync's), keeping the layers' states
+  // in scratch_dir (local disk; empty: the system's temporary directory),
+  // removed afterwards.
+  bool exact_test = false;
+  int rank = 0;
+  int world_size = 1;
+  std::string scratch_dir;
   // If set, the kept parameters are written there at the end, by name, in the
   // format of Python's torch.save (model.pt; trainer/model_config.h).
   std::string model_path;

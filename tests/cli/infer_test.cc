@@ -1,8 +1,9 @@
 // `shardgnn infer` (cli/infer_cmd.cc) as real child processes, as a user runs
 // it: a run trained by `shardgnn run` against storage servers, then inference
 // by two trainers against the same servers and in one process over the
-// dataset: both write the same outputs in original node ID order, and stock
-// PyTorch reproduces them from model.json + model.pt.
+// dataset: both write the same outputs in original node ID order, the run's
+// exact test accuracy (--exact-test) is theirs, and stock PyTorch reproduces
+// them from model.json + model.pt.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -95,7 +96,7 @@ class InferTest : public ::testing::Test {
     Finished run =
         RunShardgnn({"run", "--work-dir", dir_->Sub("work"), "--out", run_,
                      "--epochs", "30", "--timeout", "30", "--servers",
-                     servers_list_, "--partition", partition_});
+                     servers_list_, "--partition", partition_, "--exact-test"});
     ASSERT_EQ(run.exit_status, 0) << run.output;
   }
   static void TearDownTestSuite() {
@@ -168,11 +169,12 @@ TEST_F(InferTest, TwoTrainersAgainstServersMatchOneProcessAndPyTorch) {
   EXPECT_EQ(a["mode"], "distributed");
   EXPECT_NEAR(a["test_acc"].get<double>(), b["test_acc"].get<double>(),
               0.0015);  // One node of 1000 may tie differently.
-  // Exact inference scores as the run's sampled test did, give or take the
-  // sampling noise of one run.
+  // The run measured its test accuracy exactly too (--exact-test, by its two
+  // trainers): the same figure from the same parameters.
   const nlohmann::json summary = ReadJson(run_ + "/summary.json");
-  EXPECT_GT(a["test_acc"].get<double>(),
-            summary["test_acc"].get<double>() - 0.03)
+  EXPECT_EQ(summary["test_method"], "exact");
+  EXPECT_NEAR(a["test_acc"].get<double>(), summary["test_acc"].get<double>(),
+              0.0015)
       << a << summary;
   EXPECT_GT(a["test_acc"].get<double>(), 0.7);
   EXPECT_EQ(std::filesystem::directory_iterator(distributed) ==

@@ -264,6 +264,36 @@ TEST_F(InferenceTest, RefusesAModelThatDoesNotFitTheGraphOrItsParameters) {
   EXPECT_FALSE(std::filesystem::exists(tmp_.Sub("o/logits.npy")));
 }
 
+// Train's exact test accuracy is layer-wise inference's over the kept
+// parameters (written to model.pt), and differs from a sampled one.
+TEST_F(InferenceTest, ExactTestIsTheInferredTestAccuracy) {
+  TrainOptions options;
+  options.model.hidden = 8;
+  options.fanouts = {2, 2};
+  options.epochs = 4;
+  options.seed = 8;
+  options.model_path = tmp_.Sub("model.pt");
+  options.exact_test = true;
+  options.scratch_dir = tmp_.Sub("exact-scratch");
+  ASSERT_OK_AND_ASSIGN(TrainResult exact,
+                       Train(*source_, graph_.splits, options));
+  EXPECT_FALSE(std::filesystem::exists(tmp_.Sub("exact-scratch")));
+  ModelConfig config;
+  config.model = options.model;
+  config.in_dim = source_->feature_dim();
+  config.num_classes = 4;
+  ASSERT_OK_AND_ASSIGN(InferResult inferred,
+                       Infer(*source_, config, tmp_.Sub("model.pt"),
+                             SplitMap(graph_.splits), Options("")));
+  EXPECT_DOUBLE_EQ(exact.test_acc, inferred.accuracy.at("test").acc);
+  options.exact_test = false;
+  options.eval_fanouts = {1, 1};  // A coarse sample: another figure.
+  ASSERT_OK_AND_ASSIGN(TrainResult sampled,
+                       Train(*source_, graph_.splits, options));
+  EXPECT_EQ(sampled.parameters_checksum, exact.parameters_checksum);
+  EXPECT_NE(sampled.test_acc, exact.test_acc);
+}
+
 TEST(ModelConfigTest, RoundTripsAndRefusesMalformedFields) {
   ModelConfig c;
   c.model.kind = ModelKind::kGat;
