@@ -48,6 +48,15 @@ class RunTest : public ::testing::Test {
     EXPECT_TRUE(left.empty()) << "processes left behind:" << Describe(left);
   }
 
+  // Fails the test if any of `children` still runs, or any process still
+  // mentions the work dir.
+  void ExpectNoneLeft(const std::vector<ProcessInfo>& children) {
+    for (const auto& c : children) {
+      EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
+    }
+    ExpectNoOrphans();
+  }
+
   TempDir dir_;
   const std::string work_dir_ = dir_.Sub("work");
 };

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -32,7 +31,6 @@ using std::chrono::seconds;
 using ::testing::AllOf;
 using testing::Describe;
 using ::testing::HasSubstr;
-using testing::IsAlive;
 using testing::kRunTimeout;
 using testing::LastErrorLine;
 using testing::Lines;
@@ -40,6 +38,8 @@ using testing::ProcessesMentioning;
 using testing::ProcessInfo;
 using testing::ReadyAddress;
 using testing::RunTest;
+using testing::ServersOfPart;
+using testing::TrainerOfRank;
 
 // With server restarts off (tests/cli/run_failover_test.cc has them on).
 TEST_F(RunTest, KilledStorageServerStopsRunNamingIt) {
@@ -51,14 +51,9 @@ TEST_F(RunTest, KilledStorageServerStopsRunNamingIt) {
   ASSERT_OK_AND_ASSIGN(std::string ready,
                        run->WaitForLine("part 1 ready on", kRunTimeout));
   const std::string address = ReadyAddress(ready);
-  pid_t server = 0;
-  for (const auto& c : children) {
-    if (c.cmdline.find(" serve ") != std::string::npos &&
-        c.cmdline.find("--part 1 ") != std::string::npos) {
-      server = c.pid;
-    }
-  }
-  ASSERT_GT(server, 0) << Describe(children);
+  const std::vector<pid_t> servers = ServersOfPart(children, 1);
+  ASSERT_EQ(servers.size(), 1u) << Describe(children);
+  const pid_t server = servers[0];
 
   auto killed_at = std::chrono::steady_clock::now();
   ASSERT_EQ(kill(server, SIGKILL), 0);
@@ -75,10 +70,7 @@ TEST_F(RunTest, KilledStorageServerStopsRunNamingIt) {
               AllOf(HasSubstr("storage server 1"), HasSubstr(address)))
       << output;
   EXPECT_FALSE(fs::exists(dir_.Sub("run") + "/summary.json"));
-  for (const auto& c : children) {
-    EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
-  }
-  ExpectNoOrphans();
+  ExpectNoneLeft(children);
 }
 
 // The launcher killed outright cannot stop its children; they die with it
@@ -122,10 +114,7 @@ TEST_P(RunSignalTest, StopsEveryChild) {
   EXPECT_THAT(Lines(output).back(),
               HasSubstr(absl::StrCat("interrupted by signal ", GetParam())))
       << output;
-  for (const auto& c : children) {
-    EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
-  }
-  ExpectNoOrphans();
+  ExpectNoneLeft(children);
 }
 
 INSTANTIATE_TEST_SUITE_P(Signals, RunSignalTest,
@@ -142,13 +131,7 @@ TEST_F(RunTest, KilledTrainerStopsRunNamingIt) {
   std::vector<ProcessInfo> children;
   ASSERT_NO_FATAL_FAILURE(
       StartTraining(&run, &children, {"--max-restarts", "0"}));
-  // Trainers are started in rank order, after the servers.
-  pid_t trainer = 0;
-  for (const auto& c : children) {
-    if (c.cmdline.find(" train ") != std::string::npos) {
-      trainer = std::max(trainer, c.pid);
-    }
-  }
+  const pid_t trainer = TrainerOfRank(children, 1);
   ASSERT_GT(trainer, 0) << Describe(children);
   ASSERT_EQ(kill(trainer, SIGKILL), 0);
   std::optional<int> status = run->Wait(seconds(60));
@@ -158,10 +141,7 @@ TEST_F(RunTest, KilledTrainerStopsRunNamingIt) {
   EXPECT_THAT(output, HasSubstr("shardgnn: error: trainer "));
   EXPECT_THAT(output, HasSubstr("was killed by signal 9")) << output;
   EXPECT_THAT(output, HasSubstr("--max-restarts 0")) << output;
-  for (const auto& c : children) {
-    EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
-  }
-  ExpectNoOrphans();
+  ExpectNoneLeft(children);
 }
 
 // A trainer stopped with SIGSTOP is named within the peer timeout (the
@@ -172,12 +152,7 @@ TEST_F(RunTest, StoppedTrainerIsNamedWithinThePeerTimeout) {
   std::vector<ProcessInfo> children;
   ASSERT_NO_FATAL_FAILURE(
       StartTraining(&run, &children, {"--peer-timeout", "3"}));
-  pid_t trainer = 0;
-  for (const auto& c : children) {
-    if (c.cmdline.find(" train ") != std::string::npos) {
-      trainer = std::max(trainer, c.pid);
-    }
-  }
+  const pid_t trainer = TrainerOfRank(children, 1);
   ASSERT_GT(trainer, 0) << Describe(children);
   const auto start = std::chrono::steady_clock::now();
   ASSERT_EQ(kill(trainer, SIGSTOP), 0);
@@ -190,10 +165,7 @@ TEST_F(RunTest, StoppedTrainerIsNamedWithinThePeerTimeout) {
                                              ") is stopped")))
       << output;
   EXPECT_THAT(output, HasSubstr("rank 1 has shown no sign of life")) << output;
-  for (const auto& c : children) {
-    EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
-  }
-  ExpectNoOrphans();
+  ExpectNoneLeft(children);
 }
 
 }  // namespace

@@ -41,7 +41,6 @@ using testing::ChildrenOf;
 using testing::Describe;
 using testing::Finished;
 using ::testing::HasSubstr;
-using testing::IsAlive;
 using testing::kRunTimeout;
 using testing::Lines;
 using ::testing::Not;
@@ -103,10 +102,7 @@ TEST_F(RunTest, TrainsCoraEndToEndAndLeavesNoChildren) {
   }
   EXPECT_EQ(epoch, 10);
 
-  for (const auto& c : children) {
-    EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
-  }
-  ExpectNoOrphans();
+  ExpectNoneLeft(children);
 }
 
 // Also: without --out each run gets its own directory under WORK_DIR/runs.
