@@ -13,16 +13,12 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <functional>
 #include <limits>
-#include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/escaping.h"
@@ -31,6 +27,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "cli/commands.h"
+#include "cli/run_supervisor.h"
 #include "cli/run_work_dir.h"
 #include "cli/security_flags.h"
 #include "cli/training_flags.h"
@@ -47,10 +44,6 @@
 namespace shardgnn::cli {
 namespace {
 namespace fs = std::filesystem;
-using std::chrono::milliseconds;
-
-std::atomic<int> g_signal{0};
-void OnSignal(int signo) { g_signal = signo; }
 
 struct RunFlags {
   std::string dataset;  // A canonical dataset dir, or raw input to import with
@@ -221,268 +214,6 @@ class GeneratedToken {
   std::string path_;
 };
 
-void InstallSignalHandlers() {
-  g_signal = 0;
-  struct sigaction action {};
-  action.sa_handler = OnSignal;
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-}
-
-// The storage server's "... ready on HOST:PORT ..." line; gives up on a signal
-// or after two minutes.
-absl::StatusOr<std::string> WaitUntilReady(Subprocess& server) {
-  const auto deadline = std::chrono::steady_clock::now() + milliseconds(120000);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (int signo = g_signal.load()) {
-      return absl::CancelledError(absl::StrCat("interrupted by signal ", signo,
-                                               "; stopped every child"));
-    }
-    auto line = server.WaitForLine("ready on ", milliseconds(200));
-    if (line.ok() || !absl::IsDeadlineExceeded(line.status())) return line;
-  }
-  return absl::DeadlineExceededError(
-      absl::StrCat(server.name(), " not ready within 120 s; its last output:\n",
-                   server.Tail(5)));
-}
-
-// How long a failed run waits for the trainer that caused it to exit: one
-// whose loader is blocked on an unreachable server exits within the client's
-// call deadline and retries (graphstore/client.h: up to 4 attempts of 5 s).
-constexpr milliseconds kSettleLimit = std::chrono::seconds(25);
-
-// One line of a child's output (or the launcher's own), with the child's
-// prefix.
-void PrintLine(const std::string& prefix, const std::string& line);
-
-// Polls the children until the trainers finish, one fails, or a signal arrives.
-class Supervisor {
- public:
-  // Server `p`, started with `options`, serves part `part`; the run goes on
-  // while every part has a live server. A server that exits is started again
-  // on its address, up to `max_restarts` times in all (RestartServer).
-  void AddServer(std::unique_ptr<Subprocess> p, int part,
-                 SubprocessOptions options) {
-    servers_.push_back(std::move(p));
-    server_options_.push_back(std::move(options));
-    server_addresses_.emplace_back();
-    server_parts_.push_back(part);
-    server_exit_said_.push_back(false);
-  }
-  void SetMaxServerRestarts(int n) { server_restarts_left_ = n; }
-  // The causes of the server restarts so far, in order.
-  const std::vector<std::string>& server_restarts() const {
-    return server_restarts_;
-  }
-  // The address server `i` announced, for error messages.
-  void SetServerAddress(size_t i, const std::string& address) {
-    server_addresses_[i] = address;
-  }
-  void AddTrainer(std::unique_ptr<Subprocess> p) {
-    trainers_.push_back(std::move(p));
-  }
-  const std::vector<std::unique_ptr<Subprocess>>& servers() const {
-    return servers_;
-  }
-
-  // Whether the last failure WaitForTrainers reported may pass with a
-  // restart of the trainers: a trainer killed by a signal, or collectives
-  // that failed without a trainer failing on its own. A trainer's own error
-  // (bad data, a diverged loss, ...) would come back; a dead server, a
-  // stopped trainer and the user's Ctrl-C are not the trainers' to mend.
-  bool RestartMayHelp() const { return restart_may_help_; }
-
-  // Stops every trainer (the servers keep running) and forgets them.
-  void StopTrainers() {
-    for (auto& t : trainers_) t->Terminate(milliseconds(3000));
-    trainers_.clear();
-  }
-
-  absl::Status WaitForTrainers() {
-    restart_may_help_ = false;
-    std::vector<bool> done(trainers_.size(), false);
-    size_t finished = 0;
-    while (finished < trainers_.size()) {
-      if (int signo = g_signal.load()) {
-        return absl::CancelledError(absl::StrCat(
-            "interrupted by signal ", signo, "; stopped every child"));
-      }
-      RETURN_IF_ERROR(CheckServers());
-      for (size_t i = 0; i < trainers_.size(); ++i) {
-        if (done[i]) continue;
-        if (auto code = trainers_[i]->Poll()) {
-          if (*code != 0) return TrainerFailure(i, *code);
-          done[i] = true;
-          ++finished;
-        }
-      }
-      std::this_thread::sleep_for(milliseconds(50));
-    }
-    return absl::OkStatus();
-  }
-
-  // The error for a failed trainer, naming the root cause. One failure
-  // cascades (a dead server or a dead peer makes the other trainers fail their
-  // calls and collectives), and the trainer that failed first may exit last:
-  // its loader can be blocked on calls until their deadline. So let the others
-  // settle, then prefer a server that exited, then a trainer killed by a
-  // signal, then a trainer that failed on its own, over trainers whose
-  // collective failed because of a peer (kPeerFailureExit).
-  absl::Status TrainerFailure(size_t first, int first_code) {
-    auto rank = [](int code) {
-      return code >= 128 ? 3 : code == kPeerFailureExit ? 1 : 2;
-    };
-    const auto start = std::chrono::steady_clock::now();
-    size_t culprit = first;
-    int culprit_code = first_code;
-    for (;;) {
-      RETURN_IF_ERROR(CheckServers());
-      bool running = false;
-      for (size_t i = 0; i < trainers_.size(); ++i) {
-        auto code = trainers_[i]->Poll();
-        if (!code && trainers_[i]->Stopped()) {
-          // The others failed waiting for it (their peer timeout).
-          return absl::AbortedError(absl::StrCat(
-              trainers_[i]->name(), " (pid ", trainers_[i]->pid(),
-              ") is stopped (SIGSTOP, or a debugger), so the other trainers "
-              "cannot go on; ",
-              trainers_[first]->name(), "'s last output:\n",
-              trainers_[first]->Tail(3)));
-        }
-        if (!code) {
-          running = true;
-        } else if (*code != 0 && rank(*code) > rank(culprit_code)) {
-          culprit = i;
-          culprit_code = *code;
-        }
-      }
-      const auto waited = std::chrono::steady_clock::now() - start;
-      // At least a moment for a signal-killed peer to be seen; longer (up to
-      // a call deadline and its retries) while only peer failures are known.
-      if (!running ||
-          (waited >= milliseconds(500) && rank(culprit_code) >= 2) ||
-          waited >= kSettleLimit) {
-        break;
-      }
-      std::this_thread::sleep_for(milliseconds(50));
-    }
-    restart_may_help_ = rank(culprit_code) != 2;
-    const std::string how =
-        culprit_code >= 128
-            ? absl::StrCat("was killed by signal ", culprit_code - 128, " (",
-                           strsignal(culprit_code - 128), ")")
-            : absl::StrCat("failed with status ", culprit_code);
-    return absl::AbortedError(absl::StrCat(trainers_[culprit]->name(), " ", how,
-                                           "; its last output:\n",
-                                           trainers_[culprit]->Tail(5)));
-  }
-
-  // An error naming the first server that has exited, once no other
-  // replica of its part runs (nothing here restarts one); a replica that
-  // exited while another serves its part is a line.
-  absl::Status CheckServers() {
-    for (size_t i = 0; i < servers_.size(); ++i) {
-      auto code = servers_[i]->Poll();
-      if (!code) continue;
-      std::string where = server_addresses_[i].empty()
-                              ? ""
-                              : absl::StrCat(" (", server_addresses_[i], ")");
-      if (!server_exit_said_[i] && RestartServer(i, *code, where)) continue;
-      std::vector<std::string> others;
-      for (size_t j = 0; j < servers_.size(); ++j) {
-        if (j != i && server_parts_[j] == server_parts_[i] &&
-            !servers_[j]->Poll()) {
-          others.push_back(servers_[j]->name());
-        }
-      }
-      if (others.empty()) {
-        return absl::UnavailableError(absl::StrCat(
-            servers_[i]->name(), where, " exited with status ", *code,
-            " during training; its last output:\n", servers_[i]->Tail(5)));
-      }
-      if (!server_exit_said_[i]) {
-        server_exit_said_[i] = true;
-        PrintLine("", absl::StrCat("shardgnn run: ", servers_[i]->name(), where,
-                                   " exited with status ", *code, "; part ",
-                                   server_parts_[i], " is still served by ",
-                                   absl::StrJoin(others, ", ")));
-      }
-    }
-    return absl::OkStatus();
-  }
-
-  // Stops trainers, then the servers this run started (graceful first).
-  void StopAll() {
-    for (auto& t : trainers_) t->Terminate(milliseconds(3000));
-    for (auto& s : servers_) s->Terminate(milliseconds(5000));
-  }
-
- private:
-  std::vector<std::unique_ptr<Subprocess>> servers_;
-  std::vector<std::string> server_addresses_;
-  std::vector<int> server_parts_;
-  std::vector<bool> server_exit_said_;
-  std::vector<SubprocessOptions> server_options_;
-  int server_restarts_left_ = 0;
-  std::vector<std::string> server_restarts_;
-  std::vector<std::unique_ptr<Subprocess>> trainers_;
-  bool restart_may_help_ = false;
-
-  // Starts server i again, listening on the address it had (so the trainers'
-  // probes find it: sampler/internal/replica_set.h), if restarts are left;
-  // true once it is ready. Meanwhile the trainers wait for it (--server-wait)
-  // or use its part's other replicas.
-  bool RestartServer(size_t i, int code, const std::string& where) {
-    if (server_restarts_left_ <= 0 || server_addresses_[i].empty() ||
-        g_signal.load() != 0) {
-      return false;
-    }
-    --server_restarts_left_;
-    const std::string cause =
-        absl::StrCat(servers_[i]->name(), where, " exited with status ", code);
-    server_restarts_.push_back(cause);
-    PrintLine("", absl::StrCat("shardgnn run: ", cause,
-                               "; restarting it on the same address (server "
-                               "restart ",
-                               server_restarts_.size(), ")"));
-    SubprocessOptions options = server_options_[i];
-    for (size_t a = 0; a + 1 < options.argv.size(); ++a) {
-      if (options.argv[a] == "--listen") {
-        options.argv[a + 1] = server_addresses_[i];
-      }
-    }
-    auto started = Subprocess::Start(options);
-    if (!started.ok()) {
-      PrintLine("",
-                absl::StrCat("shardgnn run: restarting ", servers_[i]->name(),
-                             " failed: ", started.status().message()));
-      server_restarts_left_ = 0;
-      return false;
-    }
-    std::unique_ptr<Subprocess> old = std::move(servers_[i]);
-    servers_[i] = std::move(started).value();
-    auto ready = WaitUntilReady(*servers_[i]);
-    if (!ready.ok()) {
-      PrintLine("",
-                absl::StrCat("shardgnn run: restarting ", servers_[i]->name(),
-                             " failed: ", ready.status().message()));
-      servers_[i] = std::move(old);  // Report the first exit.
-      server_restarts_left_ = 0;     // And do not try again.
-      return false;
-    }
-    PrintLine("", *ready);
-    return true;
-  }
-};
-
-void PrintLine(const std::string& prefix, const std::string& line) {
-  std::string text = prefix.empty()
-                         ? line + "\n"
-                         : absl::StrCat("[", prefix, "] ", line, "\n");
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
-
 absl::Status RunPipeline(const RunFlags& flags) {
   RETURN_IF_ERROR(CheckFlagConflicts(flags));
   if (flags.trainers < 1)
@@ -541,7 +272,7 @@ absl::Status RunPipeline(const RunFlags& flags) {
     }
     // Until now Ctrl-C simply ends the launcher (imports and partitions are
     // staged); from here on it stops the children first.
-    InstallSignalHandlers();
+    InstallRunSignalHandlers();
     // Replicas of a part on this machine share its directory (servers open
     // their shard read-only).
     for (int i = 0; i < manifest.num_parts * flags.replicas; ++i) {
@@ -594,7 +325,7 @@ absl::Status RunPipeline(const RunFlags& flags) {
                          partition_dir, ": ", servers.status().message()));
       }
     }
-    InstallSignalHandlers();
+    InstallRunSignalHandlers();
   }
 
   std::string out_dir = flags.out_dir;

@@ -1,8 +1,6 @@
 #include "graphstore/client.h"
 
 #include <algorithm>
-#include <cstring>
-#include <limits>
 #include <random>
 
 #include "absl/strings/match.h"
@@ -10,8 +8,10 @@
 #include "absl/synchronization/mutex.h"
 #include "common/auth.h"
 #include "common/status.h"
+#include "graphstore/internal/answer_checks.h"
 #include "graphstore/internal/feature_port.h"
 #include "graphstore/internal/features_codec.h"
+#include "graphstore/internal/health_probe.h"
 #include "graphstore/internal/wire.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
@@ -24,94 +24,6 @@ using Stub = proto::GraphStore::Stub;
 constexpr char kGetFeaturesMethod[] = "/shardgnn.proto.GraphStore/GetFeatures";
 
 namespace {
-
-// The parts of a server's Info() that its later answers are checked against.
-struct ShardBounds {
-  bool known = false;  // False until Info() has succeeded.
-  NodeId node_start = 0;
-  NodeId node_end = 0;
-  int64_t num_nodes_total = 0;
-  int64_t num_edges = 0;
-  int64_t feature_dim = 0;
-  int64_t num_classes = 0;
-};
-
-// What is wrong with an Info answer, or OK. A row of features must fit in a
-// message, which also keeps row sizes far from overflowing.
-absl::Status CheckInfo(const proto::InfoResponse& r,
-                       int64_t max_message_bytes) {
-  auto bad = [](auto&&... what) {
-    return absl::DataLossError(absl::StrCat("reports ", what...));
-  };
-  if (r.num_parts() < 1) return bad("num_parts ", r.num_parts());
-  if (r.part_id() < 0 || r.part_id() >= r.num_parts()) {
-    return bad("part ", r.part_id(), " of ", r.num_parts(), " parts");
-  }
-  if (r.node_start() < 0 || r.node_end() < r.node_start() ||
-      r.node_end() > r.num_nodes_total()) {
-    return bad("node range [", r.node_start(), ", ", r.node_end(),
-               ") in a graph of ", r.num_nodes_total(), " nodes");
-  }
-  if (r.num_edges() < 0) return bad("num_edges ", r.num_edges());
-  if (r.feature_dim() < 0 ||
-      r.feature_dim() > max_message_bytes / int64_t{sizeof(float)}) {
-    return bad("feature_dim ", r.feature_dim(), " (a row must fit in ",
-               max_message_bytes, " bytes)");
-  }
-  if (r.num_classes() < 0 ||
-      r.num_classes() > std::numeric_limits<int32_t>::max()) {
-    return bad("num_classes ", r.num_classes());
-  }
-  for (const auto& [name, count] : r.split_counts()) {
-    if (count < 0 || count > r.node_end() - r.node_start()) {
-      return bad("split '", name, "' of ", count, " nodes, but serves ",
-                 r.node_end() - r.node_start());
-    }
-  }
-  if (r.feature_port() > 65535) return bad("feature_port ", r.feature_port());
-  return absl::OkStatus();
-}
-
-// Checks a SampleNeighbors answer before anyone indexes with it: every count
-// within [0, fanout] (or, for all neighbors, the shard's adjacency entries),
-// the counts adding up to the neighbors received (summed so that they cannot
-// overflow), and every neighbor a node of the graph.
-absl::Status CheckSample(absl::Span<const NodeId> ids, int fanout,
-                         const SampledNeighbors& s, const ShardBounds& b) {
-  const int64_t received = static_cast<int64_t>(s.neighbors.size());
-  int64_t total = 0;
-  for (size_t i = 0; i < s.counts.size(); ++i) {
-    const int64_t c = s.counts[i];
-    if (c < 0 || (fanout >= 0 && c > fanout)) {
-      return absl::DataLossError(absl::StrCat("count ", c, " for node ", ids[i],
-                                              ", outside [0, fanout ", fanout,
-                                              "]"));
-    }
-    if (fanout < 0 && b.known && c > b.num_edges) {
-      return absl::DataLossError(absl::StrCat(
-          "count ", c, " for node ", ids[i], ", more than the shard's ",
-          b.num_edges, " adjacency entries"));
-    }
-    if (c > received - total) {
-      return absl::DataLossError(absl::StrCat("counts add up to more than the ",
-                                              received, " neighbors received"));
-    }
-    total += c;
-  }
-  if (total != received) {
-    return absl::DataLossError(absl::StrCat(
-        "counts add up to ", total, ", but ", received, " neighbors came"));
-  }
-  const int64_t end =
-      b.known ? b.num_nodes_total : std::numeric_limits<int64_t>::max();
-  for (NodeId u : s.neighbors) {
-    if (u < 0 || u >= end) {
-      return absl::DataLossError(absl::StrCat(
-          "neighbor ", u, " is outside the graph's [0, ", end, ")"));
-    }
-  }
-  return absl::OkStatus();
-}
 
 // When a failed call is tried again. UNAVAILABLE is retried after a wait
 // that doubles from initial_backoff up to max_backoff, each stretched by a
@@ -283,8 +195,15 @@ class GraphStoreClient::Impl {
       s = absl::DataLossError(absl::StrCat(field, " holds ", out->size(),
                                            " values, expected ", expected));
     }
-    if (!s.ok()) return Error(absl::StatusCode::kDataLoss, method, s.message());
-    return absl::OkStatus();
+    return Checked(method, s);
+  }
+
+  // OK, or a failed check of an answer (internal/answer_checks.h) as
+  // DATA_LOSS naming the server and the method.
+  absl::Status Checked(absl::string_view method,
+                       const absl::Status& check) const {
+    if (check.ok()) return check;
+    return Error(absl::StatusCode::kDataLoss, method, check.message());
   }
 
   Stub* stub() { return stub_.get(); }
@@ -316,11 +235,11 @@ class GraphStoreClient::Impl {
   const GraphStoreClientOptions& options() const { return options_; }
 
   // What the last good Info() said, for checking later answers against.
-  ShardBounds bounds() const {
+  internal::ShardBounds bounds() const {
     absl::MutexLock lock(&bounds_mu_);
     return bounds_;
   }
-  void SetBounds(const ShardBounds& bounds) {
+  void SetBounds(const internal::ShardBounds& bounds) {
     absl::MutexLock lock(&bounds_mu_);
     bounds_ = bounds;
   }
@@ -338,7 +257,7 @@ class GraphStoreClient::Impl {
   // client that never called Info(), or does not use the port, never asks).
   absl::Time retry_port_at_ ABSL_GUARDED_BY(port_mu_) = absl::InfiniteFuture();
   mutable absl::Mutex bounds_mu_;
-  ShardBounds bounds_ ABSL_GUARDED_BY(bounds_mu_);
+  internal::ShardBounds bounds_ ABSL_GUARDED_BY(bounds_mu_);
 };
 
 namespace {
@@ -453,20 +372,15 @@ absl::Status GraphStoreClient::WaitForHealthy(absl::Time deadline) {
 }
 
 absl::Status GraphStoreClient::ProbeServing(absl::Time deadline) {
-  // grpc.health.v1.HealthCheckRequest{service = 1: string} and
-  // HealthCheckResponse{status = 1: enum, SERVING = 1}, encoded by hand: the
-  // generated code for them would register grpc.health.v1 in this process's
-  // descriptor pool, where libgrpc++'s own health service must not meet it.
-  static constexpr char kService[] = "shardgnn.proto.GraphStore";
-  std::string request = {'\x0a', static_cast<char>(sizeof(kService) - 1)};
-  request += kService;
-  grpc::Slice slice(request);
-  grpc::ByteBuffer request_buffer(&slice, 1), response_buffer;
+  // The standard health check, encoded by hand (internal/health_probe.h).
+  grpc::ByteBuffer response_buffer;
   grpc::ClientContext ctx;
   impl_->Prepare(&ctx, deadline);
   ctx.set_wait_for_ready(true);  // A server restarting: wait to connect.
-  grpc::Status s = impl_->RawCall(&ctx, request_buffer, &response_buffer,
-                                  "/grpc.health.v1.Health/Check");
+  grpc::Status s = impl_->RawCall(
+      &ctx,
+      internal::HealthCheckRequest(proto::GraphStore::service_full_name()),
+      &response_buffer, internal::kHealthCheckMethod);
   bool ours_used = false;
   if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
     // Not the standard service: our own Health, one attempt.
@@ -486,30 +400,10 @@ absl::Status GraphStoreClient::ProbeServing(absl::Time deadline) {
                             "grpc.health.v1.Health/Check", s.error_message());
   }
   if (ours_used) return absl::OkStatus();
-  std::vector<grpc::Slice> slices;
-  if (!response_buffer.Dump(&slices).ok()) {
-    return impl_->Error(absl::StatusCode::kDataLoss,
-                        "grpc.health.v1.Health/Check", "unreadable answer");
-  }
-  std::string answer;
-  for (const grpc::Slice& piece : slices) {
-    answer.append(reinterpret_cast<const char*>(piece.begin()), piece.size());
-  }
-  // Field 1 (varint): the status (absent: 0, UNKNOWN); anything else is not
-  // a SERVING answer.
-  const int status = answer.empty() ? 0
-                     : answer.size() == 2 && answer[0] == '\x08'
-                         ? static_cast<unsigned char>(answer[1])
-                         : -1;
-  if (status != 1) {
-    static constexpr const char* kNames[] = {"UNKNOWN", "SERVING",
-                                             "NOT_SERVING", "SERVICE_UNKNOWN"};
-    return impl_->Error(
-        absl::StatusCode::kUnavailable, "grpc.health.v1.Health/Check",
-        absl::StrCat(
-            "server is not serving (",
-            status >= 0 && status < 4 ? kNames[status] : "an unreadable answer",
-            ")"));
+  absl::Status answer = internal::CheckHealthResponse(response_buffer);
+  if (!answer.ok()) {
+    return impl_->Error(answer.code(), "grpc.health.v1.Health/Check",
+                        answer.message());
   }
   return absl::OkStatus();
 }
@@ -519,10 +413,8 @@ absl::StatusOr<ServerInfo> GraphStoreClient::Info() {
   RETURN_IF_ERROR(impl_->Call("Info", proto::InfoRequest(), &resp,
                               [](Stub* s, grpc::ClientContext* c, const auto& q,
                                  auto* r) { return s->Info(c, q, r); }));
-  absl::Status valid = CheckInfo(resp, impl_->options().max_message_bytes);
-  if (!valid.ok()) {
-    return impl_->Error(absl::StatusCode::kDataLoss, "Info", valid.message());
-  }
+  RETURN_IF_ERROR(impl_->Checked(
+      "Info", internal::CheckInfo(resp, impl_->options().max_message_bytes)));
   ServerInfo info;
   ShardMeta& m = info.meta;
   m.format_version = resp.format_version();
@@ -552,15 +444,7 @@ absl::StatusOr<ServerInfo> GraphStoreClient::Info() {
     info.shared_features = ref;
   }
   info.feature_port = static_cast<int>(resp.feature_port());
-  ShardBounds bounds;
-  bounds.known = true;
-  bounds.node_start = m.node_start;
-  bounds.node_end = m.node_end;
-  bounds.num_nodes_total = m.num_nodes_total;
-  bounds.num_edges = m.num_edges;
-  bounds.feature_dim = m.feature_dim;
-  bounds.num_classes = m.num_classes;
-  impl_->SetBounds(bounds);
+  impl_->SetBounds(internal::BoundsOf(m));
   impl_->SetFeaturePort(info.feature_port);
   return info;
 }
@@ -587,11 +471,9 @@ absl::StatusOr<SampledNeighbors> GraphStoreClient::SampleNeighbors(
                                 ids.size(), &out.counts));
   RETURN_IF_ERROR(impl_->Unpack("SampleNeighbors", resp.neighbors(),
                                 "neighbors", SIZE_MAX, &out.neighbors));
-  absl::Status valid = CheckSample(ids, fanout, out, impl_->bounds());
-  if (!valid.ok()) {
-    return impl_->Error(absl::StatusCode::kDataLoss, "SampleNeighbors",
-                        valid.message());
-  }
+  RETURN_IF_ERROR(
+      impl_->Checked("SampleNeighbors",
+                     internal::CheckSample(ids, fanout, out, impl_->bounds())));
   return out;
 }
 
@@ -652,17 +534,10 @@ absl::StatusOr<std::vector<float>> GraphStoreClient::GetFeatures(
   RETURN_IF_ERROR(impl_->Call("GetFeatures", IdsRequest(ids), &resp,
                               [](Stub* s, grpc::ClientContext* c, const auto& q,
                                  auto* r) { return s->GetFeatures(c, q, r); }));
-  const ShardBounds bounds = impl_->bounds();
-  if (resp.feature_dim() < 0 ||
-      resp.feature_dim() > impl_->options().max_message_bytes ||
-      (bounds.known && resp.feature_dim() != bounds.feature_dim)) {
-    return impl_->Error(
-        absl::StatusCode::kDataLoss, "GetFeatures",
-        absl::StrCat("rows of feature_dim ", resp.feature_dim(),
-                     bounds.known
-                         ? absl::StrCat(", but Info said ", bounds.feature_dim)
-                         : ""));
-  }
+  RETURN_IF_ERROR(impl_->Checked(
+      "GetFeatures", internal::CheckFeatureDim(
+                         resp.feature_dim(), impl_->options().max_message_bytes,
+                         impl_->bounds())));
   std::vector<float> rows;
   RETURN_IF_ERROR(impl_->Unpack(
       "GetFeatures", resp.features(), "features",
@@ -680,16 +555,8 @@ absl::StatusOr<std::vector<int64_t>> GraphStoreClient::GetLabels(
   std::vector<int64_t> out;
   RETURN_IF_ERROR(
       impl_->Unpack("GetLabels", resp.labels(), "labels", ids.size(), &out));
-  const ShardBounds b = impl_->bounds();
-  const int64_t end =
-      b.known ? b.num_classes : std::numeric_limits<int64_t>::max();
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i] < -1 || out[i] >= end) {
-      return impl_->Error(absl::StatusCode::kDataLoss, "GetLabels",
-                          absl::StrCat("label ", out[i], " for node ", ids[i],
-                                       ", outside [-1, ", end, ")"));
-    }
-  }
+  RETURN_IF_ERROR(impl_->Checked(
+      "GetLabels", internal::CheckLabels(ids, out, impl_->bounds())));
   return out;
 }
 
@@ -702,18 +569,8 @@ absl::StatusOr<std::vector<int64_t>> GraphStoreClient::GetDegrees(
   std::vector<int64_t> out;
   RETURN_IF_ERROR(
       impl_->Unpack("GetDegrees", resp.degrees(), "degrees", ids.size(), &out));
-  // A node's degree is its adjacency row: at most the shard's entries.
-  const ShardBounds b = impl_->bounds();
-  const int64_t most =
-      b.known ? b.num_edges : std::numeric_limits<int64_t>::max();
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i] < 0 || out[i] > most) {
-      return impl_->Error(absl::StatusCode::kDataLoss, "GetDegrees",
-                          absl::StrCat("degree ", out[i], " for node ", ids[i],
-                                       ", outside [0, ", most,
-                                       "] (the shard's adjacency entries)"));
-    }
-  }
+  RETURN_IF_ERROR(impl_->Checked(
+      "GetDegrees", internal::CheckDegrees(ids, out, impl_->bounds())));
   return out;
 }
 
@@ -728,23 +585,8 @@ absl::StatusOr<std::vector<NodeId>> GraphStoreClient::GetSplit(
   std::vector<NodeId> out;
   RETURN_IF_ERROR(
       impl_->Unpack("GetSplit", resp.node_ids(), "node_ids", SIZE_MAX, &out));
-  // Sorted nodes the server owns.
-  const ShardBounds b = impl_->bounds();
-  const NodeId start = b.known ? b.node_start : 0;
-  const NodeId end = b.known ? b.node_end : std::numeric_limits<NodeId>::max();
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i] < start || out[i] >= end) {
-      return impl_->Error(
-          absl::StatusCode::kDataLoss, "GetSplit",
-          absl::StrCat("split '", name, "' holds node ", out[i],
-                       ", outside the served [", start, ", ", end, ")"));
-    }
-    if (i > 0 && out[i] <= out[i - 1]) {
-      return impl_->Error(absl::StatusCode::kDataLoss, "GetSplit",
-                          absl::StrCat("split '", name, "' is not sorted at ",
-                                       "entry ", i, " (node ", out[i], ")"));
-    }
-  }
+  RETURN_IF_ERROR(impl_->Checked(
+      "GetSplit", internal::CheckSplit(name, out, impl_->bounds())));
   return out;
 }
 

@@ -4,19 +4,12 @@
 #include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <cstdio>
 #include <deque>
 #include <exception>
-#include <functional>
-#include <map>
-#include <mutex>
 #include <new>
 #include <thread>
 #include <vector>
@@ -27,15 +20,16 @@
 #include "absl/synchronization/mutex.h"
 #include "common/auth.h"
 #include "common/status.h"
+#include "graphstore/internal/connection_limits.h"
 #include "graphstore/internal/feature_port.h"
 #include "graphstore/internal/features_codec.h"
 #include "graphstore/internal/listener.h"
+#include "graphstore/internal/memory_trimmer.h"
 #include "graphstore/internal/method_stats.h"
+#include "graphstore/internal/standard_services.h"
 #include "graphstore/internal/wire.h"
 #include "graphstore/internal/work_queue.h"
-#include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
-#include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_posix.h"
 #include "proto/graphstore.grpc.pb.h"
 
@@ -79,88 +73,7 @@ int64_t PayloadBytes(const grpc::ByteBuffer& b) {
 constexpr int64_t kInlineSamples = 1 << 16;
 constexpr int64_t kInlineBytes = 1 << 20;
 
-// The open-file limit, and how many connections each port may hold under
-// it: together at most half of it, leaving the rest to the store's files,
-// gRPC's own descriptors and the process.
-int64_t OpenFileLimit() {
-  rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
-    return int64_t{1} << 20;
-  }
-  return static_cast<int64_t>(rl.rlim_cur);
-}
-int ConnectionsUnderFileLimit(int wanted) {
-  const int64_t share = std::max<int64_t>(8, OpenFileLimit() / 4);
-  return static_cast<int>(std::min<int64_t>(wanted, share));
-}
-
-// gRPC's standard health service (grpc.health.v1) and server reflection have
-// only process-wide switches, read when a server is built: every gRPC server
-// this process builds afterwards has them too (tests' fake servers included,
-// which is harmless).
-void EnableStandardServices() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    grpc::EnableDefaultHealthCheckService(true);
-    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  });
-}
-
 }  // namespace
-
-// The gRPC connections the server accepted and handed to gRPC, counted in
-// all and per client address. gRPC closes a connection's descriptor without
-// telling; an entry is known to be gone when its descriptor is closed or
-// now names another file (its inode changed). Thread-safe.
-class GraphStoreServer::Connections {
- public:
-  Connections(int max_total, int max_per_peer)
-      : max_total_(max_total), max_per_peer_(max_per_peer) {}
-
-  // Records `fd` from `peer` unless a cap is reached.
-  bool Admit(int fd, const std::string& peer) {
-    absl::MutexLock lock(&mu_);
-    if (Full(peer)) {
-      Prune();
-      if (Full(peer)) return false;
-    }
-    struct stat st {};
-    if (fstat(fd, &st) != 0) return false;
-    entries_.push_back({fd, st.st_ino, peer});
-    ++per_peer_[peer];
-    return true;
-  }
-
- private:
-  struct Entry {
-    int fd;
-    ino_t inode;
-    std::string peer;
-  };
-  bool Full(const std::string& peer) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto it = per_peer_.find(peer);
-    return static_cast<int>(entries_.size()) >= max_total_ ||
-           (it != per_peer_.end() && it->second >= max_per_peer_);
-  }
-  void Prune() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    std::vector<Entry> alive;
-    for (Entry& e : entries_) {
-      struct stat st {};
-      if (fstat(e.fd, &st) == 0 && st.st_ino == e.inode) {
-        alive.push_back(std::move(e));
-      } else if (--per_peer_[e.peer] == 0) {
-        per_peer_.erase(e.peer);
-      }
-    }
-    entries_ = std::move(alive);
-  }
-
-  const int max_total_;
-  const int max_per_peer_;
-  absl::Mutex mu_;
-  std::vector<Entry> entries_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, int> per_peer_ ABSL_GUARDED_BY(mu_);
-};
 
 // GetFeatures is a raw method: its megabyte responses are written straight
 // into a gRPC buffer (internal/features_codec.h) instead of through protobuf.
@@ -641,7 +554,7 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Bind(
   server->tls_ = tls;
   server->options_ = options;
   server->host_ = host;
-  EnableStandardServices();
+  internal::EnableStandardServices();
   grpc::ServerBuilder builder;
   int tls_port = 0;
   if (tls) {
@@ -705,17 +618,17 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Bind(
   }
   // gRPC's health service starts with "" SERVING. Under TLS gRPC already
   // accepts, but a probe's handshake takes far longer than reaching here.
-  server->SetHealth(false);
+  internal::SetServingStatus(server->server_.get(), false);
   Service* service = server->service_.get();
-  server->trimmer_ =
-      std::make_unique<Trimmer>([service] { return service->Totals().calls; });
+  server->trimmer_ = std::make_unique<internal::MemoryTrimmer>(
+      [service] { return service->Totals().calls; });
   if (tls) {
     server->port_ = tls_port;
     server->address_ = absl::StrCat(host, ":", server->port_);
     return server;  // No feature port: it does not speak TLS.
   }
-  server->connections_ = std::make_unique<Connections>(
-      ConnectionsUnderFileLimit(options.max_connections),
+  server->connections_ = std::make_unique<internal::GrpcConnections>(
+      internal::ConnectionsUnderFileLimit(options.max_connections),
       options.max_connections_per_ip);
   server->listener_->Start([s = server.get()](int fd, const std::string& peer) {
     if (!s->connections_->Admit(fd, peer)) return false;
@@ -746,8 +659,8 @@ absl::Status GraphStoreServer::Serve(std::shared_ptr<const ShardStore> store) {
       internal::FeaturePortLimits limits;
       limits.max_ids_per_call = options_.max_ids_per_call;
       limits.max_message_bytes = options_.max_message_bytes;
-      limits.max_connections =
-          ConnectionsUnderFileLimit(options_.feature_port_connections);
+      limits.max_connections = internal::ConnectionsUnderFileLimit(
+          options_.feature_port_connections);
       limits.max_connections_per_ip = options_.feature_port_connections_per_ip;
       limits.idle_timeout = options_.idle_timeout;
       auto port = internal::FeaturePortServer::Start(
@@ -762,7 +675,7 @@ absl::Status GraphStoreServer::Serve(std::shared_ptr<const ShardStore> store) {
     if (status.ok()) {
       service_->Serve(std::move(store));
       serving_ = true;
-      SetHealth(true);
+      internal::SetServingStatus(server_.get(), true);
       return absl::OkStatus();
     }
   }
@@ -770,105 +683,10 @@ absl::Status GraphStoreServer::Serve(std::shared_ptr<const ShardStore> store) {
   return status;
 }
 
-void GraphStoreServer::SetHealth(bool serving) {
-  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
-  if (health == nullptr) return;  // Only if gRPC's default was replaced.
-  health->SetServingStatus("", serving);
-  health->SetServingStatus(proto::GraphStore::service_full_name(), serving);
-}
-
 void TuneAllocatorForServing() {
   // A fixed threshold also turns off glibc's dynamic one.
   mallopt(M_MMAP_THRESHOLD, 4 << 20);
 }
-
-namespace {
-
-// The process's resident anonymous memory (resident minus file-backed and
-// shared pages, so the shared feature region does not count), in bytes.
-int64_t ResidentAnonBytes() {
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  long long size = 0, resident = 0, shared = 0;
-  const int got = std::fscanf(f, "%lld %lld %lld", &size, &resident, &shared);
-  std::fclose(f);
-  if (got != 3) return 0;
-  return (resident - shared) * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
-}
-
-}  // namespace
-
-// Glibc keeps the memory of freed blocks in its heaps (and does not trim the
-// heaps of its per-thread arenas by itself), so a burst of big answers (a
-// flood, a big evaluation) leaves RSS at the burst's peak. Once a second this
-// trims (malloc_trim) when calls came and then stopped, or, while calls go
-// on, when resident memory grew by kGrowthBytes over its lowest level since
-// the last trim. A load whose memory keeps coming back would be trimmed over
-// and over (each time faulting its pages in again), so growth trims that
-// follow each other within a few seconds space themselves out, doubling up
-// to kMaxInterval.
-class GraphStoreServer::Trimmer {
- public:
-  static constexpr int64_t kGrowthBytes = int64_t{32} << 20;
-  static constexpr std::chrono::seconds kMaxInterval{16};
-
-  explicit Trimmer(std::function<int64_t()> calls)
-      : calls_(std::move(calls)), thread_([this] { Loop(); }) {}
-  ~Trimmer() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-
- private:
-  void Loop() {
-    using Clock = std::chrono::steady_clock;
-    int64_t seen = calls_();
-    bool busy = false;
-    int64_t low = ResidentAnonBytes();
-    std::chrono::seconds interval{1};
-    Clock::time_point last_growth_trim = Clock::now() - kMaxInterval;
-    std::unique_lock<std::mutex> lock(mu_);
-    while (
-        !cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stop_; })) {
-      const int64_t now = calls_();
-      const int64_t resident = ResidentAnonBytes();
-      low = std::min(low, resident);
-      const Clock::time_point t = Clock::now();
-      const bool fell_idle = busy && now == seen;
-      const bool grew =
-          resident > low + kGrowthBytes && t - last_growth_trim >= interval;
-      if (fell_idle || grew) {
-        malloc_trim(0);
-        // A trim that gave little back met memory in use: that is the new
-        // floor. One that gave much back keeps the old floor, so memory
-        // freed later in the same burst is trimmed too.
-        const int64_t after = ResidentAnonBytes();
-        low =
-            resident - after < kGrowthBytes / 4 ? after : std::min(low, after);
-        busy = false;
-      }
-      if (grew && !fell_idle) {
-        // Back to back: space them out; after a calm spell: start over.
-        interval = t - last_growth_trim < 4 * interval
-                       ? std::min(2 * interval, kMaxInterval)
-                       : std::chrono::seconds(1);
-        last_growth_trim = t;
-      }
-      if (now != seen) busy = true;
-      seen = now;
-    }
-  }
-
-  std::function<int64_t()> calls_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread thread_;  // Last: starts once the rest is built.
-};
 
 void GraphStoreServer::Shutdown(absl::Time deadline) {
   if (shut_down_.exchange(true) || server_ == nullptr) return;
@@ -876,7 +694,7 @@ void GraphStoreServer::Shutdown(absl::Time deadline) {
   // Probes and load balancers see the server going before anything stops:
   // health checks on connections already open answer NOT_SERVING (and
   // Watch streams are told) while calls drain.
-  SetHealth(false);
+  internal::SetServingStatus(server_.get(), false);
   // Drain first: gRPC's own graceful shutdown also waits, up to its
   // deadline, for idle clients to acknowledge GOAWAY, which a client process
   // without a call in progress may take seconds to do. Once the admitted

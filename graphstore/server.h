@@ -52,7 +52,9 @@ class Server;
 namespace shardgnn {
 namespace internal {
 class FeaturePortServer;
+class GrpcConnections;
 class Listener;
+class MemoryTrimmer;
 }  // namespace internal
 
 struct GraphStoreServerOptions {
@@ -186,19 +188,15 @@ class GraphStoreServer {
 
  private:
   class Service;
-  class Connections;
   GraphStoreServer() = default;
-  // Sets the standard health status of "" and of our service.
-  void SetHealth(bool serving);
 
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<internal::Listener> listener_;  // Hands gRPC connections.
-  std::unique_ptr<Connections> connections_;
+  std::unique_ptr<internal::GrpcConnections> connections_;
   std::unique_ptr<internal::FeaturePortServer> feature_port_;
-  // Returns freed memory to the OS once the server falls idle (see server.cc).
-  class Trimmer;
-  std::unique_ptr<Trimmer> trimmer_;
+  // Returns freed memory to the OS (internal/memory_trimmer.h).
+  std::unique_ptr<internal::MemoryTrimmer> trimmer_;
   GraphStoreServerOptions options_;
   std::string host_;  // The listen address's host, for the feature port.
   int port_ = 0;

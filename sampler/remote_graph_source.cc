@@ -1,5 +1,6 @@
 #include "sampler/remote_graph_source.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <future>
@@ -71,6 +72,17 @@ struct CallIds {
   std::shared_ptr<const std::vector<NodeId>> owned;
   absl::Span<const NodeId> span;
 };
+
+// Calls `call(start, n)` for the consecutive pieces [start, start + n) of
+// `size` items, each of at most `chunk` (the last may be shorter), in order;
+// stops at the first error and returns it. REQUIRES: chunk >= 1.
+template <typename Call>
+absl::Status ForEachChunk(size_t size, size_t chunk, Call call) {
+  for (size_t start = 0; start < size; start += chunk) {
+    RETURN_IF_ERROR(call(start, std::min(chunk, size - start)));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -335,12 +347,11 @@ absl::Status RemoteGraphSource::SamplePart(int p, absl::Span<const NodeId> ids,
         std::min(chunk, std::max<int64_t>(1, max_sampled_per_call_ / fanout));
   }
   int64_t calls = 0;
-  absl::Status s;
-  for (size_t start = 0; start < ids.size() && s.ok();
-       start += static_cast<size_t>(chunk)) {
-    s = SampleChunk(p, ids.subspan(start, static_cast<size_t>(chunk)), fanout,
-                    replace, seed, out, &calls);
-  }
+  absl::Status s = ForEachChunk(
+      ids.size(), static_cast<size_t>(chunk), [&](size_t start, size_t n) {
+        return SampleChunk(p, ids.subspan(start, n), fanout, replace, seed, out,
+                           &calls);
+      });
   // Group() counted one request for the part.
   if (calls > 1) requests_ += calls - 1;
   return s;
@@ -415,15 +426,13 @@ absl::Status RemoteGraphSource::Fetch(absl::Span<const NodeId> nodes,
   const size_t chunk = static_cast<size_t>(max_feature_ids_per_call_);
   if (nodes.size() <= chunk) return FetchChunk(nodes, rows, out);
   // Every part's share of a chunk is within the bound too.
-  for (size_t start = 0; start < nodes.size(); start += chunk) {
-    const size_t n = std::min(chunk, nodes.size() - start);
-    RETURN_IF_ERROR(
-        rows.empty()
-            ? FetchChunk(nodes.subspan(start, n), {},
-                         out + start * static_cast<size_t>(feature_dim_))
-            : FetchChunk(nodes.subspan(start, n), rows.subspan(start, n), out));
-  }
-  return absl::OkStatus();
+  return ForEachChunk(nodes.size(), chunk, [&](size_t start, size_t n) {
+    return rows.empty()
+               ? FetchChunk(nodes.subspan(start, n), {},
+                            out + start * static_cast<size_t>(feature_dim_))
+               : FetchChunk(nodes.subspan(start, n), rows.subspan(start, n),
+                            out);
+  });
 }
 
 absl::Status RemoteGraphSource::FetchChunk(absl::Span<const NodeId> nodes,
@@ -507,12 +516,10 @@ absl::Status RemoteGraphSource::FetchPerNode(
     int64_t* out) const {
   const size_t chunk = static_cast<size_t>(max_ids_per_call_);
   if (nodes.size() > chunk) {
-    for (size_t start = 0; start < nodes.size(); start += chunk) {
-      const size_t n = std::min(chunk, nodes.size() - start);
-      RETURN_IF_ERROR(FetchPerNode(nodes.subspan(start, n), what, min_value,
-                                   call, out + start));
-    }
-    return absl::OkStatus();
+    return ForEachChunk(nodes.size(), chunk, [&](size_t start, size_t n) {
+      return FetchPerNode(nodes.subspan(start, n), what, min_value, call,
+                          out + start);
+    });
   }
   auto groups = Group(nodes);
   if (!groups.ok()) return groups.status();

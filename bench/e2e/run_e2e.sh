@@ -46,9 +46,9 @@ EOF
 }
 
 invocation="$0 $*"
-script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "${script_dir}/../.." && pwd)"
-shardgnn="${SHARDGNN:-${repo}/build/cli/shardgnn}"
+bench_name=run_e2e.sh
+# shellcheck source=SCRIPTDIR/../lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib.sh"
 work=/tmp/shardgnn-e2e
 nodes=1000000 avg_degree=20 features=128 classes=32 split=0.1,0.1,0.8
 extra=""
@@ -76,24 +76,10 @@ while (($#)); do
     *) echo "run_e2e.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-if [[ ! -x "${shardgnn}" ]]; then
-  echo "run_e2e.sh: ${shardgnn}: no shardgnn binary (build it, or give" \
-    "--shardgnn)" >&2
-  exit 2
-fi
+require_shardgnn "${shardgnn}"
 command -v python3 >/dev/null || {
   echo "run_e2e.sh: python3 is needed to assemble the JSON" >&2; exit 2; }
 
-log() { echo "run_e2e.sh: $*" >&2; }
-# Interrupted: stop the run in flight (shardgnn run stops its own servers and
-# trainers on SIGTERM) and the RSS watcher.
-cleanup() {
-  local jobs_left
-  jobs_left=$(jobs -p)
-  [[ -z "${jobs_left}" ]] || kill ${jobs_left} 2>/dev/null || true
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 mkdir -p "${work}"
 name="sbm-n${nodes}-d${avg_degree}-f${features}-c${classes}-s${split//,/_}"
 dataset="${work}/${name}"
@@ -101,33 +87,9 @@ partition="${work}/${name}-metis2"
 runs="${work}/runs"
 mkdir -p "${runs}"
 
-seconds_since() { python3 -c "import time,sys; print(round(time.time()-float(sys.argv[1]),3))" "$1"; }
-
 prep_json="${runs}/prep.json"
-echo '{}' > "${prep_json}"
-if [[ -f "${dataset}/manifest.json" ]]; then
-  log "reusing dataset ${dataset}"
-else
-  log "generating ${dataset}"
-  t0=$(date +%s.%N)
-  "${shardgnn}" -q dataset generate --kind sbm --nodes "${nodes}" \
-    --avg-degree "${avg_degree}" --features "${features}" \
-    --classes "${classes}" --split "${split}" --out "${dataset}" >&2
-  echo "{\"generate_seconds\": $(seconds_since "${t0}")}" > "${prep_json}"
-fi
-if [[ -f "${partition}/partition.json" ]]; then
-  log "reusing partition ${partition}"
-else
-  log "partitioning into 2 (metis)"
-  t0=$(date +%s.%N)
-  "${shardgnn}" -q partition --dataset "${dataset}" --parts 2 \
-    --method metis --out "${partition}" >&2
-  python3 - "${prep_json}" "$(seconds_since "${t0}")" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1])); d["partition_seconds"] = float(sys.argv[2])
-json.dump(d, open(sys.argv[1], "w"))
-PY
-fi
+prepare_sbm "${dataset}" "${partition}" "${nodes}" "${avg_degree}" \
+  "${features}" "${classes}" "${split}" "${prep_json}"
 
 # Peak RSS (VmHWM, bytes) of every process under $1 that serves or trains,
 # sampled each 0.5 s while $1 lives; written as "pid role bytes" lines to $2.

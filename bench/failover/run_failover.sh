@@ -29,9 +29,9 @@ run_failover.sh: what a dead or silent replica and a dead trainer cost a run.
 EOF
 }
 
-script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "${script_dir}/../.." && pwd)"
-shardgnn="${SHARDGNN:-${repo}/build/cli/shardgnn}"
+bench_name=run_failover.sh
+# shellcheck source=SCRIPTDIR/../lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib.sh"
 work=/tmp/shardgnn-failover
 nodes=200000 classes=16 epochs=3 hedge_ms=20
 scenarios=healthy,kill,stop,stop_hedge,trainer
@@ -49,30 +49,13 @@ while (($#)); do
     *) echo "run_failover.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-[[ -x "${shardgnn}" ]] || {
-  echo "run_failover.sh: ${shardgnn}: no shardgnn binary" >&2; exit 2; }
-log() { echo "run_failover.sh: $*" >&2; }
-cleanup() {
-  local left; left=$(jobs -p)
-  [[ -z "${left}" ]] || kill ${left} 2>/dev/null || true
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+require_shardgnn "${shardgnn}"
 
 mkdir -p "${work}/runs"
 dataset="${work}/sbm-n${nodes}-c${classes}"
 partition="${dataset}-metis2"
-if [[ ! -f "${dataset}/manifest.json" ]]; then
-  log "generating ${dataset}"
-  "${shardgnn}" -q dataset generate --kind sbm --nodes "${nodes}" \
-    --avg-degree 20 --features 128 --classes "${classes}" \
-    --split 0.1,0.1,0.8 --out "${dataset}" >&2
-fi
-if [[ ! -f "${partition}/partition.json" ]]; then
-  log "partitioning into 2 (metis)"
-  "${shardgnn}" -q partition --dataset "${dataset}" --parts 2 --method metis \
-    --out "${partition}" >&2
-fi
+prepare_sbm "${dataset}" "${partition}" "${nodes}" 20 128 "${classes}" \
+  0.1,0.1,0.8
 has_hedge=0
 # (Not a pipe into grep -q: under pipefail its early exit fails the pipe.)
 run_help="$("${shardgnn}" run --help 2>/dev/null || true)"

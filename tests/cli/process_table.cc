@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -67,6 +68,28 @@ std::string Describe(const std::vector<ProcessInfo>& processes) {
                     "): ", p.cmdline);
   }
   return text;
+}
+
+std::vector<pid_t> ServersOfPart(const std::vector<ProcessInfo>& children,
+                                 int part) {
+  std::vector<pid_t> pids;
+  const std::string needle = " --part " + std::to_string(part) + " ";
+  for (const auto& c : children) {
+    if (c.cmdline.find(" serve ") != std::string::npos &&
+        c.cmdline.find(needle) != std::string::npos) {
+      pids.push_back(c.pid);
+    }
+  }
+  return pids;
+}
+
+pid_t TrainerOfRank(const std::vector<ProcessInfo>& children, int rank) {
+  std::vector<pid_t> pids;
+  for (const auto& c : children) {
+    if (c.cmdline.find(" train ") != std::string::npos) pids.push_back(c.pid);
+  }
+  std::sort(pids.begin(), pids.end());
+  return rank < static_cast<int>(pids.size()) ? pids[rank] : 0;
 }
 
 bool IsAlive(pid_t pid) {

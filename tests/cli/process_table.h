@@ -32,6 +32,15 @@ std::string Describe(const std::vector<ProcessInfo>& processes);
 // /proc/PID/net/tcp and tcp6.
 std::vector<std::string> ListeningAddresses(pid_t pid);
 
+// Among the children of `shardgnn run`: the pids of part `part`'s storage
+// servers (`serve ... --part PART ...`), in the order listed.
+std::vector<pid_t> ServersOfPart(const std::vector<ProcessInfo>& children,
+                                 int part);
+
+// Among the children of `shardgnn run`: the pid of the trainer of rank
+// `rank` (trainers start in rank order: the rank-th lowest pid), or 0.
+pid_t TrainerOfRank(const std::vector<ProcessInfo>& children, int rank);
+
 // True while `pid` runs; false once it has exited (also as an unreaped zombie).
 bool IsAlive(pid_t pid);
 

@@ -33,8 +33,10 @@ using testing::Describe;
 using ::testing::HasSubstr;
 using testing::kRunTimeout;
 using testing::ProcessInfo;
+using testing::ServersOfPart;
 using testing::StartShardgnn;
 using testing::TempDir;
+using testing::TrainerOfRank;
 
 class RunFailoverTest : public ::testing::Test {
  protected:
@@ -54,15 +56,27 @@ class RunFailoverTest : public ::testing::Test {
             "60"};
   }
 
-  // The pid of the trainer of rank `rank` among `children` (0 if none).
-  static pid_t Trainer(const std::vector<ProcessInfo>& children, int rank) {
-    std::vector<pid_t> pids;
-    for (const auto& c : children) {
-      if (c.cmdline.find(" train ") != std::string::npos) pids.push_back(c.pid);
-    }
-    // Started in rank order.
-    std::sort(pids.begin(), pids.end());
-    return rank < static_cast<int>(pids.size()) ? pids[rank] : 0;
+  // Starts `shardgnn run` with `args` in *run and waits until it prints
+  // `line` (an epoch's: it trains).
+  void StartUntil(const std::vector<std::string>& args, const std::string& line,
+                  std::unique_ptr<Subprocess>* run) {
+    *run = StartShardgnn(args, "shardgnn run");
+    ASSERT_NE(*run, nullptr);
+    ASSERT_OK((*run)->WaitForLine(line, kRunTimeout));
+  }
+
+  // The pids of part `part`'s servers under `run`, in start order, in *pids;
+  // a fatal failure unless there are `expected`.
+  void Servers(const Subprocess& run, int part, size_t expected,
+               std::vector<pid_t>* pids) {
+    const std::vector<ProcessInfo> children = ChildrenOf(run.pid(), work_dir_);
+    *pids = ServersOfPart(children, part);
+    ASSERT_EQ(pids->size(), expected) << Describe(children);
+  }
+
+  // The pid of the trainer of rank `rank` under `run` (0 if none).
+  pid_t Trainer(const Subprocess& run, int rank) {
+    return TrainerOfRank(ChildrenOf(run.pid(), work_dir_), rank);
   }
 
   // The summary of a finished run, and its output in *output.
@@ -73,20 +87,6 @@ class RunFailoverTest : public ::testing::Test {
     return nlohmann::json::parse(std::ifstream(out_dir_ + "/summary.json"),
                                  nullptr,
                                  /*allow_exceptions=*/false);
-  }
-
-  // The pids of part `part`'s servers, in start order.
-  static std::vector<pid_t> Replicas(const std::vector<ProcessInfo>& children,
-                                     int part) {
-    std::vector<pid_t> pids;
-    const std::string needle = " --part " + std::to_string(part) + " ";
-    for (const auto& c : children) {
-      if (c.cmdline.find(" serve ") != std::string::npos &&
-          c.cmdline.find(needle) != std::string::npos) {
-        pids.push_back(c.pid);
-      }
-    }
-    return pids;
   }
 
   // The uninterrupted run's summary.
@@ -116,14 +116,11 @@ TEST_F(RunFailoverTest, ReplicasKilledMidRunChangeNothing) {
   std::vector<std::string> args = Args(out_dir_);
   args.push_back("--max-server-restarts");
   args.push_back("0");
-  auto run = StartShardgnn(args, "shardgnn run");
-  ASSERT_NE(run, nullptr);
-  ASSERT_OK(run->WaitForLine("epoch   2/8", kRunTimeout));
-  const std::vector<ProcessInfo> children = ChildrenOf(run->pid(), work_dir_);
-  const std::vector<pid_t> part0 = Replicas(children, 0);
-  const std::vector<pid_t> part1 = Replicas(children, 1);
-  ASSERT_EQ(part0.size(), 2u) << Describe(children);
-  ASSERT_EQ(part1.size(), 2u) << Describe(children);
+  std::unique_ptr<Subprocess> run;
+  ASSERT_NO_FATAL_FAILURE(StartUntil(args, "epoch   2/8", &run));
+  std::vector<pid_t> part0, part1;
+  ASSERT_NO_FATAL_FAILURE(Servers(*run, 0, 2, &part0));
+  ASSERT_NO_FATAL_FAILURE(Servers(*run, 1, 2, &part1));
   // One replica of each part, at different times; never both of one part.
   ASSERT_EQ(kill(part1[0], SIGKILL), 0);
   ASSERT_OK(run->WaitForLine("epoch   5/8", kRunTimeout));
@@ -155,12 +152,10 @@ TEST_F(RunFailoverTest, AFrozenReplicaIsLeftWithinTheCallDeadline) {
   ASSERT_TRUE(reference.is_object());
 
   out_dir_ = dir_.Sub("stopped");
-  auto run = StartShardgnn(Args(out_dir_), "shardgnn run");
-  ASSERT_NE(run, nullptr);
-  ASSERT_OK(run->WaitForLine("epoch   2/8", kRunTimeout));
-  const std::vector<ProcessInfo> children = ChildrenOf(run->pid(), work_dir_);
-  const std::vector<pid_t> part1 = Replicas(children, 1);
-  ASSERT_EQ(part1.size(), 2u) << Describe(children);
+  std::unique_ptr<Subprocess> run;
+  ASSERT_NO_FATAL_FAILURE(StartUntil(Args(out_dir_), "epoch   2/8", &run));
+  std::vector<pid_t> part1;
+  ASSERT_NO_FATAL_FAILURE(Servers(*run, 1, 2, &part1));
   // Alive but silent: its calls time out (5 s) and go to the other replica.
   ASSERT_EQ(kill(part1[1], SIGSTOP), 0);
   std::string output;
@@ -176,17 +171,14 @@ TEST_F(RunFailoverTest, AFrozenReplicaIsLeftWithinTheCallDeadline) {
 // With server restarts off (AKilledServerIsRestarted... has them on).
 TEST_F(RunFailoverTest, BothReplicasOfAPartKilledFailTheRunNamingThem) {
   out_dir_ = dir_.Sub("dead");
+  epochs_ = "1000";  // Enough to outlive the kills.
   std::vector<std::string> args = Args(out_dir_);
-  // Epochs enough to outlive the kills.
-  *(std::find(args.begin(), args.end(), "--epochs") + 1) = "1000";
   args.push_back("--max-server-restarts");
   args.push_back("0");
-  auto run = StartShardgnn(args, "shardgnn run");
-  ASSERT_NE(run, nullptr);
-  ASSERT_OK(run->WaitForLine("epoch   1/1000", kRunTimeout));
-  const std::vector<ProcessInfo> children = ChildrenOf(run->pid(), work_dir_);
-  const std::vector<pid_t> part1 = Replicas(children, 1);
-  ASSERT_EQ(part1.size(), 2u) << Describe(children);
+  std::unique_ptr<Subprocess> run;
+  ASSERT_NO_FATAL_FAILURE(StartUntil(args, "epoch   1/1000", &run));
+  std::vector<pid_t> part1;
+  ASSERT_NO_FATAL_FAILURE(Servers(*run, 1, 2, &part1));
   ASSERT_EQ(kill(part1[0], SIGKILL), 0);
   ASSERT_EQ(kill(part1[1], SIGKILL), 0);
   std::optional<int> status = run->Wait(seconds(60));
@@ -205,12 +197,10 @@ TEST_F(RunFailoverTest, AKilledServerIsRestartedAndTheRunGoesOn) {
   const nlohmann::json reference = Reference();
   ASSERT_TRUE(reference.is_object());
   out_dir_ = dir_.Sub("server-restarted");
-  auto run = StartShardgnn(Args(out_dir_, 1), "shardgnn run");
-  ASSERT_NE(run, nullptr);
-  ASSERT_OK(run->WaitForLine("epoch   2/8", kRunTimeout));
-  const std::vector<pid_t> part1 =
-      Replicas(ChildrenOf(run->pid(), work_dir_), 1);
-  ASSERT_EQ(part1.size(), 1u);
+  std::unique_ptr<Subprocess> run;
+  ASSERT_NO_FATAL_FAILURE(StartUntil(Args(out_dir_, 1), "epoch   2/8", &run));
+  std::vector<pid_t> part1;
+  ASSERT_NO_FATAL_FAILURE(Servers(*run, 1, 1, &part1));
   ASSERT_EQ(kill(part1[0], SIGKILL), 0);
   std::string output;
   const nlohmann::json summary = Finish(run.get(), &output);
@@ -241,8 +231,8 @@ TEST_F(RunFailoverTest, ThreeReplicaKillsOverTheRunChangeNothing) {
        std::vector<std::pair<int, int>>{{2, 1}, {8, 1}, {14, 0}}) {
     ASSERT_OK(
         run->WaitForLine(absl::StrFormat("epoch %3d/30", epoch), kRunTimeout));
-    std::vector<pid_t> pids = Replicas(ChildrenOf(run->pid(), work_dir_), part);
-    ASSERT_EQ(pids.size(), 2u);
+    std::vector<pid_t> pids;
+    ASSERT_NO_FATAL_FAILURE(Servers(*run, part, 2, &pids));
     ASSERT_EQ(kill(*std::min_element(pids.begin(), pids.end()), SIGKILL), 0);
     ASSERT_OK(run->WaitForLine(
         absl::StrCat("(server restart ", ++restarts, ")"), kRunTimeout));
@@ -264,10 +254,9 @@ TEST_F(RunFailoverTest, AKilledTrainerRestartsTheGroupAndChangesNothing) {
   ASSERT_TRUE(reference.is_object());
 
   out_dir_ = dir_.Sub("restarted");
-  auto run = StartShardgnn(Args(out_dir_, 1), "shardgnn run");
-  ASSERT_NE(run, nullptr);
-  ASSERT_OK(run->WaitForLine("epoch   3/8", kRunTimeout));
-  const pid_t trainer = Trainer(ChildrenOf(run->pid(), work_dir_), 1);
+  std::unique_ptr<Subprocess> run;
+  ASSERT_NO_FATAL_FAILURE(StartUntil(Args(out_dir_, 1), "epoch   3/8", &run));
+  const pid_t trainer = Trainer(*run, 1);
   ASSERT_GT(trainer, 0);
   ASSERT_EQ(kill(trainer, SIGKILL), 0);
   std::string output;
@@ -288,17 +277,16 @@ TEST_F(RunFailoverTest, AKilledTrainerRestartsTheGroupAndChangesNothing) {
 
 TEST_F(RunFailoverTest, MoreTrainerDeathsThanMaxRestartsFailTheRun) {
   out_dir_ = dir_.Sub("dies");
+  epochs_ = "1000";
   std::vector<std::string> args = Args(out_dir_, 1);
-  *(std::find(args.begin(), args.end(), "--epochs") + 1) = "1000";
   args.push_back("--max-restarts");
   args.push_back("1");
-  auto run = StartShardgnn(args, "shardgnn run");
-  ASSERT_NE(run, nullptr);
-  ASSERT_OK(run->WaitForLine("epoch   1/1000", kRunTimeout));
-  ASSERT_EQ(kill(Trainer(ChildrenOf(run->pid(), work_dir_), 1), SIGKILL), 0);
+  std::unique_ptr<Subprocess> run;
+  ASSERT_NO_FATAL_FAILURE(StartUntil(args, "epoch   1/1000", &run));
+  ASSERT_EQ(kill(Trainer(*run, 1), SIGKILL), 0);
   // The new group trains from its checkpoints, then a trainer dies again.
   ASSERT_OK(run->WaitForLine("resumed from the checkpoints", kRunTimeout));
-  const pid_t again = Trainer(ChildrenOf(run->pid(), work_dir_), 1);
+  const pid_t again = Trainer(*run, 1);
   ASSERT_GT(again, 0);
   ASSERT_EQ(kill(again, SIGKILL), 0);
   std::optional<int> status = run->Wait(seconds(60));

@@ -1,36 +1,34 @@
 // `shardgnn run` end to end (cli/run_cmd.cc): the real binary as a child
 // process, with its storage servers and trainers as its own children, on the
-// bundled Cora in a temporary work dir.
+// bundled Cora in a temporary work dir. Failures and signals mid-run:
+// run_signal_test.cc; the cluster's auth token and loopback-only ports:
+// run_security_test.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "common/subprocess.h"
-#include "graphstore/client.h"
 #include "nlohmann/json.hpp"
 #include "tests/cli/process_table.h"
+#include "tests/cli/run_fixture.h"
 #include "tests/cli/shardgnn_child.h"
 #include "tests/testing/status_matchers.h"
-#include "tests/testing/temp_dir.h"
 
 namespace shardgnn {
 namespace {
@@ -43,52 +41,15 @@ using testing::ChildrenOf;
 using testing::Describe;
 using testing::Finished;
 using ::testing::HasSubstr;
-using testing::IsAlive;
 using testing::kRunTimeout;
-using testing::LastErrorLine;
 using testing::Lines;
 using ::testing::Not;
-using testing::ProcessesMentioning;
 using testing::ProcessInfo;
 using testing::ReadyAddress;
 using testing::ReportedTestAccuracy;
 using testing::RunShardgnn;
-using testing::ShardgnnBinary;
+using testing::RunTest;
 using testing::StartShardgnn;
-using testing::TempDir;
-
-class RunTest : public ::testing::Test {
- protected:
-  // Flags every run in these tests shares: nothing lands outside the temp dir.
-  std::vector<std::string> RunArgs(const std::string& out,
-                                   const std::string& epochs) {
-    return {"run",      "--work-dir", work_dir_,   "--out", out,
-            "--epochs", epochs,       "--timeout", "30"};
-  }
-
-  // Starts a long run (1000 epochs) in dir_/run and waits until it trains:
-  // epoch 1 done, its 2 servers and 2 trainers running (*children).
-  void StartTraining(std::unique_ptr<Subprocess>* run,
-                     std::vector<ProcessInfo>* children,
-                     const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = RunArgs(dir_.Sub("run"), "1000");
-    args.insert(args.end(), extra.begin(), extra.end());
-    *run = StartShardgnn(args, "shardgnn run");
-    ASSERT_NE(*run, nullptr);
-    ASSERT_OK((*run)->WaitForLine("epoch   1/1000", kRunTimeout));
-    *children = ChildrenOf((*run)->pid(), work_dir_);
-    ASSERT_EQ(children->size(), 4u) << Describe(*children);
-  }
-
-  // Fails the test if any process still mentions the work dir.
-  void ExpectNoOrphans() {
-    auto left = ProcessesMentioning(work_dir_);
-    EXPECT_TRUE(left.empty()) << "processes left behind:" << Describe(left);
-  }
-
-  TempDir dir_;
-  const std::string work_dir_ = dir_.Sub("work");
-};
 
 TEST_F(RunTest, TrainsCoraEndToEndAndLeavesNoChildren) {
   const std::string out = dir_.Sub("run");
@@ -141,10 +102,7 @@ TEST_F(RunTest, TrainsCoraEndToEndAndLeavesNoChildren) {
   }
   EXPECT_EQ(epoch, 10);
 
-  for (const auto& c : children) {
-    EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
-  }
-  ExpectNoOrphans();
+  ExpectNoneLeft(children);
 }
 
 // Also: without --out each run gets its own directory under WORK_DIR/runs.
@@ -327,315 +285,6 @@ TEST_F(RunTest, ImportFlagsWithADatasetDirAreRefused) {
   EXPECT_THAT(run.output, HasSubstr("shardgnn: error: --name, --split-name"));
   EXPECT_THAT(run.output, HasSubstr("is a dataset directory already"));
   EXPECT_FALSE(fs::exists(work_dir_));
-}
-
-// With server restarts off (tests/cli/run_failover_test.cc has them on).
-TEST_F(RunTest, KilledStorageServerStopsRunNamingIt) {
-  std::unique_ptr<Subprocess> run;
-  std::vector<ProcessInfo> children;
-  ASSERT_NO_FATAL_FAILURE(
-      StartTraining(&run, &children, {"--max-server-restarts", "0"}));
-  // Lines already printed count.
-  ASSERT_OK_AND_ASSIGN(std::string ready,
-                       run->WaitForLine("part 1 ready on", kRunTimeout));
-  const std::string address = ReadyAddress(ready);
-  pid_t server = 0;
-  for (const auto& c : children) {
-    if (c.cmdline.find(" serve ") != std::string::npos &&
-        c.cmdline.find("--part 1 ") != std::string::npos) {
-      server = c.pid;
-    }
-  }
-  ASSERT_GT(server, 0) << Describe(children);
-
-  auto killed_at = std::chrono::steady_clock::now();
-  ASSERT_EQ(kill(server, SIGKILL), 0);
-  std::optional<int> status = run->Wait(seconds(60));
-  double elapsed = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - killed_at)
-                       .count();
-  ASSERT_TRUE(status.has_value()) << "no exit 60 s after the kill";
-  std::string output = run->Tail(100000);
-  EXPECT_NE(*status, 0) << output;
-  EXPECT_LT(elapsed, 60);
-  // The error names the dead server.
-  EXPECT_THAT(LastErrorLine(output),
-              AllOf(HasSubstr("storage server 1"), HasSubstr(address)))
-      << output;
-  EXPECT_FALSE(fs::exists(dir_.Sub("run") + "/summary.json"));
-  for (const auto& c : children) {
-    EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
-  }
-  ExpectNoOrphans();
-}
-
-// The launcher killed outright cannot stop its children; they die with it
-// (PR_SET_PDEATHSIG).
-TEST_F(RunTest, KilledLauncherTakesItsChildrenWithIt) {
-  std::unique_ptr<Subprocess> run;
-  std::vector<ProcessInfo> children;
-  ASSERT_NO_FATAL_FAILURE(StartTraining(&run, &children));
-  run->Signal(SIGKILL);
-  ASSERT_EQ(run->Wait(seconds(10)), 128 + SIGKILL);
-  // The kernel delivers the children's SIGKILL asynchronously: allow a
-  // bounded moment for them to go.
-  auto deadline = std::chrono::steady_clock::now() + seconds(10);
-  while (!ProcessesMentioning(work_dir_).empty() &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  ExpectNoOrphans();
-}
-
-// Ctrl-C (SIGINT) or SIGTERM to the launcher mid-training stops every child
-// and exits non-zero saying so.
-class RunSignalTest : public RunTest,
-                      public ::testing::WithParamInterface<int> {};
-
-TEST_P(RunSignalTest, StopsEveryChild) {
-  std::unique_ptr<Subprocess> run;
-  std::vector<ProcessInfo> children;
-  ASSERT_NO_FATAL_FAILURE(StartTraining(&run, &children));
-
-  auto signalled_at = std::chrono::steady_clock::now();
-  run->Signal(GetParam());
-  std::optional<int> status = run->Wait(seconds(30));
-  ASSERT_TRUE(status.has_value()) << "no exit 30 s after the signal";
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                          signalled_at)
-                .count(),
-            15);
-  std::string output = run->Tail(100000);
-  EXPECT_NE(*status, 0) << output;
-  EXPECT_THAT(Lines(output).back(),
-              HasSubstr(absl::StrCat("interrupted by signal ", GetParam())))
-      << output;
-  for (const auto& c : children) {
-    EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
-  }
-  ExpectNoOrphans();
-}
-
-INSTANTIATE_TEST_SUITE_P(Signals, RunSignalTest,
-                         ::testing::Values(SIGINT, SIGTERM),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return std::string(info.param == SIGINT ? "Sigint"
-                                                                   : "Sigterm");
-                         });
-
-// A trainer dying makes the run stop naming that trainer.
-// With restarts off (tests/cli/run_failover_test.cc has them on).
-TEST_F(RunTest, KilledTrainerStopsRunNamingIt) {
-  std::unique_ptr<Subprocess> run;
-  std::vector<ProcessInfo> children;
-  ASSERT_NO_FATAL_FAILURE(
-      StartTraining(&run, &children, {"--max-restarts", "0"}));
-  // Trainers are started in rank order, after the servers.
-  pid_t trainer = 0;
-  for (const auto& c : children) {
-    if (c.cmdline.find(" train ") != std::string::npos) {
-      trainer = std::max(trainer, c.pid);
-    }
-  }
-  ASSERT_GT(trainer, 0) << Describe(children);
-  ASSERT_EQ(kill(trainer, SIGKILL), 0);
-  std::optional<int> status = run->Wait(seconds(60));
-  ASSERT_TRUE(status.has_value()) << "no exit 60 s after the kill";
-  std::string output = run->Tail(100000);
-  EXPECT_NE(*status, 0) << output;
-  EXPECT_THAT(output, HasSubstr("shardgnn: error: trainer "));
-  EXPECT_THAT(output, HasSubstr("was killed by signal 9")) << output;
-  EXPECT_THAT(output, HasSubstr("--max-restarts 0")) << output;
-  for (const auto& c : children) {
-    EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
-  }
-  ExpectNoOrphans();
-}
-
-// Everything a local run starts listens on 127.0.0.1 only: servers, feature
-// ports, Gloo pairs; the trainers meet through a file (no store socket).
-TEST_F(RunTest, EveryChildListensOnLoopbackOnly) {
-  std::unique_ptr<Subprocess> run;
-  std::vector<ProcessInfo> children;
-  ASSERT_NO_FATAL_FAILURE(StartTraining(&run, &children));
-  int listening = 0;
-  for (const auto& c : children) {
-    for (const std::string& addr : testing::ListeningAddresses(c.pid)) {
-      ++listening;
-      EXPECT_EQ(addr.rfind("127.0.0.1:", 0), 0u)
-          << c.cmdline << " listens on " << addr;
-    }
-  }
-  // Each server's gRPC and feature ports at least.
-  EXPECT_GE(listening, 4) << Describe(children);
-  run->Signal(SIGTERM);
-  EXPECT_TRUE(run->Wait(seconds(30)).has_value());
-  EXPECT_FALSE(fs::exists(dir_.Sub("run") + "/.rendezvous"));
-}
-
-// Issue 12: a local run makes a random token, 0600 in the work dir, and gives
-// its servers and trainers the file's path: the token is on no command line
-// (nor in any environment), the servers refuse calls without it, and the file
-// is gone after the run.
-TEST_F(RunTest, GeneratedTokenProtectsTheServersAndIsOnNoCommandLine) {
-  std::unique_ptr<Subprocess> run;
-  std::vector<ProcessInfo> children;
-  ASSERT_NO_FATAL_FAILURE(StartTraining(&run, &children));
-  std::vector<std::string> token_files;
-  for (const auto& entry : fs::directory_iterator(work_dir_)) {
-    if (entry.path().filename().string().rfind(".auth-token-", 0) == 0) {
-      token_files.push_back(entry.path().string());
-    }
-  }
-  ASSERT_EQ(token_files.size(), 1u);
-  EXPECT_EQ(fs::status(token_files[0]).permissions() & fs::perms::all,
-            fs::perms::owner_read | fs::perms::owner_write);
-  std::string token;
-  std::getline(std::ifstream(token_files[0]), token);
-  ASSERT_EQ(token.size(), 64u);
-
-  std::string server_address;
-  for (const auto& c : children) {
-    // /proc/PID/cmdline and /proc/PID/environ, NUL-separated as they are.
-    for (const char* file : {"cmdline", "environ"}) {
-      std::ifstream in(absl::StrCat("/proc/", c.pid, "/", file),
-                       std::ios::binary);
-      std::string all((std::istreambuf_iterator<char>(in)),
-                      std::istreambuf_iterator<char>());
-      ASSERT_FALSE(all.empty()) << c.cmdline;
-      EXPECT_EQ(all.find(token), std::string::npos)
-          << "the token is in /proc/" << c.pid << "/" << file;
-    }
-    EXPECT_THAT(c.cmdline, HasSubstr("--auth-token-file " + token_files[0]));
-  }
-  ASSERT_OK(run->WaitForLine("epoch   2/1000", kRunTimeout));
-  const std::string output = run->Tail(100000);
-  server_address = ReadyAddress(output.substr(output.find("ready on ")));
-
-  // A client without the token is refused; one with it is served.
-  GraphStoreClientOptions options;
-  options.max_attempts = 1;
-  ASSERT_OK_AND_ASSIGN(auto stranger,
-                       GraphStoreClient::Connect(server_address, options));
-  EXPECT_EQ(stranger->Info().status().code(),
-            absl::StatusCode::kUnauthenticated);
-  options.auth_token = token;
-  ASSERT_OK_AND_ASSIGN(auto member,
-                       GraphStoreClient::Connect(server_address, options));
-  EXPECT_OK(member->Info().status());
-
-  run->Signal(SIGTERM);
-  EXPECT_TRUE(run->Wait(seconds(30)).has_value());
-  EXPECT_FALSE(fs::exists(token_files[0]));
-}
-
-// Issue 12: servers started with --auth-token-file serve a run given the same
-// file (its trainers fetch over the feature ports, handshake included) and
-// refuse one without it or with another token, before any trainer starts.
-TEST_F(RunTest, TokenProtectedServersServeOnlyRunsWithTheToken) {
-  const std::string dataset = dir_.Sub("cora");
-  const std::string partition = dir_.Sub("parts");
-  Finished imported = RunShardgnn(
-      {"-q", "dataset", "import", "--format", "ogb", "--undirected", "--input",
-       testing::SourcePath("datasets/cora/ogb-planetoid"), "--out", dataset});
-  ASSERT_EQ(imported.exit_status, 0) << imported.output;
-  Finished parted = RunShardgnn({"-q", "partition", "--dataset", dataset,
-                                 "--parts", "2", "--out", partition});
-  ASSERT_EQ(parted.exit_status, 0) << parted.output;
-  const std::string token_file = dir_.Sub("cluster.token");
-  const std::string other_file = dir_.Sub("other.token");
-  std::ofstream(token_file) << "0123456789abcdef0123456789abcdef\n";
-  std::ofstream(other_file) << "fedcba9876543210fedcba9876543210\n";
-  fs::permissions(token_file, fs::perms::owner_read | fs::perms::owner_write);
-  fs::permissions(other_file, fs::perms::owner_read | fs::perms::owner_write);
-
-  std::vector<std::unique_ptr<Subprocess>> servers;
-  std::vector<std::string> addresses;
-  for (int p = 0; p < 2; ++p) {
-    servers.push_back(
-        StartShardgnn({"serve", "--partition", partition, "--part",
-                       std::to_string(p), "--listen", "127.0.0.1:0", "--memory",
-                       "--auth-token-file", token_file},
-                      absl::StrCat("server ", p)));
-    ASSERT_NE(servers.back(), nullptr);
-  }
-  for (auto& s : servers) {
-    ASSERT_OK_AND_ASSIGN(std::string line,
-                         s->WaitForLine("ready on ", kRunTimeout));
-    addresses.push_back(ReadyAddress(line));
-  }
-  auto args = [&](const std::string& out) {
-    std::vector<std::string> a = RunArgs(dir_.Sub(out), "2");
-    for (const std::string& flag :
-         {std::string("--servers"), absl::StrJoin(addresses, ","),
-          std::string("--partition"), partition,
-          std::string("--no-shared-memory")}) {
-      a.push_back(flag);
-    }
-    return a;
-  };
-  std::vector<std::string> with_token = args("good");
-  with_token.push_back("--auth-token-file");
-  with_token.push_back(token_file);
-  Finished good = RunShardgnn(with_token);
-  ASSERT_EQ(good.exit_status, 0) << good.output;
-  EXPECT_THAT(good.output, HasSubstr("epoch   2/2"));
-  auto summary = nlohmann::json::parse(
-      std::ifstream(dir_.Sub("good") + "/summary.json"), nullptr, false);
-  ASSERT_TRUE(summary.is_object());
-  EXPECT_EQ(summary["remote"]["feature_port_parts"], 2);
-
-  Finished anonymous = RunShardgnn(args("anonymous"));
-  EXPECT_NE(anonymous.exit_status, 0);
-  EXPECT_THAT(
-      LastErrorLine(anonymous.output),
-      AllOf(HasSubstr("UNAUTHENTICATED"), HasSubstr("requires an auth token")))
-      << anonymous.output;
-  EXPECT_THAT(anonymous.output, Not(HasSubstr("epoch ")));
-
-  std::vector<std::string> wrong_token = args("wrong");
-  wrong_token.push_back("--auth-token-file");
-  wrong_token.push_back(other_file);
-  Finished wrong = RunShardgnn(wrong_token);
-  EXPECT_NE(wrong.exit_status, 0);
-  EXPECT_THAT(LastErrorLine(wrong.output), HasSubstr("wrong auth token"))
-      << wrong.output;
-  for (auto& s : servers) {
-    EXPECT_EQ(s->Poll(), std::nullopt) << s->name() << " stopped";
-    EXPECT_EQ(s->Terminate(milliseconds(10000)), 0) << s->Tail(5);
-  }
-}
-
-// A trainer stopped with SIGSTOP is named within the peer timeout (the
-// healthy trainer fails waiting for it), not after the collective timeout
-// with the healthy trainer blamed.
-TEST_F(RunTest, StoppedTrainerIsNamedWithinThePeerTimeout) {
-  std::unique_ptr<Subprocess> run;
-  std::vector<ProcessInfo> children;
-  ASSERT_NO_FATAL_FAILURE(
-      StartTraining(&run, &children, {"--peer-timeout", "3"}));
-  pid_t trainer = 0;
-  for (const auto& c : children) {
-    if (c.cmdline.find(" train ") != std::string::npos) {
-      trainer = std::max(trainer, c.pid);
-    }
-  }
-  ASSERT_GT(trainer, 0) << Describe(children);
-  const auto start = std::chrono::steady_clock::now();
-  ASSERT_EQ(kill(trainer, SIGSTOP), 0);
-  std::optional<int> status = run->Wait(seconds(60));
-  ASSERT_TRUE(status.has_value()) << "no exit 60 s after the stop";
-  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(25));
-  std::string output = run->Tail(100000);
-  EXPECT_NE(*status, 0) << output;
-  EXPECT_THAT(output, HasSubstr(absl::StrCat("trainer 1 (pid ", trainer,
-                                             ") is stopped")))
-      << output;
-  EXPECT_THAT(output, HasSubstr("rank 1 has shown no sign of life")) << output;
-  for (const auto& c : children) {
-    EXPECT_FALSE(IsAlive(c.pid)) << "still running: " << c.cmdline;
-  }
-  ExpectNoOrphans();
 }
 
 // Per epoch (the last line written for it wins): the loss.
