@@ -26,6 +26,7 @@ void AddServeCommand(CLI::App& app, absl::Status* result);      // serve
 void AddTrainCommand(CLI::App& app, absl::Status* result);      // train
 void AddRunCommand(CLI::App& app, absl::Status* result);        // run
 void AddInferCommand(CLI::App& app, absl::Status* result);      // infer
+void AddReportCommand(CLI::App& app, absl::Status* result);     // report
 
 }  // namespace shardgnn::cli
 

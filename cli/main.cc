@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   shardgnn::cli::AddTrainCommand(app, &result);
   shardgnn::cli::AddRunCommand(app, &result);
   shardgnn::cli::AddInferCommand(app, &result);
+  shardgnn::cli::AddReportCommand(app, &result);
   app.parse_complete_callback(
       [&] { shardgnn::Progress::SetQuietByDefault(quiet); });
 

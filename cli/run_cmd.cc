@@ -27,6 +27,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "cli/commands.h"
+#include "cli/run_report.h"
 #include "cli/run_supervisor.h"
 #include "cli/run_work_dir.h"
 #include "cli/security_flags.h"
@@ -456,10 +457,16 @@ absl::Status RunPipeline(const RunFlags& flags) {
       summary["server_restarts"] = supervisor.server_restarts();
       status = WriteFileAtomic(path, summary.dump(2) + "\n");
     }
+    // Again, with the restarts (rank 0 wrote one already).
+    absl::Status report = WriteRunReport(out_dir);
+    if (!report.ok()) {
+      std::printf("warning: no report.html: %s\n",
+                  std::string(report.message()).c_str());
+    }
   }
   std::filesystem::remove(store_file, ec);  // Left by trainers that failed.
   if (!status.ok()) return status;
-  std::printf("shardgnn run: done; metrics and summary in %s\n",
+  std::printf("shardgnn run: done; metrics, summary and report.html in %s\n",
               out_dir.c_str());
   return absl::OkStatus();
 }

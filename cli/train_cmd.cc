@@ -25,6 +25,7 @@
 #include "absl/strings/strip.h"
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
+#include "cli/run_report.h"
 #include "cli/security_flags.h"
 #include "cli/training_flags.h"
 #include "common/file_util.h"
@@ -330,6 +331,16 @@ absl::StatusOr<TrainOptions> TrainOptionsFor(const TrainFlags& flags,
   return options;
 }
 
+// <out>/report.html; a report that cannot be written is a warning, not a
+// failed run.
+void WriteReport(const std::string& out_dir) {
+  absl::Status s = WriteRunReport(out_dir);
+  if (!s.ok()) {
+    std::printf("warning: no report.html: %s\n",
+                std::string(s.message()).c_str());
+  }
+}
+
 // Points options->model_path at <out>/model.pt (the leader, with --out).
 void ConfigureModelFile(const TrainFlags& flags, bool leader,
                         TrainOptions* options) {
@@ -418,8 +429,10 @@ absl::Status RunInProcess(const TrainFlags& flags) {
                   static_cast<int64_t>(splits.train.size()));
   summary["mode"] = "in-process";
   summary["dataset"] = flags.dataset_dir;
-  return WriteFileAtomic(JoinPath(flags.out_dir, "summary.json"),
-                         summary.dump(2) + "\n");
+  RETURN_IF_ERROR(WriteFileAtomic(JoinPath(flags.out_dir, "summary.json"),
+                                  summary.dump(2) + "\n"));
+  WriteReport(flags.out_dir);
+  return absl::OkStatus();
 }
 
 absl::Status RunTrain(const TrainFlags& flags) {
@@ -566,6 +579,7 @@ absl::Status RunTrain(const TrainFlags& flags) {
       summary["remote"]["replicas"] = parts;
       RETURN_IF_ERROR(WriteFileAtomic(JoinPath(flags.out_dir, "summary.json"),
                                       summary.dump(2) + "\n"));
+      WriteReport(flags.out_dir);
     }
   }
   return group->Barrier();

@@ -1,0 +1,457 @@
+#include "cli/run_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "common/file_util.h"
+#include "common/progress.h"
+#include "common/status.h"
+#include "nlohmann/json.hpp"
+
+namespace shardgnn::cli {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string Escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+struct Series {
+  std::string name;
+  std::string color;
+  std::vector<std::pair<double, double>> points;
+  bool dashed = false;
+};
+
+// Chart geometry (SVG user units).
+constexpr double kWidth = 560, kHeight = 260;
+constexpr double kLeft = 56, kRight = 150, kTop = 28, kBottom = 40;
+
+// "Nice" tick values covering [lo, hi].
+std::vector<double> Ticks(double lo, double hi, int count = 5) {
+  if (!(hi > lo)) hi = lo + 1;
+  const double raw = (hi - lo) / count;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = magnitude;
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    step = m * magnitude;
+    if (step >= raw) break;
+  }
+  std::vector<double> ticks;
+  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step)
+    ticks.push_back(t);
+  return ticks;
+}
+
+std::string Number(double v) { return absl::StrFormat("%.4g", v); }
+
+// A line chart of `series` over x (epochs), with axes, ticks and a legend.
+std::string LineChart(const std::string& title, const std::string& y_label,
+                      const std::vector<Series>& series) {
+  double x_lo = std::numeric_limits<double>::infinity(), x_hi = -x_lo;
+  double y_lo = x_lo, y_hi = -x_lo;
+  for (const Series& s : series) {
+    for (const auto& [x, y] : s.points) {
+      if (!std::isfinite(y)) continue;
+      x_lo = std::min(x_lo, x);
+      x_hi = std::max(x_hi, x);
+      y_lo = std::min(y_lo, y);
+      y_hi = std::max(y_hi, y);
+    }
+  }
+  if (!std::isfinite(x_lo)) return "<p>(no data)</p>";
+  y_lo = std::min(y_lo, 0.0);
+  if (x_hi == x_lo) x_hi = x_lo + 1;
+  if (y_hi == y_lo) y_hi = y_lo + 1;
+  const double plot_w = kWidth - kLeft - kRight,
+               plot_h = kHeight - kTop - kBottom;
+  auto px = [&](double x) {
+    return kLeft + (x - x_lo) / (x_hi - x_lo) * plot_w;
+  };
+  auto py = [&](double y) {
+    return kTop + plot_h - (y - y_lo) / (y_hi - y_lo) * plot_h;
+  };
+  std::string svg = absl::StrFormat(
+      "<svg class=\"chart\" viewBox=\"0 0 %g %g\" width=\"%g\" height=\"%g\" "
+      "role=\"img\" aria-label=\"%s\">\n"
+      "<text x=\"%g\" y=\"16\" class=\"title\">%s</text>\n",
+      kWidth, kHeight, kWidth, kHeight, Escape(title), kLeft, Escape(title));
+  for (double t : Ticks(y_lo, y_hi)) {
+    absl::StrAppendFormat(
+        &svg,
+        "<line x1=\"%g\" x2=\"%g\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
+        "<text x=\"%g\" y=\"%.1f\" class=\"tick\" "
+        "text-anchor=\"end\">%s</text>\n",
+        kLeft, kLeft + plot_w, py(t), py(t), kLeft - 4, py(t) + 4, Number(t));
+  }
+  for (double t : Ticks(x_lo, x_hi, 8)) {
+    if (std::fabs(t - std::round(t)) > 1e-9) continue;  // Whole epochs only.
+    absl::StrAppendFormat(&svg,
+                          "<text x=\"%.1f\" y=\"%g\" class=\"tick\" "
+                          "text-anchor=\"middle\">%s</text>\n",
+                          px(t), kTop + plot_h + 16, Number(t));
+  }
+  absl::StrAppendFormat(
+      &svg,
+      "<line x1=\"%g\" x2=\"%g\" y1=\"%g\" y2=\"%g\" class=\"axis\"/>"
+      "<line x1=\"%g\" x2=\"%g\" y1=\"%g\" y2=\"%g\" class=\"axis\"/>\n"
+      "<text x=\"%g\" y=\"%g\" class=\"tick\" text-anchor=\"middle\">epoch"
+      "</text><text x=\"12\" y=\"%g\" class=\"tick\" transform=\"rotate(-90 "
+      "12 %g)\" text-anchor=\"middle\">%s</text>\n",
+      kLeft, kLeft + plot_w, kTop + plot_h, kTop + plot_h, kLeft, kLeft, kTop,
+      kTop + plot_h, kLeft + plot_w / 2, kHeight - 6, kTop + plot_h / 2,
+      kTop + plot_h / 2, Escape(y_label));
+  int legend = 0;
+  for (const Series& s : series) {
+    std::string points;
+    for (const auto& [x, y] : s.points) {
+      if (std::isfinite(y))
+        absl::StrAppendFormat(&points, "%.1f,%.1f ", px(x), py(y));
+    }
+    if (points.empty()) continue;
+    absl::StrAppendFormat(
+        &svg, "<polyline class=\"series\" points=\"%s\" stroke=\"%s\"%s/>\n",
+        points, s.color, s.dashed ? " stroke-dasharray=\"6 4\"" : "");
+    if (s.points.size() == 1) {
+      absl::StrAppendFormat(
+          &svg, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
+          px(s.points[0].first), py(s.points[0].second), s.color);
+    }
+    const double ly = kTop + 10 + 18 * legend++;
+    absl::StrAppendFormat(
+        &svg,
+        "<line x1=\"%g\" x2=\"%g\" y1=\"%g\" y2=\"%g\" stroke=\"%s\" "
+        "stroke-width=\"3\"%s/><text x=\"%g\" y=\"%g\" "
+        "class=\"tick\">%s</text>\n",
+        kWidth - kRight + 12, kWidth - kRight + 34, ly, ly, s.color,
+        s.dashed ? " stroke-dasharray=\"6 4\"" : "", kWidth - kRight + 40,
+        ly + 4, Escape(s.name));
+  }
+  return svg + "</svg>\n";
+}
+
+struct Part {
+  std::string name;
+  std::string color;
+  std::vector<double> values;  // One per epoch.
+};
+
+// Stacked bars, one per epoch.
+std::string StackedBars(const std::string& title,
+                        const std::vector<Part>& parts,
+                        const std::vector<double>& epochs) {
+  if (epochs.empty()) return "<p>(no data)</p>";
+  double top = 0;
+  for (size_t e = 0; e < epochs.size(); ++e) {
+    double sum = 0;
+    for (const Part& p : parts) sum += std::max(0.0, p.values[e]);
+    top = std::max(top, sum);
+  }
+  if (!(top > 0)) top = 1;
+  const std::vector<double> ticks = Ticks(0, top);
+  top = std::max(top, ticks.back());
+  const double plot_w = kWidth - kLeft - kRight,
+               plot_h = kHeight - kTop - kBottom;
+  auto py = [&](double y) { return kTop + plot_h - y / top * plot_h; };
+  const double slot = plot_w / static_cast<double>(epochs.size());
+  const double bar = std::max(1.0, slot * 0.7);
+  std::string svg = absl::StrFormat(
+      "<svg class=\"chart\" viewBox=\"0 0 %g %g\" width=\"%g\" height=\"%g\" "
+      "role=\"img\" aria-label=\"%s\">\n<text x=\"%g\" y=\"16\" "
+      "class=\"title\">%s</text>\n",
+      kWidth, kHeight, kWidth, kHeight, Escape(title), kLeft, Escape(title));
+  for (double t : ticks) {
+    absl::StrAppendFormat(
+        &svg,
+        "<line x1=\"%g\" x2=\"%g\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
+        "<text x=\"%g\" y=\"%.1f\" class=\"tick\" "
+        "text-anchor=\"end\">%s</text>\n",
+        kLeft, kLeft + plot_w, py(t), py(t), kLeft - 4, py(t) + 4, Number(t));
+  }
+  const size_t label_every = std::max<size_t>(1, epochs.size() / 10);
+  for (size_t e = 0; e < epochs.size(); ++e) {
+    const double x = kLeft + slot * static_cast<double>(e) + (slot - bar) / 2;
+    double base = 0;
+    for (const Part& p : parts) {
+      const double v = std::max(0.0, p.values[e]);
+      if (v <= 0) continue;
+      absl::StrAppendFormat(
+          &svg,
+          "<rect class=\"bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+          "height=\"%.1f\" fill=\"%s\"><title>epoch %s: %s %.3f "
+          "s</title></rect>\n",
+          x, py(base + v), bar, py(base) - py(base + v), p.color,
+          Number(epochs[e]), Escape(p.name), v);
+      base += v;
+    }
+    if (e % label_every == 0) {
+      absl::StrAppendFormat(&svg,
+                            "<text x=\"%.1f\" y=\"%g\" class=\"tick\" "
+                            "text-anchor=\"middle\">%s</text>\n",
+                            x + bar / 2, kTop + plot_h + 16, Number(epochs[e]));
+    }
+  }
+  absl::StrAppendFormat(
+      &svg,
+      "<line x1=\"%g\" x2=\"%g\" y1=\"%g\" y2=\"%g\" class=\"axis\"/>\n"
+      "<text x=\"%g\" y=\"%g\" class=\"tick\" "
+      "text-anchor=\"middle\">epoch</text>"
+      "<text x=\"12\" y=\"%g\" class=\"tick\" transform=\"rotate(-90 12 %g)\" "
+      "text-anchor=\"middle\">seconds</text>\n",
+      kLeft, kLeft + plot_w, kTop + plot_h, kTop + plot_h, kLeft + plot_w / 2,
+      kHeight - 6, kTop + plot_h / 2, kTop + plot_h / 2);
+  int legend = 0;
+  for (const Part& p : parts) {
+    const double ly = kTop + 4 + 18 * legend++;
+    absl::StrAppendFormat(
+        &svg,
+        "<rect x=\"%g\" y=\"%g\" width=\"14\" height=\"12\" fill=\"%s\"/>"
+        "<text x=\"%g\" y=\"%g\" class=\"tick\">%s</text>\n",
+        kWidth - kRight + 12, ly, p.color, kWidth - kRight + 32, ly + 10,
+        Escape(p.name));
+  }
+  return svg + "</svg>\n";
+}
+
+// A two-column table of an object's scalar fields (nested objects flattened
+// with dotted keys; arrays shown as JSON).
+void FlattenInto(const Json& j, const std::string& prefix,
+                 std::vector<std::pair<std::string, std::string>>* rows) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it->is_object()) {
+      FlattenInto(*it, key, rows);
+    } else if (it->is_string()) {
+      rows->emplace_back(key, it->get<std::string>());
+    } else {
+      rows->emplace_back(key, it->dump());
+    }
+  }
+}
+
+std::string Table(
+    const std::vector<std::pair<std::string, std::string>>& rows) {
+  std::string html = "<table>\n";
+  for (const auto& [k, v] : rows) {
+    absl::StrAppend(&html, "<tr><th>", Escape(k), "</th><td>", Escape(v),
+                    "</td></tr>\n");
+  }
+  return html + "</table>\n";
+}
+
+double Get(const Json& j, const char* key, double fallback = NAN) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
+                                          const std::string& metrics_jsonl,
+                                          const std::string& summary_json) {
+  const Json summary = Json::parse(summary_json, nullptr, false);
+  if (!summary.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(JoinPath(run_dir, "summary.json"), ": not a JSON object"));
+  }
+  std::vector<Json> epochs;
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(metrics_jsonl, '\n')) {
+    ++line_number;
+    if (line.empty()) continue;
+    Json j = Json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("epoch") || !j["epoch"].is_number()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(JoinPath(run_dir, "metrics.jsonl"), ": line ",
+                       line_number, " is not an epoch record"));
+    }
+    epochs.push_back(std::move(j));
+  }
+  // A resumed run appends: the last record of an epoch wins.
+  std::stable_sort(epochs.begin(), epochs.end(),
+                   [](const Json& a, const Json& b) {
+                     return a["epoch"].get<double>() < b["epoch"].get<double>();
+                   });
+  epochs.erase(std::unique(epochs.begin(), epochs.end(),
+                           [](const Json& a, const Json& b) {
+                             return a["epoch"] == b["epoch"];
+                           }),
+               epochs.end());
+
+  Series loss{"train loss", "#1f77b4"}, val_loss{"val loss", "#ff7f0e"};
+  Series train_acc{"train acc", "#1f77b4"}, val_acc{"val acc", "#ff7f0e"};
+  std::vector<double> xs;
+  Part compute{"compute", "#1f77b4"}, allreduce{"allreduce", "#9467bd"},
+      waiting{"waiting for batches", "#d62728"}, eval{"evaluation", "#2ca02c"},
+      other{"other", "#bbbbbb"};
+  for (const Json& e : epochs) {
+    const double x = e["epoch"].get<double>();
+    xs.push_back(x);
+    loss.points.emplace_back(x, Get(e, "loss"));
+    val_loss.points.emplace_back(x, Get(e, "val_loss"));
+    train_acc.points.emplace_back(x, Get(e, "train_acc"));
+    const double va = Get(e, "val_acc");
+    val_acc.points.emplace_back(x, va >= 0 ? va : NAN);
+    const double c = Get(e, "compute_seconds", 0),
+                 a = Get(e, "allreduce_seconds", 0);
+    const double w = Get(e, "wait_seconds", 0), ev = Get(e, "eval_seconds", 0);
+    compute.values.push_back(c - a);
+    allreduce.values.push_back(a);
+    waiting.values.push_back(w);
+    eval.values.push_back(ev);
+    other.values.push_back(Get(e, "epoch_seconds", 0) - c - w - ev);
+  }
+  std::vector<Series> accuracy = {train_acc, val_acc};
+  const double test = Get(summary, "test_acc");
+  if (test >= 0 && !xs.empty()) {
+    Series t{absl::StrFormat("test %.4f", test), "#2ca02c", {}, true};
+    t.points = {{xs.front(), test}, {xs.back(), test}};
+    accuracy.push_back(t);
+  }
+
+  std::vector<std::pair<std::string, std::string>> figures;
+  auto figure = [&](const std::string& name, const std::string& value) {
+    figures.emplace_back(name, value);
+  };
+  figure("test accuracy",
+         absl::StrFormat("%.4f (%s)", test,
+                         summary.value("test_method", std::string("sampled"))));
+  figure("best validation accuracy",
+         absl::StrFormat("%.4f at epoch %d", Get(summary, "best_val_acc"),
+                         static_cast<int>(Get(summary, "best_epoch", 0))));
+  figure("epochs run",
+         absl::StrFormat(
+             "%d%s", static_cast<int>(epochs.size()),
+             summary.value("stopped_early", false) ? " (stopped early)" : ""));
+  if (summary.contains("epoch_time")) {
+    const Json& t = summary["epoch_time"];
+    figure("throughput",
+           absl::StrFormat("%s seeds/s (%.3f s per epoch of "
+                           "training, %.0f%% waiting for batches)",
+                           HumanCount(Get(t, "seeds_per_second", 0)),
+                           Get(t, "step_seconds", 0),
+                           100 * Get(t, "wait_fraction", 0)));
+  }
+  if (summary.contains("process")) {
+    figure("peak RSS (rank 0)",
+           HumanBytes(Get(summary["process"], "peak_rss_bytes", 0)));
+  }
+  if (summary.contains("cache")) {
+    figure(
+        "feature cache hit rate",
+        absl::StrFormat("%.1f%%", 100 * Get(summary["cache"], "hit_rate", 0)));
+  }
+  if (summary.contains("remote")) {
+    const Json& r = summary["remote"];
+    figure("remote traffic (rank 0)",
+           absl::StrCat(HumanCount(Get(r, "requests", 0)), " requests, ",
+                        HumanBytes(Get(r, "feature_bytes", 0)), " features, ",
+                        HumanBytes(Get(r, "shared_feature_bytes", 0)),
+                        " from shared memory, ",
+                        HumanBytes(Get(r, "neighbor_bytes", 0)), " neighbors, ",
+                        HumanCount(Get(r, "failovers", 0)), " failovers"));
+  }
+  if (summary.contains("restarts")) {
+    figure("trainer restarts", summary["restarts"].dump());
+    const Json& servers = summary.value("server_restarts", Json::array());
+    figure("server restarts",
+           absl::StrCat(servers.is_array() ? servers.size() : 0));
+  }
+  figure(
+      "parameters",
+      absl::StrCat(HumanCount(Get(summary, "num_parameters", 0)), " (checksum ",
+                   summary.value("parameters_checksum", ""), ")"));
+
+  std::vector<std::pair<std::string, std::string>> model, config, environment;
+  if (summary.contains("model")) FlattenInto(summary["model"], "", &model);
+  if (summary.contains("config")) {
+    const Json& c = summary["config"];
+    if (c.is_array()) {
+      // The training flags as given to the trainers: "--flag value" pairs.
+      std::string flags;
+      for (const Json& word : c) {
+        absl::StrAppend(
+            &flags, flags.empty() ? "" : " ",
+            word.is_string() ? word.get<std::string>() : word.dump());
+      }
+      config.emplace_back("flags", flags);
+    } else if (c.is_object()) {
+      FlattenInto(c, "", &config);
+    }
+  }
+  for (const char* key : {"mode", "world_size", "servers", "partition_id",
+                          "dataset", "steps_per_epoch", "train_seconds"}) {
+    if (summary.contains(key)) {
+      environment.emplace_back(key, summary[key].is_string()
+                                        ? summary[key].get<std::string>()
+                                        : summary[key].dump());
+    }
+  }
+  if (summary.contains("process"))
+    FlattenInto(summary["process"], "process", &environment);
+
+  std::string html = absl::StrCat(
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      "<title>shardgnn run report: ",
+      Escape(run_dir),
+      "</title>\n<style>\n"
+      "body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}\n"
+      "h1{font-size:20px}h2{font-size:16px;margin-top:28px}\n"
+      ".charts{display:flex;flex-wrap:wrap;gap:12px}\n"
+      ".chart{border:1px solid #ddd;background:#fff}\n"
+      ".chart .title{font-size:13px;font-weight:bold}\n"
+      ".chart .tick{font-size:11px;fill:#444}\n"
+      ".chart .grid{stroke:#eee}.chart .axis{stroke:#888}\n"
+      ".chart .series{fill:none;stroke-width:2}\n"
+      "table{border-collapse:collapse;font-size:13px}\n"
+      "th,td{border:1px solid #ddd;padding:3px 8px;text-align:left}\n"
+      "th{background:#f6f6f6;font-weight:normal;color:#555}\n"
+      "</style></head><body>\n<h1>shardgnn run report</h1>\n<p>",
+      Escape(run_dir), "</p>\n<h2>Results</h2>\n", Table(figures),
+      "<h2>Per epoch</h2>\n<div class=\"charts\">\n",
+      LineChart("Loss", "loss", {loss, val_loss}),
+      LineChart("Accuracy", "accuracy", accuracy),
+      StackedBars("Where each epoch's time went",
+                  {compute, allreduce, waiting, eval, other}, xs),
+      "</div>\n<h2>Model</h2>\n", Table(model), "<h2>Configuration</h2>\n",
+      Table(config), "<h2>Environment</h2>\n", Table(environment),
+      "</body></html>\n");
+  return html;
+}
+
+absl::Status WriteRunReport(const std::string& run_dir) {
+  ASSIGN_OR_RETURN(std::string metrics,
+                   ReadFileToString(JoinPath(run_dir, "metrics.jsonl")));
+  ASSIGN_OR_RETURN(std::string summary,
+                   ReadFileToString(JoinPath(run_dir, "summary.json")));
+  ASSIGN_OR_RETURN(std::string html, RunReportHtml(run_dir, metrics, summary));
+  return WriteFileAtomic(JoinPath(run_dir, "report.html"), html);
+}
+
+}  // namespace shardgnn::cli

@@ -1,0 +1,30 @@
+// The run report: <run dir>/report.html, one self-contained page (inline SVG,
+// no script, nothing fetched) a person reads to see what a run did: loss and
+// accuracy per epoch, where each epoch's time went, throughput, memory, remote
+// traffic and cache, restarts, the model, the configuration and the
+// environment. Built from the run directory's metrics.jsonl and summary.json
+// (docs/formats.md), so it can be made again at any time (`shardgnn report`);
+// `train` and `run` write it at the end.
+#ifndef SHARDGNN_CLI_RUN_REPORT_H_
+#define SHARDGNN_CLI_RUN_REPORT_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace shardgnn::cli {
+
+// Writes run_dir/report.html (temporary name, then rename). Fails naming the
+// file when metrics.jsonl or summary.json is missing or malformed (a line of
+// metrics.jsonl that is not an epoch record is named by its line number).
+absl::Status WriteRunReport(const std::string& run_dir);
+
+// The page for these file contents (`run_dir` is only shown).
+absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
+                                          const std::string& metrics_jsonl,
+                                          const std::string& summary_json);
+
+}  // namespace shardgnn::cli
+
+#endif  // SHARDGNN_CLI_RUN_REPORT_H_
