@@ -2,6 +2,9 @@
 # Installs what is missing, builds, and runs the whole test suite (ctest). Idempotent.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+# Only the tests need a browser: the run report is rendered by headless
+# chromium (tests/cli/report_test.cc).
+SHARDGNN_PACKAGES+=(chromium)
 shardgnn_install_deps
 shardgnn_build
 cd "$SHARDGNN_BUILD"
