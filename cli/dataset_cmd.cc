@@ -1,8 +1,11 @@
 // `shardgnn dataset import` and `shardgnn dataset generate`: build a canonical
 // dataset directory.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
 #include "common/status.h"
+#include "datasets/edge_split.h"
 #include "datasets/generators.h"
 #include "datasets/importers.h"
 #include "datasets/summary.h"
@@ -35,6 +39,7 @@ struct ImportFlags {
   bool keep_self_loops = false;
   bool allow_nonfinite = false;
   uint64_t seed = 0;
+  std::string edge_split;  // Link prediction: "TRAIN,VALID,TEST" fractions.
   // ogb
   std::string split_name;
   // linqs
@@ -65,6 +70,7 @@ struct GenerateFlags {
   int threads = 2;
   std::string name;
   std::string out;
+  std::string edge_split;
 };
 
 absl::StatusOr<std::vector<double>> ParseFractions(const std::string& text) {
@@ -127,7 +133,7 @@ const std::vector<FormatFlag>& FormatFlags() {
       {"--input", {"ogb", "linqs"}},
       {"--undirected", {"ogb", "edgelist"}},
       {"--directed", {"linqs"}},
-      {"--seed", {"linqs", "edgelist"}},
+      {"--seed", {"ogb", "linqs", "edgelist"}},
       {"--split-name", {"ogb"}},
       {"--content", {"linqs"}},
       {"--cites", {"linqs"}},
@@ -173,6 +179,11 @@ absl::Status CheckFlagsApply(const CLI::App& cmd, const ImportFlags& f) {
     return absl::InvalidArgumentError(
         "--format linqs: --input is not read when --content and --cites are "
         "given; drop one or the other");
+  }
+  if (f.format == "ogb" && given("--seed") && !given("--edge-split")) {
+    return absl::InvalidArgumentError(
+        "--format ogb: --seed only seeds --edge-split (an OGB node split is "
+        "given)");
   }
   if (f.format == "edgelist" && given("--split-file") &&
       (given("--split") || given("--seed"))) {
@@ -272,6 +283,45 @@ absl::StatusOr<BuildSummary> RunGenerate(const GenerateFlags& f) {
   return GenerateDataset(options, f.out);
 }
 
+// Builds the dataset with `build` and, given `edge_split`, splits its edges
+// for link prediction (datasets/edge_split.h): the dataset is built under a
+// temporary name next to `out` and the split one written to `out`, so `out`
+// appears whole or not at all.
+absl::StatusOr<BuildSummary> WithEdgeSplit(
+    const std::string& edge_split, uint64_t seed, const std::string& out,
+    const std::function<absl::StatusOr<BuildSummary>(const std::string&)>&
+        build) {
+  if (edge_split.empty()) return build(out);
+  ASSIGN_OR_RETURN(EdgeSplitOptions options, ParseEdgeSplit(edge_split));
+  options.seed = seed;
+  if (fs::exists(out)) {
+    return absl::AlreadyExistsError(absl::StrCat(out, " already exists"));
+  }
+  const std::string whole = absl::StrCat(out, ".before-edge-split-", getpid());
+  absl::StatusOr<BuildSummary> built = build(whole);
+  absl::StatusOr<EdgeSplitSummary> split =
+      built.ok() ? SplitDatasetEdges(whole, options, out)
+                 : absl::StatusOr<EdgeSplitSummary>(built.status());
+  std::error_code ec;
+  fs::remove_all(whole, ec);
+  RETURN_IF_ERROR(split.status());
+  std::printf(
+      "edge split (seed %llu): %lld train / %lld valid / %lld test of %lld "
+      "edges, as many negative pairs for valid and test; valid and test edges "
+      "removed from the graph\n",
+      static_cast<unsigned long long>(seed),
+      static_cast<long long>(split->train),
+      static_cast<long long>(split->valid), static_cast<long long>(split->test),
+      static_cast<long long>(split->candidates));
+  BuildSummary summary = *built;
+  summary.out_dir = out;
+  // Of the graph that remains.
+  summary.nodes_without_neighbors = split->nodes_without_neighbors;
+  summary.split_nodes_without_neighbors.clear();
+  ASSIGN_OR_RETURN(summary.manifest, ReadDatasetManifest(out));
+  return summary;
+}
+
 void Finish(const absl::StatusOr<BuildSummary>& summary, absl::Status* result) {
   if (!summary.ok()) {
     *result = summary.status();
@@ -314,8 +364,13 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
                        "Keep NaN and infinite feature values (refused by "
                        "default); the summary counts them");
   import_cmd->add_option("--seed", i.seed,
-                         "Seed of generated splits (linqs, "
-                         "edgelist)");
+                         "Seed of generated splits (linqs, edgelist) and of "
+                         "--edge-split");
+  import_cmd->add_option("--edge-split", i.edge_split,
+                         "Link prediction: deal the edges into train,valid,"
+                         "test fractions (e.g. 0.85,0.05,0.10), removing valid "
+                         "and test edges from the graph and drawing as many "
+                         "negative pairs");
   import_cmd->add_option("--split-name", i.split_name,
                          "ogb: which split/<name>/ (default: the only one)");
   import_cmd->add_option("--content", i.content, "linqs: the .content file");
@@ -343,7 +398,14 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
       *result = s;
       return;
     }
-    Finish(RunImport(*import_flags), result);
+    const ImportFlags& f = *import_flags;
+    Finish(WithEdgeSplit(f.edge_split, f.seed, f.out,
+                         [&f](const std::string& out) {
+                           ImportFlags to = f;
+                           to.out = out;
+                           return RunImport(to);
+                         }),
+           result);
   });
 
   auto gen_flags = std::make_shared<GenerateFlags>();
@@ -370,8 +432,19 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
   generate->add_option("--name", g.name, "Dataset name (default: the kind)");
   generate->add_option("--out", g.out, "Output directory (must not exist)")
       ->required();
-  generate->callback(
-      [gen_flags, result] { Finish(RunGenerate(*gen_flags), result); });
+  generate->add_option("--edge-split", g.edge_split,
+                       "Link prediction: deal the edges into train,valid,test "
+                       "fractions (e.g. 0.85,0.05,0.10; --seed seeds it)");
+  generate->callback([gen_flags, result] {
+    const GenerateFlags& f = *gen_flags;
+    Finish(WithEdgeSplit(f.edge_split, f.seed, f.out,
+                         [&f](const std::string& out) {
+                           GenerateFlags to = f;
+                           to.out = out;
+                           return RunGenerate(to);
+                         }),
+           result);
+  });
 }
 
 }  // namespace shardgnn::cli

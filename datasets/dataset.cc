@@ -115,6 +115,32 @@ absl::Status Validate(const DatasetManifest& m, const Dataset& d,
       }
     }
   }
+  if (m.edge_splits.size() != d.edge_splits.size()) {
+    return Invalid(
+        kDatasetManifestFile,
+        absl::StrCat("lists ", m.edge_splits.size(), " edge splits, data has ",
+                     d.edge_splits.size()));
+  }
+  for (const auto& [name, pairs] : d.edge_splits) {
+    const std::string file = EdgeSplitFileName(name);
+    auto it = m.edge_splits.find(name);
+    if (it == m.edge_splits.end()) {
+      return Invalid(kDatasetManifestFile,
+                     absl::StrCat("does not list edge split \"", name, "\""));
+    }
+    if (pairs.size() % 2 != 0 ||
+        it->second != static_cast<int64_t>(pairs.size() / 2)) {
+      return Invalid(file, absl::StrCat("has ", pairs.size(),
+                                        " node IDs, the manifest says ",
+                                        it->second, " pairs"));
+    }
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      if (pairs[i] < 0 || pairs[i] >= n) {
+        return Invalid(file, absl::StrCat("pair ", i / 2, " names node ",
+                                          pairs[i], ", outside [0, ", n, ")"));
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -161,6 +187,10 @@ std::string SplitFileName(const std::string& split) {
   return absl::StrCat("split_", split, ".npy");
 }
 
+std::string EdgeSplitFileName(const std::string& split) {
+  return absl::StrCat("edges_", split, ".npy");
+}
+
 std::string DatasetContentChecksum(const DatasetManifest& m) {
   // One field per line, strings length-prefixed: no two manifests give the
   // same text.
@@ -170,6 +200,10 @@ std::string DatasetContentChecksum(const DatasetManifest& m) {
       m.feature_dtype, "\nclasses ", m.num_classes, "\n");
   for (const auto& [name, count] : m.splits) {
     absl::StrAppend(&text, "split ", name.size(), ":", name, " ", count, "\n");
+  }
+  for (const auto& [name, count] : m.edge_splits) {
+    absl::StrAppend(&text, "edge split ", name.size(), ":", name, " ", count,
+                    "\n");
   }
   for (const auto& [file, checksum] : m.files) {
     absl::StrAppend(&text, "file ", file.size(), ":", file, " ", checksum,
@@ -206,6 +240,11 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& dir,
     ASSIGN_OR_RETURN(d.splits[name], ReadArray<NodeId>(dir, SplitFileName(name),
                                                        m, options, {count}));
   }
+  for (const auto& [name, count] : m.edge_splits) {
+    ASSIGN_OR_RETURN(d.edge_splits[name],
+                     ReadArray<NodeId>(dir, EdgeSplitFileName(name), m, options,
+                                       {count, 2}));
+  }
   absl::Status valid = Validate(m, d, options.load_features);
   if (!valid.ok()) return Annotate(valid, dir);
   return d;
@@ -226,6 +265,10 @@ absl::Status WriteDataset(const Dataset& dataset, const std::string& out_dir) {
   manifest.splits.clear();
   for (const auto& [name, nodes] : dataset.splits) {
     manifest.splits[name] = static_cast<int64_t>(nodes.size());
+  }
+  manifest.edge_splits.clear();
+  for (const auto& [name, pairs] : dataset.edge_splits) {
+    manifest.edge_splits[name] = static_cast<int64_t>(pairs.size() / 2);
   }
   if (manifest.num_classes == 0 && !dataset.labels.empty()) {
     manifest.num_classes =
@@ -249,6 +292,11 @@ absl::Status WriteDataset(const Dataset& dataset, const std::string& out_dir) {
     RETURN_IF_ERROR(WriteNpy<NodeId>(JoinPath(dir, SplitFileName(name)),
                                      {static_cast<int64_t>(nodes.size())},
                                      nodes));
+  }
+  for (const auto& [name, pairs] : dataset.edge_splits) {
+    RETURN_IF_ERROR(
+        WriteNpy<NodeId>(JoinPath(dir, EdgeSplitFileName(name)),
+                         {static_cast<int64_t>(pairs.size() / 2), 2}, pairs));
   }
   RETURN_IF_ERROR(datasets_internal::FinishDatasetDir(dir, manifest));
   return staging->Commit();

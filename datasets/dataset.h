@@ -12,6 +12,8 @@
 //   labels.npy         int64 [N]     -1 = unlabeled
 //   split_<name>.npy   int64 [n]     sorted node indices, one file per split
 //   (train, valid, test)
+//   edges_<name>.npy   int64 [m, 2]  link prediction only (edge_split.h):
+//   node pairs of edge split <name> (train, valid, test, valid_neg, test_neg)
 // Rows of the CSR are sorted and free of duplicates; self-loops are kept only
 // if the importer was asked to.
 //
@@ -39,6 +41,8 @@ inline constexpr char kFeaturesFile[] = "features.npy";
 inline constexpr char kLabelsFile[] = "labels.npy";
 // Split files are "split_<name>.npy".
 std::string SplitFileName(const std::string& split);
+// Edge split files (link prediction) are "edges_<name>.npy", int64 [m, 2].
+std::string EdgeSplitFileName(const std::string& split);
 
 // What manifest.json says.
 struct DatasetManifest {
@@ -50,7 +54,10 @@ struct DatasetManifest {
   int64_t feature_dim = 0;
   std::string feature_dtype = "float32";
   int64_t num_classes = 0;
-  std::map<std::string, int64_t> splits;     // split name -> node count
+  std::map<std::string, int64_t> splits;  // split name -> node count
+  // Link prediction (datasets/edge_split.h): split name ("train", "valid",
+  // "test", "valid_neg", "test_neg") -> pair count. Empty for node tasks.
+  std::map<std::string, int64_t> edge_splits;
   std::map<std::string, std::string> files;  // file name -> XXH64 hex checksum
   std::string source;  // Free text: where the data came from, how it was made.
 };
@@ -72,6 +79,8 @@ struct Dataset {
   std::vector<float> features;  // N*F, row-major
   std::vector<int64_t> labels;  // N
   std::map<std::string, std::vector<NodeId>> splits;
+  // Link prediction pairs per edge split, flattened (u0, v0, u1, v1, ...).
+  std::map<std::string, std::vector<NodeId>> edge_splits;
 
   int64_t num_nodes() const { return static_cast<int64_t>(indptr.size()) - 1; }
   int64_t num_edges() const { return static_cast<int64_t>(indices.size()); }

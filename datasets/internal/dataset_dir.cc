@@ -34,6 +34,7 @@ std::string ManifestToJson(const DatasetManifest& manifest) {
   json["feature_dtype"] = manifest.feature_dtype;
   json["num_classes"] = manifest.num_classes;
   json["splits"] = manifest.splits;
+  if (!manifest.edge_splits.empty()) json["edge_splits"] = manifest.edge_splits;
   json["files"] = manifest.files;
   json["source"] = manifest.source;
   return json.dump(2) + "\n";
@@ -81,6 +82,16 @@ absl::StatusOr<DatasetManifest> ManifestFromJson(const std::string& text,
     for (const auto& [name, count] : splits.items()) {
       manifest.splits[name] = JsonIntField(splits, name, 0, kMaxJsonCount);
     }
+    if (json.contains("edge_splits")) {
+      const nlohmann::json& edge_splits = json.at("edge_splits");
+      if (!edge_splits.is_object()) {
+        throw std::invalid_argument("field \"edge_splits\" is not an object");
+      }
+      for (const auto& [name, count] : edge_splits.items()) {
+        manifest.edge_splits[name] =
+            JsonIntField(edge_splits, name, 0, kMaxJsonCount);
+      }
+    }
     manifest.files = json.at("files").get<std::map<std::string, std::string>>();
     manifest.source = json.value("source", std::string());
   } catch (const std::exception& e) {
@@ -113,6 +124,9 @@ absl::Status FinishDatasetDir(const std::string& dir,
                                     kLabelsFile};
   for (const auto& [split, count] : manifest.splits) {
     names.push_back(SplitFileName(split));
+  }
+  for (const auto& [split, count] : manifest.edge_splits) {
+    names.push_back(EdgeSplitFileName(split));
   }
   manifest.files.clear();
   for (const std::string& name : names) {

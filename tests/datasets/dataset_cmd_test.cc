@@ -60,6 +60,35 @@ TEST(DatasetCmdTest, ImportsBundledCoraOgbLayout) {
   EXPECT_EQ(m.name, "cora");
 }
 
+// --edge-split makes a link prediction dataset in one step: Cora's 5278
+// undirected edges dealt 85/5/10 (263 valid, 527 test), those removed from
+// the graph, negatives drawn; nothing is left beside the output; a bad split
+// is one line and no output.
+TEST(DatasetCmdTest, ImportsWithAnEdgeSplit) {
+  testing::TempDir tmp;
+  const std::string input = testing::SourcePath("datasets/cora/ogb-planetoid");
+  CommandResult run = Shardgnn(
+      tmp, "dataset import --format ogb --undirected --input " + input +
+               " --edge-split 0.85,0.05,0.10 --seed 2 --out " + tmp.Sub("lp"));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out,
+              HasSubstr("4488 train / 263 valid / 527 test of 5278 edges"));
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp.Sub("lp")));
+  EXPECT_EQ(d.num_edges(), 2 * 4488);
+  EXPECT_EQ(d.edge_splits.at("test_neg").size(), 2u * 527);
+  std::vector<std::string> entries;
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path()))
+    entries.push_back(e.path().filename().string());
+  EXPECT_THAT(entries,
+              Not(::testing::Contains(HasSubstr("before-edge-split"))));
+  run = Shardgnn(tmp, "dataset import --format ogb --undirected --input " +
+                          input + " --edge-split 0.9,0.2,0.1 --out " +
+                          tmp.Sub("bad"));
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("edge split '0.9,0.2,0.1'"));
+  EXPECT_FALSE(std::filesystem::exists(tmp.Sub("bad")));
+}
+
 // Cora's edge.csv lists each undirected edge once: without --undirected only
 // one direction is kept and 123 of the 140 train nodes aggregate from nothing.
 // The import still succeeds, but says so and how to fix it.
@@ -164,7 +193,7 @@ INSTANTIATE_TEST_SUITE_P(
         ForeignFlag{"OgbSplitHint", "ogb", "--input {OGB} --split 0.5,0.2,0.3",
                     "choose one with --split-name"},
         ForeignFlag{"OgbSeed", "ogb", "--input {OGB} --seed 3",
-                    "--seed (linqs, edgelist only)"},
+                    "--seed only seeds --edge-split"},
         ForeignFlag{"OgbDirected", "ogb", "--input {OGB} --directed",
                     "--directed (linqs only)"},
         ForeignFlag{"OgbLinqsFlags", "ogb",
