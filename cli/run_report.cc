@@ -71,6 +71,28 @@ std::vector<double> Ticks(double lo, double hi, int count = 5) {
 
 std::string Number(double v) { return absl::StrFormat("%.4g", v); }
 
+// The opening <svg> of a chart and its title.
+std::string ChartStart(const std::string& title) {
+  return absl::StrFormat(
+      "<svg class=\"chart\" viewBox=\"0 0 %g %g\" width=\"%g\" height=\"%g\" "
+      "role=\"img\" aria-label=\"%s\">\n"
+      "<text x=\"%g\" y=\"16\" class=\"title\">%s</text>\n",
+      kWidth, kHeight, kWidth, kHeight, Escape(title), kLeft, Escape(title));
+}
+
+// Horizontal grid lines and labels at `ticks` (py maps a value to y).
+template <typename Y>
+void AppendYGrid(const std::vector<double>& ticks, Y py, std::string* svg) {
+  for (double t : ticks) {
+    absl::StrAppendFormat(
+        svg,
+        "<line x1=\"%g\" x2=\"%g\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
+        "<text x=\"%g\" y=\"%.1f\" class=\"tick\" "
+        "text-anchor=\"end\">%s</text>\n",
+        kLeft, kWidth - kRight, py(t), py(t), kLeft - 4, py(t) + 4, Number(t));
+  }
+}
+
 // A line chart of `series` over x (epochs), with axes, ticks and a legend.
 std::string LineChart(const std::string& title, const std::string& y_label,
                       const std::vector<Series>& series) {
@@ -97,19 +119,8 @@ std::string LineChart(const std::string& title, const std::string& y_label,
   auto py = [&](double y) {
     return kTop + plot_h - (y - y_lo) / (y_hi - y_lo) * plot_h;
   };
-  std::string svg = absl::StrFormat(
-      "<svg class=\"chart\" viewBox=\"0 0 %g %g\" width=\"%g\" height=\"%g\" "
-      "role=\"img\" aria-label=\"%s\">\n"
-      "<text x=\"%g\" y=\"16\" class=\"title\">%s</text>\n",
-      kWidth, kHeight, kWidth, kHeight, Escape(title), kLeft, Escape(title));
-  for (double t : Ticks(y_lo, y_hi)) {
-    absl::StrAppendFormat(
-        &svg,
-        "<line x1=\"%g\" x2=\"%g\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
-        "<text x=\"%g\" y=\"%.1f\" class=\"tick\" "
-        "text-anchor=\"end\">%s</text>\n",
-        kLeft, kLeft + plot_w, py(t), py(t), kLeft - 4, py(t) + 4, Number(t));
-  }
+  std::string svg = ChartStart(title);
+  AppendYGrid(Ticks(y_lo, y_hi), py, &svg);
   for (double t : Ticks(x_lo, x_hi, 8)) {
     if (std::fabs(t - std::round(t)) > 1e-9) continue;  // Whole epochs only.
     absl::StrAppendFormat(&svg,
@@ -181,19 +192,8 @@ std::string StackedBars(const std::string& title,
   auto py = [&](double y) { return kTop + plot_h - y / top * plot_h; };
   const double slot = plot_w / static_cast<double>(epochs.size());
   const double bar = std::max(1.0, slot * 0.7);
-  std::string svg = absl::StrFormat(
-      "<svg class=\"chart\" viewBox=\"0 0 %g %g\" width=\"%g\" height=\"%g\" "
-      "role=\"img\" aria-label=\"%s\">\n<text x=\"%g\" y=\"16\" "
-      "class=\"title\">%s</text>\n",
-      kWidth, kHeight, kWidth, kHeight, Escape(title), kLeft, Escape(title));
-  for (double t : ticks) {
-    absl::StrAppendFormat(
-        &svg,
-        "<line x1=\"%g\" x2=\"%g\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
-        "<text x=\"%g\" y=\"%.1f\" class=\"tick\" "
-        "text-anchor=\"end\">%s</text>\n",
-        kLeft, kLeft + plot_w, py(t), py(t), kLeft - 4, py(t) + 4, Number(t));
-  }
+  std::string svg = ChartStart(title);
+  AppendYGrid(ticks, py, &svg);
   const size_t label_every = std::max<size_t>(1, epochs.size() / 10);
   for (size_t e = 0; e < epochs.size(); ++e) {
     const double x = kLeft + slot * static_cast<double>(e) + (slot - bar) / 2;
