@@ -33,6 +33,9 @@ run_infer.sh: `shardgnn infer`, 2 servers + 2 ranks against one process.
   --features F      feature dimension (128)
   --classes C       classes (16)
   --chunk-nodes K   infer's --chunk-nodes (its default, 4096)
+  --in-process-threads T
+                    the in-process infer's --threads (0: its default, every
+                    core; each of the 2 ranks gets 1 thread, LOCAL_WORLD_SIZE=2)
   --python PY       Python with numpy (and torch for --torch-check)
                     (/usr/bin/python3)
   --reuse-run       keep the model a previous invocation trained in WORK
@@ -50,7 +53,7 @@ bench_name=run_infer.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib.sh"
 work=/tmp/shardgnn-infer
 nodes=1000000 features=128 classes=16 avg_degree=20 split=0.1,0.1,0.8
-chunk_nodes="" python=/usr/bin/python3 torch_check=0 reuse_run=0
+chunk_nodes="" python=/usr/bin/python3 torch_check=0 reuse_run=0 local_threads=0
 while (($#)); do
   case "$1" in
     --shardgnn) shardgnn="$2"; shift 2 ;;
@@ -62,6 +65,7 @@ while (($#)); do
     --python) python="$2"; shift 2 ;;
     --torch-check) torch_check=1; shift ;;
     --reuse-run) reuse_run=1; shift ;;
+    --in-process-threads) local_threads="$2"; shift 2 ;;
     --small) nodes=20000 features=16 classes=8; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "run_infer.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
@@ -91,6 +95,7 @@ prepare_sbm "${dataset}" "${partition}" "${nodes}" "${avg_degree}" \
 # (whose shardgnn child a signal to the wrapper would leave running).
 server_pids=()
 timed_pids=()
+declare -A watcher
 cleanup() {
   local pid
   for pid in "${timed_pids[@]}"; do
@@ -137,14 +142,39 @@ start_server() {
   log "server of part ${part} (pid ${pid}) ready on ${server_address}"
 }
 
+# watch_rss PID OUT: while PID (a /usr/bin/time) lives, samples its child's
+# resident memory by kind every 0.2 s and writes the largest of each, in kB,
+# to OUT as "anon file shmem": anonymous (the process's own), file-backed
+# (here mostly the mapped scratch layers, page cache) and shared memory (a
+# co-located server's feature matrix). VmHWM, which /usr/bin/time reports,
+# is their sum at its peak.
+watch_rss() {
+  local parent="$1" out="$2" pid="" anon=0 file=0 shmem=0 a f m
+  while kill -0 "${parent}" 2>/dev/null; do
+    [[ -n "${pid}" ]] || pid=$(pgrep -P "${parent}" | head -1) || true
+    if [[ -n "${pid}" ]] &&
+      read -r a f m < <(awk '/^RssAnon:/ {a = $2} /^RssFile:/ {f = $2}
+          /^RssShmem:/ {m = $2} END {print a + 0, f + 0, m + 0}' \
+          "/proc/${pid}/status" 2>/dev/null); then
+      ((a > anon)) && anon=${a}
+      ((f > file)) && file=${f}
+      ((m > shmem)) && shmem=${m}
+    fi
+    sleep 0.2
+  done
+  echo "${anon} ${file} ${shmem}" > "${out}"
+}
+
 # timed NAME CMD...: runs CMD under /usr/bin/time -v in the background,
-# its output in ${runs}/NAME.log, the report in ${runs}/NAME.time; sets
-# `timed_pid`.
+# its output in ${runs}/NAME.log, the report in ${runs}/NAME.time, its
+# memory by kind in ${runs}/NAME.rss (watch_rss); sets `timed_pid`.
 timed() {
   local name="$1"; shift
   /usr/bin/time -v -o "${runs}/${name}.time" "$@" > "${runs}/${name}.log" 2>&1 &
   timed_pid=$!
   timed_pids+=("${timed_pid}")
+  watch_rss "${timed_pid}" "${runs}/${name}.rss" &
+  watcher[${timed_pid}]=$!
 }
 
 # finish NAME PID: waits for a timed run; on failure shows its log and exits.
@@ -154,6 +184,7 @@ finish() {
     tail -20 "${runs}/${1}.log" >&2
     exit 1
   fi
+  wait "${watcher[$2]}" || true
 }
 
 log "starting 2 storage servers"
@@ -229,7 +260,7 @@ log "in-process infer over ${dataset}"
 load_before infer-in-process
 t0=$(date +%s.%N)
 timed infer-in-process "${shardgnn}" infer "${run_dir}" --dataset "${dataset}" \
-  --out "${local_out}" "${infer_flags[@]}"
+  --out "${local_out}" --threads "${local_threads}" "${infer_flags[@]}"
 finish infer-in-process "${timed_pid}"
 seconds_since "${t0}" > "${runs}/infer-in-process.wall"
 grep -E "accuracy|nodes in" "${runs}/infer-in-process.log" >&2 || true
@@ -277,20 +308,27 @@ PY
 fi
 
 "${python}" - "${runs}" "${dataset}" "${partition}" "${invocation}" \
-  "${torch_check}" <<'PY'
+  "${torch_check}" "${local_threads}" <<'PY'
 import json, os, re, subprocess, sys
 import numpy as np
-runs, dataset, partition, command, torch_check = sys.argv[1:6]
+runs, dataset, partition, command, torch_check, local_threads = sys.argv[1:7]
 mib = lambda b: round(b / 2**20, 1)
 def rd(*p): return json.load(open(os.path.join(runs, *p)))
 def wall(name): return float(open(os.path.join(runs, name + ".wall")).read())
 def time_report(name):
     text = open(os.path.join(runs, name + ".time")).read()
     field = lambda label: re.search(label + r": ([0-9.]+)", text).group(1)
-    return {"peak_rss_mib": mib(int(field(r"Maximum resident set size \(kbytes\)"))
-                                * 1024),
-            "cpu_seconds": round(float(field(r"User time \(seconds\)")) +
-                                 float(field(r"System time \(seconds\)")), 2)}
+    report = {
+        "peak_rss_mib": mib(int(field(r"Maximum resident set size \(kbytes\)"))
+                            * 1024),
+        "cpu_seconds": round(float(field(r"User time \(seconds\)")) +
+                             float(field(r"System time \(seconds\)")), 2)}
+    anon, file, shmem = (int(x) * 1024 for x in
+                         open(os.path.join(runs, name + ".rss")).read().split())
+    report["largest_rss_mib_by_kind"] = {
+        "anonymous": mib(anon), "file_mapped": mib(file),
+        "shared_memory": mib(shmem)}
+    return report
 def load(name): return float(open(os.path.join(runs, name + ".load")).read())
 manifest = json.load(open(os.path.join(dataset, "manifest.json")))
 def lscpu_model():
@@ -339,6 +377,8 @@ result = {
         "peak_rss_mib": {
             "rank0": rank[0]["peak_rss_mib"],
             "rank1": rank[1]["peak_rss_mib"],
+            "rank0_largest_by_kind": rank[0]["largest_rss_mib_by_kind"],
+            "rank1_largest_by_kind": rank[1]["largest_rss_mib_by_kind"],
             "servers_while_inferring": [
                 mib(servers["infer"][p][0]) for p in server_pids],
             "servers_before_inferring": [
@@ -357,6 +397,7 @@ result = {
         "edges_read": local.get("edges_read"),
         "scratch_mib": mib(local.get("scratch_bytes", 0)),
         "load_average_before": load("infer-in-process"),
+        "threads_flag": int(local_threads),
         **time_report("infer-in-process"),
     },
     "logits_agree": {
