@@ -96,7 +96,8 @@ double Progress::ElapsedSeconds() const {
 
 void Progress::Update(int64_t done) {
   done_ = done;
-  if (quiet_ || finished_) return;
+  // All done: the caller's Done() line follows, a 100% line would repeat it.
+  if (quiet_ || finished_ || (total_ > 0 && done >= total_)) return;
   const int64_t now =
       options_.clock
           ? std::chrono::duration_cast<std::chrono::nanoseconds>(Now() - start_)

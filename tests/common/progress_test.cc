@@ -93,6 +93,18 @@ TEST_F(ProgressTest, FewCallsPrintALineOncePerIntervalThatPassed) {
                           HasSubstr("build:  75% (3/4 stages, 5.0s")));
 }
 
+// The last Update before Done() reaching the total would only repeat the
+// Done line.
+TEST_F(ProgressTest, UpdateToTheTotalLeavesTheLineToDone) {
+  Progress progress("symmetrize", 10, "nodes", Options());
+  Advance(3.0);
+  progress.Update(10);
+  EXPECT_EQ(capture_.Text(), "");
+  progress.Done();
+  EXPECT_THAT(capture_.Lines(),
+              ElementsAre("symmetrize: done, 10 nodes in 3.0s (3 nodes/s)"));
+}
+
 TEST_F(ProgressTest, DoneLineHasTotalTimeAndRate) {
   Progress progress("write shards", 4000, "nodes", Options());
   Advance(1.0);
@@ -159,15 +171,15 @@ TEST(ProgressRealClockTest, SlowCallsEachGetALine) {
   options.interval_seconds = 0.05;
   options.out = capture.out();
   options.mode = ProgressOptions::Mode::kLines;
-  Progress progress("slow", 3, "chunks", options);
+  Progress progress("slow", 4, "chunks", options);
   for (int i = 1; i <= 3; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(70));
     progress.Update(i);
   }
   std::vector<std::string> lines = capture.Lines();
   ASSERT_EQ(lines.size(), 3u) << capture.Text();
-  EXPECT_THAT(lines[0], HasSubstr("slow:  33% (1/3 chunks"));
-  EXPECT_THAT(lines[2], AllOf(HasSubstr("100% (3/3 chunks"),
+  EXPECT_THAT(lines[0], HasSubstr("slow:  25% (1/4 chunks"));
+  EXPECT_THAT(lines[2], AllOf(HasSubstr(" 75% (3/4 chunks"),
                               HasSubstr("chunks/s, ETA 0s)")));
 }
 
