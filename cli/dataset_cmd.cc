@@ -383,7 +383,10 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
                          "linqs: validation nodes (default 500)");
   import_cmd->add_option("--test", i.num_test,
                          "linqs: test nodes (default 1000)");
-  import_cmd->add_option("--edges", i.edges, "edgelist: 'src dst' text file");
+  import_cmd->add_option(
+      "--edges", i.edges,
+      "edgelist: 'src dst' text file, or an int64 .npy of shape [2, E] "
+      "(edge_index) or [E, 2]");
   import_cmd->add_option("--features", i.features,
                          "edgelist: float32 .npy [N, F]");
   import_cmd->add_option("--labels", i.labels, "edgelist: int64 .npy [N]");

@@ -2,11 +2,13 @@
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
 #include "common/progress.h"
+#include "glog/logging.h"
 #include "trainer/compute_env.h"
 #include "trainer/distributed.h"
 
@@ -25,10 +27,22 @@ void RaiseOpenFileLimit() {
   }
 }
 
+// LibTorch (c10d, Gloo) logs through glog, and a failed rendezvous printed
+// glog's lines ("WARNING: Logging before InitGoogleLogging() ...", then c10d's
+// "E... socket.cpp:...] The client socket has timed out ...") before the one
+// error line that says the same. What matters reaches the user as a Status,
+// so glog shows only FATAL, unless the user sets GLOG_minloglevel (glog's
+// own variable: GLOG_minloglevel=0 shows everything).
+void QuietLibraryLogging() {
+  if (std::getenv("GLOG_minloglevel") != nullptr) return;
+  FLAGS_minloglevel = google::GLOG_FATAL;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   RaiseOpenFileLimit();
+  QuietLibraryLogging();
   // Training processes (and the launcher, whose trainers inherit it) need the
   // threading libraries' idle policy set before those libraries load.
   for (int i = 1; i < argc; ++i) {

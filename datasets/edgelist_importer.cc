@@ -1,4 +1,5 @@
-// ImportEdgeList: "src dst" text plus features and labels as .npy files.
+// ImportEdgeList: "src dst" text (or an edge_index .npy) plus features and
+// labels as .npy files.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -104,6 +105,60 @@ absl::Status CheckFeaturesFinite(const std::string& path, const NpyHeader& h,
   return absl::OkStatus();
 }
 
+// Whether `path` starts with the .npy magic string (whatever its name).
+bool IsNpyFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[6] = {};
+  return in.read(magic, sizeof(magic)) &&
+         std::string(magic, sizeof(magic)) == "\x93NUMPY";
+}
+
+// Edges from an integer .npy: [2, E] (PyG's edge_index: row 0 the sources,
+// row 1 the targets) or [E, 2] (one "src dst" pair per row); [2, 2] is read
+// as edge_index. int64 or int32; every ID in [0, num_nodes).
+absl::Status ReadEdgeNpy(const std::string& path, int64_t num_nodes,
+                         std::vector<NodeId>* src, std::vector<NodeId>* dst) {
+  ASSIGN_OR_RETURN(NpyHeader header, ReadNpyHeader(path));
+  const bool integer =
+      header.dtype == NpyDtype::kInt64 || header.dtype == NpyDtype::kInt32;
+  const std::vector<int64_t>& shape = header.shape;
+  const bool rows_are_ends = shape.size() == 2 && shape[0] == 2;
+  if (!integer || shape.size() != 2 || (shape[0] != 2 && shape[1] != 2)) {
+    std::string dims;
+    for (int64_t d : shape) absl::StrAppend(&dims, dims.empty() ? "" : ", ", d);
+    return absl::InvalidArgumentError(absl::StrCat(
+        path,
+        ": expected an int64 edge array of shape [2, E] (edge_index) or "
+        "[E, 2], found ",
+        NpyDescr(header.dtype), " [", dims, "]"));
+  }
+  std::vector<int64_t> ids;
+  if (header.dtype == NpyDtype::kInt32) {
+    ASSIGN_OR_RETURN(NpyArray<int32_t> array, ReadNpy<int32_t>(path, 2));
+    ids.assign(array.data.begin(), array.data.end());
+  } else {
+    ASSIGN_OR_RETURN(NpyArray<int64_t> array, ReadNpy<int64_t>(path, 2));
+    ids = std::move(array.data);
+  }
+  const int64_t m = rows_are_ends ? shape[1] : shape[0];
+  src->resize(m);
+  dst->resize(m);
+  for (int64_t e = 0; e < m; ++e) {
+    const NodeId s = rows_are_ends ? ids[e] : ids[2 * e];
+    const NodeId d = rows_are_ends ? ids[m + e] : ids[2 * e + 1];
+    for (NodeId v : {s, d}) {
+      if (v < 0 || v >= num_nodes) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": edge ", e, " (", s, " -> ", d, ") has node ",
+                         v, ", outside [0, ", num_nodes, ")"));
+      }
+    }
+    (*src)[e] = s;
+    (*dst)[e] = d;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<BuildSummary> ImportEdgeList(
@@ -145,8 +200,12 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
   }
   BuildSummary summary;
   std::vector<NodeId> src, dst;
-  RETURN_IF_ERROR(datasets_internal::ReadEdgeText(
-      edges_path, datasets_internal::EdgeSeparator::kAuto, n, &src, &dst));
+  if (IsNpyFile(edges_path)) {
+    RETURN_IF_ERROR(ReadEdgeNpy(edges_path, n, &src, &dst));
+  } else {
+    RETURN_IF_ERROR(datasets_internal::ReadEdgeText(
+        edges_path, datasets_internal::EdgeSeparator::kAuto, n, &src, &dst));
+  }
   summary.input_edges = static_cast<int64_t>(src.size());
   if (src.empty()) {
     return absl::InvalidArgumentError(

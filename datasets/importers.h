@@ -5,7 +5,8 @@
 //                   the bundled graphs in datasets/)
 //   ImportLinqs     LINQS .content / .cites (Cora, Citeseer, Pubmed in their
 //                   original form)
-//   ImportEdgeList  "src dst" text plus features and labels as .npy files
+//   ImportEdgeList  "src dst" text or edge_index.npy, plus features and labels
+//                   as .npy files
 //
 // Every input may be plain text or gzip (detected from the bytes). Edges are
 // parsed straight into int64 arrays and turned into CSR by counting sort; OGB
@@ -88,8 +89,10 @@ absl::StatusOr<BuildSummary> ImportLinqs(const LinqsImportOptions& options,
                                          const std::string& out_dir);
 
 struct EdgeListImportOptions {
-  std::string edges_path;  // "src dst" per line (space, tab or comma); '#' and
-                           // '%' lines are comments.
+  // "src dst" per line (space, tab or comma; '#' and '%' lines are
+  // comments), or a .npy (recognized by its content) of int64 or int32 IDs
+  // shaped [2, E] (PyG's edge_index: sources, then targets) or [E, 2].
+  std::string edges_path;
   std::string features_path;  // float32 .npy [N, F]; N defines the node count.
   std::string labels_path;    // int64 or int32 .npy [N]; -1 = unlabeled.
   // Optional split name -> int64 .npy of node indices. Empty: a seeded random

@@ -73,7 +73,10 @@ absl::StatusOr<CsrResult> WriteCsr(int64_t num_nodes, std::vector<NodeId> src,
   Progress progress(options.progress_task, static_cast<int64_t>(3 * m),
                     "edge passes");
   std::vector<int64_t> indptr(n + 1, 0);
+  // A progress check per 64k edges costs nothing next to the pass.
+  constexpr size_t kCheckEvery = size_t{1} << 16;
   for (size_t i = 0; i < m; ++i) {
+    if (i % kCheckEvery == 0) progress.Update(static_cast<int64_t>(i));
     NodeId s = src[i], d = dst[i];
     if (s == d) {
       if (options.keep_self_loops) ++indptr[d + 1];
@@ -88,6 +91,7 @@ absl::StatusOr<CsrResult> WriteCsr(int64_t num_nodes, std::vector<NodeId> src,
   {
     std::vector<int64_t> cursor(indptr.begin(), indptr.end() - 1);
     for (size_t i = 0; i < m; ++i) {
+      if (i % kCheckEvery == 0) progress.Update(static_cast<int64_t>(m + i));
       NodeId s = src[i], d = dst[i];
       if (s == d) {
         if (options.keep_self_loops) {

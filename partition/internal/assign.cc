@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/progress.h"
@@ -240,13 +241,21 @@ absl::StatusOr<Assignment> AssignParts(
   metis_options[METIS_OPTION_NUMBERING] = 0;
   std::vector<int32_t> part(n);
   start = std::chrono::steady_clock::now();
-  Progress progress(
-      absl::StrCat("metis k-way (", k, " parts, ", ncon, " constraints)"), 0,
-      "nodes");
-  rc = METIS_PartGraphKway(
-      &nvtxs, &ncon, graph->xadj.data(), graph->adjncy.data(), vwgt.data(),
-      /*vsize=*/nullptr, /*adjwgt=*/nullptr, &nparts,
-      /*tpwgts=*/nullptr, ubvec.data(), metis_options, &objval, part.data());
+  const std::string what =
+      absl::StrCat("metis k-way (", k, " parts, ", ncon, " constraints)");
+  Progress progress(what, n, "nodes");
+  {
+    // METIS reports nothing until it returns, which takes minutes on large
+    // graphs: say it is still running.
+    ProgressOptions every_few_seconds;
+    every_few_seconds.interval_seconds = 5;
+    StageHeartbeat heartbeat(absl::StrCat("partition: ", what, " running"),
+                             every_few_seconds);
+    rc = METIS_PartGraphKway(
+        &nvtxs, &ncon, graph->xadj.data(), graph->adjncy.data(), vwgt.data(),
+        /*vsize=*/nullptr, /*adjwgt=*/nullptr, &nparts,
+        /*tpwgts=*/nullptr, ubvec.data(), metis_options, &objval, part.data());
+  }
   if (rc != METIS_OK) {
     return Annotate(MetisError(rc), absl::StrCat("partitioning ", n,
                                                  " nodes into ", k, " parts"));

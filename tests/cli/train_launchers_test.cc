@@ -20,8 +20,10 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/subprocess.h"
 #include "nlohmann/json.hpp"
 #include "tests/cli/shardgnn_child.h"
@@ -31,6 +33,7 @@
 namespace shardgnn {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using testing::kRunTimeout;
 using testing::ReadyAddress;
@@ -230,6 +233,34 @@ TEST_F(TrainLaunchersTest, SlurmTasks) {
                     {"MASTER_PORT", port}});
   }
   ExpectTrainedTogether(RunTrainers("slurm", envs), "slurm");
+}
+
+// A trainer that cannot reach the rendezvous says so in one line: c10d's
+// glog lines ("WARNING: Logging before InitGoogleLogging() ...", "E...
+// socket.cpp:...] [c10d] The client socket has timed out ...") saying the
+// same do not come before it (issue 16 item 8).
+TEST_F(TrainLaunchersTest, RendezvousFailureIsOneErrorLine) {
+  const std::string port = std::to_string(testing::PickFreePort());
+  std::vector<std::string> argv = {testing::ShardgnnBinary()};
+  for (auto& a : TrainArgs("unreachable")) argv.push_back(a);
+  argv.back() = "2";  // --timeout 2: nobody will answer.
+  Exited r = RunChild(argv, {{"RANK", "1"},
+                             {"WORLD_SIZE", "2"},
+                             {"MASTER_ADDR", "127.0.0.1"},
+                             {"MASTER_PORT", port}});
+  EXPECT_EQ(r.status, 1) << r.output;
+  std::vector<std::string> errors;
+  for (absl::string_view line :
+       absl::StrSplit(r.output, '\n', absl::SkipEmpty())) {
+    // Only shardgnn's own lines (its notes on stdout, the error on stderr).
+    EXPECT_TRUE(absl::StartsWith(line, "shardgnn")) << r.output;
+    if (absl::StartsWith(line, "shardgnn: error: ")) {
+      errors.emplace_back(line);
+    }
+  }
+  ASSERT_EQ(errors.size(), 1u) << r.output;
+  EXPECT_THAT(errors[0], AllOf(HasSubstr("rendezvous with 2 trainers"),
+                               HasSubstr(absl::StrCat("127.0.0.1:", port))));
 }
 
 }  // namespace

@@ -99,6 +99,61 @@ TEST_F(EdgeListImporterTest, TruncatedGzip) {
   ExpectFailure(options, "g.txt.gz");
 }
 
+// The edges of in/g.txt (one duplicate) as PyG's edge_index [2, E] and as
+// pairs [E, 2]: both import to what the text gives.
+TEST_F(EdgeListImporterTest, ImportsEdgeIndexNpyInEitherOrientation) {
+  ASSERT_OK_AND_ASSIGN(BuildSummary text,
+                       ImportEdgeList(Options(), tmp_.Sub("text")));
+  ASSERT_OK_AND_ASSIGN(Dataset expected, LoadDataset(tmp_.Sub("text")));
+  ASSERT_OK(WriteNpy<int64_t>(tmp_.Sub("in/edge_index.npy"), {2, 5},
+                              {0, 1, 2, 3, 0, 1, 2, 3, 0, 1}));
+  ASSERT_OK(WriteNpy<int64_t>(tmp_.Sub("in/pairs.npy"), {5, 2},
+                              {0, 1, 1, 2, 2, 3, 3, 0, 0, 1}));
+  for (const char* file : {"edge_index.npy", "pairs.npy"}) {
+    SCOPED_TRACE(file);
+    EdgeListImportOptions options = Options();
+    options.edges_path = tmp_.Sub(std::string("in/") + file);
+    const std::string out = tmp_.Sub(std::string("out-") + file);
+    ASSERT_OK_AND_ASSIGN(BuildSummary s, ImportEdgeList(options, out));
+    EXPECT_EQ(s.input_edges, text.input_edges);
+    EXPECT_EQ(s.duplicate_edges_dropped, 1);
+    ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(out));
+    EXPECT_EQ(d.indptr, expected.indptr);
+    EXPECT_EQ(d.indices, expected.indices);
+    EXPECT_EQ(d.splits, expected.splits);
+  }
+}
+
+TEST_F(EdgeListImporterTest, EdgeNpyOfInt32IsAccepted) {
+  ASSERT_OK(WriteNpy<int32_t>(tmp_.Sub("in/e.npy"), {2, 2}, {0, 1, 1, 2}));
+  EdgeListImportOptions options = Options();
+  options.edges_path = tmp_.Sub("in/e.npy");
+  ASSERT_OK(ImportEdgeList(options, tmp_.Sub("out")));
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
+  // [2, 2] is edge_index: 0 -> 1 and 1 -> 2.
+  EXPECT_EQ(d.indptr, (std::vector<int64_t>{0, 0, 1, 2, 2}));
+  EXPECT_EQ(d.indices, (std::vector<NodeId>{0, 1}));
+}
+
+TEST_F(EdgeListImporterTest, EdgeNpyOfWrongShapeOrDtypeIsNamed) {
+  EdgeListImportOptions options = Options();
+  options.edges_path = tmp_.Sub("in/e.npy");
+  ASSERT_OK(WriteNpy<int64_t>(options.edges_path, {3, 3},
+                              {0, 1, 2, 1, 2, 3, 2, 3, 0}));
+  ExpectFailure(options,
+                "e.npy: expected an int64 edge array of shape [2, E] "
+                "(edge_index) or [E, 2], found <i8 [3, 3]");
+  ASSERT_OK(WriteNpy<float>(options.edges_path, {2, 2}, {0, 1, 1, 2}));
+  ExpectFailure(options, "found <f4 [2, 2]");
+}
+
+TEST_F(EdgeListImporterTest, EdgeNpyIdOutOfRangeNamesTheEdge) {
+  EdgeListImportOptions options = Options();
+  options.edges_path = tmp_.Sub("in/e.npy");
+  ASSERT_OK(WriteNpy<int64_t>(options.edges_path, {2, 3}, {0, 1, 2, 1, 4, 3}));
+  ExpectFailure(options, "e.npy: edge 1 (1 -> 4) has node 4, outside [0, 4)");
+}
+
 TEST_F(EdgeListImporterTest, WrongColumnCount) {
   testing::WriteText(tmp_.Sub("in/g.txt"), "0 1\n1 2 0.5\n");
   ExpectFailure(Options(), "g.txt:2: expected 2 columns");

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -89,6 +90,25 @@ TEST_F(PartitionDatasetTest, CoraIntoTwoBalancedParts) {
   EXPECT_THAT(timing_json, HasSubstr("write_seconds"));
   ASSERT_OK_AND_ASSIGN(Dataset cora, LoadDataset(CoraDir()));
   CheckPartition(cora, tmp_.Sub("p"), m);
+}
+
+// The reload of indices and features after METIS belongs to load_seconds and
+// is counted once: the total is at least the sum of the stages and at most
+// the wall time of the call (it once counted the reload twice).
+TEST_F(PartitionDatasetTest, TotalTimeIsNoLongerThanTheCall) {
+  PartitionOptions options;
+  options.num_parts = 2;
+  PartitionTiming timing;
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_OK(PartitionDataset(CoraDir(), tmp_.Sub("p"), options, &timing));
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  const double stages = timing.load_seconds + timing.symmetrize_seconds +
+                        timing.assign_seconds + timing.relabel_seconds +
+                        timing.write_seconds;
+  EXPECT_LE(timing.total_seconds, wall);
+  EXPECT_GE(timing.total_seconds, stages);
 }
 
 TEST_F(PartitionDatasetTest, FileAndMemoryEntryPointsAgree) {
