@@ -29,6 +29,7 @@
 #include "cli/security_flags.h"
 #include "cli/training_flags.h"
 #include "common/file_util.h"
+#include "common/progress.h"
 #include "common/sampling.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
@@ -268,6 +269,34 @@ std::function<void(const EpochStats&)> EpochReporter(int epochs,
   };
 }
 
+// Progress lines within long epochs ("epoch 3/10: 42% (120/400 steps, ...,
+// ETA 40s)") and the final test, every `seconds` (0: none), on stderr.
+void ReportSteps(double seconds, TrainOptions* options) {
+  if (!(seconds > 0)) return;
+  ProgressOptions line;
+  line.interval_seconds = seconds;
+  line.mode = ProgressOptions::Mode::kLines;
+  auto epoch_progress = std::make_shared<std::unique_ptr<Progress>>();
+  auto epoch_seen = std::make_shared<int>(0);
+  const int epochs = options->epochs;
+  options->on_step = [=](int epoch, int64_t step, int64_t steps) {
+    if (epoch != *epoch_seen || !*epoch_progress) {
+      *epoch_seen = epoch;
+      *epoch_progress = std::make_unique<Progress>(
+          absl::StrCat("epoch ", epoch, "/", epochs), steps, "steps", line);
+    }
+    (*epoch_progress)->Update(step);
+  };
+  auto test_progress = std::make_shared<std::unique_ptr<Progress>>();
+  const char* unit = options->exact_test ? "node rows" : "batches";
+  options->on_test_progress = [=](int64_t done, int64_t total) {
+    if (!*test_progress) {
+      *test_progress = std::make_unique<Progress>("test", total, unit, line);
+    }
+    (*test_progress)->Update(done);
+  };
+}
+
 // The run's settings after defaults were resolved: what a user needs to
 // reproduce or compare it.
 void PrintSettings(const TrainOptions& o, const std::string& features,
@@ -419,6 +448,7 @@ absl::Status RunInProcess(const TrainFlags& flags) {
                 StepsPerEpoch(static_cast<int64_t>(splits.train.size()),
                               options.batch_size, options.min_steps_per_epoch));
   options.on_epoch = EpochReporter(options.epochs, metrics.get());
+  ReportSteps(flags.training.progress_seconds, &options);
   ConfigureModelFile(flags, /*leader=*/true, &options);
   ASSIGN_OR_RETURN(TrainResult result, Train(*source, splits, options));
   PrintResult(result, options.exact_test);
@@ -528,6 +558,7 @@ absl::Status RunTrain(const TrainFlags& flags) {
         static_cast<long long>(options.steps_per_epoch));
     PrintSettings(options, features, options.steps_per_epoch);
     options.on_epoch = EpochReporter(options.epochs, metrics.get());
+    ReportSteps(flags.training.progress_seconds, &options);
   }
 
   ConfigureModelFile(flags, leader, &options);

@@ -76,6 +76,10 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
                   "Write the run's checkpoints every N epochs and after the "
                   "last (0 = none; --resume needs them)")
       ->capture_default_str();
+  cmd->add_option("--progress-seconds", f->progress_seconds,
+                  "A progress line (steps, rate, ETA) every this many "
+                  "seconds within a long epoch and the final test (0: none)")
+      ->capture_default_str();
   cmd->add_flag("--no-shared-memory", f->no_shared_memory,
                 "Fetch features through calls even from storage servers on "
                 "this machine (default: map their shared feature matrix)");
@@ -124,7 +128,9 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
                                    "--feature-norm",
                                    f.feature_norm,
                                    "--checkpoint-every",
-                                   std::to_string(f.checkpoint_every)};
+                                   std::to_string(f.checkpoint_every),
+                                   "--progress-seconds",
+                                   absl::StrCat(f.progress_seconds)};
   // Model-dependent defaults stay unset, for the trainer to resolve.
   if (f.exact_test) args.push_back("--exact-test");
   if (!f.eval_fanouts.empty()) {
@@ -223,6 +229,8 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
   if (f.checkpoint_every < 0)
     return absl::InvalidArgumentError(
         "--checkpoint-every must not be negative");
+  if (!(f.progress_seconds >= 0))
+    return absl::InvalidArgumentError("--progress-seconds must be 0 or more");
   if (f.resume && f.checkpoint_every == 0)
     return absl::InvalidArgumentError(
         "--resume needs checkpoints; it cannot go with --checkpoint-every 0");

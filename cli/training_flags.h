@@ -41,6 +41,9 @@ struct TrainingFlags {
   std::string cache_policy = "static";
   std::string feature_norm = "auto";  // auto, none, row, standardize.
   int checkpoint_every = 1;           // Epochs; 0 = no checkpoints.
+  // Seconds between progress lines within an epoch and the final test
+  // (rank 0; a line only once that much time passed); 0: none.
+  double progress_seconds = 10;
   // Fetch every feature row through GetFeatures calls, even from servers on
   // this machine that share their feature matrix.
   bool no_shared_memory = false;

@@ -555,6 +555,8 @@ class Run {
       optimizer->step();
       stats.compute_seconds += SecondsSince(t0);
       ++stats.steps;
+      if (options_.on_step)
+        options_.on_step(epoch, stats.steps, loader_->steps_per_epoch());
     }
     loader_->Stop();
     stats.sample_busy_seconds =
@@ -626,6 +628,16 @@ class Run {
     infer.world_size = options_.world_size;
     infer.chunk_nodes = options_.eval_batch_size;
     infer.torch_threads = options_.torch_threads;
+    if (options_.on_test_progress) {
+      options_.on_test_progress(
+          0,
+          static_cast<int64_t>(config.model.num_layers) * source_.num_nodes());
+      infer.on_progress = [this](const InferProgress& p) {
+        options_.on_test_progress(
+            static_cast<int64_t>(p.layer - 1) * p.rows + p.rows_done,
+            static_cast<int64_t>(p.layers) * p.rows);
+      };
+    }
     infer.scratch_dir =
         !options_.scratch_dir.empty()
             ? options_.scratch_dir
@@ -660,8 +672,9 @@ class Run {
   // (summed over ranks with a sync). The next batch is sampled (and its
   // features fetched) on a helper thread while the model runs on the current
   // one.
-  absl::StatusOr<Evaluation> Evaluate(const NeighborSampler& sampler,
-                                      const std::vector<NodeId>& nodes) {
+  absl::StatusOr<Evaluation> Evaluate(
+      const NeighborSampler& sampler, const std::vector<NodeId>& nodes,
+      const std::function<void(int64_t, int64_t)>& progress = {}) {
     torch::NoGradGuard no_grad;
     model_->eval();
     double counts[3] = {0.0, 0.0, 0.0};  // correct, labeled, loss sum
@@ -675,6 +688,8 @@ class Run {
           MixSeed(seed, begin), batch);
     };
     std::future<absl::Status> next;
+    if (progress)
+      progress(0, static_cast<int64_t>((nodes.size() + step - 1) / step));
     if (!nodes.empty())
       next = std::async(std::launch::async, sample, 0, &batches[0]);
     for (size_t begin = 0, k = 0; begin < nodes.size(); begin += step, ++k) {
@@ -693,6 +708,10 @@ class Run {
           logits.argmax(1).eq(t.labels).logical_and(mask).sum().item<double>();
       const double labeled = mask.sum().item<double>();
       counts[1] += labeled;
+      if (progress) {
+        progress(static_cast<int64_t>(k) + 1,
+                 static_cast<int64_t>((nodes.size() + step - 1) / step));
+      }
       if (labeled > 0) {
         counts[2] += torch::nn::functional::cross_entropy(
                          logits, t.labels,

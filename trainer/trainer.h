@@ -177,6 +177,14 @@ struct TrainOptions {
   std::string model_path;
   // Called after every epoch (progress lines, metrics files); may be empty.
   std::function<void(const EpochStats&)> on_epoch;
+  // Called after every training step with the epoch (from 1), the steps done
+  // in it and its step count, for progress lines within long epochs; may be
+  // empty.
+  std::function<void(int epoch, int64_t step, int64_t steps)> on_step;
+  // Called during the final test evaluation with the work done and in all
+  // (batches of test nodes; with exact_test, node rows over all layers); may
+  // be empty.
+  std::function<void(int64_t done, int64_t total)> on_test_progress;
   // Called once when the run resumes from checkpoints (every rank agreed on
   // the epoch), with the epoch it continues after; not for a fresh start.
   std::function<void(int epoch)> on_resume;

@@ -29,6 +29,7 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct BadTrain {
   std::string name;                        // Test name suffix.
@@ -348,6 +349,30 @@ TEST(TrainInProcessTest, RefusesAnOutDirThatHoldsARunUnlessResuming) {
   // --resume continues it (two more epochs).
   auto [resumed, resumed_output] = train({"--resume", "--epochs", "4"});
   EXPECT_EQ(resumed, 0) << resumed_output;
+}
+
+// Long epochs and a long final test show progress lines with the steps done,
+// the rate and an ETA (here every millisecond; by default every 10 s), and
+// --progress-seconds 0 turns them off.
+TEST(TrainInProcessTest, LongEpochsAndTheTestShowProgress) {
+  testing::TempDir dir;
+  std::string cora;
+  ASSERT_NO_FATAL_FAILURE(ImportCora(dir, &cora));
+  auto [status, output] = RunShardgnn(
+      {"train", "--dataset", cora, "--epochs", "2", "--checkpoint-every", "0",
+       "--exact-test", "--progress-seconds", "0.001"});
+  ASSERT_EQ(status, 0) << output;
+  EXPECT_THAT(output, HasSubstr("epoch 2/2: "));
+  EXPECT_THAT(output, ::testing::ContainsRegex(
+                          "epoch 1/2: +[0-9]+% \\([0-9]+/10 steps, .* steps/s, "
+                          "ETA [0-9]+s\\)"));
+  EXPECT_THAT(output, ::testing::ContainsRegex(
+                          "test: +[0-9]+% \\([0-9]+/5416 node rows"));
+  auto [quiet_status, quiet] =
+      RunShardgnn({"train", "--dataset", cora, "--epochs", "1",
+                   "--checkpoint-every", "0", "--progress-seconds", "0"});
+  ASSERT_EQ(quiet_status, 0) << quiet;
+  EXPECT_THAT(quiet, Not(HasSubstr("steps/s")));
 }
 
 TEST(TrainInProcessTest, ComputeThreadsShareTheMachine) {
