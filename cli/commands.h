@@ -18,6 +18,9 @@ namespace shardgnn::cli {
 // trainer that failed first. Any other error exits 1.
 inline constexpr int kPeerFailureExit = 3;
 
+// `shardgnn --version`, and summary.json's shardgnn_version.
+inline constexpr char kShardgnnVersion[] = "0.1.0";
+
 void AddDatasetCommand(CLI::App& app,
                        absl::Status* result);  // dataset import | generate
 void AddPartitionCommand(CLI::App& app, absl::Status* result);  // partition

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
@@ -38,6 +39,29 @@ void QuietLibraryLogging() {
   FLAGS_minloglevel = google::GLOG_FATAL;
 }
 
+// `shardgnn SUBCOMMAND ... --config F ...` as `shardgnn --config F SUBCOMMAND
+// ...`: CLI11 reads a config file on the main command, one [SUBCOMMAND]
+// section per subcommand, and the file is easier to give after the
+// subcommand, as every other flag. Returns the rewritten arguments.
+std::vector<std::string> ConfigFlagFirst(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::vector<std::string> flag;
+    if (args[i] == "--config" && i + 1 < args.size()) {
+      flag = {args[i], args[i + 1]};
+    } else if (args[i].rfind("--config=", 0) == 0) {
+      flag = {args[i]};
+    } else {
+      continue;
+    }
+    args.erase(args.begin() + static_cast<std::ptrdiff_t>(i),
+               args.begin() + static_cast<std::ptrdiff_t>(i + flag.size()));
+    args.insert(args.begin() + 1, flag.begin(), flag.end());
+    break;
+  }
+  return args;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -46,7 +70,11 @@ int main(int argc, char** argv) {
   // Training processes (and the launcher, whose trainers inherit it) need the
   // threading libraries' idle policy set before those libraries load.
   for (int i = 1; i < argc; ++i) {
-    if (argv[i][0] == '-') continue;  // Global flags take no values.
+    if (std::string(argv[i]) == "--config") {  // The one global flag with a
+      ++i;                                     // value.
+      continue;
+    }
+    if (argv[i][0] == '-') continue;
     const std::string command = argv[i];
     if (command == "train" || command == "run")
       shardgnn::ReexecWithComputeEnvironment(argv);
@@ -57,7 +85,16 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   bool quiet = false;
   app.add_flag("-q,--quiet", quiet, "No progress lines");
-  app.set_version_flag("--version", "shardgnn 0.1.0");
+  app.set_version_flag(
+      "--version", std::string("shardgnn ") + shardgnn::cli::kShardgnnVersion);
+  // Flags from a TOML file, a [SUBCOMMAND] section each ([dataset.import] for
+  // a nested one); flags on the command line win; a key that names no flag is
+  // an error.
+  app.set_config("--config", "",
+                 "TOML file of flags: a [train], [run], [serve], ... section "
+                 "per subcommand, keys named as the flags (epochs = 30); the "
+                 "command line wins");
+  app.allow_config_extras(CLI::config_extras_mode::error);
 
   absl::Status result;
   shardgnn::cli::AddDatasetCommand(app, &result);
@@ -71,8 +108,23 @@ int main(int argc, char** argv) {
   app.parse_complete_callback(
       [&] { shardgnn::Progress::SetQuietByDefault(quiet); });
 
+  std::vector<std::string> args = ConfigFlagFirst(argc, argv);
+  std::vector<char*> pointers;
+  for (std::string& a : args) pointers.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(pointers.size()), pointers.data());
+  } catch (const CLI::ConfigError& e) {
+    // CLI11 says "INI was not able to parse train.epoch".
+    std::string what = e.what();
+    const std::string prefix = "INI was not able to parse ";
+    if (what.rfind(prefix, 0) == 0) {
+      what = "no flag matches the key \"" + what.substr(prefix.size()) + "\"";
+    }
+    std::fprintf(stderr, "shardgnn: error: --config: %s\n", what.c_str());
+    return 1;
+  } catch (const CLI::FileError& e) {
+    std::fprintf(stderr, "shardgnn: error: %s\n", e.what());
+    return 1;
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

@@ -57,6 +57,7 @@ struct RunFlags {
   std::string method = "metis";
   std::string work_dir = "out";
   std::string out_dir;
+  std::string effective_config;  // "[run]" and every flag (config.toml).
   std::string servers;
   std::string cluster_file;
   std::string partition_dir;
@@ -357,6 +358,10 @@ absl::Status RunPipeline(const RunFlags& flags) {
   if (ec)
     return absl::PermissionDeniedError(
         absl::StrCat(out_dir, ": cannot create: ", ec.message()));
+  // The effective configuration, every flag with its value, as a --config
+  // file takes it back.
+  RETURN_IF_ERROR(WriteFileAtomic(JoinPath(out_dir, "config.toml"),
+                                  flags.effective_config));
 
   // The trainers meet through a file (no store socket listens; their Gloo
   // pairs bind 127.0.0.1). A stale one from a killed run would break it.
@@ -546,7 +551,10 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
   flags->given = [cmd](const std::string& flag) {
     return cmd->count(flag) > 0;
   };
-  cmd->callback([flags, result] { *result = RunPipeline(*flags); });
+  cmd->callback([cmd, flags, result] {
+    flags->effective_config = EffectiveConfig(*cmd);
+    *result = RunPipeline(*flags);
+  });
 }
 
 }  // namespace shardgnn::cli

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -47,6 +48,7 @@ namespace shardgnn::cli {
 namespace {
 
 struct TrainFlags {
+  std::string effective_config;  // "[train]" and every flag (config.toml).
   ClusterFlags cluster;
   std::string dataset_dir;  // In-process mode: the whole graph in memory.
   std::string out_dir;
@@ -141,12 +143,24 @@ nlohmann::ordered_json PerformanceJson(const TrainResult& result,
   return {{"process", process}, {"epoch_time", time}};
 }
 
+// When this process started, as UTC ISO 8601 ("2026-12-01T13:08:06Z").
+std::string StartedAt() {
+  static const std::time_t started = std::time(nullptr);
+  char text[32];
+  std::tm utc{};
+  gmtime_r(&started, &utc);
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
 // What every summary.json holds; callers add where the graph came from.
 nlohmann::ordered_json SummaryJson(const TrainResult& result,
                                    const TrainingFlags& training,
                                    const TrainOptions& options, int world_size,
                                    int64_t train_seeds) {
   nlohmann::ordered_json summary;
+  summary["shardgnn_version"] = kShardgnnVersion;
+  summary["started_at"] = StartedAt();
   summary["test_acc"] = result.test_acc;
   // How test_acc was measured: "exact" (layer-wise inference over full
   // neighborhoods) or "sampled" (with the eval fanouts).
@@ -218,6 +232,11 @@ absl::Status ConfigureCheckpoints(const TrainFlags& flags, int rank,
     return absl::PermissionDeniedError(
         absl::StrCat(dir, ": cannot create: ", ec.message()));
   }
+  // The effective configuration, as a --config file takes it back; under
+  // `run`, run's own (it wrote one first).
+  const std::string config = JoinPath(flags.out_dir, "config.toml");
+  if (rank == 0 && !std::filesystem::exists(config))
+    RETURN_IF_ERROR(WriteFileAtomic(config, flags.effective_config));
   if (flags.training.checkpoint_every == 0) return absl::OkStatus();
   options->checkpoint_path =
       JoinPath(dir, absl::StrCat("rank-", rank, ".ckpt"));
@@ -619,6 +638,7 @@ absl::Status RunTrain(const TrainFlags& flags) {
 }  // namespace
 
 void AddTrainCommand(CLI::App& app, absl::Status* result) {
+  (void)StartedAt();  // The clock starts with the process.
   auto flags = std::make_shared<TrainFlags>();
   CLI::App* cmd = app.add_subcommand(
       "train",
@@ -631,7 +651,10 @@ void AddTrainCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--out", flags->out_dir,
                   "Directory for metrics.jsonl and summary.json (rank 0)");
   AddTrainingFlags(cmd, &flags->training);
-  cmd->callback([flags, result] { *result = RunTrain(*flags); });
+  cmd->callback([cmd, flags, result] {
+    flags->effective_config = EffectiveConfig(*cmd);
+    *result = RunTrain(*flags);
+  });
 }
 
 }  // namespace shardgnn::cli

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -172,6 +173,19 @@ absl::StatusOr<std::vector<int>> ParseFanouts(const std::string& text) {
     fanouts.push_back(v);
   }
   return fanouts;
+}
+
+std::string EffectiveConfig(const CLI::App& cmd) {
+  std::string out =
+      absl::StrCat("# shardgnn ", cmd.get_name(),
+                   ", every flag as it was resolved\n[", cmd.get_name(), "]\n");
+  const std::string all =
+      cmd.config_to_str(/*default_also=*/true, /*write_description=*/false);
+  for (absl::string_view line : absl::StrSplit(all, '\n', absl::SkipEmpty())) {
+    if (absl::EndsWith(line, "=\"\"")) continue;
+    absl::StrAppend(&out, line, "\n");
+  }
+  return out;
 }
 
 absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {

@@ -59,6 +59,12 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* flags);
 // train`).
 std::vector<std::string> TrainingArgs(const TrainingFlags& flags);
 
+// The run directory's config.toml for subcommand `cmd`: "[<name>]" and every
+// flag with its resolved value (defaults too), as --config reads it back.
+// Flags left unset (empty: a model-dependent default) are left out, so that
+// reading the file back leaves them unset.
+std::string EffectiveConfig(const CLI::App& cmd);
+
 // Parses "15,10,5" (-1 = all neighbors).
 absl::StatusOr<std::vector<int>> ParseFanouts(const std::string& text);
 

@@ -375,6 +375,59 @@ TEST(TrainInProcessTest, LongEpochsAndTheTestShowProgress) {
   EXPECT_THAT(quiet, Not(HasSubstr("steps/s")));
 }
 
+// Flags from a TOML file (--config, a [train] section), the command line
+// winning; the run directory keeps the effective configuration, which
+// trains the same parameters again; a key that names no flag and a missing
+// file are one error line each.
+TEST(TrainInProcessTest, ConfigFileGivesFlagsAndTheRunKeepsItsOwn) {
+  testing::TempDir dir;
+  std::string cora;
+  ASSERT_NO_FATAL_FAILURE(ImportCora(dir, &cora));
+  ASSERT_OK(WriteFileAtomic(dir.Sub("t.toml"),
+                            "[train]\nepochs = 2\ncheckpoint-every = 0\n"
+                            "model = \"gcn\"\nlr = 0.5\n"));
+  auto [status, output] =
+      RunShardgnn({"train", "--dataset", cora, "--config", dir.Sub("t.toml"),
+                   "--out", dir.Sub("a"), "--lr", "0.02"});
+  ASSERT_EQ(status, 0) << output;
+  ASSERT_OK_AND_ASSIGN(std::string text,
+                       ReadFileToString(dir.Sub("a/summary.json")));
+  nlohmann::json a = nlohmann::json::parse(text);
+  EXPECT_EQ(a["model"]["kind"], "gcn");
+  EXPECT_EQ(a["epochs_run"], 2);
+  EXPECT_EQ(a["model"]["lr"], 0.02);  // The command line wins.
+  EXPECT_EQ(a["shardgnn_version"], "0.1.0");
+  EXPECT_THAT(a["started_at"].get<std::string>(),
+              ::testing::MatchesRegex("20[0-9][0-9]-.*Z"));
+  ASSERT_OK_AND_ASSIGN(std::string config,
+                       ReadFileToString(dir.Sub("a/config.toml")));
+  EXPECT_THAT(config, HasSubstr("[train]"));
+  EXPECT_THAT(config, HasSubstr("lr=0.02"));
+  EXPECT_THAT(config, Not(HasSubstr("=\"\"")));  // Unset flags left out.
+  auto [again_status, again] = RunShardgnn(
+      {"train", "--config", dir.Sub("a/config.toml"), "--out", dir.Sub("b")});
+  ASSERT_EQ(again_status, 0) << again;
+  ASSERT_OK_AND_ASSIGN(text, ReadFileToString(dir.Sub("b/summary.json")));
+  EXPECT_EQ(nlohmann::json::parse(text)["parameters_checksum"],
+            a["parameters_checksum"]);
+
+  ASSERT_OK(WriteFileAtomic(dir.Sub("bad.toml"), "[train]\nepoch = 2\n"));
+  for (const auto& [file, mentions] :
+       {std::pair<std::string, std::string>{dir.Sub("bad.toml"),
+                                            "no flag matches the key "
+                                            "\"train.epoch\""},
+        {dir.Sub("missing.toml"), "missing.toml"}}) {
+    auto [bad_status, bad] =
+        RunShardgnn({"train", "--dataset", cora, "--config", file});
+    EXPECT_EQ(bad_status, 1) << bad;
+    std::vector<std::string> lines =
+        absl::StrSplit(bad, '\n', absl::SkipEmpty());
+    ASSERT_EQ(lines.size(), 1u) << bad;
+    EXPECT_THAT(lines[0],
+                AllOf(HasSubstr("shardgnn: error: "), HasSubstr(mentions)));
+  }
+}
+
 TEST(TrainInProcessTest, ComputeThreadsShareTheMachine) {
   testing::TempDir dir;
   std::string cora;
