@@ -6,8 +6,6 @@
 // (torchrun's variables or --rank/--world-size), or (--dataset) from a dataset
 // directory in this one process. Rank 0 writes embeddings.npy, logits.npy,
 // predictions.npy and infer.json (accuracies, timings) to --out.
-#include <sys/resource.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -18,6 +16,7 @@
 #include "cli/commands.h"
 #include "common/file_util.h"
 #include "common/npy.h"
+#include "common/peak_rss.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
 #include "nlohmann/json.hpp"
@@ -43,12 +42,6 @@ struct InferFlags {
   bool no_feature_port = false;
   ClusterFlags cluster;
 };
-
-int64_t PeakRss() {
-  struct rusage usage {};
-  if (getrusage(RUSAGE_SELF, &usage) != 0) return -1;
-  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
-}
 
 // "infer: layer 1/2  40% (40.0k/100k nodes)  9.1k nodes/s  ETA 12s", at
 // most every two seconds and at the end of each layer.
@@ -182,7 +175,7 @@ absl::Status RunInfer(const InferFlags& flags) {
     summary["seconds"] = result->seconds;
     summary["edges_read"] = result->edges;
     summary["scratch_bytes"] = result->scratch_bytes;
-    summary["peak_rss_bytes"] = PeakRss();
+    summary["peak_rss_bytes"] = PeakRssBytes();
     std::printf(
         "shardgnn infer: %lld nodes in %.2f s; embeddings [%lld, %lld] (layer "
         "%d), logits, predictions in %s\n",

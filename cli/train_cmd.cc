@@ -6,7 +6,6 @@
 // no process group): the same sampler, loader and model code, the physical
 // limit a distributed run is measured against.
 #include <ATen/Parallel.h>
-#include <sys/resource.h>
 
 #include <cmath>
 #include <cstdio>
@@ -30,6 +29,7 @@
 #include "cli/security_flags.h"
 #include "cli/training_flags.h"
 #include "common/file_util.h"
+#include "common/peak_rss.h"
 #include "common/progress.h"
 #include "common/sampling.h"
 #include "common/status.h"
@@ -85,14 +85,6 @@ nlohmann::ordered_json EpochJson(const EpochStats& s) {
   j["eval_seconds"] = s.eval_seconds;
   j["sampled_edges"] = s.sampled_edges;
   return j;
-}
-
-// Peak resident set of this process in bytes (Linux reports KiB), -1 if
-// unknown.
-int64_t PeakRssBytes() {
-  struct rusage usage {};
-  if (getrusage(RUSAGE_SELF, &usage) != 0) return -1;
-  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
 }
 
 // This process's resources and where its epochs' time went: means over the

@@ -377,7 +377,6 @@ class LayerwiseRun {
       acc.nodes = static_cast<int64_t>(nodes.size());
       labels.resize(nodes.size());
       RETURN_IF_ERROR(source_.FetchLabels(nodes, labels.data()));
-      int64_t correct = 0;
       for (size_t i = 0; i < nodes.size(); ++i) {
         if (labels[i] < 0) continue;
         if (nodes[i] < 0 || nodes[i] >= n_) {
@@ -386,11 +385,11 @@ class LayerwiseRun {
                            ", not a node of the graph"));
         }
         ++acc.labeled;
-        correct += Argmax(logits.row(nodes[i]), logits.cols()) == labels[i];
+        acc.correct += Argmax(logits.row(nodes[i]), logits.cols()) == labels[i];
       }
       if (acc.labeled > 0)
         acc.acc =
-            static_cast<double>(correct) / static_cast<double>(acc.labeled);
+            static_cast<double>(acc.correct) / static_cast<double>(acc.labeled);
     }
     return absl::OkStatus();
   }

@@ -72,7 +72,8 @@ struct InferOptions {
 struct SplitAccuracy {
   int64_t nodes = 0;
   int64_t labeled = 0;
-  double acc = -1.0;  // -1 without labeled nodes.
+  int64_t correct = 0;  // Labeled nodes predicted right.
+  double acc = -1.0;    // correct / labeled; -1 without labeled nodes.
 };
 
 struct InferResult {

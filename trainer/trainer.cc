@@ -655,9 +655,8 @@ class Run {
     }
     RETURN_IF_ERROR(inferred.status());
     const SplitAccuracy& test = inferred->accuracy.at("test");
-    double counts[2] = {
-        std::round(std::max(0.0, test.acc) * static_cast<double>(test.labeled)),
-        static_cast<double>(test.labeled)};
+    double counts[2] = {static_cast<double>(test.correct),
+                        static_cast<double>(test.labeled)};
     if (sync_ != nullptr)
       RETURN_IF_ERROR(sync_->AllreduceSum(absl::MakeSpan(counts, 2)));
     return counts[1] > 0 ? counts[0] / counts[1] : -1.0;
