@@ -74,8 +74,10 @@ nlohmann::ordered_json EpochJson(const EpochStats& s) {
   j["steps"] = s.steps;
   j["loss"] = s.loss;
   j["train_acc"] = s.train_acc;
-  j["val_acc"] = s.val_acc;
+  // Node tasks: validation accuracy; link tasks: the named figures below.
+  if (s.metrics.empty()) j["val_acc"] = s.val_acc;
   j["val_loss"] = s.val_loss;
+  for (const auto& [key, value] : s.metrics) j[key] = value;
   j["epoch_seconds"] = s.epoch_seconds;
   j["wait_seconds"] = s.sample_seconds;
   j["sample_busy_seconds"] = s.sample_busy_seconds;
@@ -153,11 +155,26 @@ nlohmann::ordered_json SummaryJson(const TrainResult& result,
   nlohmann::ordered_json summary;
   summary["shardgnn_version"] = kShardgnnVersion;
   summary["started_at"] = StartedAt();
-  summary["test_acc"] = result.test_acc;
-  // How test_acc was measured: "exact" (layer-wise inference over full
-  // neighborhoods) or "sampled" (with the eval fanouts).
+  summary["task"] = TaskKindName(options.task);
+  if (options.task == TaskKind::kNode) {
+    summary["test_acc"] = result.test_acc;
+  } else {
+    for (const auto& [key, value] : result.test_metrics) summary[key] = value;
+  }
+  // How the test figures were measured: "exact" (layer-wise inference over
+  // full neighborhoods) or "sampled" (with the eval fanouts).
   summary["test_method"] = options.exact_test ? "exact" : "sampled";
-  summary["best_val_acc"] = result.best_val_acc;
+  if (options.task == TaskKind::kNode) {
+    summary["best_val_acc"] = result.best_val_acc;
+  } else {
+    summary["best_valid_auc"] = result.best_val_score;
+    const LinkOptions& link = options.link;
+    summary["link"] = {
+        {"decoder", LinkDecoderName(link.decoder)},
+        {"negatives", link.negatives},
+        {"negative_sampling", NegativeSamplingName(link.negative_sampling)},
+        {"filter_negatives", link.filter_negatives}};
+  }
   summary["best_epoch"] = result.best_epoch;
   summary["epochs_run"] = result.epochs.size();
   summary["stopped_early"] = result.stopped_early;
@@ -257,10 +274,23 @@ std::function<void(const EpochStats&)> EpochReporter(int epochs,
   auto first_loss = std::make_shared<double>(-1.0);
   auto warned = std::make_shared<bool>(false);
   return [epochs, metrics, first_loss, warned](const EpochStats& s) {
+    // Node tasks: accuracies; link tasks: ROC-AUC and AP.
+    std::string scores =
+        absl::StrFormat("train %.3f  val %.3f", s.train_acc, s.val_acc);
+    if (!s.metrics.empty()) {
+      auto get = [&s](const char* key) {
+        for (const auto& [k, v] : s.metrics)
+          if (k == key) return v;
+        return -1.0;
+      };
+      scores =
+          absl::StrFormat("train auc %.3f  val auc %.3f ap %.3f",
+                          get("train_auc"), get("valid_auc"), get("valid_ap"));
+    }
     std::printf(
-        "epoch %3d/%d  loss %.4f  train %.3f  val %.3f  %.2fs (sampling %.2f, "
+        "epoch %3d/%d  loss %.4f  %s  %.2fs (sampling %.2f, "
         "fetch %.2f, compute %.2f, allreduce %.2f, waiting %.2f, eval %.2f)\n",
-        s.epoch, epochs, s.loss, s.train_acc, s.val_acc, s.epoch_seconds,
+        s.epoch, epochs, s.loss, scores.c_str(), s.epoch_seconds,
         s.sample_busy_seconds - s.fetch_seconds, s.fetch_seconds,
         s.compute_seconds - s.sync_seconds, s.sync_seconds, s.sample_seconds,
         s.eval_seconds);
@@ -342,9 +372,21 @@ void PrintResult(const TrainResult& result, bool exact) {
                 static_cast<double>(result.checkpoint_bytes) / 1e6,
                 result.checkpoint_seconds);
   }
-  std::printf("test accuracy %.4f (%sbest validation %.4f at epoch %d)\n",
-              result.test_acc, exact ? "exact; " : "", result.best_val_acc,
-              result.best_epoch);
+  if (!result.test_metrics.empty() &&
+      result.test_metrics.front().first != "test_acc") {
+    // Link prediction: every test figure on one line.
+    std::string figures;
+    for (const auto& [key, value] : result.test_metrics) {
+      absl::StrAppend(&figures, figures.empty() ? "" : ", ", key.substr(5),
+                      absl::StrFormat(" %.4f", value));
+    }
+    std::printf("test %s (best validation ROC-AUC %.4f at epoch %d)\n",
+                figures.c_str(), result.best_val_score, result.best_epoch);
+  } else {
+    std::printf("test accuracy %.4f (%sbest validation %.4f at epoch %d)\n",
+                result.test_acc, exact ? "exact; " : "", result.best_val_acc,
+                result.best_epoch);
+  }
   std::fflush(stdout);
 }
 
@@ -439,7 +481,25 @@ absl::Status RunInProcess(const TrainFlags& flags) {
   splits.train = split("train");
   splits.valid = split("valid");
   splits.test = split("test");
-  if (splits.train.empty()) {
+  const bool link = options.task == TaskKind::kLink;
+  if (link) {
+    auto edges = [&](const char* name) {
+      auto it = dataset.edge_splits.find(name);
+      return it == dataset.edge_splits.end() ? std::vector<NodeId>()
+                                             : it->second;
+    };
+    splits.train_edges = edges("train");
+    splits.valid_edges = edges("valid");
+    splits.valid_negatives = edges("valid_neg");
+    splits.test_edges = edges("test");
+    splits.test_negatives = edges("test_neg");
+    if (splits.train_edges.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flags.dataset_dir,
+          ": no edge split for --task link; make one with `shardgnn dataset "
+          "import ... --edge-split 0.85,0.05,0.10`"));
+    }
+  } else if (splits.train.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         flags.dataset_dir, ": no train split (", SplitFileName("train"), ")"));
   }
@@ -450,13 +510,18 @@ absl::Status RunInProcess(const TrainFlags& flags) {
                    ChooseFeatures(flags.training, *source, &options));
   std::printf(
       "shardgnn train: in process, dataset '%s' in memory (%lld nodes, %lld "
-      "edges), %zu train / %zu valid / %zu test nodes\n",
+      "edges), %zu train / %zu valid / %zu test %s\n",
       dataset.manifest.name.c_str(),
       static_cast<long long>(dataset.num_nodes()),
-      static_cast<long long>(dataset.num_edges()), splits.train.size(),
-      splits.valid.size(), splits.test.size());
+      static_cast<long long>(dataset.num_edges()),
+      link ? splits.train_edges.size() / 2 : splits.train.size(),
+      link ? splits.valid_edges.size() / 2 : splits.valid.size(),
+      link ? splits.test_edges.size() / 2 : splits.test.size(),
+      link ? "edges" : "nodes");
+  const size_t train_items =
+      link ? splits.train_edges.size() / 2 : splits.train.size();
   PrintSettings(options, features,
-                StepsPerEpoch(static_cast<int64_t>(splits.train.size()),
+                StepsPerEpoch(static_cast<int64_t>(train_items),
                               options.batch_size, options.min_steps_per_epoch));
   options.on_epoch = EpochReporter(options.epochs, metrics.get());
   ReportSteps(flags.training.progress_seconds, &options);
@@ -467,7 +532,7 @@ absl::Status RunInProcess(const TrainFlags& flags) {
   RETURN_IF_ERROR(WriteModelConfig(flags, options, source->feature_dim()));
   nlohmann::ordered_json summary =
       SummaryJson(result, flags.training, options, /*world_size=*/1,
-                  static_cast<int64_t>(splits.train.size()));
+                  static_cast<int64_t>(train_items));
   summary["mode"] = "in-process";
   summary["dataset"] = flags.dataset_dir;
   RETURN_IF_ERROR(WriteFileAtomic(JoinPath(flags.out_dir, "summary.json"),

@@ -11,6 +11,26 @@
 namespace shardgnn::cli {
 
 void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
+  cmd->add_option("--task", f->task,
+                  "node (classify nodes by their labels) or link (predict "
+                  "edges; needs a dataset with an edge split: dataset "
+                  "import/generate --edge-split)")
+      ->capture_default_str();
+  cmd->add_option("--decoder", f->decoder,
+                  "Link tasks: how a pair is scored from its endpoints' "
+                  "embeddings: dot (inner product) or mlp (an MLP on their "
+                  "elementwise product)")
+      ->capture_default_str();
+  cmd->add_option("--negatives", f->negatives,
+                  "Link tasks: negative pairs per train edge")
+      ->capture_default_str();
+  cmd->add_option("--negative-sampling", f->negative_sampling,
+                  "Link tasks: how negative destinations are drawn: uniform, "
+                  "or degree (proportional to degree^0.75)")
+      ->capture_default_str();
+  cmd->add_flag("--filter-negatives", f->filter_negatives,
+                "Link tasks: redraw a negative pair that is a train edge or a "
+                "self loop");
   cmd->add_option("--model", f->model, "sage, gcn, gat or mlp")
       ->capture_default_str();
   cmd->add_option("--epochs", f->epochs, "Training epochs (at most)")
@@ -42,11 +62,13 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
                   "gat 8)");
   cmd->add_option("--heads", f->heads, "GAT attention heads (default 8)");
   cmd->add_option("--dropout", f->dropout,
-                  "Dropout rate (default: sage, gcn 0.5; gat 0.6)");
+                  "Dropout rate (default: sage, gcn 0.5; gat 0.6; link tasks "
+                  "0)");
   cmd->add_option("--lr", f->lr,
                   "Adam learning rate (default: sage, gcn 0.01; gat 0.005)");
-  cmd->add_option("--weight-decay", f->weight_decay, "Adam weight decay")
-      ->capture_default_str();
+  cmd->add_option("--weight-decay", f->weight_decay,
+                  "Adam weight decay (default: node tasks 5e-4; link tasks 0, "
+                  "as GAE)");
   cmd->add_option("--seed", f->seed,
                   "Seed for parameters, shuffles, sampling and dropout")
       ->capture_default_str();
@@ -100,7 +122,15 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
 }
 
 std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
-  std::vector<std::string> args = {"--model",
+  std::vector<std::string> args = {"--task",
+                                   f.task,
+                                   "--decoder",
+                                   f.decoder,
+                                   "--negatives",
+                                   std::to_string(f.negatives),
+                                   "--negative-sampling",
+                                   f.negative_sampling,
+                                   "--model",
                                    f.model,
                                    "--epochs",
                                    std::to_string(f.epochs),
@@ -112,8 +142,6 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
                                    f.fanouts,
                                    "--batch-size",
                                    std::to_string(f.batch_size),
-                                   "--weight-decay",
-                                   absl::StrCat(f.weight_decay),
                                    "--seed",
                                    std::to_string(f.seed),
                                    "--prefetch",
@@ -150,10 +178,15 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
     args.push_back("--dropout");
     args.push_back(absl::StrCat(f.dropout));
   }
+  if (f.weight_decay >= 0) {
+    args.push_back("--weight-decay");
+    args.push_back(absl::StrCat(f.weight_decay));
+  }
   if (f.lr > 0) {
     args.push_back("--lr");
     args.push_back(absl::StrCat(f.lr));
   }
+  if (f.filter_negatives) args.push_back("--filter-negatives");
   if (f.resume) args.push_back("--resume");
   if (f.allow_changed_settings) args.push_back("--allow-changed-settings");
   if (f.no_shared_memory) args.push_back("--no-shared-memory");
@@ -213,12 +246,37 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
     options.eval_fanouts = *eval;
   }
   options.exact_test = f.exact_test;
+  auto task = ParseTaskKind(f.task);
+  if (!task.ok()) return task.status();
+  options.task = *task;
+  auto decoder = ParseLinkDecoder(f.decoder);
+  if (!decoder.ok()) return decoder.status();
+  options.link.decoder = *decoder;
+  auto negative_sampling = ParseNegativeSampling(f.negative_sampling);
+  if (!negative_sampling.ok()) return negative_sampling.status();
+  options.link.negative_sampling = *negative_sampling;
+  if (f.negatives < 1) {
+    return absl::InvalidArgumentError(
+        "--negatives must be at least 1 (negative pairs per train edge)");
+  }
+  options.link.negatives = f.negatives;
+  options.link.filter_negatives = f.filter_negatives;
+  if (options.task == TaskKind::kLink && f.exact_test) {
+    return absl::InvalidArgumentError(
+        "--exact-test is not available for --task link yet: the test pairs "
+        "are scored with the eval fanouts");
+  }
   const ModelDefaults defaults = DefaultsFor(*kind);
   options.model.kind = *kind;
   options.model.num_layers = static_cast<int>(fanouts->size());
   options.model.hidden = f.hidden > 0 ? f.hidden : defaults.hidden;
   options.model.heads = f.heads > 0 ? f.heads : defaults.heads;
-  options.model.dropout = f.dropout >= 0 ? f.dropout : defaults.dropout;
+  // Link prediction trains without dropout and weight decay by default, as
+  // GAE (Kipf & Welling 2016) does: the pairs' targets are the graph itself,
+  // and dropped inputs blur the embeddings the decoder compares.
+  const bool link = options.task == TaskKind::kLink;
+  options.model.dropout =
+      f.dropout >= 0 ? f.dropout : (link ? 0.0 : defaults.dropout);
   options.model.attn_dropout = defaults.attn_dropout;
   options.fanouts = *fanouts;
   options.batch_size = f.batch_size;
@@ -227,7 +285,8 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
   options.min_steps_per_epoch = f.min_steps_per_epoch;
   options.checkpoint_every = f.checkpoint_every;
   options.lr = f.lr > 0 ? f.lr : defaults.lr;
-  options.weight_decay = f.weight_decay;
+  options.weight_decay =
+      f.weight_decay >= 0 ? f.weight_decay : (link ? 0.0 : 5e-4);
   options.seed = f.seed;
   options.prefetch = f.prefetch;
   options.sampler_threads = f.sampler_threads;

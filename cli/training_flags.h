@@ -20,6 +20,11 @@ namespace shardgnn::cli {
 // Flags whose default depends on the model (trainer.h DefaultsFor) hold a
 // value outside their range (0 or -1) until given.
 struct TrainingFlags {
+  std::string task = "node";                  // node or link.
+  std::string decoder = "dot";                // Link tasks: dot or mlp.
+  int negatives = 1;                          // Link tasks: per positive.
+  std::string negative_sampling = "uniform";  // Link tasks: or degree.
+  bool filter_negatives = false;              // Link tasks.
   std::string model = "sage";
   int epochs = 20;
   int patience = 0;  // Epochs without a better validation accuracy; 0 = off.
@@ -28,11 +33,11 @@ struct TrainingFlags {
   std::string eval_fanouts;  // Empty: the training fanouts.
   bool exact_test = false;   // Final test by layer-wise inference.
   int64_t batch_size = 1024;
-  int64_t hidden = 0;   // 0: the model's default.
-  int heads = 0;        // 0: the model's default.
-  double dropout = -1;  // Negative: the model's default.
-  double lr = 0;        // 0: the model's default.
-  double weight_decay = 5e-4;
+  int64_t hidden = 0;        // 0: the model's default.
+  int heads = 0;             // 0: the model's default.
+  double dropout = -1;       // Negative: the model's default.
+  double lr = 0;             // 0: the model's default.
+  double weight_decay = -1;  // Negative: the task's default.
   uint64_t seed = 0;
   int prefetch = 4;         // Batches sampled ahead of the trainer.
   int sampler_threads = 1;  // Background sampling threads per trainer.

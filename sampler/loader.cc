@@ -23,6 +23,17 @@ absl::StatusOr<std::unique_ptr<PrefetchLoader>> PrefetchLoader::Create(
     LoaderOptions options) {
   if (sampler == nullptr)
     return absl::InvalidArgumentError("loader: no sampler");
+  return Create(
+      [sampler](absl::Span<const int64_t> items, uint64_t batch_seed,
+                MiniBatch* out) {
+        return sampler->Sample(items, batch_seed, out);
+      },
+      std::move(seeds), options);
+}
+
+absl::StatusOr<std::unique_ptr<PrefetchLoader>> PrefetchLoader::Create(
+    BatchFn make_batch, std::vector<int64_t> seeds, LoaderOptions options) {
+  if (!make_batch) return absl::InvalidArgumentError("loader: no batch maker");
   if (seeds.empty())
     return absl::InvalidArgumentError("loader: no seed nodes to iterate over");
   if (options.batch_size < 1)
@@ -34,12 +45,12 @@ absl::StatusOr<std::unique_ptr<PrefetchLoader>> PrefetchLoader::Create(
         "loader: prefetch must be >= 0 and workers >= 1");
   }
   return std::unique_ptr<PrefetchLoader>(
-      new PrefetchLoader(sampler, std::move(seeds), options));
+      new PrefetchLoader(std::move(make_batch), std::move(seeds), options));
 }
 
-PrefetchLoader::PrefetchLoader(const NeighborSampler* sampler,
-                               std::vector<NodeId> seeds, LoaderOptions options)
-    : sampler_(sampler),
+PrefetchLoader::PrefetchLoader(BatchFn make_batch, std::vector<int64_t> seeds,
+                               LoaderOptions options)
+    : make_batch_(std::move(make_batch)),
       seeds_(std::move(seeds)),
       options_(options),
       steps_(StepsPerEpoch(static_cast<int64_t>(seeds_.size()), options_)) {}
@@ -78,11 +89,11 @@ void PrefetchLoader::StartEpoch(int64_t epoch) {
   }
 }
 
-std::vector<NodeId> PrefetchLoader::BatchSeeds(int64_t index) const {
+std::vector<int64_t> PrefetchLoader::BatchSeeds(int64_t index) const {
   const auto n = static_cast<int64_t>(order_.size());
   const int64_t b = options_.batch_size;
   const int64_t begin = index * b;
-  std::vector<NodeId> out;
+  std::vector<int64_t> out;
   // Consecutive slices of the order (the last natural batch may be short) ...
   if (begin + b <= n || (begin < n && steps_ <= (n + b - 1) / b)) {
     out.assign(order_.begin() + begin, order_.begin() + std::min(n, begin + b));
@@ -114,9 +125,9 @@ void PrefetchLoader::Work() {
         spare_.pop_back();
       }
     }
-    std::vector<NodeId> seeds = BatchSeeds(index);
+    std::vector<int64_t> seeds = BatchSeeds(index);
     auto start = Clock::now();
-    absl::Status s = sampler_->Sample(
+    absl::Status s = make_batch_(
         seeds, MixSeed(epoch_seed_, static_cast<uint64_t>(index)), &batch);
     double seconds = Seconds(Clock::now() - start);
     {
@@ -142,9 +153,9 @@ absl::StatusOr<bool> PrefetchLoader::Next(MiniBatch* out) {
       if (!error_.ok()) return error_;
     }
     auto start = Clock::now();
-    absl::Status s = sampler_->Sample(
-        BatchSeeds(index), MixSeed(epoch_seed_, static_cast<uint64_t>(index)),
-        out);
+    absl::Status s =
+        make_batch_(BatchSeeds(index),
+                    MixSeed(epoch_seed_, static_cast<uint64_t>(index)), out);
     double seconds = Seconds(Clock::now() - start);
     std::lock_guard<std::mutex> lock(mu_);
     stats_.sample_seconds += seconds;

@@ -1,7 +1,12 @@
 // A prefetching minibatch loader: background threads sample the batches of an
 // epoch ahead of the trainer.
 //
-// Each epoch visits the seeds in a seeded shuffled order (Fisher-Yates with
+// A loader iterates over items: seed nodes (node tasks; each batch of them is
+// sampled by a NeighborSampler) or any other int64 items with a BatchFn that
+// makes a batch of them into a MiniBatch (link prediction: indices of train
+// edges, sampler/link_batcher.h).
+//
+// Each epoch visits the items in a seeded shuffled order (Fisher-Yates with
 // common/sampling.h's generator and seed MixSeed(shuffle_seed, epoch)); batch i
 // takes the next batch_size seeds and is sampled with
 // MixSeed(MixSeed(sample_seed, epoch), i), so the batches are the same whatever
@@ -22,6 +27,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,6 +37,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "common/types.h"
 #include "sampler/minibatch.h"
 #include "sampler/neighbor_sampler.h"
@@ -61,6 +68,11 @@ struct LoaderStats {
 // The number of batches an epoch has for `num_seeds` seeds with these options.
 int64_t StepsPerEpoch(int64_t num_seeds, const LoaderOptions& options);
 
+// Makes the batch of `items` sampled with `batch_seed` into *out (reusing its
+// buffers). Called from several threads at once: it must be thread-safe.
+using BatchFn = std::function<absl::Status(
+    absl::Span<const int64_t> items, uint64_t batch_seed, MiniBatch* out)>;
+
 class PrefetchLoader {
  public:
   // Fails if `seeds` is empty, the batch size is not positive, or
@@ -69,6 +81,9 @@ class PrefetchLoader {
   static absl::StatusOr<std::unique_ptr<PrefetchLoader>> Create(
       const NeighborSampler* sampler, std::vector<NodeId> seeds,
       LoaderOptions options);
+  // The same over any items, each batch made by `make_batch`.
+  static absl::StatusOr<std::unique_ptr<PrefetchLoader>> Create(
+      BatchFn make_batch, std::vector<int64_t> items, LoaderOptions options);
   ~PrefetchLoader();
   PrefetchLoader(const PrefetchLoader&) = delete;
   PrefetchLoader& operator=(const PrefetchLoader&) = delete;
@@ -85,18 +100,18 @@ class PrefetchLoader {
   LoaderStats stats() const;
 
  private:
-  PrefetchLoader(const NeighborSampler* sampler, std::vector<NodeId> seeds,
+  PrefetchLoader(BatchFn make_batch, std::vector<int64_t> items,
                  LoaderOptions options);
-  // The seeds of batch `index` of the current epoch.
-  std::vector<NodeId> BatchSeeds(int64_t index) const;
+  // The items of batch `index` of the current epoch.
+  std::vector<int64_t> BatchSeeds(int64_t index) const;
   void Work();
 
-  const NeighborSampler* sampler_;
-  std::vector<NodeId> seeds_;
+  BatchFn make_batch_;
+  std::vector<int64_t> seeds_;
   LoaderOptions options_;
   int64_t steps_;
 
-  std::vector<NodeId>
+  std::vector<int64_t>
       order_;  // The current epoch's order; written only while no worker runs.
   uint64_t epoch_seed_ = 0;
   int64_t consumed_ =

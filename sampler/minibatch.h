@@ -42,6 +42,10 @@ struct MiniBatch {
   // Each input node's degree in the whole graph (SamplerOptions::fetch_degrees;
   // empty otherwise).
   std::vector<int64_t> degrees;
+  // Link prediction (sampler/link_batcher.h): the node pairs scored, as local
+  // indices of seeds, and each pair's target (1: an edge, 0: a negative).
+  std::vector<int64_t> pair_src, pair_dst;
+  std::vector<float> pair_labels;
   double fetch_seconds =
       0;  // Time spent fetching `features` (for timing splits).
 };

@@ -52,17 +52,50 @@ void NeighborSampler::ReleaseBuilder(
   idle_builders_.push_back(std::move(builder));
 }
 
+namespace {
+
+// Removes from `sampled` (frontier[i]'s neighbors in counts[i]-long runs)
+// every neighbor u of v = frontier[i] with (v, u) excluded, in place.
+void DropExcluded(absl::Span<const NodeId> frontier,
+                  const ExcludedEdges& exclude, SampledNeighbors* sampled) {
+  // A malformed answer is left for AddHop to reject.
+  if (sampled->counts.size() != frontier.size()) return;
+  int64_t total = 0;
+  for (int64_t c : sampled->counts) {
+    if (c < 0) return;
+    total += c;
+  }
+  if (total != static_cast<int64_t>(sampled->neighbors.size())) return;
+  size_t read = 0, write = 0;
+  for (size_t i = 0; i < frontier.size(); ++i) {
+    const int64_t count = sampled->counts[i];
+    int64_t kept = 0;
+    for (int64_t k = 0; k < count; ++k, ++read) {
+      const NodeId u = sampled->neighbors[read];
+      if (exclude.contains({frontier[i], u})) continue;
+      sampled->neighbors[write++] = u;
+      ++kept;
+    }
+    sampled->counts[i] = kept;
+  }
+  sampled->neighbors.resize(write);
+}
+
+}  // namespace
+
 absl::Status NeighborSampler::Sample(absl::Span<const NodeId> seeds,
-                                     uint64_t batch_seed,
-                                     MiniBatch* out) const {
+                                     uint64_t batch_seed, MiniBatch* out,
+                                     const ExcludedEdges* exclude) const {
   std::unique_ptr<internal::BlockBuilder> builder = AcquireBuilder();
-  absl::Status status = SampleWith(seeds, batch_seed, builder.get(), out);
+  absl::Status status =
+      SampleWith(seeds, batch_seed, exclude, builder.get(), out);
   ReleaseBuilder(std::move(builder));
   return status;
 }
 
 absl::Status NeighborSampler::SampleWith(absl::Span<const NodeId> seeds,
                                          uint64_t batch_seed,
+                                         const ExcludedEdges* exclude,
                                          internal::BlockBuilder* builder,
                                          MiniBatch* out) const {
   const int num_hops = num_layers();
@@ -76,6 +109,8 @@ absl::Status NeighborSampler::SampleWith(absl::Span<const NodeId> seeds,
     RETURN_IF_ERROR(
         source_->SampleNeighbors(builder->frontier(), options_.fanouts[h],
                                  options_.replace, hop_seed, &sampled));
+    if (exclude != nullptr && !exclude->empty())
+      DropExcluded(builder->frontier(), *exclude, &sampled);
     RETURN_IF_ERROR(builder->AddHop(sampled.counts, sampled.neighbors,
                                     &out->blocks[num_hops - 1 - h]));
   }

@@ -18,6 +18,12 @@
 //     first-appearance order, scanning its destinations in order and each
 //     destination's sampled neighbors in the order SampleNeighbors returns
 //     them. A node keeps its local index in every block.
+//   * Excluded edges (link prediction's target edges): after each hop is
+//   sampled, the sampled neighbors u of a destination v with (v, u) in the
+//   exclusion set are dropped (before local indices are given), so neither
+//   the blocks nor the input nodes reveal them. A destination keeps fewer
+//   than its fanout then (DGL's exclude-after-sampling); the other nodes'
+//   samples do not change.
 //   * Hop h's destinations are all nodes seen before it (the frontier is
 //   deduplicated), so every block's
 //     destinations are a prefix of its sources and every block's sources are a
@@ -27,9 +33,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -54,6 +62,10 @@ struct SamplerOptions {
   bool fetch_degrees = false;
 };
 
+// Directed node pairs (v, u) whose edge v <- u no sample may use. Link
+// prediction excludes its target edges in both directions.
+using ExcludedEdges = absl::flat_hash_set<std::pair<NodeId, NodeId>>;
+
 // Counters a sampler accumulates (for throughput figures).
 struct SampleStats {
   int64_t seeds = 0;
@@ -77,8 +89,10 @@ class NeighborSampler {
   // Samples the neighborhood of `seeds` (distinct IDs) with `batch_seed`. Fails
   // on a repeated seed or on any GraphSource error (an ID out of range names
   // the ID). On success *out is overwritten (its buffers reused).
+  // `exclude` (may be null or empty) names edges the sample must not use.
   absl::Status Sample(absl::Span<const NodeId> seeds, uint64_t batch_seed,
-                      MiniBatch* out) const;
+                      MiniBatch* out,
+                      const ExcludedEdges* exclude = nullptr) const;
   absl::StatusOr<MiniBatch> Sample(absl::Span<const NodeId> seeds,
                                    uint64_t batch_seed) const;
 
@@ -88,6 +102,7 @@ class NeighborSampler {
  private:
   NeighborSampler(const GraphSource* source, SamplerOptions options);
   absl::Status SampleWith(absl::Span<const NodeId> seeds, uint64_t batch_seed,
+                          const ExcludedEdges* exclude,
                           internal::BlockBuilder* builder,
                           MiniBatch* out) const;
   std::unique_ptr<internal::BlockBuilder> AcquireBuilder() const;

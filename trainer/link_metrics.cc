@@ -80,6 +80,21 @@ std::vector<int64_t> PositiveRanks(absl::Span<const float> positive,
   return ranks;
 }
 
+std::vector<int64_t> PositiveRanksAgainstAll(absl::Span<const float> positive,
+                                             absl::Span<const float> negative) {
+  std::vector<float> sorted(negative.begin(), negative.end());
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> ranks(positive.size());
+  for (size_t i = 0; i < positive.size(); ++i) {
+    // Negatives scoring at least as high: those from the first >= positive.
+    const auto at_least =
+        sorted.end() -
+        std::lower_bound(sorted.begin(), sorted.end(), positive[i]);
+    ranks[i] = 1 + static_cast<int64_t>(at_least);
+  }
+  return ranks;
+}
+
 double MeanReciprocalRank(absl::Span<const int64_t> ranks) {
   if (ranks.empty()) return -1.0;
   double sum = 0.0;

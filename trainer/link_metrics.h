@@ -38,6 +38,12 @@ std::vector<int64_t> PositiveRanks(absl::Span<const float> positive,
                                    absl::Span<const float> negative,
                                    int64_t per_positive);
 
+// Rank of each positive among itself and all the negatives (OGB's protocol
+// for a shared negative set, as ogbl-collab and ogbl-ddi: Hits@K counts a
+// positive scoring above the K-th best negative). O((P + N) log N).
+std::vector<int64_t> PositiveRanksAgainstAll(absl::Span<const float> positive,
+                                             absl::Span<const float> negative);
+
 // Mean of 1 / rank, and the fraction of ranks <= k; -1 without ranks.
 double MeanReciprocalRank(absl::Span<const int64_t> ranks);
 double HitsAt(absl::Span<const int64_t> ranks, int64_t k);

@@ -1,13 +1,11 @@
 #include "trainer/trainer.h"
 
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -24,9 +22,9 @@
 #include "trainer/compute_env.h"
 #include "trainer/gradient_sync.h"
 #include "trainer/internal/checkpoint.h"
-#include "trainer/internal/layerwise.h"
 #include "trainer/internal/models.h"
 #include "trainer/internal/parameters_file.h"
+#include "trainer/internal/task.h"
 
 namespace shardgnn {
 
@@ -52,6 +50,30 @@ const char* ModelKindName(ModelKind kind) {
       return "mlp";
   }
   return "?";
+}
+
+const char* TaskKindName(TaskKind kind) {
+  return kind == TaskKind::kLink ? "link" : "node";
+}
+
+absl::StatusOr<TaskKind> ParseTaskKind(const std::string& name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  if (lower == "node") return TaskKind::kNode;
+  if (lower == "link") return TaskKind::kLink;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown task '", name, "' (expected node or link)"));
+}
+
+const char* LinkDecoderName(LinkDecoder decoder) {
+  return decoder == LinkDecoder::kMlp ? "mlp" : "dot";
+}
+
+absl::StatusOr<LinkDecoder> ParseLinkDecoder(const std::string& name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  if (lower == "dot") return LinkDecoder::kDot;
+  if (lower == "mlp") return LinkDecoder::kMlp;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown link decoder '", name, "' (expected dot or mlp)"));
 }
 
 const char* FeatureNormName(FeatureNorm norm) {
@@ -195,13 +217,11 @@ double SecondsSince(Clock::time_point start) {
 // another.
 constexpr uint64_t kShuffleStream = 1;
 constexpr uint64_t kTrainSampleStream = 2;
-constexpr uint64_t kEvalSampleStream = 3;
+// 3: evaluation sampling (trainer/internal/node_task.cc, link_task.cc).
 constexpr uint64_t kModelStream = 4;
 
-absl::Status CheckOptions(const GraphSource& source, const TrainSplits& splits,
+absl::Status CheckOptions(const GraphSource& source,
                           const TrainOptions& options) {
-  if (splits.train.empty())
-    return absl::InvalidArgumentError("training needs a non-empty train split");
   if (static_cast<int>(options.fanouts.size()) != options.model.num_layers) {
     return absl::InvalidArgumentError(
         absl::StrCat("the model has ", options.model.num_layers, " layers but ",
@@ -251,31 +271,6 @@ absl::Status CheckOptions(const GraphSource& source, const TrainSplits& splits,
   return absl::OkStatus();
 }
 
-// A minibatch as model input: block tensors, features, labels (the MiniBatch
-// must outlive it; its features are transformed in place).
-struct BatchTensors {
-  std::vector<internal::BlockTensors> blocks;
-  torch::Tensor x;
-  torch::Tensor labels;
-};
-
-BatchTensors ToTensors(MiniBatch& batch, const ModelOptions& model,
-                       const internal::InputTransform& transform) {
-  BatchTensors t;
-  t.blocks = internal::ToBlockTensors(batch, model.kind);
-  t.x = torch::from_blob(
-      batch.features.data(),
-      {static_cast<int64_t>(batch.input_nodes.size()), batch.feature_dim},
-      torch::kFloat);
-  // In place: the batch's feature buffer is consumed once, and reusing it
-  // spares a fresh input-sized tensor per step.
-  internal::ApplyInputTransform(transform, t.x);
-  t.labels = torch::from_blob(const_cast<int64_t*>(batch.labels.data()),
-                              {static_cast<int64_t>(batch.labels.size())},
-                              torch::kLong);
-  return t;
-}
-
 class Run {
  public:
   Run(const GraphSource& source, const TrainSplits& splits,
@@ -283,38 +278,35 @@ class Run {
       : source_(source), splits_(splits), options_(options), sync_(sync) {}
 
   absl::StatusOr<TrainResult> Go() {
-    RETURN_IF_ERROR(CheckOptions(source_, splits_, options_));
+    RETURN_IF_ERROR(CheckOptions(source_, options_));
     SetComputeThreads(options_.torch_threads);
-    int64_t num_classes = options_.num_classes;
-    if (num_classes <= 0) {
-      std::vector<int64_t> labels(splits_.train.size());
-      RETURN_IF_ERROR(source_.FetchLabels(splits_.train, labels.data()));
-      num_classes = *std::max_element(labels.begin(), labels.end()) + 1;
-      if (num_classes < 2)
-        return absl::InvalidArgumentError(
-            "the train split has fewer than two classes");
-    }
-    transform_ = internal::MakeInputTransform(options_.model.features);
+    internal::TaskContext context;
+    context.source = &source_;
+    context.splits = &splits_;
+    context.options = &options_;
+    context.sync = sync_;
+    context.transform = internal::MakeInputTransform(options_.model.features);
+    task_ = options_.task == TaskKind::kLink ? internal::MakeLinkTask(context)
+                                             : internal::MakeNodeTask(context);
+    // The encoder's output width: the classes, or the embedding width.
+    ASSIGN_OR_RETURN(const int64_t num_classes, task_->Prepare());
     // GCN normalises by the graph's degrees (internal::BlockTensors).
     const bool degrees = internal::NeedsOf(options_.model.kind).degrees;
     SamplerOptions train_sampling;
     train_sampling.fanouts = options_.fanouts;
     train_sampling.fetch_degrees = degrees;
+    train_sampling = task_->Sampling(train_sampling);
     ASSIGN_OR_RETURN(train_sampler_,
                      NeighborSampler::Create(&source_, train_sampling));
     LoaderOptions loading;
     loading.batch_size = options_.batch_size;
-    loading.steps_per_epoch =
-        options_.steps_per_epoch > 0
-            ? options_.steps_per_epoch
-            : StepsPerEpoch(static_cast<int64_t>(splits_.train.size()),
-                            options_.batch_size, options_.min_steps_per_epoch);
+    // 0: as many as the task's items need.
+    loading.steps_per_epoch = options_.steps_per_epoch;
     loading.prefetch = options_.prefetch;
     loading.workers = std::max(1, options_.sampler_threads);
     loading.shuffle_seed = MixSeed(options_.seed, kShuffleStream);
     loading.sample_seed = MixSeed(options_.seed, kTrainSampleStream);
-    ASSIGN_OR_RETURN(loader_, PrefetchLoader::Create(train_sampler_.get(),
-                                                     splits_.train, loading));
+    ASSIGN_OR_RETURN(loader_, task_->MakeLoader(train_sampler_.get(), loading));
     // Validation runs every epoch and only ranks the epochs: by default it
     // samples as training does. The test runs once: twice the fanouts.
     SamplerOptions valid_sampling = train_sampling;
@@ -333,6 +325,7 @@ class Run {
     model_ =
         internal::MakeModel(options_.model, source_.feature_dim(), num_classes,
                             MixSeed(options_.seed, kModelStream));
+    task_->AddDecoder(model_.get(), MixSeed(options_.seed, kModelStream));
     std::vector<torch::Tensor> params = model_->parameters();
     TrainResult result;
     for (const auto& p : params) result.num_parameters += p.numel();
@@ -344,7 +337,11 @@ class Run {
         " layers=", options_.model.num_layers,
         " hidden=", options_.model.hidden, " heads=", options_.model.heads,
         " in=", source_.feature_dim(), " classes=", num_classes,
-        " seed=", options_.seed);
+        " seed=", options_.seed,
+        options_.task == TaskKind::kLink
+            ? absl::StrCat(" task=link decoder=",
+                           LinkDecoderName(options_.link.decoder))
+            : "");
     internal::CheckpointState state;
     state.parameters = params;
     const std::string settings = SettingsOf(loader_->steps_per_epoch());
@@ -393,7 +390,7 @@ class Run {
         result.resumed_from_epoch = state.epoch;
         if (options_.on_resume) options_.on_resume(state.epoch);
         result.epochs = state.history;
-        result.best_val_acc = state.best_val_acc;
+        result.best_val_score = state.best_val_acc;
         result.best_epoch = state.best_epoch;
       }
     }
@@ -414,31 +411,39 @@ class Run {
             "; lower --lr, or check the features' scale (--feature-norm)"));
       }
       const auto eval_start = Clock::now();
-      ASSIGN_OR_RETURN(Evaluation valid,
-                       Evaluate(*valid_sampler_, splits_.valid));
-      stats.val_acc = valid.acc;
+      ASSIGN_OR_RETURN(internal::TaskEvaluation valid,
+                       task_->Evaluate(*model_, internal::EvalSplit::kValid,
+                                       *valid_sampler_, {}));
+      stats.val_score = valid.score;
       stats.val_loss = valid.loss;
+      if (options_.task == TaskKind::kNode) {
+        stats.val_acc = valid.score;
+      } else {
+        for (const auto& [key, value] : valid.metrics)
+          stats.metrics.emplace_back(absl::StrCat("valid_", key), value);
+      }
       stats.eval_seconds = SecondsSince(eval_start);
       stats.epoch_seconds += stats.eval_seconds;
-      // The best epoch: the highest validation accuracy, ties (frequent: a
-      // few hundred validation nodes give a coarse, noisy accuracy) to the
-      // lower validation loss, as the GAT paper selects. Without validation
-      // nodes (on any rank: the figures are global) the last epoch is kept.
-      const bool better = stats.val_acc > result.best_val_acc ||
-                          (stats.val_acc == result.best_val_acc &&
+      // The best epoch: the highest validation score (accuracy, or AUC),
+      // ties (frequent: a few hundred validation nodes give a coarse, noisy
+      // accuracy) to the lower validation loss, as the GAT paper selects.
+      // Without a validation split (on any rank: the figures are global) the
+      // last epoch is kept.
+      const bool better = stats.val_score > result.best_val_score ||
+                          (stats.val_score == result.best_val_score &&
                            stats.val_loss < state.best_val_loss);
-      if (state.best.empty() || better || stats.val_acc < 0) {
+      if (state.best.empty() || better || stats.val_score < 0) {
         torch::NoGradGuard no_grad;
         state.best.clear();
         for (const auto& p : params) state.best.push_back(p.detach().clone());
-        result.best_val_acc = stats.val_acc;
+        result.best_val_score = stats.val_score;
         state.best_val_loss = stats.val_loss;
         result.best_epoch = epoch;
       }
       result.epochs.push_back(stats);
-      // Validation accuracy is the same on every rank (summed counts), so
+      // The validation score is the same on every rank (summed counts), so
       // all ranks stop at the same epoch.
-      const bool stop = options_.patience > 0 && stats.val_acc >= 0 &&
+      const bool stop = options_.patience > 0 && stats.val_score >= 0 &&
                         epoch - result.best_epoch >= options_.patience;
       const bool last = stop || epoch == options_.epochs;
       if (!options_.checkpoint_path.empty() &&
@@ -446,7 +451,7 @@ class Run {
                     epoch % options_.checkpoint_every == 0))) {
         state.epoch = epoch;
         state.dropout_count = model_->seed_stream().count();
-        state.best_val_acc = result.best_val_acc;
+        state.best_val_acc = result.best_val_score;
         state.best_epoch = result.best_epoch;
         state.history = result.epochs;
         const auto c0 = Clock::now();
@@ -480,11 +485,19 @@ class Run {
       RETURN_IF_ERROR(
           internal::WriteParametersFile(options_.model_path, *model_));
     }
+    internal::TaskEvaluation test;
     if (options_.exact_test) {
-      ASSIGN_OR_RETURN(result.test_acc, ExactTestAccuracy(num_classes));
+      ASSIGN_OR_RETURN(test, task_->EvaluateExact(*model_));
     } else {
-      ASSIGN_OR_RETURN(Evaluation test, Evaluate(*test_sampler_, splits_.test));
-      result.test_acc = test.acc;
+      ASSIGN_OR_RETURN(
+          test, task_->Evaluate(*model_, internal::EvalSplit::kTest,
+                                *test_sampler_, options_.on_test_progress));
+    }
+    for (const auto& [key, value] : test.metrics)
+      result.test_metrics.emplace_back(absl::StrCat("test_", key), value);
+    if (options_.task == TaskKind::kNode) {
+      result.test_acc = test.score;
+      result.best_val_acc = result.best_val_score;
     }
     return result;
   }
@@ -497,7 +510,7 @@ class Run {
     EpochStats stats;
     stats.epoch = epoch;
     model_->train();
-    double loss_sum = 0.0, correct = 0.0, labeled = 0.0;
+    internal::StepFigures figures;
     double diverged = 0.0;  // A non-finite loss of this rank's batch.
     // The loader shuffles the train seeds for this epoch and samples batches
     // ahead on background threads; the batches do not depend on prefetching.
@@ -512,25 +525,12 @@ class Run {
       for (const Block& block : batch.blocks)
         stats.sampled_edges += block.num_edges();
       t0 = Clock::now();
-      BatchTensors t = ToTensors(batch, options_.model, transform_);
-      torch::Tensor logits = model_->Forward(t.blocks, t.x);
-      torch::Tensor mask = t.labels.ge(0);
-      const int64_t n = mask.sum().item<int64_t>();
       optimizer->zero_grad();
-      if (n > 0) {
-        torch::Tensor loss = torch::nn::functional::cross_entropy(
-            logits, t.labels,
-            torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-1));
+      torch::Tensor loss = task_->Loss(*model_, batch, &figures);
+      if (loss.defined()) {
         loss.backward();
         const double value = loss.item<double>();
         if (!std::isfinite(value)) diverged = value;
-        loss_sum += value * n;
-        correct += logits.argmax(1)
-                       .eq(t.labels)
-                       .logical_and(mask)
-                       .sum()
-                       .item<double>();
-        labeled += n;
       }
       if (sync_ != nullptr) {
         // Every rank takes part in every allreduce, even with a batch without
@@ -562,8 +562,11 @@ class Run {
     stats.sample_busy_seconds =
         loader_->stats().sample_seconds - before.sample_seconds;
     stats.fetch_seconds = loader_->stats().fetch_seconds - before.fetch_seconds;
-    stats.loss = labeled > 0 ? loss_sum / labeled : 0.0;
-    stats.train_acc = labeled > 0 ? correct / labeled : 0.0;
+    stats.loss = figures.items > 0 ? figures.loss_sum / figures.items : 0.0;
+    stats.train_acc = figures.items > 0 ? figures.correct / figures.items : 0.0;
+    if (figures.batches > 0)
+      stats.metrics.emplace_back("train_auc",
+                                 figures.auc_sum / figures.batches);
     stats.epoch_seconds = SecondsSince(epoch_start);
     return stats;
   }
@@ -614,122 +617,6 @@ class Run {
         "with the new ones"));
   }
 
-  // The test accuracy from every node's exact outputs (layer-wise inference
-  // over full neighborhoods, each rank computing its share), summed over
-  // ranks.
-  absl::StatusOr<double> ExactTestAccuracy(int64_t num_classes) {
-    ModelConfig config;
-    config.model = options_.model;
-    config.in_dim = source_.feature_dim();
-    config.num_classes = num_classes;
-    config.fanouts = options_.fanouts;
-    InferOptions infer;
-    infer.rank = options_.rank;
-    infer.world_size = options_.world_size;
-    infer.chunk_nodes = options_.eval_batch_size;
-    infer.torch_threads = options_.torch_threads;
-    if (options_.on_test_progress) {
-      options_.on_test_progress(
-          0,
-          static_cast<int64_t>(config.model.num_layers) * source_.num_nodes());
-      infer.on_progress = [this](const InferProgress& p) {
-        options_.on_test_progress(
-            static_cast<int64_t>(p.layer - 1) * p.rows + p.rows_done,
-            static_cast<int64_t>(p.layers) * p.rows);
-      };
-    }
-    infer.scratch_dir =
-        !options_.scratch_dir.empty()
-            ? options_.scratch_dir
-            : (std::filesystem::temp_directory_path() /
-               absl::StrCat("shardgnn-exact-", getpid(), "-", options_.rank))
-                  .string();
-    absl::StatusOr<InferResult> inferred = internal::RunLayerwise(
-        source_, *model_, config, {{"test", splits_.test}}, infer, sync_);
-    // The directory too (a given one only if nothing else is in it).
-    std::error_code ec;
-    if (options_.scratch_dir.empty()) {
-      std::filesystem::remove_all(infer.scratch_dir, ec);
-    } else {
-      std::filesystem::remove(infer.scratch_dir, ec);
-    }
-    RETURN_IF_ERROR(inferred.status());
-    const SplitAccuracy& test = inferred->accuracy.at("test");
-    double counts[2] = {static_cast<double>(test.correct),
-                        static_cast<double>(test.labeled)};
-    if (sync_ != nullptr)
-      RETURN_IF_ERROR(sync_->AllreduceSum(absl::MakeSpan(counts, 2)));
-    return counts[1] > 0 ? counts[0] / counts[1] : -1.0;
-  }
-
-  struct Evaluation {
-    double acc = -1.0;  // -1 without labeled nodes.
-    double loss = 0.0;  // Mean cross-entropy over the labeled nodes.
-  };
-
-  // Fraction of labeled `nodes` predicted correctly, and their mean loss
-  // (summed over ranks with a sync). The next batch is sampled (and its
-  // features fetched) on a helper thread while the model runs on the current
-  // one.
-  absl::StatusOr<Evaluation> Evaluate(
-      const NeighborSampler& sampler, const std::vector<NodeId>& nodes,
-      const std::function<void(int64_t, int64_t)>& progress = {}) {
-    torch::NoGradGuard no_grad;
-    model_->eval();
-    double counts[3] = {0.0, 0.0, 0.0};  // correct, labeled, loss sum
-    const uint64_t seed = MixSeed(options_.seed, kEvalSampleStream);
-    const size_t step = static_cast<size_t>(options_.eval_batch_size);
-    MiniBatch batches[2];
-    auto sample = [&](size_t begin, MiniBatch* batch) {
-      const size_t end = std::min(nodes.size(), begin + step);
-      return sampler.Sample(
-          absl::MakeConstSpan(nodes).subspan(begin, end - begin),
-          MixSeed(seed, begin), batch);
-    };
-    std::future<absl::Status> next;
-    if (progress)
-      progress(0, static_cast<int64_t>((nodes.size() + step - 1) / step));
-    if (!nodes.empty())
-      next = std::async(std::launch::async, sample, 0, &batches[0]);
-    for (size_t begin = 0, k = 0; begin < nodes.size(); begin += step, ++k) {
-      // (On an error return the destructor of a pending future waits for its
-      // sampling, which ends: every remote call has a deadline.)
-      RETURN_IF_ERROR(next.get());
-      MiniBatch& batch = batches[k % 2];
-      if (begin + step < nodes.size()) {
-        next = std::async(std::launch::async, sample, begin + step,
-                          &batches[(k + 1) % 2]);
-      }
-      BatchTensors t = ToTensors(batch, options_.model, transform_);
-      torch::Tensor logits = model_->Forward(t.blocks, t.x);
-      torch::Tensor mask = t.labels.ge(0);
-      counts[0] +=
-          logits.argmax(1).eq(t.labels).logical_and(mask).sum().item<double>();
-      const double labeled = mask.sum().item<double>();
-      counts[1] += labeled;
-      if (progress) {
-        progress(static_cast<int64_t>(k) + 1,
-                 static_cast<int64_t>((nodes.size() + step - 1) / step));
-      }
-      if (labeled > 0) {
-        counts[2] += torch::nn::functional::cross_entropy(
-                         logits, t.labels,
-                         torch::nn::functional::CrossEntropyFuncOptions()
-                             .ignore_index(-1)
-                             .reduction(torch::kSum))
-                         .item<double>();
-      }
-    }
-    if (sync_ != nullptr)
-      RETURN_IF_ERROR(sync_->AllreduceSum(absl::MakeSpan(counts, 3)));
-    Evaluation e;
-    if (counts[1] > 0) {
-      e.acc = counts[0] / counts[1];
-      e.loss = counts[2] / counts[1];
-    }
-    return e;
-  }
-
   const GraphSource& source_;
   const TrainSplits& splits_;
   const TrainOptions& options_;
@@ -739,7 +626,7 @@ class Run {
   std::unique_ptr<NeighborSampler> valid_sampler_;
   std::unique_ptr<NeighborSampler> test_sampler_;
   std::shared_ptr<internal::GnnModel> model_;
-  internal::InputTransform transform_;
+  std::unique_ptr<internal::Task> task_;
 };
 
 }  // namespace

@@ -19,12 +19,14 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/types.h"
 #include "sampler/graph_source.h"
+#include "sampler/link_batcher.h"
 
 namespace shardgnn {
 
@@ -83,13 +85,56 @@ struct ModelDefaults {
 };
 ModelDefaults DefaultsFor(ModelKind kind);
 
+// What a run learns (the task seam: trainer/internal/task.h).
+enum class TaskKind {
+  kNode,  // Node classification: seed nodes, labels, cross-entropy, accuracy.
+  kLink,  // Link prediction: seed edges and negatives, BCE, AUC/AP/MRR/Hits.
+};
+// "node", "link" (ParseTaskKind reads them back).
+const char* TaskKindName(TaskKind kind);
+absl::StatusOr<TaskKind> ParseTaskKind(const std::string& name);
+
+// How a link-prediction model scores a pair from its endpoints' embeddings.
+enum class LinkDecoder {
+  kDot,  // <h_u, h_v> (GAE).
+  kMlp,  // Linear-ReLU-Linear on h_u * h_v (OGB's LinkPredictor).
+};
+const char* LinkDecoderName(LinkDecoder decoder);
+absl::StatusOr<LinkDecoder> ParseLinkDecoder(const std::string& name);
+
+struct LinkOptions {
+  LinkDecoder decoder = LinkDecoder::kDot;
+  int negatives = 1;  // Negative pairs per positive in training batches.
+  NegativeSampling negative_sampling = NegativeSampling::kUniform;
+  // Redraw a training negative that is a train edge (either direction) or a
+  // self loop.
+  bool filter_negatives = false;
+  // Drop each batch's target edges from its sampled neighborhoods. Only a
+  // leakage experiment turns it off.
+  bool exclude_targets = true;
+  // Hits@K reported for each K (OGB: 20, 50, 100), each positive ranked
+  // against all negatives of its split.
+  std::vector<int> hits_k = {20, 50, 100};
+};
+
 struct EpochStats {
   int epoch = 0;  // From 1.
   int64_t steps = 0;
-  double loss = 0.0;       // Mean over labeled train seeds.
-  double train_acc = 0.0;  // On the sampled train batches (with dropout).
-  double val_acc = 0.0;    // -1 if there is no validation split.
-  double val_loss = 0.0;   // Mean cross-entropy on the validation split.
+  double loss = 0.0;  // Mean over labeled train seeds.
+  // On the sampled train batches (with dropout): the fraction of seeds
+  // labeled right, or (link) of pairs on the right side of score 0.
+  double train_acc = 0.0;
+  double val_acc = 0.0;   // -1 if there is no validation split.
+  double val_loss = 0.0;  // Mean loss on the validation split.
+  // The validation figure that chooses the kept epoch (higher is better):
+  // val_acc for node tasks, the validation ROC-AUC for link tasks; -1 when
+  // there is nothing to validate on.
+  double val_score = -1.0;
+  // The task's other figures of the epoch under plain keys (link tasks:
+  // "train_auc", the mean ROC-AUC of the train batches, with dropout;
+  // "valid_auc", "valid_ap", "valid_mrr", "valid_hits@20", ...; empty for
+  // node tasks).
+  std::vector<std::pair<std::string, double>> metrics;
   // Time the loop waited for minibatches: sampling, features and labels that
   // did not overlap compute (all of it without prefetch).
   double sample_seconds = 0.0;
@@ -107,6 +152,8 @@ struct EpochStats {
 };
 
 struct TrainOptions {
+  TaskKind task = TaskKind::kNode;
+  LinkOptions link;  // kLink only.
   ModelOptions model;
   std::vector<int> fanouts = {
       10, 10};  // fanouts[0] is the seeds' hop (sampler/neighbor_sampler.h).
@@ -191,10 +238,17 @@ struct TrainOptions {
 };
 
 // The nodes each split trains on or is measured on (global IDs).
+// Node tasks: train/valid/test nodes, this rank's share. Link tasks: the
+// node pairs (flattened u0, v0, u1, v1, ...) of the edge splits, the whole
+// lists on every rank (each trains and evaluates its share, rank /
+// world_size): train edges, and valid/test positives with their negatives.
 struct TrainSplits {
   std::vector<NodeId> train;
   std::vector<NodeId> valid;
   std::vector<NodeId> test;
+  std::vector<NodeId> train_edges;
+  std::vector<NodeId> valid_edges, valid_negatives;
+  std::vector<NodeId> test_edges, test_negatives;
 };
 
 struct TrainResult {
@@ -205,8 +259,12 @@ struct TrainResult {
   int64_t checkpoint_bytes = 0;     // Size of one checkpoint file.
   int best_epoch = 0;  // Epoch whose parameters were kept (the last one without
                        // a validation split).
-  double best_val_acc = -1.0;
-  double test_acc = -1.0;  // -1 if there is no test split.
+  double best_val_acc = -1.0;    // Node tasks.
+  double best_val_score = -1.0;  // EpochStats::val_score of best_epoch.
+  double test_acc = -1.0;        // Node tasks; -1 if there is no test split.
+  // The task's test figures under plain keys ("test_acc"; "test_auc",
+  // "test_ap", "test_mrr", "test_hits@20", ...).
+  std::vector<std::pair<std::string, double>> test_metrics;
   int64_t num_parameters = 0;
   // XXH64 over the final (kept) parameters' bytes, in order, as hex: equal
   // runs (the same seed and settings, however their servers failed over or
@@ -243,10 +301,10 @@ absl::StatusOr<FeatureNormChoice> ChooseFeatureNorm(const GraphSource& source,
                                                     uint64_t seed,
                                                     int64_t sample_size = 4096);
 
-// Trains a model on `source` (which must have features and labels). `sync` may
-// be null (single process); when set it is called to broadcast the initial
-// parameters and to average gradients after every backward pass. Fails on
-// invalid options (fanouts vs layers, empty train split), on any GraphSource
+// Trains a model on `source` (which must have features; node tasks labels).
+// `sync` may be null (single process); when set it is called to broadcast the
+// initial parameters and to average gradients after every backward pass. Fails
+// on invalid options (fanouts vs layers, empty train split), on any GraphSource
 // error, and on LibTorch errors, with the cause in the message.
 absl::StatusOr<TrainResult> Train(const GraphSource& source,
                                   const TrainSplits& splits,

@@ -5,7 +5,10 @@
 #include <filesystem>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "common/file_util.h"
 #include "common/status.h"
 
@@ -15,7 +18,7 @@ namespace {
 constexpr int64_t kVersion = 1;
 // epoch, steps, loss, train_acc, val_acc, val_loss (older checkpoints: not
 // the last).
-constexpr int kHistoryColumns = 6;
+constexpr int kHistoryColumns = 7;
 
 torch::Tensor Scalar(int64_t v) { return torch::tensor({v}, torch::kLong); }
 torch::Tensor Scalar(double v) { return torch::tensor({v}, torch::kDouble); }
@@ -67,10 +70,20 @@ absl::Status WriteCheckpoint(const std::string& path,
                                            s.loss,
                                            s.train_acc,
                                            s.val_acc,
-                                           s.val_loss};
+                                           s.val_loss,
+                                           s.val_score};
       for (int c = 0; c < kHistoryColumns; ++c) history[e][c] = row[c];
     }
     archive.write("history", history);
+    // The task's named validation figures, one line per epoch
+    // ("key=value key=value").
+    std::string metrics;
+    for (const EpochStats& s : state.history) {
+      for (const auto& [key, value] : s.metrics)
+        absl::StrAppend(&metrics, absl::StrFormat("%s=%.17g ", key, value));
+      metrics += "\n";
+    }
+    archive.write("history_metrics", c10::IValue(metrics));
     torch::serialize::OutputArchive optimizer_archive;
     optimizer.save(optimizer_archive);
     archive.write("optimizer", optimizer_archive);
@@ -165,7 +178,22 @@ absl::StatusOr<bool> ReadCheckpoint(const std::string& path,
       s.train_acc = t[e][3].item<double>();
       s.val_acc = t[e][4].item<double>();
       if (t.size(1) > 5) s.val_loss = t[e][5].item<double>();
+      s.val_score = t.size(1) > 6 ? t[e][6].item<double>() : s.val_acc;
       state->history.push_back(s);
+    }
+    c10::IValue metrics;
+    if (archive.try_read("history_metrics", metrics) && metrics.isString()) {
+      std::vector<std::string> lines =
+          absl::StrSplit(metrics.toStringRef(), '\n');
+      for (size_t e = 0; e < lines.size() && e < state->history.size(); ++e) {
+        for (absl::string_view word :
+             absl::StrSplit(lines[e], ' ', absl::SkipEmpty())) {
+          std::pair<std::string, std::string> kv = absl::StrSplit(word, '=');
+          double value = 0;
+          if (absl::SimpleAtod(kv.second, &value))
+            state->history[e].metrics.emplace_back(kv.first, value);
+        }
+      }
     }
     torch::serialize::InputArchive optimizer_archive;
     archive.read("optimizer", optimizer_archive);

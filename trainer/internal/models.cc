@@ -322,23 +322,6 @@ class Stack : public GnnModel {
   std::vector<int64_t> widths_;
 };
 
-// Glorot uniform for every weight (bound sqrt(6 / (fan_in + fan_out)) over the
-// last two dimensions), zeros for biases, from a private generator.
-void InitParameters(torch::nn::Module& model, uint64_t seed) {
-  torch::NoGradGuard no_grad;
-  at::Generator generator = at::detail::createCPUGenerator(seed);
-  for (auto& named : model.named_parameters()) {
-    torch::Tensor& p = named.value();
-    if (p.dim() < 2) {
-      p.zero_();
-      continue;
-    }
-    const double bound =
-        std::sqrt(6.0 / static_cast<double>(p.size(-2) + p.size(-1)));
-    p.uniform_(-bound, bound, generator);
-  }
-}
-
 }  // namespace
 
 torch::Tensor GnnModel::Forward(const std::vector<BlockTensors>& blocks,
@@ -350,6 +333,23 @@ torch::Tensor GnnModel::Forward(const std::vector<BlockTensors>& blocks,
   for (int l = 0; l < num_layers(); ++l)
     h = ForwardLayer(l, blocks[static_cast<size_t>(l)], h);
   return h;
+}
+
+// Glorot uniform for every weight (bound sqrt(6 / (fan_in + fan_out)) over the
+// last two dimensions), zeros for biases, from a private generator.
+void InitParameters(torch::nn::Module& module, uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  at::Generator generator = at::detail::createCPUGenerator(seed);
+  for (auto& named : module.named_parameters()) {
+    torch::Tensor& p = named.value();
+    if (p.dim() < 2) {
+      p.zero_();
+      continue;
+    }
+    const double bound =
+        std::sqrt(6.0 / static_cast<double>(p.size(-2) + p.size(-1)));
+    p.uniform_(-bound, bound, generator);
+  }
 }
 
 ModelNeeds NeedsOf(ModelKind kind) { return SpecOf(kind).needs; }

@@ -100,6 +100,11 @@ ModelNeeds NeedsOf(ModelKind kind);
 std::shared_ptr<GnnModel> MakeModel(const ModelOptions& options, int64_t in_dim,
                                     int64_t num_classes, uint64_t seed);
 
+// Glorot uniform for every weight of `module` (bound sqrt(6 / (fan_in +
+// fan_out)) over the last two dimensions), zeros for biases, from a private
+// generator seeded with `seed`.
+void InitParameters(torch::nn::Module& module, uint64_t seed);
+
 }  // namespace shardgnn::internal
 
 #endif  // SHARDGNN_TRAINER_INTERNAL_MODELS_H_
