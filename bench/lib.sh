@@ -41,13 +41,17 @@ seconds_since() {
 }
 
 # prepare_sbm DATASET PARTITION NODES AVG_DEGREE FEATURES CLASSES SPLIT [PREP]
+#   [EDGE_SPLIT]
 # Generates an SBM graph into DATASET and partitions it into 2 with METIS
 # into PARTITION, each unless it is there already (then a line says it is
 # reused). With PREP, a JSON file: {} then the seconds each step made here
-# took (generate_seconds, partition_seconds).
+# took (generate_seconds, partition_seconds). With EDGE_SPLIT (T,V,X), the
+# graph's edges are split for link prediction too.
 prepare_sbm() {
   local dataset="$1" partition="$2" nodes="$3" avg_degree="$4" features="$5"
-  local classes="$6" split="$7" prep="${8:-/dev/null}" t0
+  local classes="$6" split="$7" prep="${8:-/dev/null}" edge_split="${9:-}" t0
+  local edge_flags=()
+  [[ -n "${edge_split}" ]] && edge_flags=(--edge-split "${edge_split}")
   echo '{}' > "${prep}"
   if [[ -f "${dataset}/manifest.json" ]]; then
     log "reusing dataset ${dataset}"
@@ -56,7 +60,8 @@ prepare_sbm() {
     t0=$(date +%s.%N)
     "${shardgnn}" -q dataset generate --kind sbm --nodes "${nodes}" \
       --avg-degree "${avg_degree}" --features "${features}" \
-      --classes "${classes}" --split "${split}" --out "${dataset}" >&2
+      --classes "${classes}" --split "${split}" "${edge_flags[@]}" \
+      --out "${dataset}" >&2
     echo "{\"generate_seconds\": $(seconds_since "${t0}")}" > "${prep}"
   fi
   if [[ -f "${partition}/partition.json" ]]; then

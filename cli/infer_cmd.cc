@@ -35,6 +35,7 @@ struct InferFlags {
   std::string out_dir;
   std::string dataset_dir;
   std::string scratch_dir;
+  std::string score_pairs;  // .npy of pairs to score (link models).
   int embedding_layer = 0;
   int64_t chunk_nodes = 4096;
   int threads = 0;
@@ -81,6 +82,27 @@ absl::Status RunInfer(const InferFlags& flags) {
   options.embedding_layer = flags.embedding_layer;
   options.chunk_nodes = flags.chunk_nodes;
   options.torch_threads = flags.threads;
+  const bool link = config.task == TaskKind::kLink;
+  if (!flags.score_pairs.empty()) {
+    if (!link) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--score-pairs: ", flags.run_dir,
+          " holds a node classification model; only link models score pairs"));
+    }
+    absl::StatusOr<NpyArray<int64_t>> pairs =
+        ReadNpy<int64_t>(flags.score_pairs, 2);
+    if (!pairs.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--score-pairs: ", pairs.status().message(),
+                       " (expected int64 node pairs [m, 2])"));
+    }
+    if (pairs->shape[1] != 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--score-pairs ", flags.score_pairs, ": shape [", pairs->shape[0],
+          ", ", pairs->shape[1], "], expected int64 node pairs [m, 2]"));
+    }
+    options.score_pairs = std::move(pairs->data);
+  }
   const bool in_process = !flags.dataset_dir.empty();
   const ClusterFlags& cluster = flags.cluster;
   if (in_process &&
@@ -111,7 +133,7 @@ absl::Status RunInfer(const InferFlags& flags) {
     source = memory.get();
     for (const char* name : {"train", "valid", "test"}) {
       auto it = dataset->splits.find(name);
-      if (it != dataset->splits.end()) splits[name] = it->second;
+      if (!link && it != dataset->splits.end()) splits[name] = it->second;
     }
   } else {
     ASSIGN_OR_RETURN(DistributedOptions dist, DistributedOptionsFor(cluster));
@@ -123,7 +145,9 @@ absl::Status RunInfer(const InferFlags& flags) {
                      ConnectToServers(cluster, !flags.no_shared_memory,
                                       !flags.no_feature_port, &addresses));
     source = remote.get();
+    // (A link model has no node accuracy to measure.)
     for (const char* name : {"train", "valid", "test"}) {
+      if (link) break;
       ASSIGN_OR_RETURN(splits[name], remote->FetchSplit(name));
     }
     ASSIGN_OR_RETURN(
@@ -164,7 +188,13 @@ absl::Status RunInfer(const InferFlags& flags) {
     summary["num_nodes"] = result->num_nodes;
     summary["embedding_layer"] = result->embedding_layer;
     summary["embedding_dim"] = result->embedding_dim;
-    summary["num_classes"] = result->num_classes;
+    summary["task"] = TaskKindName(config.task);
+    if (link) {
+      summary["decoder"] = LinkDecoderName(config.decoder);
+      summary["scored_pairs"] = result->scored_pairs;
+    } else {
+      summary["num_classes"] = result->num_classes;
+    }
     for (const auto& [name, acc] : result->accuracy) {
       summary[name + "_acc"] = acc.acc;
       std::printf("%s accuracy %.4f (%lld labeled nodes)\n", name.c_str(),
@@ -178,10 +208,16 @@ absl::Status RunInfer(const InferFlags& flags) {
     summary["peak_rss_bytes"] = PeakRssBytes();
     std::printf(
         "shardgnn infer: %lld nodes in %.2f s; embeddings [%lld, %lld] (layer "
-        "%d), logits, predictions in %s\n",
+        "%d)%s in %s\n",
         static_cast<long long>(result->num_nodes), result->seconds,
         static_cast<long long>(result->num_nodes),
         static_cast<long long>(result->embedding_dim), result->embedding_layer,
+        link ? (result->scored_pairs > 0
+                    ? absl::StrCat(", scores of ", result->scored_pairs,
+                                   " pairs")
+                          .c_str()
+                    : "")
+             : ", logits, predictions",
         flags.out_dir.c_str());
     RETURN_IF_ERROR(WriteFileAtomic(JoinPath(flags.out_dir, "infer.json"),
                                     summary.dump(2) + "\n"));
@@ -208,9 +244,13 @@ void AddInferCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--dataset", flags->dataset_dir,
                   "Run in this process over this dataset directory in memory "
                   "(no servers, no other trainers)");
+  cmd->add_option("--score-pairs", flags->score_pairs,
+                  "Link models: score these node pairs (int64 .npy [m, 2], "
+                  "original IDs) into scores.npy (the decoder's logits; "
+                  "sigmoid gives the edge probability)");
   cmd->add_option("--layer", flags->embedding_layer,
                   "Hidden layer whose outputs embeddings.npy holds (1..layers; "
-                  "0: the last hidden layer)")
+                  "0: the last hidden layer, or a link model's last layer)")
       ->capture_default_str();
   cmd->add_option("--chunk-nodes", flags->chunk_nodes,
                   "Nodes per chunk: each chunk's full neighborhood is read "

@@ -134,13 +134,27 @@ std::string DescribeSummary(const nlohmann::json& s) {
         Number(m, "batch_size"), Text(m, "feature_norm"),
         HumanCount(Number(s, "num_parameters")));
   }
-  absl::StrAppendFormat(
-      &out,
-      "  result: test acc %.4f (%s), best val acc %.4f at epoch %.0f; %.0f "
-      "epochs run%s\n",
-      Number(s, "test_acc"), Text(s, "test_method"), Number(s, "best_val_acc"),
-      Number(s, "best_epoch"), Number(s, "epochs_run"),
-      s.value("stopped_early", false) == true ? " (stopped early)" : "");
+  if (s.value("task", std::string("node")) == "link") {
+    absl::StrAppendFormat(
+        &out,
+        "  result: link prediction, test auc %.4f, ap %.4f, mrr %.4f, "
+        "hits@20 %.4f (%s), best val auc %.4f at epoch %.0f; %.0f epochs "
+        "run%s\n",
+        Number(s, "test_auc"), Number(s, "test_ap"), Number(s, "test_mrr"),
+        Number(s, "test_hits@20"), Text(s, "test_method"),
+        Number(s, "best_valid_auc"), Number(s, "best_epoch"),
+        Number(s, "epochs_run"),
+        s.value("stopped_early", false) == true ? " (stopped early)" : "");
+  } else {
+    absl::StrAppendFormat(
+        &out,
+        "  result: test acc %.4f (%s), best val acc %.4f at epoch %.0f; %.0f "
+        "epochs run%s\n",
+        Number(s, "test_acc"), Text(s, "test_method"),
+        Number(s, "best_val_acc"), Number(s, "best_epoch"),
+        Number(s, "epochs_run"),
+        s.value("stopped_early", false) == true ? " (stopped early)" : "");
+  }
   absl::StrAppendFormat(&out, "  time: train %.1fs",
                         Number(s, "train_seconds"));
   if (s.contains("epoch_time") && s["epoch_time"].is_object()) {
@@ -181,11 +195,13 @@ absl::StatusOr<std::string> DescribeMetrics(const std::string& path) {
     ++epochs;
   }
   if (epochs == 0) return std::string("  metrics.jsonl: no epoch yet\n");
+  const bool link = last.contains("valid_auc");
   return absl::StrFormat(
-      "  metrics.jsonl: %d epoch(s); last: epoch %.0f, loss %.4f, train acc "
-      "%.4f, val acc %.4f, %.2fs\n",
-      epochs, Number(last, "epoch"), Number(last, "loss"),
-      Number(last, "train_acc"), Number(last, "val_acc"),
+      "  metrics.jsonl: %d epoch(s); last: epoch %.0f, loss %.4f, train %s "
+      "%.4f, val %s %.4f, %.2fs\n",
+      epochs, Number(last, "epoch"), Number(last, "loss"), link ? "auc" : "acc",
+      Number(last, link ? "train_auc" : "train_acc"), link ? "auc" : "acc",
+      Number(last, link ? "valid_auc" : "val_acc"),
       Number(last, "epoch_seconds"));
 }
 

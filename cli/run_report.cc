@@ -305,7 +305,16 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
                epochs.end());
 
   Series loss{"train loss", "#1f77b4"}, val_loss{"val loss", "#ff7f0e"};
-  Series train_acc{"train acc", "#1f77b4"}, val_acc{"val acc", "#ff7f0e"};
+  // Node tasks plot accuracy; link tasks ROC-AUC (train batches, validation
+  // pairs, test pairs).
+  const bool link = summary.value("task", std::string("node")) == "link";
+  const char* train_key = link ? "train_auc" : "train_acc";
+  const char* val_key = link ? "valid_auc" : "val_acc";
+  const char* test_key = link ? "test_auc" : "test_acc";
+  const char* best_key = link ? "best_valid_auc" : "best_val_acc";
+  const std::string score = link ? "ROC-AUC" : "accuracy";
+  Series train_acc{link ? "train auc" : "train acc", "#1f77b4"},
+      val_acc{link ? "val auc" : "val acc", "#ff7f0e"};
   std::vector<double> xs;
   Part compute{"compute", "#1f77b4"}, allreduce{"allreduce", "#9467bd"},
       waiting{"waiting for batches", "#d62728"}, eval{"evaluation", "#2ca02c"},
@@ -315,8 +324,8 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
     xs.push_back(x);
     loss.points.emplace_back(x, Get(e, "loss"));
     val_loss.points.emplace_back(x, Get(e, "val_loss"));
-    train_acc.points.emplace_back(x, Get(e, "train_acc"));
-    const double va = Get(e, "val_acc");
+    train_acc.points.emplace_back(x, Get(e, train_key));
+    const double va = Get(e, val_key);
     val_acc.points.emplace_back(x, va >= 0 ? va : NAN);
     const double c = Get(e, "compute_seconds", 0),
                  a = Get(e, "allreduce_seconds", 0);
@@ -328,7 +337,7 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
     other.values.push_back(Get(e, "epoch_seconds", 0) - c - w - ev);
   }
   std::vector<Series> accuracy = {train_acc, val_acc};
-  const double test = Get(summary, "test_acc");
+  const double test = Get(summary, test_key);
   if (test >= 0 && !xs.empty()) {
     Series t{absl::StrFormat("test %.4f", test), "#2ca02c", {}, true};
     t.points = {{xs.front(), test}, {xs.back(), test}};
@@ -339,11 +348,22 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
   auto figure = [&](const std::string& name, const std::string& value) {
     figures.emplace_back(name, value);
   };
-  figure("test accuracy",
+  figure("test " + score,
          absl::StrFormat("%.4f (%s)", test,
                          summary.value("test_method", std::string("sampled"))));
-  figure("best validation accuracy",
-         absl::StrFormat("%.4f at epoch %d", Get(summary, "best_val_acc"),
+  if (link) {
+    std::string rest;
+    for (const char* key : {"test_ap", "test_mrr", "test_hits@20",
+                            "test_hits@50", "test_hits@100"}) {
+      if (summary.contains(key)) {
+        absl::StrAppend(&rest, rest.empty() ? "" : ", ", key + 5,
+                        absl::StrFormat(" %.4f", Get(summary, key)));
+      }
+    }
+    figure("other test figures", rest);
+  }
+  figure("best validation " + score,
+         absl::StrFormat("%.4f at epoch %d", Get(summary, best_key),
                          static_cast<int>(Get(summary, "best_epoch", 0))));
   figure("epochs run",
          absl::StrFormat(
@@ -436,7 +456,7 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
       Escape(run_dir), "</p>\n<h2>Results</h2>\n", Table(figures),
       "<h2>Per epoch</h2>\n<div class=\"charts\">\n",
       LineChart("Loss", "loss", {loss, val_loss}),
-      LineChart("Accuracy", "accuracy", accuracy),
+      LineChart(link ? "ROC-AUC" : "Accuracy", score, accuracy),
       StackedBars("Where each epoch's time went",
                   {compute, allreduce, waiting, eval, other}, xs),
       "</div>\n<h2>Model</h2>\n", Table(model), "<h2>Configuration</h2>\n",

@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "CLI/CLI.hpp"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -66,6 +67,15 @@ std::vector<NodeId> Chunk(const std::vector<NodeId>& ids, int rank, int world) {
   size_t end = n * static_cast<size_t>(rank + 1) / static_cast<size_t>(world);
   return std::vector<NodeId>(ids.begin() + static_cast<std::ptrdiff_t>(begin),
                              ids.begin() + static_cast<std::ptrdiff_t>(end));
+}
+
+// The distinct nodes of flattened pairs, in first-appearance order.
+std::vector<NodeId> Endpoints(const std::vector<NodeId>& pairs) {
+  std::vector<NodeId> out;
+  absl::flat_hash_set<NodeId> seen;
+  for (NodeId v : pairs)
+    if (seen.insert(v).second) out.push_back(v);
+  return out;
 }
 
 nlohmann::ordered_json EpochJson(const EpochStats& s) {
@@ -203,6 +213,11 @@ nlohmann::ordered_json SummaryJson(const TrainResult& result,
   nlohmann::ordered_json performance =
       PerformanceJson(result, training, train_seeds);
   for (auto& [key, value] : performance.items()) summary[key] = value;
+  if (options.task == TaskKind::kLink) {
+    // A link task's seeds are its train edges (the positives).
+    summary["epoch_time"]["positive_edges_per_second"] =
+        summary["epoch_time"]["seeds_per_second"];
+  }
   return summary;
 }
 
@@ -440,6 +455,11 @@ absl::Status WriteModelConfig(const TrainFlags& flags,
   config.in_dim = in_dim;
   config.num_classes = options.num_classes;
   config.fanouts = options.fanouts;
+  config.task = options.task;
+  if (options.task == TaskKind::kLink) {
+    config.decoder = options.link.decoder;
+    config.num_classes = options.model.hidden;  // The embedding width.
+  }
   return WriteFileAtomic(JoinPath(flags.out_dir, kModelConfigFile),
                          ModelConfigToJson(config));
 }
@@ -573,19 +593,48 @@ absl::Status RunTrain(const TrainFlags& flags) {
   }
 
   TrainSplits splits;
-  ASSIGN_OR_RETURN(std::vector<NodeId> train, remote->FetchSplit("train"));
-  ASSIGN_OR_RETURN(std::vector<NodeId> valid, remote->FetchSplit("valid"));
-  ASSIGN_OR_RETURN(std::vector<NodeId> test, remote->FetchSplit("test"));
-  splits.train = Chunk(train, dist.rank, dist.world_size);
-  splits.valid = Chunk(valid, dist.rank, dist.world_size);
-  splits.test = Chunk(test, dist.rank, dist.world_size);
-  // Every rank runs the same number of steps: as many as the largest chunk
-  // needs.
-  size_t largest = (train.size() + static_cast<size_t>(dist.world_size) - 1) /
-                   static_cast<size_t>(dist.world_size);
-  options.steps_per_epoch =
-      StepsPerEpoch(static_cast<int64_t>(largest), options.batch_size,
-                    options.min_steps_per_epoch);
+  std::vector<NodeId> train, valid, test;
+  const bool link = options.task == TaskKind::kLink;
+  if (link) {
+    // Every rank reads the whole edge split from the partition directory;
+    // the link task trains and evaluates its share.
+    if (flags.cluster.partition_dir.empty()) {
+      return absl::InvalidArgumentError(
+          "--task link needs --partition DIR: the trainers read the "
+          "partition's edge splits (edges_*.npy) from it");
+    }
+    ASSIGN_OR_RETURN(PartitionManifest manifest,
+                     ReadPartitionManifest(flags.cluster.partition_dir));
+    auto read = [&](const char* name) -> absl::StatusOr<std::vector<NodeId>> {
+      if (std::string(name) != "train" && !manifest.edge_splits.count(name))
+        return std::vector<NodeId>();
+      return ReadPartitionEdgeSplit(flags.cluster.partition_dir, manifest,
+                                    name);
+    };
+    ASSIGN_OR_RETURN(splits.train_edges, read("train"));
+    ASSIGN_OR_RETURN(splits.valid_edges, read("valid"));
+    ASSIGN_OR_RETURN(splits.valid_negatives, read("valid_neg"));
+    ASSIGN_OR_RETURN(splits.test_edges, read("test"));
+    ASSIGN_OR_RETURN(splits.test_negatives, read("test_neg"));
+    const auto edges = static_cast<int64_t>(splits.train_edges.size() / 2);
+    options.steps_per_epoch =
+        StepsPerEpoch((edges + dist.world_size - 1) / dist.world_size,
+                      options.batch_size, options.min_steps_per_epoch);
+  } else {
+    ASSIGN_OR_RETURN(train, remote->FetchSplit("train"));
+    ASSIGN_OR_RETURN(valid, remote->FetchSplit("valid"));
+    ASSIGN_OR_RETURN(test, remote->FetchSplit("test"));
+    splits.train = Chunk(train, dist.rank, dist.world_size);
+    splits.valid = Chunk(valid, dist.rank, dist.world_size);
+    splits.test = Chunk(test, dist.rank, dist.world_size);
+    // Every rank runs the same number of steps: as many as the largest chunk
+    // needs.
+    size_t largest = (train.size() + static_cast<size_t>(dist.world_size) - 1) /
+                     static_cast<size_t>(dist.world_size);
+    options.steps_per_epoch =
+        StepsPerEpoch(static_cast<int64_t>(largest), options.batch_size,
+                      options.min_steps_per_epoch);
+  }
   // Every rank samples the same nodes, so all choose the same transform.
   ASSIGN_OR_RETURN(std::string features,
                    ChooseFeatures(flags.training, *remote, &options));
@@ -608,8 +657,10 @@ absl::Status RunTrain(const TrainFlags& flags) {
                        NeighborSampler::Create(remote.get(), presample));
       ASSIGN_OR_RETURN(
           std::vector<NodeId> hottest,
-          HottestByPresampling(*sampler, splits.train, /*num_batches=*/8,
-                               options.batch_size, MixSeed(options.seed, 99)));
+          HottestByPresampling(
+              *sampler, link ? Endpoints(splits.train_edges) : splits.train,
+              /*num_batches=*/8, options.batch_size,
+              MixSeed(options.seed, 99)));
       RETURN_IF_ERROR(PrefillCache(*remote, hottest, cache.get()));
     }
     cached = std::make_unique<CachedGraphSource>(remote.get(), cache.get());
@@ -627,10 +678,13 @@ absl::Status RunTrain(const TrainFlags& flags) {
   if (leader) {
     std::printf(
         "shardgnn train: %d trainer(s), %zu servers, partition %s, %zu train / "
-        "%zu valid / %zu test nodes, "
+        "%zu valid / %zu test %s, "
         "%lld steps per epoch\n",
         dist.world_size, addresses.size(), remote->partition_id().c_str(),
-        train.size(), valid.size(), test.size(),
+        link ? splits.train_edges.size() / 2 : train.size(),
+        link ? splits.valid_edges.size() / 2 : valid.size(),
+        link ? splits.test_edges.size() / 2 : test.size(),
+        link ? "edges" : "nodes",
         static_cast<long long>(options.steps_per_epoch));
     PrintSettings(options, features, options.steps_per_epoch);
     options.on_epoch = EpochReporter(options.epochs, metrics.get());
@@ -651,7 +705,8 @@ absl::Status RunTrain(const TrainFlags& flags) {
       RETURN_IF_ERROR(WriteModelConfig(flags, options, remote->feature_dim()));
       nlohmann::ordered_json summary =
           SummaryJson(result, flags.training, options, dist.world_size,
-                      static_cast<int64_t>(train.size()));
+                      static_cast<int64_t>(link ? splits.train_edges.size() / 2
+                                                : train.size()));
       summary["mode"] = "distributed";
       summary["servers"] = addresses;
       summary["partition_id"] = remote->partition_id();

@@ -216,6 +216,24 @@ absl::StatusOr<PartitionManifest> RunPartition(const Dataset& dataset,
   ASSIGN_OR_RETURN(m.orig_ids_checksum, ChecksumFile(orig_path));
   std::map<std::string, std::vector<NodeId>> new_splits =
       RelabelSplits(dataset, relabeling.new_ids);
+  // Link prediction's edge splits, relabelled, beside the manifest.
+  for (const auto& [name, pairs] : dataset.edge_splits) {
+    std::vector<NodeId> relabelled(pairs.size());
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      if (pairs[i] < 0 || pairs[i] >= n) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("edge split '", name, "': pair ", i / 2,
+                         " names node ", pairs[i], ", outside the graph"));
+      }
+      relabelled[i] = relabeling.new_ids[static_cast<size_t>(pairs[i])];
+    }
+    const std::string path =
+        JoinPath(staging->path(), absl::StrCat("edges_", name, ".npy"));
+    RETURN_IF_ERROR(WriteNpy(path, {static_cast<int64_t>(pairs.size() / 2), 2},
+                             relabelled));
+    m.edge_splits[name] = static_cast<int64_t>(pairs.size() / 2);
+    ASSIGN_OR_RETURN(m.edge_split_checksums[name], ChecksumFile(path));
+  }
   timing->relabel_seconds = SecondsSince(stage);
 
   stage = std::chrono::steady_clock::now();

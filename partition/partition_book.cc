@@ -6,8 +6,10 @@
 #include <stdexcept>
 
 #include "absl/strings/str_cat.h"
+#include "common/checksum.h"
 #include "common/file_util.h"
 #include "common/json_ints.h"
+#include "common/npy.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
 
@@ -59,6 +61,16 @@ std::string PartitionManifest::ToJson() const {
   }
   j["balance"] = balance_json;
   j["warnings"] = warnings;
+  if (!edge_splits.empty()) {
+    nlohmann::ordered_json e;
+    for (const auto& [name, pairs] : edge_splits) {
+      auto it = edge_split_checksums.find(name);
+      e[name] = {
+          {"pairs", pairs},
+          {"checksum", it == edge_split_checksums.end() ? "" : it->second}};
+    }
+    j["edge_splits"] = e;
+  }
   return j.dump(2) + "\n";
 }
 
@@ -132,6 +144,12 @@ absl::StatusOr<PartitionManifest> PartitionManifest::FromJson(
                          b.at("avg").get<double>()};
     }
     m.warnings = j.at("warnings").get<std::vector<std::string>>();
+    if (j.contains("edge_splits")) {
+      for (const auto& [name, e] : j.at("edge_splits").items()) {
+        m.edge_splits[name] = JsonIntField(e, "pairs", 0, kMaxJsonCount);
+        m.edge_split_checksums[name] = e.at("checksum").get<std::string>();
+      }
+    }
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(e.what());
   }
@@ -158,6 +176,40 @@ absl::StatusOr<PartitionManifest> PartitionManifest::FromJson(
   ASSIGN_OR_RETURN(PartitionBook book, PartitionBook::Create(m.node_ranges));
   (void)book;
   return m;
+}
+
+absl::StatusOr<std::vector<NodeId>> ReadPartitionEdgeSplit(
+    const std::string& dir, const PartitionManifest& manifest,
+    const std::string& name) {
+  auto count = manifest.edge_splits.find(name);
+  if (count == manifest.edge_splits.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        dir, ": the partition has no edge split '", name,
+        "'; partition a dataset made with `shardgnn dataset import|generate "
+        "--edge-split 0.85,0.05,0.10`"));
+  }
+  const std::string path = JoinPath(dir, absl::StrCat("edges_", name, ".npy"));
+  ASSIGN_OR_RETURN(std::string checksum, ChecksumFile(path));
+  auto want = manifest.edge_split_checksums.find(name);
+  if (want != manifest.edge_split_checksums.end() && checksum != want->second) {
+    return absl::DataLossError(absl::StrCat(
+        path, ": checksum ", checksum, " differs from partition.json's ",
+        want->second, " (a damaged or replaced file)"));
+  }
+  ASSIGN_OR_RETURN(NpyArray<int64_t> array, ReadNpy<int64_t>(path, 2));
+  if (array.shape[0] != count->second || array.shape[1] != 2) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": shape [", array.shape[0], ", ", array.shape[1],
+                     "], expected [", count->second, ", 2]"));
+  }
+  for (size_t i = 0; i < array.data.size(); ++i) {
+    if (array.data[i] < 0 || array.data[i] >= manifest.num_nodes) {
+      return absl::DataLossError(
+          absl::StrCat(path, ": pair ", i / 2, " names node ", array.data[i],
+                       ", outside the graph's ", manifest.num_nodes, " nodes"));
+    }
+  }
+  return std::move(array.data);
 }
 
 absl::StatusOr<PartitionManifest> ReadPartitionManifest(

@@ -79,11 +79,24 @@ struct PartitionManifest {
   // "nodes", "train_nodes", "edges" -> spread over parts.
   std::map<std::string, BalanceFigure> balance;
   std::vector<std::string> warnings;  // E.g. a METIS fallback, said once.
+  // Link prediction: the dataset's edge splits, relabelled, in
+  // edges_<name>.npy (int64 [pairs, 2]) beside this manifest: name -> pairs
+  // and the file's XXH64. Trainers of a link task read them from here.
+  std::map<std::string, int64_t> edge_splits;
+  std::map<std::string, std::string> edge_split_checksums;
 
   std::string ToJson() const;
   // Fails with a message naming what is missing or inconsistent.
   static absl::StatusOr<PartitionManifest> FromJson(absl::string_view json);
 };
+
+// Reads edge split `name` of the partition at `dir` (flattened pairs u0, v0,
+// u1, v1, ... in relabelled IDs), checking its size and checksum against
+// `manifest` and every ID against the graph. NOT_FOUND (saying how to make
+// one) for a partition without that split.
+absl::StatusOr<std::vector<NodeId>> ReadPartitionEdgeSplit(
+    const std::string& dir, const PartitionManifest& manifest,
+    const std::string& name);
 
 // Reads and checks <dir>/partition.json. Errors name the file.
 absl::StatusOr<PartitionManifest> ReadPartitionManifest(const std::string& dir);

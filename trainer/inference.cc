@@ -19,6 +19,7 @@
 #include "sampler/neighbor_sampler.h"
 #include "trainer/compute_env.h"
 #include "trainer/gradient_sync.h"
+#include "trainer/internal/decoder.h"
 #include "trainer/internal/layerwise.h"
 #include "trainer/internal/models.h"
 #include "trainer/internal/parameters_file.h"
@@ -162,9 +163,12 @@ class LayerwiseRun {
     InferResult result;
     result.num_nodes = n_;
     result.num_classes = config_.num_classes;
-    result.embedding_layer = options_.embedding_layer > 0
-                                 ? options_.embedding_layer
-                                 : std::max(1, num_layers - 1);
+    // A link model's embeddings are its last layer's outputs.
+    const bool link = config_.task == TaskKind::kLink;
+    result.embedding_layer =
+        options_.embedding_layer > 0
+            ? options_.embedding_layer
+            : (link ? num_layers : std::max(1, num_layers - 1));
     std::error_code ec;
     std::filesystem::create_directories(options_.scratch_dir, ec);
     if (ec) {
@@ -196,9 +200,13 @@ class LayerwiseRun {
     LayerFile& logits = *states[num_layers];
     LayerFile& embeddings = *states[result.embedding_layer];
     result.embedding_dim = embeddings.cols();
-    RETURN_IF_ERROR(Accuracies(logits, splits, &result));
-    if (options_.rank == 0 && !options_.out_dir.empty())
+    if (!link) RETURN_IF_ERROR(Accuracies(logits, splits, &result));
+    if (options_.rank == 0 && !options_.out_dir.empty()) {
       RETURN_IF_ERROR(WriteOutputs(embeddings, logits));
+      if (link && !options_.score_pairs.empty()) {
+        ASSIGN_OR_RETURN(result.scored_pairs, WriteScores(logits));
+      }
+    }
     result.seconds =
         std::chrono::duration<double>(Clock::now() - start).count();
     return result;
@@ -428,6 +436,7 @@ class LayerwiseRun {
     RETURN_IF_ERROR(WriteInOriginalOrder<float>(
         JoinPath(options_.out_dir, "embeddings.npy"), NpyDtype::kFloat32, n_,
         embeddings.cols(), inverse, copy_rows(embeddings)));
+    if (config_.task == TaskKind::kLink) return absl::OkStatus();
     RETURN_IF_ERROR(WriteInOriginalOrder<float>(
         JoinPath(options_.out_dir, "logits.npy"), NpyDtype::kFloat32, n_,
         logits.cols(), inverse, copy_rows(logits)));
@@ -436,6 +445,53 @@ class LayerwiseRun {
         inverse, [&logits](int64_t v, int64_t* dst) {
           *dst = Argmax(logits.row(v), logits.cols());
         });
+  }
+
+  // scores.npy: the decoder's logit for each of options_.score_pairs, from
+  // the last layer's rows (original IDs mapped through orig_ids), in chunks.
+  absl::StatusOr<int64_t> WriteScores(LayerFile& last) const {
+    const std::vector<NodeId>& pairs = options_.score_pairs;
+    std::vector<NodeId> current(static_cast<size_t>(n_));
+    for (int64_t v = 0; v < n_; ++v) current[static_cast<size_t>(v)] = v;
+    if (!options_.orig_ids.empty()) {
+      for (int64_t v = 0; v < n_; ++v) {
+        const NodeId o = options_.orig_ids[static_cast<size_t>(v)];
+        if (o >= 0 && o < n_) current[static_cast<size_t>(o)] = v;
+      }
+    }
+    const auto m = static_cast<int64_t>(pairs.size() / 2);
+    const int64_t d = last.cols();
+    std::vector<float> scores(static_cast<size_t>(m));
+    constexpr int64_t kChunk = 4096;
+    torch::NoGradGuard no_grad;
+    for (int64_t b = 0; b < m; b += kChunk) {
+      const int64_t count = std::min(kChunk, m - b);
+      torch::Tensor hu = torch::empty({count, d});
+      torch::Tensor hv = torch::empty({count, d});
+      for (int64_t i = 0; i < count; ++i) {
+        const NodeId u = current[static_cast<size_t>(pairs[2 * (b + i)])];
+        const NodeId v = current[static_cast<size_t>(pairs[2 * (b + i) + 1])];
+        std::memcpy(hu[i].data_ptr<float>(), last.row(u),
+                    static_cast<size_t>(d) * sizeof(float));
+        std::memcpy(hv[i].data_ptr<float>(), last.row(v),
+                    static_cast<size_t>(d) * sizeof(float));
+      }
+      torch::Tensor s =
+          internal::ScorePairs(*model_, config_.decoder, hu, hv).contiguous();
+      std::memcpy(scores.data() + b, s.data_ptr<float>(),
+                  static_cast<size_t>(count) * sizeof(float));
+    }
+    const std::string path = JoinPath(options_.out_dir, "scores.npy");
+    const std::string tmp = path + ".tmp";
+    RETURN_IF_ERROR(WriteNpy(tmp, {m}, scores));
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+      std::filesystem::remove(tmp, ec);
+      return absl::PermissionDeniedError(
+          absl::StrCat(path, ": cannot rename into place"));
+    }
+    return m;
   }
 
   const GraphSource& source_;
@@ -466,10 +522,22 @@ absl::StatusOr<InferResult> Infer(
     const std::map<std::string, std::vector<NodeId>>& splits,
     const InferOptions& options, GradientSync* sync) {
   RETURN_IF_ERROR(CheckInputWidth(source, config));
+  if (!options.score_pairs.empty()) {
+    if (config.task != TaskKind::kLink) {
+      return absl::InvalidArgumentError(
+          "pairs can be scored only by a link-prediction model (this one "
+          "classifies nodes)");
+    }
+    RETURN_IF_ERROR(
+        CheckPairs(options.score_pairs, source.num_nodes(), "pairs to score"));
+  }
   try {
     SetComputeThreads(options.torch_threads);
     std::shared_ptr<internal::GnnModel> model = internal::MakeModel(
         config.model, config.in_dim, config.num_classes, /*seed=*/0);
+    if (config.task == TaskKind::kLink)
+      internal::AddPairDecoder(model.get(), config.decoder, config.num_classes,
+                               /*seed=*/0);
     RETURN_IF_ERROR(internal::ReadParametersFile(parameters_path, model.get()));
     return internal::RunLayerwise(source, *model, config, splits, options,
                                   sync);

@@ -16,6 +16,10 @@
 //   embeddings.npy   float32 [N, D]  the states after options.embedding_layer
 //   logits.npy       float32 [N, C]  the last layer's outputs
 //   predictions.npy  int64 [N]       argmax of the logits
+// A link model (ModelConfig::task) writes embeddings.npy only: the last
+// layer's outputs, the embeddings its decoder scores pairs from; and with
+// options.score_pairs, scores.npy (float32 [m], the decoder's logit of each
+// pair, in the order given).
 // each written under a temporary name and renamed when complete. Scratch files
 // are removed on return, also on errors. Torch-free interface.
 #ifndef SHARDGNN_TRAINER_INFERENCE_H_
@@ -65,6 +69,9 @@ struct InferOptions {
   std::vector<NodeId> orig_ids;
   // LibTorch and OpenBLAS threads (trainer/compute_env.h); 0: every core.
   int torch_threads = 0;
+  // Link models: pairs to score (flattened u0, v0, u1, v1, ... in original
+  // node IDs); rank 0 writes scores.npy.
+  std::vector<NodeId> score_pairs;
   // Rank 0 only, after every round of chunks; may be empty.
   std::function<void(const InferProgress&)> on_progress;
 };
@@ -81,6 +88,7 @@ struct InferResult {
   int embedding_layer = 0;
   int64_t embedding_dim = 0;
   int64_t num_classes = 0;
+  int64_t scored_pairs = 0;  // Link models: pairs in scores.npy.
   // Per split (as given), from every node's logits (all ranks agree).
   std::map<std::string, SplitAccuracy> accuracy;
   int64_t edges = 0;          // Messages read (this rank).
@@ -92,7 +100,8 @@ struct InferResult {
 // over every node of `source`. `sync` joins the ranks (null: world_size must
 // be 1); every rank calls Infer with the same arguments but its rank. Fails
 // on a model that does not match the graph (input width), unreadable
-// parameters, GraphSource errors, a full disk (naming the file), and
+// parameters, pairs to score naming nodes outside the graph (or a node
+// model given pairs), GraphSource errors, a full disk (naming the file), and
 // collective errors.
 absl::StatusOr<InferResult> Infer(
     const GraphSource& source, const ModelConfig& config,

@@ -39,6 +39,9 @@ std::string ModelConfigToJson(const ModelConfig& config) {
   nlohmann::ordered_json j;
   j["format"] = kFormat;
   j["version"] = kVersion;
+  j["task"] = TaskKindName(config.task);
+  if (config.task == TaskKind::kLink)
+    j["decoder"] = LinkDecoderName(config.decoder);
   j["kind"] = ModelKindName(m.kind);
   j["layers"] = m.num_layers;
   j["hidden"] = m.hidden;
@@ -73,6 +76,25 @@ absl::StatusOr<ModelConfig> ModelConfigFromJson(const std::string& text,
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": unsupported version ", version,
                        " (this build reads version ", kVersion, ")"));
+    }
+    // Files written before link prediction have no "task": node models.
+    if (j.contains("task")) {
+      if (!j.at("task").is_string())
+        throw std::invalid_argument("\"task\" is not text");
+      absl::StatusOr<TaskKind> task =
+          ParseTaskKind(j.at("task").get<std::string>());
+      if (!task.ok())
+        throw std::invalid_argument(std::string(task.status().message()));
+      c.task = *task;
+    }
+    if (c.task == TaskKind::kLink) {
+      if (!j.at("decoder").is_string())
+        throw std::invalid_argument("\"decoder\" is not text");
+      absl::StatusOr<LinkDecoder> decoder =
+          ParseLinkDecoder(j.at("decoder").get<std::string>());
+      if (!decoder.ok())
+        throw std::invalid_argument(std::string(decoder.status().message()));
+      c.decoder = *decoder;
     }
     const nlohmann::json& kind = j.at("kind");
     if (!kind.is_string()) throw std::invalid_argument("\"kind\" is not text");

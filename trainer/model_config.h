@@ -24,8 +24,13 @@ struct ModelConfig {
   // without dropout).
   ModelOptions model;
   int64_t in_dim = 0;        // Input features per node.
-  int64_t num_classes = 0;   // Outputs of the last layer.
+  int64_t num_classes = 0;   // Outputs of the last layer (link tasks: the
+                             // embedding width).
   std::vector<int> fanouts;  // What the model was trained with.
+  // Link models: the last layer's outputs are node embeddings, and a pair is
+  // scored by `decoder` (model.pt holds its parameters, decoder.*).
+  TaskKind task = TaskKind::kNode;
+  LinkDecoder decoder = LinkDecoder::kDot;
 };
 
 std::string ModelConfigToJson(const ModelConfig& config);

@@ -38,6 +38,9 @@ run_e2e.sh: end-to-end benchmark, in-process vs 2 servers + 1 / 2 trainers.
                         is (b) with --no-shared-memory: features through
                         calls to the feature ports; bgrpc is bcalls with
                         --no-feature-port: features through gRPC
+  --task node|link      what is trained (node); link: the graph's edges are
+                        split 85/5/10 at generation and the runs train link
+                        prediction (throughput: positive edges per second)
   --extra "FLAGS"       training flags added to every run (e.g. to compare
                         a default with its former value side by side)
   --small               20k nodes, 16 features, 8 classes, 2 epochs,
@@ -52,6 +55,7 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib.sh"
 work=/tmp/shardgnn-e2e
 nodes=1000000 avg_degree=20 features=128 classes=32 split=0.1,0.1,0.8
 extra=""
+task=node
 epochs=3 dropouts=0.5,0 threads=0 sampler_threads=1 prefetch=4 configs=a,b,c,bcalls
 while (($#)); do
   case "$1" in
@@ -69,6 +73,7 @@ while (($#)); do
     --prefetch) prefetch="$2"; shift 2 ;;
     --configs) configs="$2"; shift 2 ;;
     --extra) extra="$2"; shift 2 ;;
+    --task) task="$2"; shift 2 ;;
     --small)
       nodes=20000 features=16 classes=8 epochs=2 dropouts=0.5
       shift ;;
@@ -82,6 +87,12 @@ command -v python3 >/dev/null || {
 
 mkdir -p "${work}"
 name="sbm-n${nodes}-d${avg_degree}-f${features}-c${classes}-s${split//,/_}"
+edge_split=""
+case "${task}" in
+  node) ;;
+  link) edge_split=0.85,0.05,0.10; name="${name}-links" ;;
+  *) echo "run_e2e.sh: unknown task '${task}' (node or link)" >&2; exit 2 ;;
+esac
 dataset="${work}/${name}"
 partition="${work}/${name}-metis2"
 runs="${work}/runs"
@@ -89,7 +100,7 @@ mkdir -p "${runs}"
 
 prep_json="${runs}/prep.json"
 prepare_sbm "${dataset}" "${partition}" "${nodes}" "${avg_degree}" \
-  "${features}" "${classes}" "${split}" "${prep_json}"
+  "${features}" "${classes}" "${split}" "${prep_json}" "${edge_split}"
 
 # Peak RSS (VmHWM, bytes) of every process under $1 that serves or trains,
 # sampled each 0.5 s while $1 lives; written as "pid role bytes" lines to $2.
@@ -120,7 +131,8 @@ watch_rss() {
 
 train_flags=(--model sage --fanouts 15,10 --batch-size 1024 --hidden 256
   --epochs "${epochs}" --threads "${threads}"
-  --sampler-threads "${sampler_threads}" --prefetch "${prefetch}")
+  --sampler-threads "${sampler_threads}" --prefetch "${prefetch}"
+  --task "${task}")
 # shellcheck disable=SC2206
 [[ -n "${extra}" ]] && train_flags+=(${extra})
 
@@ -157,7 +169,7 @@ run_config() {
   fi
   wait "${watcher}" || true
   echo "$(seconds_since "${t0}")" > "${out}.wall"
-  grep -E "^(\[trainer 0\] )?(epoch|test accuracy)" "${out}.log" >&2 || true
+  grep -E "^(\[trainer 0\] )?(epoch|test)" "${out}.log" >&2 || true
 }
 
 IFS=, read -r -a dropout_list <<< "${dropouts}"
@@ -192,6 +204,7 @@ result = {
     "dataset_dir": dataset, "partition_dir": partition,
     "preparation": json.load(open(prep)),
     "model": "sage, 2 layers, hidden 256, fanouts 15,10, batch 1024",
+    "task": "link" if dataset.endswith("-links") else "node",
     "by_dropout": {},
 }
 for dropout in dropouts.split(","):
@@ -205,7 +218,10 @@ for dropout in dropouts.split(","):
             rss[role].append(int(peak))
         t = s["epoch_time"]
         block[names[c]] = {
-            "test_acc": s["test_acc"],
+            "task": s.get("task", "node"),
+            "test_acc": s.get("test_acc"),
+            "test_auc": s.get("test_auc"),
+            "test_ap": s.get("test_ap"),
             "world_size": s["world_size"],
             "wall_seconds": float(open(out + ".wall").read()),
             "epoch_time": t,
@@ -228,6 +244,12 @@ for dropout in dropouts.split(","):
                     t["epoch_seconds"] / a["epoch_seconds"])
                 ratios[f"{c}_over_a_step_seconds"] = (
                     t["step_seconds"] / a["step_seconds"])
+                if "positive_edges_per_second" in t:
+                    # Link throughput: (a)'s rate over this one's (>= 1:
+                    # slower than in process).
+                    ratios[f"a_over_{c}_positive_edges_per_second"] = (
+                        a["positive_edges_per_second"] /
+                        t["positive_edges_per_second"])
         block["ratios"] = ratios
     block["dropout"] = float(dropout)
     result["by_dropout"][dropout] = block

@@ -13,6 +13,7 @@
 #include "common/file_util.h"
 #include "common/npy.h"
 #include "common/progress.h"
+#include "datasets/edge_split.h"
 #include "partition/partition_book.h"
 #include "tests/partition/graph_fixture.h"
 #include "tests/partition/partition_checks.h"
@@ -134,6 +135,48 @@ TEST_F(PartitionTest, WorksWithoutTrainSplit) {
                        PartitionInMemory(d, tmp.Sub("p"), options));
   EXPECT_EQ(m.balance.count("train_nodes"), 0u);
   CheckPartition(d, tmp.Sub("p"), m);
+}
+
+// Link prediction's edge splits travel with the partition, relabelled: each
+// pair read back maps (through orig_ids) to the dataset's pair, and a
+// damaged file is refused by its checksum.
+TEST_F(PartitionTest, EdgeSplitsAreRelabelledBesideTheManifest) {
+  Dataset d = ClusteredGraph(4, 50, 8);
+  ASSERT_OK(SplitEdges({0.8, 0.1, 0.1, 5}, &d).status());
+  TempDir tmp;
+  PartitionOptions options;
+  options.num_parts = 3;
+  ASSERT_OK_AND_ASSIGN(PartitionManifest m,
+                       PartitionInMemory(d, tmp.Sub("p"), options));
+  ASSERT_OK_AND_ASSIGN(PartitionManifest read,
+                       ReadPartitionManifest(tmp.Sub("p")));
+  EXPECT_EQ(read.edge_splits, m.edge_splits);
+  ASSERT_OK_AND_ASSIGN(
+      NpyArray<int64_t> orig,
+      ReadNpy<int64_t>(JoinPath(tmp.Sub("p"), kOrigIdsFile), 1));
+  for (const char* name : {"train", "valid", "test", "valid_neg", "test_neg"}) {
+    SCOPED_TRACE(name);
+    ASSERT_OK_AND_ASSIGN(std::vector<NodeId> pairs,
+                         ReadPartitionEdgeSplit(tmp.Sub("p"), read, name));
+    const std::vector<NodeId>& want = d.edge_splits.at(name);
+    ASSERT_EQ(pairs.size(), want.size());
+    ASSERT_FALSE(pairs.empty());
+    for (size_t i = 0; i < pairs.size(); ++i)
+      ASSERT_EQ(orig.data[static_cast<size_t>(pairs[i])], want[i]) << i;
+  }
+  absl::StatusOr<std::vector<NodeId>> missing =
+      ReadPartitionEdgeSplit(tmp.Sub("p"), read, "nope");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  // Damage one byte of the test pairs.
+  const std::string path = JoinPath(tmp.Sub("p"), "edges_test.npy");
+  ASSERT_OK_AND_ASSIGN(std::string bytes, ReadFileToString(path));
+  bytes.back() ^= 1;
+  ASSERT_OK(WriteFileAtomic(path, bytes));
+  absl::StatusOr<std::vector<NodeId>> damaged =
+      ReadPartitionEdgeSplit(tmp.Sub("p"), read, "test");
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_THAT(std::string(damaged.status().message()),
+              HasSubstr("edges_test.npy: checksum"));
 }
 
 TEST_F(PartitionTest, EdgelessAndTinyGraphsStillPartition) {

@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "sampler/link_batcher.h"
 #include "trainer/gradient_sync.h"
+#include "trainer/internal/decoder.h"
 #include "trainer/internal/task.h"
 #include "trainer/link_metrics.h"
 
@@ -24,24 +25,6 @@ constexpr uint64_t kDecoderStream = 5;
 std::pair<int64_t, int64_t> ShareOf(int64_t n, int rank, int world) {
   return {n * rank / world, n * (rank + 1) / world};
 }
-
-// OGB's LinkPredictor: Linear(d, d), ReLU, Linear(d, 1) on h_u * h_v.
-class MlpDecoder : public torch::nn::Module {
- public:
-  explicit MlpDecoder(int64_t dim) {
-    lins_ = register_module("lins", torch::nn::ModuleList());
-    lins_->push_back(torch::nn::Linear(dim, dim));
-    lins_->push_back(torch::nn::Linear(dim, 1));
-  }
-  torch::Tensor Forward(const torch::Tensor& x) {
-    torch::Tensor h =
-        torch::relu(lins_[0]->as<torch::nn::Linear>()->forward(x));
-    return lins_[1]->as<torch::nn::Linear>()->forward(h).squeeze(1);
-  }
-
- private:
-  torch::nn::ModuleList lins_;
-};
 
 class LinkTask : public Task {
  public:
@@ -75,10 +58,8 @@ class LinkTask : public Task {
   }
 
   void AddDecoder(GnnModel* model, uint64_t seed) override {
-    if (c_.options->link.decoder != LinkDecoder::kMlp) return;
-    mlp_ = std::make_shared<MlpDecoder>(c_.options->model.hidden);
-    InitParameters(*mlp_, MixSeed(seed, kDecoderStream));
-    model->register_module("decoder", mlp_);
+    AddPairDecoder(model, c_.options->link.decoder, c_.options->model.hidden,
+                   MixSeed(seed, kDecoderStream));
   }
 
   SamplerOptions Sampling(SamplerOptions base) const override {
@@ -233,16 +214,13 @@ class LinkTask : public Task {
         torch::from_blob(batch.pair_src.data(), {n}, torch::kLong);
     torch::Tensor dst =
         torch::from_blob(batch.pair_dst.data(), {n}, torch::kLong);
-    torch::Tensor hu = h.index_select(0, src);
-    torch::Tensor hv = h.index_select(0, dst);
-    if (mlp_) return mlp_->Forward(hu * hv);
-    return (hu * hv).sum(1);
+    return ScorePairs(model, c_.options->link.decoder, h.index_select(0, src),
+                      h.index_select(0, dst));
   }
 
   TaskContext c_;
   std::unique_ptr<NegativeSampler> negatives_;
   std::unique_ptr<LinkBatcher> batcher_;
-  std::shared_ptr<MlpDecoder> mlp_;
 };
 
 }  // namespace

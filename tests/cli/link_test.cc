@@ -1,0 +1,176 @@
+// Link prediction end to end as a user runs it (real child processes): a
+// dataset imported with an edge split, `train --task link` in one process and
+// `run --task link` with 2 storage servers and 2 trainers, summary.json and
+// metrics.jsonl with the task's figures, `infer --score-pairs` scoring pairs
+// from the trained model, and one clear error line for bad input.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "common/npy.h"
+#include "nlohmann/json.hpp"
+#include "tests/cli/shardgnn_child.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+#include "trainer/link_metrics.h"
+
+namespace shardgnn {
+namespace {
+
+using testing::Finished;
+using ::testing::HasSubstr;
+using testing::LastErrorLine;
+using testing::RunShardgnn;
+using testing::TempDir;
+
+nlohmann::json ReadJson(const std::string& path) {
+  return nlohmann::json::parse(std::ifstream(path), nullptr, false);
+}
+
+class LinkTest : public ::testing::Test {
+ protected:
+  // Cora with a GAE edge split (85/5/10, seed 1), once for the suite.
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    dataset_ = dir_->Sub("cora-links");
+    Finished imported = RunShardgnn(
+        {"-q", "dataset", "import", "--format", "ogb", "--undirected",
+         "--input", testing::SourcePath("datasets/cora/ogb-planetoid"), "--out",
+         dataset_, "--edge-split", "0.85,0.05,0.10", "--seed", "1"});
+    ASSERT_EQ(imported.exit_status, 0) << imported.output;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  static TempDir* dir_;
+  static std::string dataset_;
+};
+TempDir* LinkTest::dir_ = nullptr;
+std::string LinkTest::dataset_;
+
+TEST_F(LinkTest, TrainsInProcessAndScoresPairsWithInfer) {
+  const std::string run = dir_->Sub("in-process");
+  Finished trained =
+      RunShardgnn({"train", "--dataset", dataset_, "--task", "link",
+                   "--decoder", "mlp", "--epochs", "4", "--out", run});
+  ASSERT_EQ(trained.exit_status, 0) << trained.output;
+  EXPECT_THAT(trained.output, HasSubstr("val auc"));
+  const nlohmann::json summary = ReadJson(run + "/summary.json");
+  ASSERT_TRUE(summary.is_object());
+  EXPECT_EQ(summary["task"], "link");
+  EXPECT_GT(summary["test_auc"].get<double>(), 0.8);
+  EXPECT_GT(summary["test_ap"].get<double>(), 0.75);
+  for (const char* key :
+       {"test_mrr", "test_hits@20", "test_hits@100", "best_valid_auc"}) {
+    EXPECT_TRUE(summary.contains(key)) << key;
+  }
+  EXPECT_FALSE(summary.contains("test_acc"));
+  std::ifstream metrics(run + "/metrics.jsonl");
+  std::string line;
+  int epochs = 0;
+  while (std::getline(metrics, line)) {
+    const nlohmann::json e = nlohmann::json::parse(line);
+    EXPECT_TRUE(e.contains("valid_auc") && e.contains("train_auc")) << line;
+    ++epochs;
+  }
+  EXPECT_EQ(epochs, 4);
+  const nlohmann::json model = ReadJson(run + "/model.json");
+  EXPECT_EQ(model["task"], "link");
+  EXPECT_EQ(model["decoder"], "mlp");
+
+  // Score the test positives and negatives, exactly, from the model.
+  ASSERT_OK_AND_ASSIGN(NpyArray<int64_t> pos,
+                       ReadNpy<int64_t>(dataset_ + "/edges_test.npy", 2));
+  ASSERT_OK_AND_ASSIGN(NpyArray<int64_t> neg,
+                       ReadNpy<int64_t>(dataset_ + "/edges_test_neg.npy", 2));
+  std::vector<int64_t> pairs = pos.data;
+  pairs.insert(pairs.end(), neg.data.begin(), neg.data.end());
+  const std::string pairs_file = dir_->Sub("pairs.npy");
+  ASSERT_OK(
+      WriteNpy(pairs_file, {static_cast<int64_t>(pairs.size() / 2), 2}, pairs));
+  const std::string out = dir_->Sub("scores");
+  Finished inferred = RunShardgnn({"infer", run, "--dataset", dataset_, "--out",
+                                   out, "--score-pairs", pairs_file});
+  ASSERT_EQ(inferred.exit_status, 0) << inferred.output;
+  ASSERT_OK_AND_ASSIGN(NpyArray<float> scores,
+                       ReadNpy<float>(out + "/scores.npy", 1));
+  ASSERT_EQ(scores.data.size(), pairs.size() / 2);
+  const size_t p = pos.data.size() / 2;
+  const double auc = RocAuc(absl::MakeConstSpan(scores.data).subspan(0, p),
+                            absl::MakeConstSpan(scores.data).subspan(p));
+  // Exact scores rank the test pairs as well as the run's sampled test.
+  EXPECT_NEAR(auc, summary["test_auc"].get<double>(), 0.03);
+  ASSERT_OK_AND_ASSIGN(NpyArray<float> embeddings,
+                       ReadNpy<float>(out + "/embeddings.npy", 2));
+  EXPECT_EQ(embeddings.shape[0], 2708);
+  EXPECT_FALSE(std::filesystem::exists(out + "/predictions.npy"));
+
+  // Pairs naming a node outside the graph: one clear line, no scores.
+  const std::string bad_pairs = dir_->Sub("bad-pairs.npy");
+  ASSERT_OK(WriteNpy(bad_pairs, {2, 2}, std::vector<int64_t>{0, 1, 5, 99999}));
+  const std::string bad_out = dir_->Sub("bad-scores");
+  Finished bad = RunShardgnn({"infer", run, "--dataset", dataset_, "--out",
+                              bad_out, "--score-pairs", bad_pairs});
+  EXPECT_NE(bad.exit_status, 0);
+  EXPECT_THAT(LastErrorLine(bad.output),
+              HasSubstr("pairs to score: pair 1 names node 99999"));
+  EXPECT_FALSE(std::filesystem::exists(bad_out + "/scores.npy"));
+}
+
+TEST_F(LinkTest, RunsWithTwoServersAndTwoTrainers) {
+  const std::string work = dir_->Sub("work");
+  Finished run =
+      RunShardgnn({"run", "--dataset", dataset_, "--task", "link", "--epochs",
+                   "3", "--work-dir", work, "--out", dir_->Sub("distributed")});
+  ASSERT_EQ(run.exit_status, 0) << run.output;
+  const nlohmann::json summary =
+      ReadJson(dir_->Sub("distributed") + "/summary.json");
+  ASSERT_TRUE(summary.is_object()) << run.output;
+  EXPECT_EQ(summary["task"], "link");
+  EXPECT_EQ(summary["world_size"], 2);
+  EXPECT_GT(summary["test_auc"].get<double>(), 0.8);
+}
+
+TEST_F(LinkTest, BadInputGetsOneClearLine) {
+  // A dataset without an edge split.
+  const std::string plain = dir_->Sub("cora-plain");
+  Finished imported = RunShardgnn(
+      {"-q", "dataset", "import", "--format", "ogb", "--undirected", "--input",
+       testing::SourcePath("datasets/cora/ogb-planetoid"), "--out", plain});
+  ASSERT_EQ(imported.exit_status, 0) << imported.output;
+  Finished no_split = RunShardgnn(
+      {"train", "--dataset", plain, "--task", "link", "--epochs", "1"});
+  EXPECT_NE(no_split.exit_status, 0);
+  EXPECT_THAT(LastErrorLine(no_split.output), HasSubstr("no edge split"));
+  // An edge split that leaves no train edges.
+  Finished empty = RunShardgnn(
+      {"dataset", "import", "--format", "ogb", "--undirected", "--input",
+       testing::SourcePath("datasets/cora/ogb-planetoid"), "--out",
+       dir_->Sub("no-train"), "--edge-split", "0,0.5,0.5"});
+  EXPECT_NE(empty.exit_status, 0);
+  EXPECT_THAT(LastErrorLine(empty.output), HasSubstr("train"));
+  EXPECT_FALSE(std::filesystem::exists(dir_->Sub("no-train")));
+  // Unknown task, decoder and negative sampling.
+  for (const auto& [flag, value, want] :
+       {std::tuple{"--task", "edges", "unknown task 'edges'"},
+        std::tuple{"--decoder", "cosine", "unknown link decoder 'cosine'"},
+        std::tuple{"--negative-sampling", "popular",
+                   "unknown negative sampling 'popular'"}}) {
+    std::vector<std::string> args = {"train", "--dataset", dataset_, flag,
+                                     value,   "--epochs",  "1"};
+    if (std::string(flag) != "--task") {
+      args.push_back("--task");
+      args.push_back("link");
+    }
+    Finished f = RunShardgnn(args);
+    EXPECT_NE(f.exit_status, 0);
+    EXPECT_THAT(LastErrorLine(f.output), HasSubstr(want));
+  }
+}
+
+}  // namespace
+}  // namespace shardgnn
