@@ -36,6 +36,8 @@ void InstallRunSignalHandlers() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
+int CaughtSignal() { return g_signal.load(); }
+
 absl::StatusOr<std::string> WaitUntilReady(Subprocess& server) {
   const auto deadline = std::chrono::steady_clock::now() + milliseconds(120000);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -141,8 +143,10 @@ absl::Status Supervisor::TrainerFailure(size_t first, int first_code) {
     std::this_thread::sleep_for(milliseconds(50));
   }
   restart_may_help_ = rank(culprit_code) != 2;
+  // 128+N for signal N (N <= 64); 255 is an exit status (ssh's own, when
+  // the connection failed).
   const std::string how =
-      culprit_code >= 128
+      culprit_code >= 128 && culprit_code <= 128 + 64
           ? absl::StrCat("was killed by signal ", culprit_code - 128, " (",
                          strsignal(culprit_code - 128), ")")
           : absl::StrCat("failed with status ", culprit_code);
