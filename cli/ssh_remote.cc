@@ -85,12 +85,16 @@ std::string RemoteProcessScript(const RemoteProcess& p) {
   }
   // setsid does not fork here (a background job of a shell without job
   // control leads no process group), so $! is the process and its group.
-  absl::StrAppend(&script, absl::StrJoin(command, " "), " </dev/null &\n",
-                  "pid=$!\n", "echo $pid > ", ShellQuote(p.pid_file), "\n",
-                  "(cat >/dev/null; kill -TERM -$pid; sleep ", p.grace_seconds,
-                  "; kill -KILL -$pid) >/dev/null 2>&1 &\n", "watch=$!\n",
-                  "wait $pid\n", "code=$?\n", "rm -f ", ShellQuote(p.pid_file),
-                  "\n", "kill $watch 2>/dev/null\n", "exit $code\n");
+  // Such a job's stdin is /dev/null, so the watcher reads ssh's stdin from
+  // fd 3, a copy made first.
+  absl::StrAppend(&script, "exec 3<&0\n", absl::StrJoin(command, " "),
+                  " </dev/null 3<&- &\n", "pid=$!\n", "echo $pid > ",
+                  ShellQuote(p.pid_file), "\n",
+                  "(cat <&3 >/dev/null; kill -TERM -$pid; sleep ",
+                  p.grace_seconds, "; kill -KILL -$pid) >/dev/null 2>&1 &\n",
+                  "watch=$!\n", "exec 3<&-\n", "wait $pid\n", "code=$?\n",
+                  "rm -f ", ShellQuote(p.pid_file), "\n",
+                  "kill $watch 2>/dev/null\n", "exit $code\n");
   return script;
 }
 

@@ -48,11 +48,11 @@ constexpr char kIp[] = "/usr/sbin/ip";
 constexpr char kSshd[] = "/usr/sbin/sshd";
 constexpr int kHosts = 2;
 
-bool Run(const std::string& command) {
+bool Shell(const std::string& command) {
   return std::system(absl::StrCat(command, " >/dev/null 2>&1").c_str()) == 0;
 }
 
-bool Ip(const std::string& args) { return Run(absl::StrCat(kIp, " ", args)); }
+bool Ip(const std::string& args) { return Shell(absl::StrCat(kIp, " ", args)); }
 
 void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path);
@@ -137,8 +137,8 @@ class LaunchTest : public ::testing::Test {
     // Whatever a failed test left in the hosts (sshd sessions, servers) goes
     // with them.
     for (const auto& ns : namespaces_) {
-      Run(absl::StrCat("for p in $(", kIp, " netns pids ", ns,
-                       "); do kill -9 $p; done"));
+      Shell(absl::StrCat("for p in $(", kIp, " netns pids ", ns,
+                         "); do kill -9 $p; done"));
     }
     sshd_.clear();
     for (const auto& ns : namespaces_) Ip("netns del " + ns);
@@ -148,9 +148,9 @@ class LaunchTest : public ::testing::Test {
   // config naming the hosts h1, h2, ... with the client key and a
   // known_hosts file that holds the host key.
   void StartSshd() {
-    ASSERT_TRUE(Run(absl::StrCat("ssh-keygen -q -t ed25519 -N '' -f ",
-                                 dir_.Sub("host_key"))));
-    ASSERT_TRUE(Run(
+    ASSERT_TRUE(Shell(absl::StrCat("ssh-keygen -q -t ed25519 -N '' -f ",
+                                   dir_.Sub("host_key"))));
+    ASSERT_TRUE(Shell(
         absl::StrCat("ssh-keygen -q -t ed25519 -N '' -f ", dir_.Sub("id"))));
     fs::copy_file(dir_.Sub("id.pub"), dir_.Sub("authorized_keys"));
     // sshd's privilege separation directory (the Debian service makes it).
@@ -191,7 +191,7 @@ class LaunchTest : public ::testing::Test {
     // Ready when a command runs over ssh (polled, with a deadline).
     for (int i = 1; i <= kHosts; ++i) {
       const auto deadline = std::chrono::steady_clock::now() + seconds(20);
-      while (!Run(absl::StrCat(
+      while (!Shell(absl::StrCat(
           kIp, " netns exec ", switch_ns_, " ssh -F ", dir_.Sub("ssh_config"),
           " -o BatchMode=yes -o ConnectTimeout=2 h", i, " true"))) {
         ASSERT_LT(std::chrono::steady_clock::now(), deadline)
