@@ -1,7 +1,7 @@
 // The cluster file of `shardgnn launch` (TOML): which hosts to reach over
 // ssh, what each runs (storage servers for some parts, some trainers), where
-// its files go, and the training flags the trainers share. docs/cluster.md
-// shows one; ParseClusterFile says what each key means.
+// its files go, and the training flags the trainers share. README.md
+// ("Launching on many hosts") shows one with every key.
 //
 // Reading is strict, as a --config file's is: an unknown key, a value of the
 // wrong type, a host without an ssh destination or an address, or a part

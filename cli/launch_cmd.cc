@@ -539,7 +539,7 @@ void AddLaunchCommand(CLI::App& app, absl::Status* result) {
       "Run servers and trainers on the hosts of a cluster file, over ssh");
   cmd->add_option("--cluster", flags->cluster_file,
                   "Cluster file (TOML): hosts, the parts each serves, its "
-                  "trainers (docs/cluster.md)")
+                  "trainers (README: Launching on many hosts)")
       ->required();
   cmd->add_option("--partition", flags->partition_dir,
                   "Partition directory here; its parts are copied to the "
