@@ -126,409 +126,429 @@ absl::StatusOr<std::string> FindProgram(const std::string& name,
                    package, ")"));
 }
 
-// Output of a short remote command (or rsync).
-struct Done {
-  int code = 0;
-  std::string output;
-};
-
-// Runs `commands` at once and waits for all of them; their lines are printed
-// with their prefixes. CANCELLED on SIGINT/SIGTERM (all are stopped).
-absl::StatusOr<std::vector<Done>> RunAll(
-    std::vector<SubprocessOptions> commands,
-    const std::vector<std::string>& prefixes) {
-  std::vector<std::unique_ptr<Subprocess>> running;
-  for (size_t i = 0; i < commands.size(); ++i) {
-    commands[i].on_line = [prefix = prefixes[i]](const std::string& line) {
-      PrintLine(prefix, line);
-    };
-    ASSIGN_OR_RETURN(auto p, Subprocess::Start(std::move(commands[i])));
-    running.push_back(std::move(p));
-  }
-  std::vector<Done> done(running.size());
-  for (size_t i = 0; i < running.size(); ++i) {
-    std::optional<int> code;
-    while (!(code = running[i]->Wait(milliseconds(100)))) {
-      if (int signo = CaughtSignal()) {
-        return absl::CancelledError(
-            absl::StrCat("interrupted by signal ", signo));
-      }
-    }
-    done[i] = {*code, running[i]->Tail(20)};
-  }
-  return done;
-}
-
-// What one host gets: its ssh and rsync command lines and its remote paths.
+// What one host gets: its ssh and rsync command lines.
 struct Host {
   const ClusterHost* spec;
-  std::string rsync;             // Its path here.
   std::vector<std::string> ssh;  // ssh ... DESTINATION
-  std::string rsync_shell;
-  std::vector<int> copy;  // Parts whose copy there is missing or stale.
+  std::string rsync;             // rsync's path here.
+  std::string rsync_shell;       // rsync -e.
+  std::vector<int> copy;         // Parts whose copy there is missing or stale.
 };
 
-SubprocessOptions Remote(const Host& host, const std::string& script,
-                         const std::string& name) {
-  SubprocessOptions options;
-  options.name = name;
-  options.argv = host.ssh;
-  options.argv.push_back(ShCommand(script));
-  return options;
-}
+// Short commands (remote scripts, rsync) run at once, one or more per host.
+class Batch {
+ public:
+  explicit Batch(const std::vector<Host>* hosts) : hosts_(hosts) {}
 
-SubprocessOptions Rsync(const Host& host, std::vector<std::string> args,
-                        const std::string& name) {
-  SubprocessOptions options;
-  options.name = name;
-  options.argv = {host.rsync, "-a", "-e", host.rsync_shell};
-  for (auto& a : args) options.argv.push_back(std::move(a));
-  return options;
-}
-
-// The first failure among `done` (the commands for `hosts`, in order), naming
-// the host and `what` was done.
-absl::Status FirstFailure(const std::vector<Host>& hosts,
-                          const std::vector<Done>& done,
-                          const std::vector<size_t>& host_of,
-                          const std::string& what) {
-  for (size_t i = 0; i < done.size(); ++i) {
-    if (done[i].code == 0) continue;
-    const ClusterHost& h = *hosts[host_of[i]].spec;
-    return absl::UnavailableError(absl::StrCat(
-        what, " on host ", h.name, " (", h.where, ") failed with status ",
-        done[i].code,
-        done[i].code == 255 ? " (ssh could not reach the host)" : "",
-        "; its last output:\n", done[i].output));
+  void Script(size_t host, const std::string& script, const std::string& role) {
+    Add(host, RemoteOptions((*hosts_)[host], script), role);
   }
-  return absl::OkStatus();
-}
-
-// Stamp of a complete copy of part p: partition id and content checksum.
-std::string Stamp(const PartitionManifest& manifest, int part) {
-  return absl::StrCat(
-      manifest.partition_id, " ",
-      manifest.parts[static_cast<size_t>(part)].content_checksum);
-}
-
-absl::Status RunLaunch(const LaunchFlags& flags, const ClusterSpec& spec) {
-  if (!(flags.timeout_seconds > 0) || !(flags.peer_timeout_seconds > 0) ||
-      !(flags.server_wait_seconds >= 0)) {
-    return absl::InvalidArgumentError(
-        "--timeout and --peer-timeout must be positive, --server-wait 0 or "
-        "more");
+  void Rsync(size_t host, const std::vector<std::string>& args,
+             const std::string& role) {
+    const Host& h = (*hosts_)[host];
+    SubprocessOptions options;
+    options.argv = {h.rsync, "-a", "-e", h.rsync_shell};
+    options.argv.insert(options.argv.end(), args.begin(), args.end());
+    Add(host, std::move(options), role);
   }
-  RETURN_IF_ERROR(ToTrainOptions(flags.training).status());
-  if (flags.training.resume) {
-    return absl::InvalidArgumentError(
-        "launch starts a fresh run on the hosts; --resume is not supported");
-  }
-  ASSIGN_OR_RETURN(PartitionManifest manifest,
-                   ReadPartitionManifest(flags.partition_dir));
-  RETURN_IF_ERROR(CheckPartsServed(spec, manifest.num_parts));
-  ASSIGN_OR_RETURN(const std::string out_dir,
-                   CreateRunDirectory(flags.out_dir, flags.work_dir));
-  RETURN_IF_ERROR(WriteFileAtomic(JoinPath(out_dir, "config.toml"),
-                                  flags.effective_config));
-  ASSIGN_OR_RETURN(auto token, GeneratedToken::Create(flags.work_dir));
-  ASSIGN_OR_RETURN(std::string suffix, RandomBytes(3));
-  // Remote paths, relative to each host's work dir.
-  const std::string run_dir =
-      JoinPath("runs", absl::StrCat(fs::path(out_dir).filename().string(), "-",
-                                    absl::BytesToHexString(suffix)));
-  const std::string part_dir = JoinPath("partitions", manifest.partition_id);
-  const std::string pid_dir = JoinPath(run_dir, ".pids");
-  const std::string token_file = JoinPath(run_dir, ".auth-token");
-  InstallRunSignalHandlers();
 
-  ASSIGN_OR_RETURN(const std::string ssh, FindProgram("ssh", "openssh-client"));
-  ASSIGN_OR_RETURN(const std::string rsync, FindProgram("rsync", "rsync"));
-  std::vector<Host> hosts;
-  for (const ClusterHost& h : spec.hosts) {
-    hosts.push_back({&h, rsync, SshArgv(spec, h), RsyncShell(spec, h), {}});
-    hosts.back().ssh[0] = ssh;
-  }
-  // 1. Work dirs, the binary, and which parts need copying.
-  std::vector<SubprocessOptions> commands;
-  std::vector<std::string> prefixes;
-  std::vector<size_t> host_of;
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    const ClusterHost& h = *hosts[i].spec;
-    std::string script = absl::StrCat(
-        "mkdir -p ", ShellQuote(h.work_dir), " && cd ", ShellQuote(h.work_dir),
-        " && mkdir -p ", ShellQuote(part_dir), " ", ShellQuote(pid_dir),
-        " && chmod 700 ", ShellQuote(run_dir), " || exit 1\n", "command -v ",
-        ShellQuote(h.binary), " >/dev/null 2>&1 || { echo \"",
-        "no shardgnn binary at ", h.binary,
-        " (the cluster file's 'binary')\"; exit 1; }\n");
-    for (int p : h.parts) {
-      const std::string stamp =
-          JoinPath(part_dir, absl::StrCat(PartDirName(p), ".copied"));
-      absl::StrAppend(&script, "if [ \"$(cat ", ShellQuote(stamp),
-                      " 2>/dev/null)\" != ", ShellQuote(Stamp(manifest, p)),
-                      " ]; then rm -f ", ShellQuote(stamp), "; echo 'copy ", p,
-                      "'; fi\n");
+  // Runs them all and waits: their lines are printed as "[HOST ROLE] ...".
+  // Each command's output (its last 1000 lines) in order; the first failure
+  // is UNAVAILABLE naming its host and `what` was done, CANCELLED on
+  // SIGINT/SIGTERM (all are stopped).
+  absl::StatusOr<std::vector<std::string>> Run(const std::string& what) {
+    std::vector<std::unique_ptr<Subprocess>> running;
+    for (auto& options : commands_) {
+      ASSIGN_OR_RETURN(auto p, Subprocess::Start(std::move(options)));
+      running.push_back(std::move(p));
     }
-    commands.push_back(Remote(hosts[i], script, h.name));
-    prefixes.push_back(absl::StrCat(h.name, " setup"));
-    host_of.push_back(i);
+    commands_.clear();
+    std::vector<std::string> outputs;
+    for (size_t i = 0; i < running.size(); ++i) {
+      std::optional<int> code;
+      while (!(code = running[i]->Wait(milliseconds(100)))) {
+        if (int signo = CaughtSignal()) {
+          return absl::CancelledError(
+              absl::StrCat("interrupted by signal ", signo));
+        }
+      }
+      outputs.push_back(running[i]->Tail(1000));
+      if (*code == 0) continue;
+      const ClusterHost& h = *(*hosts_)[host_of_[i]].spec;
+      return absl::UnavailableError(absl::StrCat(
+          what, " on host ", h.name, " (", h.where, ") failed with status ",
+          *code, *code == 255 ? " (ssh could not reach the host)" : "",
+          "; its last output:\n", running[i]->Tail(10)));
+    }
+    return outputs;
   }
-  ASSIGN_OR_RETURN(std::vector<Done> done, RunAll(commands, prefixes));
-  RETURN_IF_ERROR(FirstFailure(hosts, done, host_of, "preparing the work dir"));
-  // 2. Copies: partition.json and stale parts, and the token.
-  commands.clear();
-  prefixes.clear();
-  host_of.clear();
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    Host& host = hosts[i];
-    const ClusterHost& h = *host.spec;
-    std::vector<std::string> args = {
-        "--delete", JoinPath(flags.partition_dir, kPartitionManifestFile)};
-    for (absl::string_view line : absl::StrSplit(done[i].output, '\n')) {
-      int part = -1;
-      if (absl::ConsumePrefix(&line, "copy ") &&
-          absl::SimpleAtoi(line, &part)) {
-        host.copy.push_back(part);
-        args.push_back(JoinPath(flags.partition_dir, PartDirName(part)));
+
+ private:
+  void Add(size_t host, SubprocessOptions options, const std::string& role) {
+    options.name = (*hosts_)[host].spec->name;
+    options.on_line = [prefix = absl::StrCat(options.name, " ", role)](
+                          const std::string& line) { PrintLine(prefix, line); };
+    commands_.push_back(std::move(options));
+    host_of_.push_back(host);
+  }
+
+  static SubprocessOptions RemoteOptions(const Host& host,
+                                         const std::string& script) {
+    SubprocessOptions options;
+    options.argv = host.ssh;
+    options.argv.push_back(ShCommand(script));
+    return options;
+  }
+
+  const std::vector<Host>* hosts_;
+  std::vector<SubprocessOptions> commands_;
+  std::vector<size_t> host_of_;
+};
+
+// One launch, phase by phase. Not thread-safe.
+class Launcher {
+ public:
+  Launcher(const LaunchFlags& flags, const ClusterSpec& spec)
+      : flags_(flags), spec_(spec) {}
+
+  absl::Status Run() {
+    RETURN_IF_ERROR(Check());
+    RETURN_IF_ERROR(Prepare());
+    RETURN_IF_ERROR(Copy());
+    absl::Status status = StartServers();
+    if (status.ok()) status = StartTrainers();
+    if (status.ok()) status = supervisor_.WaitForTrainers();
+    absl::Status stopped = Stop();
+    if (!status.ok()) {
+      // ssh's own failure (255) reads as a lost host.
+      return absl::Status(
+          status.code(),
+          absl::StrReplaceAll(status.message(),
+                              {{"with status 255",
+                                "with status 255 (ssh: the host could not be "
+                                "reached or the connection was lost)"}}));
+    }
+    RETURN_IF_ERROR(stopped);
+    return FetchRunDirectory();
+  }
+
+ private:
+  // The flags and the cluster against the partition; the run directory here
+  // and the remote paths.
+  absl::Status Check() {
+    if (!(flags_.timeout_seconds > 0) || !(flags_.peer_timeout_seconds > 0) ||
+        !(flags_.server_wait_seconds >= 0)) {
+      return absl::InvalidArgumentError(
+          "--timeout and --peer-timeout must be positive, --server-wait 0 or "
+          "more");
+    }
+    RETURN_IF_ERROR(ToTrainOptions(flags_.training).status());
+    if (flags_.training.resume) {
+      return absl::InvalidArgumentError(
+          "launch starts a fresh run on the hosts; --resume is not supported");
+    }
+    ASSIGN_OR_RETURN(manifest_, ReadPartitionManifest(flags_.partition_dir));
+    RETURN_IF_ERROR(CheckPartsServed(spec_, manifest_.num_parts));
+    ASSIGN_OR_RETURN(const std::string ssh,
+                     FindProgram("ssh", "openssh-client"));
+    ASSIGN_OR_RETURN(const std::string rsync, FindProgram("rsync", "rsync"));
+    for (const ClusterHost& h : spec_.hosts) {
+      hosts_.push_back(
+          {&h, SshArgv(spec_, h), rsync, RsyncShell(spec_, h), {}});
+      hosts_.back().ssh[0] = ssh;
+    }
+    ASSIGN_OR_RETURN(out_dir_,
+                     CreateRunDirectory(flags_.out_dir, flags_.work_dir));
+    RETURN_IF_ERROR(WriteFileAtomic(JoinPath(out_dir_, "config.toml"),
+                                    flags_.effective_config));
+    ASSIGN_OR_RETURN(token_, GeneratedToken::Create(flags_.work_dir));
+    ASSIGN_OR_RETURN(std::string suffix, RandomBytes(3));
+    run_dir_ =
+        JoinPath("runs", absl::StrCat(fs::path(out_dir_).filename().string(),
+                                      "-", absl::BytesToHexString(suffix)));
+    part_dir_ = JoinPath("partitions", manifest_.partition_id);
+    pid_dir_ = JoinPath(run_dir_, ".pids");
+    token_file_ = JoinPath(run_dir_, ".auth-token");
+    InstallRunSignalHandlers();
+    return absl::OkStatus();
+  }
+
+  // Stamp of a complete copy of part p: partition id and content checksum.
+  std::string Stamp(int part) const {
+    return absl::StrCat(
+        manifest_.partition_id, " ",
+        manifest_.parts[static_cast<size_t>(part)].content_checksum);
+  }
+  std::string StampFile(int part) const {
+    return JoinPath(part_dir_, absl::StrCat(PartDirName(part), ".copied"));
+  }
+
+  // On every host: the work dir, the binary, and which parts need a copy.
+  absl::Status Prepare() {
+    Batch batch(&hosts_);
+    for (size_t i = 0; i < hosts_.size(); ++i) {
+      const ClusterHost& h = *hosts_[i].spec;
+      std::string script = absl::StrCat(
+          "mkdir -p ", ShellQuote(h.work_dir), " && cd ",
+          ShellQuote(h.work_dir), " && mkdir -p ", ShellQuote(part_dir_), " ",
+          ShellQuote(pid_dir_), " && chmod 700 ", ShellQuote(run_dir_),
+          " || exit 1\n", "command -v ", ShellQuote(h.binary),
+          " >/dev/null 2>&1 || { echo \"no shardgnn binary at ", h.binary,
+          " (the cluster file's 'binary')\"; exit 1; }\n");
+      for (int p : h.parts) {
+        absl::StrAppend(&script, "if [ \"$(cat ", ShellQuote(StampFile(p)),
+                        " 2>/dev/null)\" != ", ShellQuote(Stamp(p)),
+                        " ]; then rm -f ", ShellQuote(StampFile(p)),
+                        "; echo 'copy ", p, "'; fi\n");
+      }
+      batch.Script(i, script, "setup");
+    }
+    ASSIGN_OR_RETURN(std::vector<std::string> outputs,
+                     batch.Run("preparing the work dir"));
+    for (size_t i = 0; i < hosts_.size(); ++i) {
+      for (absl::string_view line : absl::StrSplit(outputs[i], '\n')) {
+        int part = -1;
+        if (absl::ConsumePrefix(&line, "copy ") &&
+            absl::SimpleAtoi(line, &part)) {
+          hosts_[i].copy.push_back(part);
+        }
+      }
+      for (int p : hosts_[i].spec->parts) {
+        const bool copying =
+            std::find(hosts_[i].copy.begin(), hosts_[i].copy.end(), p) !=
+            hosts_[i].copy.end();
+        PrintLine("", absl::StrCat("shardgnn launch: part ", p, " on ",
+                                   hosts_[i].spec->name,
+                                   copying ? ": copying"
+                                           : ": already there (same content "
+                                             "checksum), not copied"));
       }
     }
-    for (int p : h.parts) {
-      const bool copying =
-          std::find(host.copy.begin(), host.copy.end(), p) != host.copy.end();
-      PrintLine("", absl::StrCat("shardgnn launch: part ", p, " on ", h.name,
-                                 copying ? ": copying"
-                                         : ": already there (same content "
-                                           "checksum), not copied"));
-    }
-    args.push_back(
-        absl::StrCat(h.ssh, ":", JoinPath(h.work_dir, part_dir), "/"));
-    commands.push_back(Rsync(host, args, h.name));
-    prefixes.push_back(absl::StrCat(h.name, " copy"));
-    host_of.push_back(i);
-    commands.push_back(
-        Rsync(host,
-              {token->path(),
-               absl::StrCat(h.ssh, ":", JoinPath(h.work_dir, token_file))},
-              h.name));
-    prefixes.push_back(absl::StrCat(h.name, " copy"));
-    host_of.push_back(i);
+    return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(done, RunAll(commands, prefixes));
-  RETURN_IF_ERROR(FirstFailure(hosts, done, host_of, "copying with rsync"));
-  commands.clear();
-  prefixes.clear();
-  host_of.clear();
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    if (hosts[i].copy.empty()) continue;
-    const ClusterHost& h = *hosts[i].spec;
-    std::string script =
-        absl::StrCat("cd ", ShellQuote(h.work_dir), " || exit 1\n");
-    for (int p : hosts[i].copy) {
-      absl::StrAppend(&script, "echo ", ShellQuote(Stamp(manifest, p)), " > ",
-                      ShellQuote(JoinPath(
-                          part_dir, absl::StrCat(PartDirName(p), ".copied"))),
-                      " || exit 1\n");
-    }
-    commands.push_back(Remote(hosts[i], script, h.name));
-    prefixes.push_back(absl::StrCat(h.name, " copy"));
-    host_of.push_back(i);
-  }
-  ASSIGN_OR_RETURN(done, RunAll(commands, prefixes));
-  RETURN_IF_ERROR(FirstFailure(hosts, done, host_of, "recording the copy"));
 
-  // 3. Servers, then trainers, watched by the supervisor.
-  Supervisor supervisor;
-  std::vector<Subprocess*> remote;  // Every long-running ssh, to stop.
-  auto start = [&](const Host& host, RemoteProcess process,
-                   const std::string& name, const std::string& prefix)
-      -> absl::StatusOr<std::unique_ptr<Subprocess>> {
+  // partition.json and the stale parts, and the token, with rsync; then the
+  // stamps of the parts copied.
+  absl::Status Copy() {
+    Batch batch(&hosts_);
+    for (size_t i = 0; i < hosts_.size(); ++i) {
+      const ClusterHost& h = *hosts_[i].spec;
+      std::vector<std::string> args = {
+          "--delete", JoinPath(flags_.partition_dir, kPartitionManifestFile)};
+      for (int p : hosts_[i].copy) {
+        args.push_back(JoinPath(flags_.partition_dir, PartDirName(p)));
+      }
+      args.push_back(
+          absl::StrCat(h.ssh, ":", JoinPath(h.work_dir, part_dir_), "/"));
+      batch.Rsync(i, args, "copy");
+      batch.Rsync(i,
+                  {token_->path(),
+                   absl::StrCat(h.ssh, ":", JoinPath(h.work_dir, token_file_))},
+                  "copy");
+    }
+    RETURN_IF_ERROR(batch.Run("copying with rsync").status());
+    for (size_t i = 0; i < hosts_.size(); ++i) {
+      if (hosts_[i].copy.empty()) continue;
+      std::string script = absl::StrCat(
+          "cd ", ShellQuote(hosts_[i].spec->work_dir), " || exit 1\n");
+      for (int p : hosts_[i].copy) {
+        absl::StrAppend(&script, "echo ", ShellQuote(Stamp(p)), " > ",
+                        ShellQuote(StampFile(p)), " || exit 1\n");
+      }
+      batch.Script(i, script, "copy");
+    }
+    return batch.Run("recording the copy").status();
+  }
+
+  // A long-running remote process under the wrapper (cli/ssh_remote.h).
+  absl::StatusOr<std::unique_ptr<Subprocess>> StartRemote(
+      const Host& host, RemoteProcess process, const std::string& name,
+      const std::string& role) {
     const ClusterHost& h = *host.spec;
     process.work_dir = h.work_dir;
     process.grace_seconds = kStopGraceSeconds;
     for (const auto& [k, v] : h.env) process.env.emplace(k, v);
-    SubprocessOptions options =
-        Remote(host, RemoteProcessScript(process), name);
+    SubprocessOptions options;
+    options.name = name;
+    options.argv = host.ssh;
+    options.argv.push_back(ShCommand(RemoteProcessScript(process)));
     options.stdin_pipe = true;
-    options.on_line = [prefix](const std::string& line) {
-      PrintLine(prefix, line);
-    };
+    options.on_line = [prefix = absl::StrCat(h.name, " ", role)](
+                          const std::string& line) { PrintLine(prefix, line); };
     ASSIGN_OR_RETURN(auto p, Subprocess::Start(options));
-    remote.push_back(p.get());
+    remote_.push_back(p.get());
     return p;
-  };
-  absl::Status status;
-  std::vector<std::string> addresses;
-  for (const Host& host : hosts) {
-    const ClusterHost& h = *host.spec;
-    for (int p : h.parts) {
-      RemoteProcess process;
-      process.pid_file = JoinPath(pid_dir, absl::StrCat("server-", p, ".pid"));
-      const std::string listen = h.address.find(':') == std::string::npos
-                                     ? absl::StrCat(h.address, ":0")
-                                     : absl::StrCat("[", h.address, "]:0");
-      process.argv = {h.binary,   "serve",  "--partition",
-                      part_dir,   "--part", std::to_string(p),
-                      "--listen", listen,   "--auth-token-file",
-                      token_file};
-      if (!flags.disk) process.argv.push_back("--memory");
-      auto server = start(host, process,
-                          absl::StrCat("storage server ", p, " on ", h.name),
-                          absl::StrCat(h.name, " server ", p));
-      if (!server.ok()) {
-        status = server.status();
-        break;
-      }
-      supervisor.AddServer(std::move(server).value(), p, {});
-    }
-    if (!status.ok()) break;
-  }
-  for (size_t i = 0; status.ok() && i < supervisor.servers().size(); ++i) {
-    auto line = WaitUntilReady(*supervisor.servers()[i]);
-    if (!line.ok()) {
-      status = line.status();
-      break;
-    }
-    std::string rest = line->substr(line->find("ready on ") + 9);
-    addresses.push_back(rest.substr(0, rest.find(' ')));
-    supervisor.SetServerAddress(i, addresses.back());
-  }
-  supervisor.SetMaxServerRestarts(0);
-  const int world = spec.TotalTrainers();
-  std::string master_addr;
-  int rank = 0, group = 0;
-  size_t rank0_host = 0;
-  for (size_t i = 0; status.ok() && i < hosts.size(); ++i) {
-    const ClusterHost& h = *hosts[i].spec;
-    if (h.trainers == 0) continue;
-    if (master_addr.empty()) {
-      master_addr = h.address;
-      rank0_host = i;
-    }
-    for (int local = 0; local < h.trainers && status.ok(); ++local, ++rank) {
-      RemoteProcess process;
-      process.pid_file =
-          JoinPath(pid_dir, absl::StrCat("trainer-", rank, ".pid"));
-      process.gloo_address = h.address;
-      process.env = {{"RANK", std::to_string(rank)},
-                     {"WORLD_SIZE", std::to_string(world)},
-                     {"LOCAL_RANK", std::to_string(local)},
-                     {"LOCAL_WORLD_SIZE", std::to_string(h.trainers)},
-                     {"GROUP_RANK", std::to_string(group)},
-                     {"MASTER_ADDR", master_addr},
-                     {"MASTER_PORT", std::to_string(spec.master_port)}};
-      process.argv = {h.binary,
-                      "train",
-                      "--servers",
-                      absl::StrJoin(addresses, ","),
-                      "--partition",
-                      part_dir,
-                      "--out",
-                      run_dir,
-                      "--timeout",
-                      absl::StrCat(flags.timeout_seconds),
-                      "--peer-timeout",
-                      absl::StrCat(flags.peer_timeout_seconds),
-                      "--server-wait",
-                      absl::StrCat(flags.server_wait_seconds),
-                      "--hedge-after-ms",
-                      flags.hedge_after_ms,
-                      "--auth-token-file",
-                      token_file};
-      for (auto& a : TrainingArgs(flags.training)) process.argv.push_back(a);
-      auto trainer = start(hosts[i], process,
-                           absl::StrCat("trainer ", rank, " on ", h.name),
-                           absl::StrCat(h.name, " trainer ", rank));
-      if (!trainer.ok()) {
-        status = trainer.status();
-        break;
-      }
-      supervisor.AddTrainer(std::move(trainer).value());
-    }
-    ++group;
-  }
-  if (status.ok()) status = supervisor.WaitForTrainers();
-
-  // 4. Stop every remote process: end ssh's stdin (the wrapper stops its
-  // process and exits with its status), then whatever ssh is left, then a
-  // sweep by pid files on every host.
-  for (Subprocess* p : remote) p->CloseStdin();
-  const auto stop_by =
-      std::chrono::steady_clock::now() + seconds(kStopGraceSeconds + 5);
-  for (Subprocess* p : remote) {
-    const auto left = std::chrono::duration_cast<milliseconds>(
-        stop_by - std::chrono::steady_clock::now());
-    p->Wait(std::max(left, milliseconds(0)));
-  }
-  supervisor.StopAll();
-  commands.clear();
-  prefixes.clear();
-  for (const Host& host : hosts) {
-    const ClusterHost& h = *host.spec;
-    commands.push_back(Remote(
-        host, SweepScript(h.work_dir, pid_dir, token_file, kStopGraceSeconds),
-        h.name));
-    prefixes.push_back(absl::StrCat(h.name, " stop"));
-  }
-  InstallRunSignalHandlers();  // A second Ctrl-C must not skip the sweep.
-  auto swept = RunAll(commands, prefixes);
-  if (!status.ok()) {
-    // ssh's own failure (255) reads as a lost host, not as a signal.
-    return absl::Status(
-        status.code(),
-        absl::StrReplaceAll(status.message(),
-                            {{"with status 255",
-                              "with status 255 (ssh: the host could not be "
-                              "reached or the connection was lost)"}}));
-  }
-  if (swept.ok()) {
-    std::vector<size_t> every_host;
-    for (size_t i = 0; i < hosts.size(); ++i) every_host.push_back(i);
-    RETURN_IF_ERROR(FirstFailure(hosts, *swept, every_host,
-                                 "stopping the remote processes"));
   }
 
-  // 5. Rank 0's run directory, back here.
-  const Host& first = hosts[rank0_host];
-  ASSIGN_OR_RETURN(
-      done,
-      RunAll({Rsync(first,
-                    {"--exclude=/.pids", "--exclude=/.auth-token",
-                     "--exclude=/checkpoints", "--exclude=/.scratch-*",
-                     "--exclude=/config.toml",
-                     absl::StrCat(first.spec->ssh, ":",
-                                  JoinPath(first.spec->work_dir, run_dir), "/"),
-                     absl::StrCat(out_dir, "/")},
-                    first.spec->name)},
-             {absl::StrCat(first.spec->name, " copy")}));
-  RETURN_IF_ERROR(FirstFailure(hosts, done, {rank0_host},
-                               "copying the run directory back"));
-  const std::string summary_path = JoinPath(out_dir, "summary.json");
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(summary_path));
-  nlohmann::json summary = nlohmann::json::parse(text, nullptr, false);
-  if (summary.is_object()) {
-    nlohmann::json hosts_json = nlohmann::json::array();
-    for (const auto& h : spec.hosts) {
-      hosts_json.push_back({{"name", h.name},
-                            {"address", h.address},
-                            {"parts", h.parts},
-                            {"trainers", h.trainers}});
+  // One server per part a host lists, on its address; waits for all.
+  absl::Status StartServers() {
+    supervisor_.SetMaxServerRestarts(0);
+    for (const Host& host : hosts_) {
+      const ClusterHost& h = *host.spec;
+      for (int p : h.parts) {
+        RemoteProcess process;
+        process.pid_file =
+            JoinPath(pid_dir_, absl::StrCat("server-", p, ".pid"));
+        const std::string listen = h.address.find(':') == std::string::npos
+                                       ? absl::StrCat(h.address, ":0")
+                                       : absl::StrCat("[", h.address, "]:0");
+        process.argv = {h.binary,   "serve",  "--partition",
+                        part_dir_,  "--part", std::to_string(p),
+                        "--listen", listen,   "--auth-token-file",
+                        token_file_};
+        if (!flags_.disk) process.argv.push_back("--memory");
+        ASSIGN_OR_RETURN(
+            auto server,
+            StartRemote(host, process,
+                        absl::StrCat("storage server ", p, " on ", h.name),
+                        absl::StrCat("server ", p)));
+        supervisor_.AddServer(std::move(server), p, {});
+      }
     }
-    summary["launch"] = {{"cluster_file", spec.path},
-                         {"remote_run_dir", run_dir},
-                         {"hosts", hosts_json}};
-    RETURN_IF_ERROR(WriteFileAtomic(summary_path, summary.dump(2) + "\n"));
+    for (size_t i = 0; i < supervisor_.servers().size(); ++i) {
+      ASSIGN_OR_RETURN(std::string line,
+                       WaitUntilReady(*supervisor_.servers()[i]));
+      std::string rest = line.substr(line.find("ready on ") + 9);
+      addresses_.push_back(rest.substr(0, rest.find(' ')));
+      supervisor_.SetServerAddress(i, addresses_.back());
+    }
+    return absl::OkStatus();
   }
-  absl::Status report = WriteRunReport(out_dir);
-  if (!report.ok()) {
-    std::printf("warning: no report.html: %s\n",
-                std::string(report.message()).c_str());
+
+  // The trainers, ranks in host order; rank 0's host hosts the rendezvous.
+  absl::Status StartTrainers() {
+    const int world = spec_.TotalTrainers();
+    std::string master_addr;
+    int rank = 0, group = 0;
+    for (size_t i = 0; i < hosts_.size(); ++i) {
+      const ClusterHost& h = *hosts_[i].spec;
+      if (h.trainers == 0) continue;
+      if (master_addr.empty()) {
+        master_addr = h.address;
+        rank0_host_ = i;
+      }
+      for (int local = 0; local < h.trainers; ++local, ++rank) {
+        RemoteProcess process;
+        process.pid_file =
+            JoinPath(pid_dir_, absl::StrCat("trainer-", rank, ".pid"));
+        process.gloo_address = h.address;
+        process.env = {{"RANK", std::to_string(rank)},
+                       {"WORLD_SIZE", std::to_string(world)},
+                       {"LOCAL_RANK", std::to_string(local)},
+                       {"LOCAL_WORLD_SIZE", std::to_string(h.trainers)},
+                       {"GROUP_RANK", std::to_string(group)},
+                       {"MASTER_ADDR", master_addr},
+                       {"MASTER_PORT", std::to_string(spec_.master_port)}};
+        process.argv = {h.binary,
+                        "train",
+                        "--servers",
+                        absl::StrJoin(addresses_, ","),
+                        "--partition",
+                        part_dir_,
+                        "--out",
+                        run_dir_,
+                        "--timeout",
+                        absl::StrCat(flags_.timeout_seconds),
+                        "--peer-timeout",
+                        absl::StrCat(flags_.peer_timeout_seconds),
+                        "--server-wait",
+                        absl::StrCat(flags_.server_wait_seconds),
+                        "--hedge-after-ms",
+                        flags_.hedge_after_ms,
+                        "--auth-token-file",
+                        token_file_};
+        for (auto& a : TrainingArgs(flags_.training)) {
+          process.argv.push_back(a);
+        }
+        ASSIGN_OR_RETURN(
+            auto trainer,
+            StartRemote(hosts_[i], process,
+                        absl::StrCat("trainer ", rank, " on ", h.name),
+                        absl::StrCat("trainer ", rank)));
+        supervisor_.AddTrainer(std::move(trainer));
+      }
+      ++group;
+    }
+    return absl::OkStatus();
   }
-  std::printf(
-      "shardgnn launch: done; metrics, summary and report.html in %s (the "
-      "trainers' checkpoints stay in %s on each host)\n",
-      out_dir.c_str(), run_dir.c_str());
-  return absl::OkStatus();
-}
+
+  // Ends every ssh's stdin (each wrapper stops its process and exits with
+  // its status), kills the ssh left after the grace period, then sweeps
+  // every host by its pid files.
+  absl::Status Stop() {
+    for (Subprocess* p : remote_) p->CloseStdin();
+    const auto stop_by =
+        std::chrono::steady_clock::now() + seconds(kStopGraceSeconds + 5);
+    for (Subprocess* p : remote_) {
+      const auto left = std::chrono::duration_cast<milliseconds>(
+          stop_by - std::chrono::steady_clock::now());
+      p->Wait(std::max(left, milliseconds(0)));
+    }
+    supervisor_.StopAll();
+    Batch batch(&hosts_);
+    for (size_t i = 0; i < hosts_.size(); ++i) {
+      batch.Script(i,
+                   SweepScript(hosts_[i].spec->work_dir, pid_dir_, token_file_,
+                               kStopGraceSeconds),
+                   "stop");
+    }
+    InstallRunSignalHandlers();  // A second Ctrl-C must not skip the sweep.
+    return batch.Run("stopping the remote processes").status();
+  }
+
+  // Rank 0's run directory, copied here, with the launch in summary.json
+  // and the report.
+  absl::Status FetchRunDirectory() {
+    const ClusterHost& first = *hosts_[rank0_host_].spec;
+    Batch batch(&hosts_);
+    batch.Rsync(
+        rank0_host_,
+        {"--exclude=/.pids", "--exclude=/.auth-token", "--exclude=/checkpoints",
+         "--exclude=/.scratch-*", "--exclude=/config.toml",
+         absl::StrCat(first.ssh, ":", JoinPath(first.work_dir, run_dir_), "/"),
+         absl::StrCat(out_dir_, "/")},
+        "copy");
+    RETURN_IF_ERROR(batch.Run("copying the run directory back").status());
+    const std::string summary_path = JoinPath(out_dir_, "summary.json");
+    ASSIGN_OR_RETURN(std::string text, ReadFileToString(summary_path));
+    nlohmann::json summary = nlohmann::json::parse(text, nullptr, false);
+    if (summary.is_object()) {
+      nlohmann::json hosts = nlohmann::json::array();
+      for (const auto& h : spec_.hosts) {
+        hosts.push_back({{"name", h.name},
+                         {"address", h.address},
+                         {"parts", h.parts},
+                         {"trainers", h.trainers}});
+      }
+      summary["launch"] = {{"cluster_file", spec_.path},
+                           {"remote_run_dir", run_dir_},
+                           {"hosts", hosts}};
+      RETURN_IF_ERROR(WriteFileAtomic(summary_path, summary.dump(2) + "\n"));
+    }
+    absl::Status report = WriteRunReport(out_dir_);
+    if (!report.ok()) {
+      std::printf("warning: no report.html: %s\n",
+                  std::string(report.message()).c_str());
+    }
+    std::printf(
+        "shardgnn launch: done; metrics, summary and report.html in %s (the "
+        "trainers' checkpoints stay in %s on each host)\n",
+        out_dir_.c_str(), run_dir_.c_str());
+    return absl::OkStatus();
+  }
+
+  const LaunchFlags& flags_;
+  const ClusterSpec& spec_;
+  PartitionManifest manifest_;
+  std::vector<Host> hosts_;
+  std::string out_dir_;                                    // Here.
+  std::unique_ptr<GeneratedToken> token_;                  // Here.
+  std::string run_dir_, part_dir_, pid_dir_, token_file_;  // Remote.
+  Supervisor supervisor_;
+  std::vector<Subprocess*> remote_;  // Every long-running ssh, to stop.
+  std::vector<std::string> addresses_;
+  size_t rank0_host_ = 0;
+};
 
 }  // namespace
 
@@ -578,7 +598,7 @@ void AddLaunchCommand(CLI::App& app, absl::Status* result) {
     *result = ApplyTrainTable(*spec, cmd);
     if (!result->ok()) return;
     flags->effective_config = EffectiveConfig(*cmd);
-    *result = RunLaunch(*flags, *spec);
+    *result = Launcher(*flags, *spec).Run();
   });
 }
 
