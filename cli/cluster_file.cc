@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -81,8 +82,13 @@ absl::StatusOr<std::string> FlagText(const std::string& path,
   if (const auto* i = node.as_integer()) return std::to_string(i->get());
   if (const auto* b = node.as_boolean()) return b->get() ? "true" : "false";
   if (const auto* f = node.as_floating_point()) {
+    // The shortest text that reads back as the same double (0.005, not
+    // 0.0050000000000000001).
     char text[32];
-    std::snprintf(text, sizeof(text), "%.17g", f->get());
+    for (int precision = 6; precision <= 17; ++precision) {
+      std::snprintf(text, sizeof(text), "%.*g", precision, f->get());
+      if (std::strtod(text, nullptr) == f->get()) break;
+    }
     return std::string(text);
   }
   if (const auto* a = node.as_array();

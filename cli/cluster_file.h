@@ -47,7 +47,7 @@ struct ClusterSpec {
   // ssh ServerAliveInterval; a host silent for 3 of them is given up.
   int alive_interval_seconds = 5;
   int master_port = 29500;  // The trainers' rendezvous, on rank 0's host.
-  // [train]: flag name (without "--") and value as text, in file order.
+  // [train]: flag name (without "--") and value as text, by name.
   std::vector<std::pair<std::string, std::string>> train_flags;
   std::string train_where;  // "cluster.toml:30" of [train], for messages.
 
