@@ -100,6 +100,7 @@ TEST(ClusterFileTest, BuiltInDefaults) {
 }
 
 struct BadCase {
+  const char* name;
   const char* text;
   const char* error;
 };
@@ -120,31 +121,39 @@ TEST_P(ClusterFileErrorTest, IsOneErrorNamingTheFile) {
 INSTANTIATE_TEST_SUITE_P(
     Files, ClusterFileErrorTest,
     ::testing::Values(
-        BadCase{"[[host]\n", "c.toml:1:"},  // TOML syntax, with its position.
-        BadCase{"wrk_dir = \"x\"\n" HOST,
+        BadCase{"TomlSyntax", "[[host]\n",
+                "c.toml:1:"},  // TOML syntax, with its position.
+        BadCase{"UnknownTopKey", "wrk_dir = \"x\"\n" HOST,
                 "c.toml:1:1: unknown key 'wrk_dir' in the cluster file"},
-        BadCase{HOST "prts = [0]\n",
+        BadCase{"UnknownHostKey", HOST "prts = [0]\n",
                 "c.toml:5:1: unknown key 'prts' in [[host]] 1"},
-        BadCase{"binary = \"x\"\n", "c.toml: no [[host]] entries"},
-        BadCase{"host = 3\n", "'host' must be a list of tables"},
-        BadCase{"[[host]]\naddress = \"x\"\n",
+        BadCase{"NoHosts", "binary = \"x\"\n", "c.toml: no [[host]] entries"},
+        BadCase{"HostNotATable", "host = 3\n",
+                "'host' must be a list of tables"},
+        BadCase{"NoSsh", "[[host]]\naddress = \"x\"\n",
                 "[[host]] 1 (c.toml:1) has no 'ssh'"},
-        BadCase{"[[host]]\nssh = \"a\"\n", "has no 'address'"},
-        BadCase{HOST "parts = [0, 0]\n", "c.toml:5:13: part 0 is listed twice"},
-        BadCase{HOST "parts = [-1]\n", "part -1 is out of range"},
-        BadCase{HOST "parts = \"0\"\n",
+        BadCase{"NoAddress", "[[host]]\nssh = \"a\"\n", "has no 'address'"},
+        BadCase{"PartTwice", HOST "parts = [0, 0]\n",
+                "c.toml:5:13: part 0 is listed twice"},
+        BadCase{"NegativePart", HOST "parts = [-1]\n",
+                "part -1 is out of range"},
+        BadCase{"PartsNotAList", HOST "parts = \"0\"\n",
                 "'parts' must be a list of part numbers"},
-        BadCase{HOST "port = 70000\n",
+        BadCase{"PortOutOfRange", HOST "port = 70000\n",
                 "'port' must be an integer from 1 to 65535"},
-        BadCase{"[[host]]\nssh = \"a\"\naddress = \"b\"\ntrainers = \"2\"\n",
+        BadCase{"TrainersNotAnInteger",
+                "[[host]]\nssh = \"a\"\naddress = \"b\"\ntrainers = \"2\"\n",
                 "'trainers' must be an integer"},
-        BadCase{HOST "env = { \"1X\" = \"y\" }\n",
+        BadCase{"BadVariableName", HOST "env = { \"1X\" = \"y\" }\n",
                 "'1X' is not a variable name"},
-        BadCase{HOST "[train]\nfanouts = [[1]]\n",
+        BadCase{"BadTrainValue", HOST "[train]\nfanouts = [[1]]\n",
                 "'fanouts' must be a string"},
-        BadCase{"[[host]]\nssh = \"a\"\naddress = \"b\"\n",
+        BadCase{"NoTrainers", "[[host]]\nssh = \"a\"\naddress = \"b\"\n",
                 "no host runs trainers"},
-        BadCase{HOST HOST, "two hosts are named 'a'"}));
+        BadCase{"SameNameTwice", HOST HOST, "two hosts are named 'a'"}),
+    [](const ::testing::TestParamInfo<BadCase>& info) {
+      return std::string(info.param.name);
+    });
 
 #undef HOST
 
