@@ -30,6 +30,7 @@ void AddTrainCommand(CLI::App& app, absl::Status* result);      // train
 void AddRunCommand(CLI::App& app, absl::Status* result);        // run
 void AddInferCommand(CLI::App& app, absl::Status* result);      // infer
 void AddReportCommand(CLI::App& app, absl::Status* result);     // report
+void AddLaunchCommand(CLI::App& app, absl::Status* result);     // launch
 
 }  // namespace shardgnn::cli
 

@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
   shardgnn::cli::AddRunCommand(app, &result);
   shardgnn::cli::AddInferCommand(app, &result);
   shardgnn::cli::AddReportCommand(app, &result);
+  shardgnn::cli::AddLaunchCommand(app, &result);
   app.parse_complete_callback(
       [&] { shardgnn::Progress::SetQuietByDefault(quiet); });
 

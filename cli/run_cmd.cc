@@ -13,16 +13,11 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <functional>
-#include <limits>
 
 #include "CLI/CLI.hpp"
-#include "absl/strings/escaping.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -32,7 +27,6 @@
 #include "cli/run_work_dir.h"
 #include "cli/security_flags.h"
 #include "cli/training_flags.h"
-#include "common/auth.h"
 #include "common/file_util.h"
 #include "common/ports.h"
 #include "common/status.h"
@@ -158,64 +152,6 @@ absl::StatusOr<std::string> PreparePartition(const RunFlags& flags) {
   return cli::PreparePartition(options);
 }
 
-// The token file of a run's own cluster: a fresh random token, mode 0600 in
-// the work dir, named on the children's command lines by its path only, and
-// removed when the run ends (a launcher killed outright leaves it: a token
-// of servers that died with it).
-class GeneratedToken {
- public:
-  static absl::StatusOr<std::unique_ptr<GeneratedToken>> Create(
-      const std::string& work_dir) {
-    std::error_code ec;
-    fs::create_directories(work_dir, ec);
-    if (ec) {
-      return absl::PermissionDeniedError(
-          absl::StrCat(work_dir, ": cannot create: ", ec.message()));
-    }
-    RemoveStale(work_dir);
-    ASSIGN_OR_RETURN(std::string token, NewAuthToken());
-    ASSIGN_OR_RETURN(std::string suffix, RandomBytes(6));
-    const std::string path =
-        JoinPath(work_dir, absl::StrCat(".auth-token-", getpid(), "-",
-                                        absl::BytesToHexString(suffix)));
-    RETURN_IF_ERROR(WriteAuthTokenFile(path, token));
-    return std::unique_ptr<GeneratedToken>(new GeneratedToken(path));
-  }
-  ~GeneratedToken() {
-    std::error_code ec;
-    fs::remove(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  explicit GeneratedToken(std::string path) : path_(std::move(path)) {}
-
-  // Removes the token files ".auth-token-PID-HEX" of runs killed outright
-  // (SIGKILL gives no chance to clean up): those whose PID no longer exists
-  // on this machine (kill(PID, 0) fails with ESRCH). A live run's is kept.
-  static void RemoveStale(const std::string& work_dir) {
-    constexpr absl::string_view kPrefix = ".auth-token-";
-    std::error_code ec;
-    for (const fs::directory_entry& entry :
-         fs::directory_iterator(work_dir, ec)) {
-      const std::string file = entry.path().filename().string();
-      absl::string_view rest = file;
-      if (!absl::ConsumePrefix(&rest, kPrefix)) continue;
-      int64_t pid = 0;
-      if (!absl::SimpleAtoi(rest.substr(0, rest.find('-')), &pid) || pid <= 0 ||
-          pid > std::numeric_limits<pid_t>::max() || pid == getpid()) {
-        continue;
-      }
-      if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
-        std::error_code ignored;
-        fs::remove(entry.path(), ignored);
-      }
-    }
-  }
-
-  std::string path_;
-};
-
 absl::Status RunPipeline(const RunFlags& flags) {
   RETURN_IF_ERROR(CheckFlagConflicts(flags));
   if (flags.trainers < 1)
@@ -330,34 +266,9 @@ absl::Status RunPipeline(const RunFlags& flags) {
     InstallRunSignalHandlers();
   }
 
-  std::string out_dir = flags.out_dir;
-  if (out_dir.empty()) {
-    char stamp[32];
-    std::time_t now = std::time(nullptr);
-    std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::localtime(&now));
-    // A fresh directory even when another run started in the same second
-    // (create_directory claims it atomically).
-    std::string runs = JoinPath(flags.work_dir, "runs");
-    std::error_code ec;
-    fs::create_directories(runs, ec);
-    for (int n = 1; !ec; ++n) {
-      out_dir = JoinPath(
-          runs, n == 1 ? std::string(stamp) : absl::StrCat(stamp, "-", n));
-      if (fs::create_directory(out_dir, ec)) break;
-    }
-    if (ec)
-      return absl::PermissionDeniedError(absl::StrCat(
-          runs, ": cannot create a run directory: ", ec.message()));
-  }
+  ASSIGN_OR_RETURN(const std::string out_dir,
+                   CreateRunDirectory(flags.out_dir, flags.work_dir));
   std::error_code ec;
-  if (fs::exists(JoinPath(out_dir, "summary.json"))) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        out_dir, " already holds a finished run; choose another --out"));
-  }
-  fs::create_directories(out_dir, ec);
-  if (ec)
-    return absl::PermissionDeniedError(
-        absl::StrCat(out_dir, ": cannot create: ", ec.message()));
   // The effective configuration, every flag with its value, as a --config
   // file takes it back.
   RETURN_IF_ERROR(WriteFileAtomic(JoinPath(out_dir, "config.toml"),

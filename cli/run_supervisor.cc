@@ -26,6 +26,16 @@ void OnSignal(int signo) { g_signal = signo; }
 // call deadline and retries (graphstore/client.h: up to 4 attempts of 5 s).
 constexpr milliseconds kSettleLimit = std::chrono::seconds(25);
 
+// "exited with status N", or for 128+N, N a signal, "was killed by signal N
+// (NAME)". 255 is an exit status (ssh's own, when its connection failed).
+std::string ExitDescription(int code, const char* exited) {
+  if (code > 128 && code <= 128 + 64) {
+    return absl::StrCat("was killed by signal ", code - 128, " (",
+                        strsignal(code - 128), ")");
+  }
+  return absl::StrCat(exited, " with status ", code);
+}
+
 }  // namespace
 
 void InstallRunSignalHandlers() {
@@ -35,6 +45,8 @@ void InstallRunSignalHandlers() {
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
 }
+
+int CaughtSignal() { return g_signal.load(); }
 
 absl::StatusOr<std::string> WaitUntilReady(Subprocess& server) {
   const auto deadline = std::chrono::steady_clock::now() + milliseconds(120000);
@@ -141,11 +153,7 @@ absl::Status Supervisor::TrainerFailure(size_t first, int first_code) {
     std::this_thread::sleep_for(milliseconds(50));
   }
   restart_may_help_ = rank(culprit_code) != 2;
-  const std::string how =
-      culprit_code >= 128
-          ? absl::StrCat("was killed by signal ", culprit_code - 128, " (",
-                         strsignal(culprit_code - 128), ")")
-          : absl::StrCat("failed with status ", culprit_code);
+  const std::string how = ExitDescription(culprit_code, "failed");
   return absl::AbortedError(absl::StrCat(trainers_[culprit]->name(), " ", how,
                                          "; its last output:\n",
                                          trainers_[culprit]->Tail(5)));
@@ -171,7 +179,7 @@ absl::Status Supervisor::CheckServers() {
     }
     if (others.empty()) {
       return absl::UnavailableError(absl::StrCat(
-          servers_[i]->name(), where, " exited with status ", *code,
+          servers_[i]->name(), where, " ", ExitDescription(*code, "exited"),
           " during training; its last output:\n", servers_[i]->Tail(5)));
     }
     if (!server_exit_said_[i]) {

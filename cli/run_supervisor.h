@@ -32,6 +32,9 @@ namespace shardgnn::cli {
 // before.
 void InstallRunSignalHandlers();
 
+// The signal those handlers caught since, or 0.
+int CaughtSignal();
+
 // The storage server's "... ready on HOST:PORT ..." line; CANCELLED on a
 // signal, DEADLINE_EXCEEDED (with its last output) after two minutes.
 absl::StatusOr<std::string> WaitUntilReady(Subprocess& server);

@@ -1,15 +1,25 @@
 #include "cli/run_work_dir.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "common/auth.h"
 #include "common/checksum.h"
 #include "common/file_util.h"
 #include "common/status.h"
@@ -229,6 +239,89 @@ absl::StatusOr<std::string> PreparePartition(const RunDataOptions& options) {
   std::printf("%s", PartitionSummary(partition).c_str());
   std::fflush(stdout);
   return dir;
+}
+
+absl::StatusOr<std::string> CreateRunDirectory(const std::string& out_dir_flag,
+                                               const std::string& work_dir) {
+  std::string out_dir = out_dir_flag;
+  if (out_dir.empty()) {
+    char stamp[32];
+    std::time_t now = std::time(nullptr);
+    std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::localtime(&now));
+    // A fresh directory even when another run started in the same second
+    // (create_directory claims it atomically).
+    std::string runs = JoinPath(work_dir, "runs");
+    std::error_code ec;
+    fs::create_directories(runs, ec);
+    for (int n = 1; !ec; ++n) {
+      out_dir = JoinPath(
+          runs, n == 1 ? std::string(stamp) : absl::StrCat(stamp, "-", n));
+      if (fs::create_directory(out_dir, ec)) break;
+    }
+    if (ec)
+      return absl::PermissionDeniedError(absl::StrCat(
+          runs, ": cannot create a run directory: ", ec.message()));
+  }
+  std::error_code ec;
+  if (fs::exists(JoinPath(out_dir, "summary.json"))) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        out_dir, " already holds a finished run; choose another --out"));
+  }
+  fs::create_directories(out_dir, ec);
+  if (ec)
+    return absl::PermissionDeniedError(
+        absl::StrCat(out_dir, ": cannot create: ", ec.message()));
+  return out_dir;
+}
+
+namespace {
+
+// Removes the token files ".auth-token-PID-HEX" of launchers killed outright
+// (SIGKILL gives no chance to clean up): those whose PID no longer exists on
+// this machine (kill(PID, 0) fails with ESRCH). A live launcher's is kept.
+void RemoveStaleTokens(const std::string& work_dir) {
+  constexpr absl::string_view kPrefix = ".auth-token-";
+  std::error_code ec;
+  for (const fs::directory_entry& entry :
+       fs::directory_iterator(work_dir, ec)) {
+    const std::string file = entry.path().filename().string();
+    absl::string_view rest = file;
+    if (!absl::ConsumePrefix(&rest, kPrefix)) continue;
+    int64_t pid = 0;
+    if (!absl::SimpleAtoi(rest.substr(0, rest.find('-')), &pid) || pid <= 0 ||
+        pid > std::numeric_limits<pid_t>::max() || pid == getpid()) {
+      continue;
+    }
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;
+      fs::remove(entry.path(), ignored);
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GeneratedToken>> GeneratedToken::Create(
+    const std::string& work_dir) {
+  std::error_code ec;
+  fs::create_directories(work_dir, ec);
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(work_dir, ": cannot create: ", ec.message()));
+  }
+  RemoveStaleTokens(work_dir);
+  ASSIGN_OR_RETURN(std::string token, NewAuthToken());
+  ASSIGN_OR_RETURN(std::string suffix, RandomBytes(6));
+  const std::string path =
+      JoinPath(work_dir, absl::StrCat(".auth-token-", getpid(), "-",
+                                      absl::BytesToHexString(suffix)));
+  RETURN_IF_ERROR(WriteAuthTokenFile(path, token));
+  return std::unique_ptr<GeneratedToken>(new GeneratedToken(path));
+}
+
+GeneratedToken::~GeneratedToken() {
+  std::error_code ec;
+  fs::remove(path_, ec);
 }
 
 }  // namespace shardgnn::cli

@@ -17,6 +17,7 @@
 #define SHARDGNN_CLI_RUN_WORK_DIR_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -46,6 +47,32 @@ bool IsDatasetDir(const std::string& dir);
 // whose manifest disagrees with what it should hold is an error naming it, not
 // reused.
 absl::StatusOr<std::string> PreparePartition(const RunDataOptions& options);
+
+// The run directory of a launcher (`run`, `launch`): `out_dir`, created, or
+// when empty a fresh WORK_DIR/runs/<YYYYmmdd-HHMMSS>[-N]. ALREADY_EXISTS when
+// it holds a finished run (summary.json).
+absl::StatusOr<std::string> CreateRunDirectory(const std::string& out_dir,
+                                               const std::string& work_dir);
+
+// The token file of a launcher's own cluster: a fresh random token, mode 0600
+// in the work dir, named on the children's command lines by its path only,
+// and removed when the object goes (a launcher killed outright leaves it: a
+// token of servers that died with it; the next launcher removes such files).
+class GeneratedToken {
+ public:
+  static absl::StatusOr<std::unique_ptr<GeneratedToken>> Create(
+      const std::string& work_dir);
+  ~GeneratedToken();
+  GeneratedToken(const GeneratedToken&) = delete;
+  GeneratedToken& operator=(const GeneratedToken&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit GeneratedToken(std::string path) : path_(std::move(path)) {}
+
+  std::string path_;
+};
 
 }  // namespace shardgnn::cli
 

@@ -27,6 +27,14 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0)
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  // Close-on-exec on both ends: no other child inherits the parent's end,
+  // which would keep the pipe open after CloseStdin().
+  int in_fds[2] = {-1, -1};
+  if (p->options_.stdin_pipe && pipe2(in_fds, O_CLOEXEC) != 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
   // Everything the child needs is prepared before fork: only async-signal-safe
   // calls happen in the child.
   std::vector<char*> argv;
@@ -49,6 +57,8 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
+    if (in_fds[0] >= 0) close(in_fds[0]);
+    if (in_fds[1] >= 0) close(in_fds[1]);
     return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
   }
   if (pid == 0) {
@@ -60,8 +70,12 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(
       _exit(127);  // The parent died before prctl took effect.
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    if (in_fds[0] >= 0) {
+      dup2(in_fds[0], STDIN_FILENO);
+    } else {
+      int devnull = open("/dev/null", O_RDONLY);
+      if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    }
     execve(argv[0], argv.data(), envp.data());
     const char msg[] = "exec failed\n";
     ssize_t ignored = write(STDERR_FILENO, msg, sizeof(msg) - 1);
@@ -71,6 +85,8 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(
   setpgid(pid, pid);  // Also here, so the group exists before the parent
                       // signals it (no race with the child).
   close(fds[1]);
+  if (in_fds[0] >= 0) close(in_fds[0]);
+  p->stdin_fd_ = in_fds[1];
   p->pid_ = pid;
   p->reader_ = std::thread([raw = p.get(), fd = fds[0]] { raw->ReadLoop(fd); });
   return p;
@@ -80,6 +96,7 @@ Subprocess::Subprocess(SubprocessOptions options)
     : options_(std::move(options)) {}
 
 Subprocess::~Subprocess() {
+  CloseStdin();
   if (pid_ > 0 && !Poll().has_value()) {
     kill(-pid_, SIGKILL);
     Reap(/*block=*/true);
@@ -165,6 +182,11 @@ std::optional<int> Subprocess::Wait(std::chrono::milliseconds timeout) {
 
 void Subprocess::Signal(int signo) {
   if (!Poll().has_value()) kill(-pid_, signo);
+}
+
+void Subprocess::CloseStdin() {
+  const int fd = stdin_fd_.exchange(-1);
+  if (fd >= 0) close(fd);
 }
 
 int Subprocess::Terminate(std::chrono::milliseconds grace) {

@@ -16,6 +16,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -43,6 +44,10 @@ struct SubprocessOptions {
   // alike), without the newline.
   std::function<void(const std::string& line)> on_line;
   size_t max_kept_lines = 1000;  // Lines kept for WaitForLine / Tail.
+  // The child's stdin: /dev/null, or (true) a pipe the parent keeps open
+  // until CloseStdin() or its destructor, so the child sees end-of-file when
+  // the parent lets go or dies (ssh passes it on to the remote command).
+  bool stdin_pipe = false;
 };
 
 class Subprocess {
@@ -76,6 +81,9 @@ class Subprocess {
   // status.
   int Terminate(std::chrono::milliseconds grace);
   void Signal(int signo);
+  // With SubprocessOptions::stdin_pipe: closes the parent's end, so the child
+  // reads end-of-file. Otherwise does nothing.
+  void CloseStdin();
 
   // The last `n` kept output lines, joined by newlines (for error messages).
   std::string Tail(size_t n) const;
@@ -87,6 +95,7 @@ class Subprocess {
 
   SubprocessOptions options_;
   pid_t pid_ = -1;
+  std::atomic<int> stdin_fd_{-1};  // The parent's end of the stdin pipe.
   std::thread reader_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -11,6 +11,8 @@ SHARDGNN_PACKAGES=(
   libtorch-dev libgloo-dev libopenblas0-pthread librocksdb-dev libmetis-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev libxxhash-dev
+  libtomlplusplus-dev  # the cluster file of `shardgnn launch`
+  openssh-client rsync # `shardgnn launch` reaches its hosts with ssh and rsync
   libssl-dev  # HMAC-SHA256 for the feature port's challenge-response
   openssl     # the tests make TLS certificates with it
   iproute2  # ip netns, for the multi-host tests

@@ -5,6 +5,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 # Only the tests need a browser: the run report is rendered by headless
 # chromium (tests/cli/report_test.cc).
 SHARDGNN_PACKAGES+=(chromium)
+# `shardgnn launch` is tested against Debian's sshd in network namespaces
+# (tests/cli/launch_test.cc).
+SHARDGNN_PACKAGES+=(openssh-server)
 shardgnn_install_deps
 shardgnn_build
 cd "$SHARDGNN_BUILD"

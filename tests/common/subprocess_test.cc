@@ -52,6 +52,33 @@ TEST(SubprocessTest, TimesOutWaitingForLine) {
   EXPECT_EQ(p->Terminate(milliseconds(2000)), 128 + SIGTERM);
 }
 
+// With stdin_pipe the child reads until the parent closes its end; a second
+// child started meanwhile does not inherit that end (it would keep the pipe
+// open).
+TEST(SubprocessTest, StdinPipeEndsWhenClosed) {
+  auto start = [](const std::string& script) {
+    SubprocessOptions options;
+    options.argv = {"/bin/sh", "-c", script};
+    options.stdin_pipe = true;
+    auto p = Subprocess::Start(std::move(options));
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? std::move(*p) : nullptr;
+  };
+  auto reader = start("echo reading; cat >/dev/null; echo got eof; exit 5");
+  ASSERT_NE(reader, nullptr);
+  auto other = start("cat >/dev/null");
+  ASSERT_NE(other, nullptr);
+  ASSERT_OK(reader->WaitForLine("reading", milliseconds(5000)));
+  EXPECT_EQ(reader->Wait(milliseconds(300)), std::nullopt);  // Still reading.
+  reader->CloseStdin();
+  EXPECT_EQ(reader->Wait(milliseconds(5000)), 5);
+  EXPECT_NE(reader->Tail(1).find("got eof"), std::string::npos);
+  EXPECT_EQ(other->Wait(milliseconds(100)), std::nullopt);
+  // Without stdin_pipe, stdin is /dev/null: end-of-file at once.
+  auto plain = StartShell("cat; exit 7");
+  EXPECT_EQ(plain->Wait(milliseconds(5000)), 7);
+}
+
 TEST(SubprocessTest, TerminateEscalatesToKill) {
   auto p =
       StartShell("trap '' TERM; echo armed; while true; do sleep 0.05; done");
