@@ -162,6 +162,11 @@ nlohmann::ordered_json SummaryJson(const TrainResult& result,
                                    const TrainingFlags& training,
                                    const TrainOptions& options, int world_size,
                                    int64_t train_seeds) {
+  // With --steps-per-epoch an epoch trains that many batches per trainer,
+  // not one pass over the train items.
+  if (training.steps_per_epoch > 0) {
+    train_seeds = training.steps_per_epoch * options.batch_size * world_size;
+  }
   nlohmann::ordered_json summary;
   summary["shardgnn_version"] = kShardgnnVersion;
   summary["started_at"] = StartedAt();
@@ -540,9 +545,12 @@ absl::Status RunInProcess(const TrainFlags& flags) {
       link ? "edges" : "nodes");
   const size_t train_items =
       link ? splits.train_edges.size() / 2 : splits.train.size();
-  PrintSettings(options, features,
-                StepsPerEpoch(static_cast<int64_t>(train_items),
-                              options.batch_size, options.min_steps_per_epoch));
+  PrintSettings(
+      options, features,
+      options.steps_per_epoch > 0
+          ? options.steps_per_epoch
+          : StepsPerEpoch(static_cast<int64_t>(train_items), options.batch_size,
+                          options.min_steps_per_epoch));
   options.on_epoch = EpochReporter(options.epochs, metrics.get());
   ReportSteps(flags.training.progress_seconds, &options);
   ConfigureModelFile(flags, /*leader=*/true, &options);
@@ -568,6 +576,12 @@ absl::Status RunTrain(const TrainFlags& flags) {
                    DistributedOptionsFor(flags.cluster));
   ASSIGN_OR_RETURN(TrainOptions options,
                    TrainOptionsFor(flags, dist.local_world_size));
+  // Before any server is contacted.
+  if (options.task == TaskKind::kLink && flags.cluster.partition_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--task link needs --partition DIR: the trainers read the "
+        "partition's edge splits (edges_*.npy) from it");
+  }
   std::vector<std::string> addresses;
   ASSIGN_OR_RETURN(
       std::unique_ptr<RemoteGraphSource> remote,
@@ -598,11 +612,6 @@ absl::Status RunTrain(const TrainFlags& flags) {
   if (link) {
     // Every rank reads the whole edge split from the partition directory;
     // the link task trains and evaluates its share.
-    if (flags.cluster.partition_dir.empty()) {
-      return absl::InvalidArgumentError(
-          "--task link needs --partition DIR: the trainers read the "
-          "partition's edge splits (edges_*.npy) from it");
-    }
     ASSIGN_OR_RETURN(PartitionManifest manifest,
                      ReadPartitionManifest(flags.cluster.partition_dir));
     auto read = [&](const char* name) -> absl::StatusOr<std::vector<NodeId>> {
@@ -617,9 +626,11 @@ absl::Status RunTrain(const TrainFlags& flags) {
     ASSIGN_OR_RETURN(splits.test_edges, read("test"));
     ASSIGN_OR_RETURN(splits.test_negatives, read("test_neg"));
     const auto edges = static_cast<int64_t>(splits.train_edges.size() / 2);
-    options.steps_per_epoch =
-        StepsPerEpoch((edges + dist.world_size - 1) / dist.world_size,
-                      options.batch_size, options.min_steps_per_epoch);
+    if (options.steps_per_epoch == 0) {
+      options.steps_per_epoch =
+          StepsPerEpoch((edges + dist.world_size - 1) / dist.world_size,
+                        options.batch_size, options.min_steps_per_epoch);
+    }
   } else {
     ASSIGN_OR_RETURN(train, remote->FetchSplit("train"));
     ASSIGN_OR_RETURN(valid, remote->FetchSplit("valid"));
@@ -631,9 +642,11 @@ absl::Status RunTrain(const TrainFlags& flags) {
     // needs.
     size_t largest = (train.size() + static_cast<size_t>(dist.world_size) - 1) /
                      static_cast<size_t>(dist.world_size);
-    options.steps_per_epoch =
-        StepsPerEpoch(static_cast<int64_t>(largest), options.batch_size,
-                      options.min_steps_per_epoch);
+    if (options.steps_per_epoch == 0) {
+      options.steps_per_epoch =
+          StepsPerEpoch(static_cast<int64_t>(largest), options.batch_size,
+                        options.min_steps_per_epoch);
+    }
   }
   // Every rank samples the same nodes, so all choose the same transform.
   ASSIGN_OR_RETURN(std::string features,

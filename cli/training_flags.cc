@@ -44,6 +44,11 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
                   "Fewest optimizer steps per epoch: with few train nodes an "
                   "epoch passes over them several times")
       ->capture_default_str();
+  cmd->add_option("--steps-per-epoch", f->steps_per_epoch,
+                  "Optimizer steps per epoch, fixed: fewer cut the pass over "
+                  "the train nodes or edges short, more wrap around it (0 = "
+                  "one pass, at least --min-steps-per-epoch)")
+      ->capture_default_str();
   cmd->add_option("--fanouts", f->fanouts,
                   "Neighbors sampled per layer, seeds' hop first (-1 = all)")
       ->capture_default_str();
@@ -138,6 +143,8 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
                                    std::to_string(f.patience),
                                    "--min-steps-per-epoch",
                                    std::to_string(f.min_steps_per_epoch),
+                                   "--steps-per-epoch",
+                                   std::to_string(f.steps_per_epoch),
                                    "--fanouts",
                                    f.fanouts,
                                    "--batch-size",
@@ -283,6 +290,7 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
   options.epochs = f.epochs;
   options.patience = f.patience;
   options.min_steps_per_epoch = f.min_steps_per_epoch;
+  options.steps_per_epoch = f.steps_per_epoch;
   options.checkpoint_every = f.checkpoint_every;
   options.lr = f.lr > 0 ? f.lr : defaults.lr;
   options.weight_decay =
@@ -297,6 +305,9 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
     return absl::InvalidArgumentError("--batch-size must be positive");
   if (f.patience < 0)
     return absl::InvalidArgumentError("--patience must not be negative");
+  if (f.steps_per_epoch < 0)
+    return absl::InvalidArgumentError(
+        "--steps-per-epoch must not be negative (0: one pass)");
   if (f.min_steps_per_epoch < 1)
     return absl::InvalidArgumentError("--min-steps-per-epoch must be positive");
   if (f.checkpoint_every < 0)

@@ -29,6 +29,9 @@ struct TrainingFlags {
   int epochs = 20;
   int patience = 0;  // Epochs without a better validation accuracy; 0 = off.
   int64_t min_steps_per_epoch = 10;
+  // Optimizer steps per epoch, fixed (0: a pass over the train items); an
+  // epoch of a large link task can be millions of edges.
+  int64_t steps_per_epoch = 0;
   std::string fanouts = "10,10";
   std::string eval_fanouts;  // Empty: the training fanouts.
   bool exact_test = false;   // Final test by layer-wise inference.

@@ -55,5 +55,23 @@ TEST(LinkMetricsTest, RanksMrrAndHitsMatchHandComputedValues) {
   EXPECT_EQ(MeanReciprocalRank({}), -1.0);
 }
 
+// Ranks against a shared negative set (OGB's ogbl-collab protocol): 0.9 beats
+// every negative (rank 1); 0.5 is below 0.8 and ties 0.5 (rank 3); 0.1 is
+// below 0.8, 0.5 and 0.2 (rank 4). The same ranks as PositiveRanks with each
+// positive given all the negatives.
+TEST(LinkMetricsTest, RanksAgainstAllNegativesMatchHandComputedValues) {
+  const std::vector<float> pos = {0.9f, 0.5f, 0.1f};
+  const std::vector<float> neg = {0.8f, 0.5f, 0.2f, 0.0f};
+  const std::vector<int64_t> ranks = PositiveRanksAgainstAll(pos, neg);
+  EXPECT_EQ(ranks, (std::vector<int64_t>{1, 3, 4}));
+  std::vector<float> repeated;
+  for (size_t i = 0; i < pos.size(); ++i)
+    repeated.insert(repeated.end(), neg.begin(), neg.end());
+  EXPECT_EQ(PositiveRanks(pos, repeated, 4), ranks);
+  EXPECT_DOUBLE_EQ(MeanReciprocalRank(ranks), (1 + 1.0 / 3 + 0.25) / 3);
+  EXPECT_DOUBLE_EQ(HitsAt(ranks, 3), 2.0 / 3);
+  EXPECT_EQ(PositiveRanksAgainstAll(pos, {}), (std::vector<int64_t>{1, 1, 1}));
+}
+
 }  // namespace
 }  // namespace shardgnn
