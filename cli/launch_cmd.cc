@@ -3,7 +3,8 @@
 //
 // In order: reads the cluster file (cli/cluster_file.h) and checks that it
 // fits the partition; on every host (at once) makes the remote work dir and
-// copies partition.json and the parts it serves with rsync, skipping a part
+// copies partition.json (and a link task's edges_*.npy) and the parts it
+// serves with rsync, skipping a part
 // whose copy there is already of the same content (a stamp holding the part's
 // content checksum from partition.json, written after a complete copy; the
 // server checks the shard against the manifest when it starts); copies a
@@ -337,6 +338,12 @@ class Launcher {
           "--delete", JoinPath(flags_.partition_dir, kPartitionManifestFile)};
       for (int p : hosts_[i].copy) {
         args.push_back(JoinPath(flags_.partition_dir, PartDirName(p)));
+      }
+      // Link prediction's edge splits (small): every host's trainers read
+      // them from the partition directory.
+      for (const auto& [name, pairs] : manifest_.edge_splits) {
+        args.push_back(JoinPath(flags_.partition_dir,
+                                absl::StrCat("edges_", name, ".npy")));
       }
       args.push_back(
           absl::StrCat(h.ssh, ":", JoinPath(h.work_dir, part_dir_), "/"));

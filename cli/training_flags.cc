@@ -268,11 +268,6 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
   }
   options.link.negatives = f.negatives;
   options.link.filter_negatives = f.filter_negatives;
-  if (options.task == TaskKind::kLink && f.exact_test) {
-    return absl::InvalidArgumentError(
-        "--exact-test is not available for --task link yet: the test pairs "
-        "are scored with the eval fanouts");
-  }
   const ModelDefaults defaults = DefaultsFor(*kind);
   options.model.kind = *kind;
   options.model.num_layers = static_cast<int>(fanouts->size());

@@ -201,6 +201,11 @@ class LayerwiseRun {
     LayerFile& embeddings = *states[result.embedding_layer];
     result.embedding_dim = embeddings.cols();
     if (!link) RETURN_IF_ERROR(Accuracies(logits, splits, &result));
+    if (link && options_.pair_scores != nullptr) {
+      // Every rank holds the whole last layer: each scores every pair.
+      *options_.pair_scores = ScorePairRows(logits);
+      result.scored_pairs = static_cast<int64_t>(options_.pair_scores->size());
+    }
     if (options_.rank == 0 && !options_.out_dir.empty()) {
       RETURN_IF_ERROR(WriteOutputs(embeddings, logits));
       if (link && !options_.score_pairs.empty()) {
@@ -447,9 +452,9 @@ class LayerwiseRun {
         });
   }
 
-  // scores.npy: the decoder's logit for each of options_.score_pairs, from
-  // the last layer's rows (original IDs mapped through orig_ids), in chunks.
-  absl::StatusOr<int64_t> WriteScores(LayerFile& last) const {
+  // The decoder's logit for each of options_.score_pairs, from the last
+  // layer's rows (original IDs mapped through orig_ids), in chunks.
+  std::vector<float> ScorePairRows(LayerFile& last) const {
     const std::vector<NodeId>& pairs = options_.score_pairs;
     std::vector<NodeId> current(static_cast<size_t>(n_));
     for (int64_t v = 0; v < n_; ++v) current[static_cast<size_t>(v)] = v;
@@ -468,12 +473,14 @@ class LayerwiseRun {
       const int64_t count = std::min(kChunk, m - b);
       torch::Tensor hu = torch::empty({count, d});
       torch::Tensor hv = torch::empty({count, d});
+      float* hu_rows = hu.data_ptr<float>();
+      float* hv_rows = hv.data_ptr<float>();
       for (int64_t i = 0; i < count; ++i) {
         const NodeId u = current[static_cast<size_t>(pairs[2 * (b + i)])];
         const NodeId v = current[static_cast<size_t>(pairs[2 * (b + i) + 1])];
-        std::memcpy(hu[i].data_ptr<float>(), last.row(u),
+        std::memcpy(hu_rows + i * d, last.row(u),
                     static_cast<size_t>(d) * sizeof(float));
-        std::memcpy(hv[i].data_ptr<float>(), last.row(v),
+        std::memcpy(hv_rows + i * d, last.row(v),
                     static_cast<size_t>(d) * sizeof(float));
       }
       torch::Tensor s =
@@ -481,6 +488,13 @@ class LayerwiseRun {
       std::memcpy(scores.data() + b, s.data_ptr<float>(),
                   static_cast<size_t>(count) * sizeof(float));
     }
+    return scores;
+  }
+
+  // scores.npy: ScorePairRows, written under a temporary name.
+  absl::StatusOr<int64_t> WriteScores(LayerFile& last) const {
+    const std::vector<float> scores = ScorePairRows(last);
+    const auto m = static_cast<int64_t>(scores.size());
     const std::string path = JoinPath(options_.out_dir, "scores.npy");
     const std::string tmp = path + ".tmp";
     RETURN_IF_ERROR(WriteNpy(tmp, {m}, scores));

@@ -72,6 +72,9 @@ struct InferOptions {
   // Link models: pairs to score (flattened u0, v0, u1, v1, ... in original
   // node IDs); rank 0 writes scores.npy.
   std::vector<NodeId> score_pairs;
+  // Link models: if set, every rank fills it with the scores of score_pairs
+  // (in order), as scores.npy would hold them.
+  std::vector<float>* pair_scores = nullptr;
   // Rank 0 only, after every round of chunks; may be empty.
   std::function<void(const InferProgress&)> on_progress;
 };

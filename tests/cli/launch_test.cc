@@ -326,6 +326,35 @@ TEST_F(LaunchTest, TrainsOnTwoHostsAndCopiesOnlyWhatChanged) {
   ExpectNoRemoteShardgnn();
 }
 
+// A link-prediction run: the partition's edge splits (edges_*.npy) reach
+// every host with partition.json, and the trainers there read them.
+TEST_F(LaunchTest, TrainsALinkTaskOnTwoHosts) {
+  cluster_ = WriteCluster();
+  const std::string dataset = dir_.Sub("cora-links");
+  const std::string partition = dir_.Sub("cora-links-2");
+  Finished imported = RunShardgnn(
+      {"-q", "dataset", "import", "--format", "ogb", "--undirected", "--input",
+       testing::SourcePath("datasets/cora/ogb-planetoid"), "--out", dataset,
+       "--edge-split", "0.85,0.05,0.10", "--seed", "1"});
+  ASSERT_EQ(imported.exit_status, 0) << imported.output;
+  Finished parted = RunShardgnn({"-q", "partition", "--dataset", dataset,
+                                 "--parts", "2", "--out", partition});
+  ASSERT_EQ(parted.exit_status, 0) << parted.output;
+  const std::string out = dir_.Sub("link-run");
+  Finished run =
+      RunShardgnn({"launch", WriteClusterFlag(), "--partition", partition,
+                   "--out", out, "--task", "link", "--epochs", "2"},
+                  InSwitch());
+  ASSERT_EQ(run.exit_status, 0) << run.output;
+  auto summary = nlohmann::json::parse(std::ifstream(out + "/summary.json"),
+                                       nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(summary.is_object()) << run.output;
+  EXPECT_EQ(summary["task"], "link");
+  EXPECT_EQ(summary["world_size"], 2);
+  EXPECT_GT(summary["test_auc"].get<double>(), 0.7) << summary.dump(2);
+  ExpectNoRemoteShardgnn();
+}
+
 // h2's storage server is killed mid-run (as if its machine lost it): launch
 // fails within a bounded time, naming that server and host, and leaves no
 // shardgnn process on any host.

@@ -133,10 +133,6 @@ INSTANTIATE_TEST_SUITE_P(
                  {"--servers", "127.0.0.1:1", "--task", "link", "--server-wait",
                   "0"},
                  {"--task link needs --partition DIR"}},
-        BadTrain{"ExactTestOfALinkTask",
-                 {},
-                 {"--servers", "127.0.0.1:1", "--task", "link", "--exact-test"},
-                 {"--exact-test is not available for --task link"}},
         BadTrain{
             "ResumeWithoutCheckpoints",
             {},

@@ -209,6 +209,34 @@ TEST(LinkTaskTest, ResumeContinuesExactlyWithTheDecoder) {
   EXPECT_FALSE(Train(*g.source, g.splits, options).ok());
 }
 
+// --exact-test scores the test pairs from layer-wise embeddings over full
+// neighborhoods: the same figures as a sampled test that takes every
+// neighbor (fanouts -1), for the same trained parameters.
+TEST(LinkTaskTest, ExactTestMatchesASampledTestOverFullNeighborhoods) {
+  LinkGraph g = SbmLinks(11);
+  TrainOptions options = LinkOptionsFor(6);
+  options.eval_fanouts = {-1, -1};
+  for (LinkDecoder decoder : {LinkDecoder::kDot, LinkDecoder::kMlp}) {
+    SCOPED_TRACE(LinkDecoderName(decoder));
+    options.link.decoder = decoder;
+    options.exact_test = false;
+    ASSERT_OK_AND_ASSIGN(TrainResult sampled,
+                         Train(*g.source, g.splits, options));
+    options.exact_test = true;
+    ASSERT_OK_AND_ASSIGN(TrainResult exact,
+                         Train(*g.source, g.splits, options));
+    EXPECT_EQ(exact.parameters_checksum, sampled.parameters_checksum);
+    ASSERT_EQ(exact.test_metrics.size(), sampled.test_metrics.size());
+    for (size_t i = 0; i < exact.test_metrics.size(); ++i) {
+      EXPECT_EQ(exact.test_metrics[i].first, sampled.test_metrics[i].first);
+      EXPECT_NEAR(exact.test_metrics[i].second, sampled.test_metrics[i].second,
+                  1e-3)
+          << exact.test_metrics[i].first;
+    }
+    EXPECT_GT(Metric(exact.test_metrics, "test_auc"), 0.7);
+  }
+}
+
 TEST(LinkTaskTest, TwoRanksAgreeOnEveryFigure) {
   LinkGraph g = SbmLinks(9);
   TrainOptions options = LinkOptionsFor(8);

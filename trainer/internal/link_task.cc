@@ -3,8 +3,11 @@
 // its neighborhoods, a dot or MLP decoder on the endpoints' embeddings, binary
 // cross-entropy; ROC-AUC, AP, MRR and Hits@K on the valid/test pairs, each
 // rank scoring its share and the scores gathered by a sum-allreduce.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "common/sampling.h"
@@ -12,6 +15,7 @@
 #include "sampler/link_batcher.h"
 #include "trainer/gradient_sync.h"
 #include "trainer/internal/decoder.h"
+#include "trainer/internal/layerwise.h"
 #include "trainer/internal/task.h"
 #include "trainer/link_metrics.h"
 
@@ -180,12 +184,19 @@ class LinkTask : public Task {
       RETURN_IF_ERROR(c_.sync->AllreduceSum(absl::MakeSpan(scores)));
       RETURN_IF_ERROR(c_.sync->AllreduceSum(absl::MakeSpan(loss, 2)));
     }
+    return Figures(scores, p, q, loss[1] > 0 ? loss[0] / loss[1] : 0.0);
+  }
+
+  // ROC-AUC, AP, MRR and Hits@K of `scores`: p positives, then q negatives.
+  TaskEvaluation Figures(const std::vector<float>& scores, int64_t p, int64_t q,
+                         double loss) const {
+    const TrainOptions& o = *c_.options;
     TaskEvaluation e;
     if (p == 0 || q == 0) return e;
     const auto positive = absl::MakeConstSpan(scores).subspan(0, p);
     const auto negative = absl::MakeConstSpan(scores).subspan(p, q);
     e.score = RocAuc(positive, negative);
-    e.loss = loss[1] > 0 ? loss[0] / loss[1] : 0.0;
+    e.loss = loss;
     e.metrics.emplace_back("auc", e.score);
     e.metrics.emplace_back("ap", AveragePrecision(positive, negative));
     const std::vector<int64_t> ranks =
@@ -196,10 +207,68 @@ class LinkTask : public Task {
     return e;
   }
 
-  absl::StatusOr<TaskEvaluation> EvaluateExact(GnnModel&) override {
-    return absl::UnimplementedError(
-        "--exact-test is not available for link prediction yet; the test "
-        "pairs are scored with the eval fanouts");
+  // The test pairs scored from every node's exact embeddings (layer-wise
+  // inference over full neighborhoods, each rank computing its share of
+  // every layer; every rank then scores all pairs alike).
+  absl::StatusOr<TaskEvaluation> EvaluateExact(GnnModel& model) override {
+    const TrainOptions& o = *c_.options;
+    ModelConfig config;
+    config.model = o.model;
+    config.in_dim = c_.source->feature_dim();
+    config.num_classes = o.model.hidden;
+    config.fanouts = o.fanouts;
+    config.task = TaskKind::kLink;
+    config.decoder = o.link.decoder;
+    InferOptions infer;
+    infer.rank = o.rank;
+    infer.world_size = o.world_size;
+    infer.chunk_nodes = o.eval_batch_size;
+    infer.torch_threads = o.torch_threads;
+    const std::vector<NodeId>& pos = c_.splits->test_edges;
+    const std::vector<NodeId>& neg = c_.splits->test_negatives;
+    infer.score_pairs = pos;
+    infer.score_pairs.insert(infer.score_pairs.end(), neg.begin(), neg.end());
+    std::vector<float> scores;
+    infer.pair_scores = &scores;
+    if (o.on_test_progress) {
+      o.on_test_progress(
+          0, static_cast<int64_t>(o.model.num_layers) * c_.source->num_nodes());
+      infer.on_progress = [&o](const InferProgress& p) {
+        o.on_test_progress(
+            static_cast<int64_t>(p.layer - 1) * p.rows + p.rows_done,
+            static_cast<int64_t>(p.layers) * p.rows);
+      };
+    }
+    infer.scratch_dir =
+        !o.scratch_dir.empty()
+            ? o.scratch_dir
+            : (std::filesystem::temp_directory_path() /
+               absl::StrCat("shardgnn-exact-", getpid(), "-", o.rank))
+                  .string();
+    absl::StatusOr<InferResult> inferred =
+        RunLayerwise(*c_.source, model, config, {}, infer, c_.sync);
+    std::error_code ec;
+    if (o.scratch_dir.empty()) {
+      std::filesystem::remove_all(infer.scratch_dir, ec);
+    } else {
+      std::filesystem::remove(infer.scratch_dir, ec);
+    }
+    RETURN_IF_ERROR(inferred.status());
+    const auto p = static_cast<int64_t>(pos.size() / 2);
+    const auto q = static_cast<int64_t>(neg.size() / 2);
+    if (static_cast<int64_t>(scores.size()) != p + q) {
+      return absl::InternalError(absl::StrCat("exact test: ", scores.size(),
+                                              " scores for ", p + q, " pairs"));
+    }
+    double loss = 0.0;
+    {
+      torch::NoGradGuard no_grad;
+      torch::Tensor logits = torch::from_blob(scores.data(), {p + q});
+      torch::Tensor target = torch::cat({torch::ones({p}), torch::zeros({q})});
+      loss = torch::binary_cross_entropy_with_logits(logits, target)
+                 .item<double>();
+    }
+    return Figures(scores, p, q, loss);
   }
 
   const char* score_name() const override { return "auc"; }
