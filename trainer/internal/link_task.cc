@@ -3,11 +3,8 @@
 // its neighborhoods, a dot or MLP decoder on the endpoints' embeddings, binary
 // cross-entropy; ROC-AUC, AP, MRR and Hits@K on the valid/test pairs, each
 // rank scoring its share and the scores gathered by a sum-allreduce.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "common/sampling.h"
@@ -15,7 +12,6 @@
 #include "sampler/link_batcher.h"
 #include "trainer/gradient_sync.h"
 #include "trainer/internal/decoder.h"
-#include "trainer/internal/layerwise.h"
 #include "trainer/internal/task.h"
 #include "trainer/link_metrics.h"
 
@@ -219,40 +215,15 @@ class LinkTask : public Task {
     config.fanouts = o.fanouts;
     config.task = TaskKind::kLink;
     config.decoder = o.link.decoder;
-    InferOptions infer;
-    infer.rank = o.rank;
-    infer.world_size = o.world_size;
-    infer.chunk_nodes = o.eval_batch_size;
-    infer.torch_threads = o.torch_threads;
     const std::vector<NodeId>& pos = c_.splits->test_edges;
     const std::vector<NodeId>& neg = c_.splits->test_negatives;
+    InferOptions infer;
     infer.score_pairs = pos;
     infer.score_pairs.insert(infer.score_pairs.end(), neg.begin(), neg.end());
     std::vector<float> scores;
     infer.pair_scores = &scores;
-    if (o.on_test_progress) {
-      o.on_test_progress(
-          0, static_cast<int64_t>(o.model.num_layers) * c_.source->num_nodes());
-      infer.on_progress = [&o](const InferProgress& p) {
-        o.on_test_progress(
-            static_cast<int64_t>(p.layer - 1) * p.rows + p.rows_done,
-            static_cast<int64_t>(p.layers) * p.rows);
-      };
-    }
-    infer.scratch_dir =
-        !o.scratch_dir.empty()
-            ? o.scratch_dir
-            : (std::filesystem::temp_directory_path() /
-               absl::StrCat("shardgnn-exact-", getpid(), "-", o.rank))
-                  .string();
     absl::StatusOr<InferResult> inferred =
-        RunLayerwise(*c_.source, model, config, {}, infer, c_.sync);
-    std::error_code ec;
-    if (o.scratch_dir.empty()) {
-      std::filesystem::remove_all(infer.scratch_dir, ec);
-    } else {
-      std::filesystem::remove(infer.scratch_dir, ec);
-    }
+        RunExactTest(c_, model, config, {}, std::move(infer));
     RETURN_IF_ERROR(inferred.status());
     const auto p = static_cast<int64_t>(pos.size() / 2);
     const auto q = static_cast<int64_t>(neg.size() / 2);
@@ -270,8 +241,6 @@ class LinkTask : public Task {
     }
     return Figures(scores, p, q, loss);
   }
-
-  const char* score_name() const override { return "auc"; }
 
  private:
   // The decoder's logit for each of the batch's pairs.

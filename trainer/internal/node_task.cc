@@ -1,16 +1,12 @@
 // Node classification (trainer/internal/task.h): seed nodes and their labels,
 // cross-entropy, accuracy; the final test sampled or by layer-wise inference.
-#include <unistd.h>
-
 #include <algorithm>
-#include <filesystem>
 #include <future>
 
 #include "absl/strings/str_cat.h"
 #include "common/sampling.h"
 #include "common/status.h"
 #include "trainer/gradient_sync.h"
-#include "trainer/internal/layerwise.h"
 #include "trainer/internal/task.h"
 
 namespace shardgnn::internal {
@@ -149,35 +145,8 @@ class NodeTask : public Task {
     config.in_dim = c_.source->feature_dim();
     config.num_classes = num_classes_;
     config.fanouts = o.fanouts;
-    InferOptions infer;
-    infer.rank = o.rank;
-    infer.world_size = o.world_size;
-    infer.chunk_nodes = o.eval_batch_size;
-    infer.torch_threads = o.torch_threads;
-    if (o.on_test_progress) {
-      o.on_test_progress(0, static_cast<int64_t>(config.model.num_layers) *
-                                c_.source->num_nodes());
-      infer.on_progress = [&o](const InferProgress& p) {
-        o.on_test_progress(
-            static_cast<int64_t>(p.layer - 1) * p.rows + p.rows_done,
-            static_cast<int64_t>(p.layers) * p.rows);
-      };
-    }
-    infer.scratch_dir =
-        !o.scratch_dir.empty()
-            ? o.scratch_dir
-            : (std::filesystem::temp_directory_path() /
-               absl::StrCat("shardgnn-exact-", getpid(), "-", o.rank))
-                  .string();
-    absl::StatusOr<InferResult> inferred = RunLayerwise(
-        *c_.source, model, config, {{"test", c_.splits->test}}, infer, c_.sync);
-    // The directory too (a given one only if nothing else is in it).
-    std::error_code ec;
-    if (o.scratch_dir.empty()) {
-      std::filesystem::remove_all(infer.scratch_dir, ec);
-    } else {
-      std::filesystem::remove(infer.scratch_dir, ec);
-    }
+    absl::StatusOr<InferResult> inferred = RunExactTest(
+        c_, model, config, {{"test", c_.splits->test}}, InferOptions());
     RETURN_IF_ERROR(inferred.status());
     const SplitAccuracy& test = inferred->accuracy.at("test");
     double counts[2] = {static_cast<double>(test.correct),
@@ -192,28 +161,12 @@ class NodeTask : public Task {
     return e;
   }
 
-  const char* score_name() const override { return "acc"; }
-
  private:
   TaskContext c_;
   int64_t num_classes_ = 0;
 };
 
 }  // namespace
-
-BatchTensors ToTensors(MiniBatch& batch, ModelKind kind,
-                       const InputTransform& transform) {
-  BatchTensors t;
-  t.blocks = ToBlockTensors(batch, kind);
-  t.x = torch::from_blob(
-      batch.features.data(),
-      {static_cast<int64_t>(batch.input_nodes.size()), batch.feature_dim},
-      torch::kFloat);
-  // In place: the batch's feature buffer is consumed once, and reusing it
-  // spares a fresh input-sized tensor per step.
-  ApplyInputTransform(transform, t.x);
-  return t;
-}
 
 std::unique_ptr<Task> MakeNodeTask(const TaskContext& context) {
   return std::make_unique<NodeTask>(context);

@@ -16,6 +16,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -26,6 +27,7 @@
 #include "sampler/loader.h"
 #include "sampler/minibatch.h"
 #include "sampler/neighbor_sampler.h"
+#include "trainer/inference.h"
 #include "trainer/internal/models.h"
 #include "trainer/trainer.h"
 
@@ -99,9 +101,17 @@ class Task {
       const std::function<void(int64_t, int64_t)>& progress) = 0;
   // The test figures over full neighborhoods (layer-wise inference).
   virtual absl::StatusOr<TaskEvaluation> EvaluateExact(GnnModel& model) = 0;
-  // What the final test is called in the metrics ("acc" or "auc").
-  virtual const char* score_name() const = 0;
 };
+
+// Layer-wise inference over full neighborhoods for an exact test (both
+// tasks' EvaluateExact): `infer` completed with the run's rank, world, chunk
+// size (eval_batch_size), threads, test progress (node rows over all layers)
+// and scratch directory (TrainOptions::scratch_dir, else a temporary one),
+// which is removed afterwards (a given one only if nothing else is in it).
+absl::StatusOr<InferResult> RunExactTest(
+    const TaskContext& context, GnnModel& model, const ModelConfig& config,
+    const std::map<std::string, std::vector<NodeId>>& splits,
+    InferOptions infer);
 
 std::unique_ptr<Task> MakeNodeTask(const TaskContext& context);
 std::unique_ptr<Task> MakeLinkTask(const TaskContext& context);

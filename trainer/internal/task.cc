@@ -1,0 +1,63 @@
+#include "trainer/internal/task.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "trainer/internal/layerwise.h"
+
+namespace shardgnn::internal {
+
+BatchTensors ToTensors(MiniBatch& batch, ModelKind kind,
+                       const InputTransform& transform) {
+  BatchTensors t;
+  t.blocks = ToBlockTensors(batch, kind);
+  t.x = torch::from_blob(
+      batch.features.data(),
+      {static_cast<int64_t>(batch.input_nodes.size()), batch.feature_dim},
+      torch::kFloat);
+  // In place: the batch's feature buffer is consumed once, and reusing it
+  // spares a fresh input-sized tensor per step.
+  ApplyInputTransform(transform, t.x);
+  return t;
+}
+
+absl::StatusOr<InferResult> RunExactTest(
+    const TaskContext& context, GnnModel& model, const ModelConfig& config,
+    const std::map<std::string, std::vector<NodeId>>& splits,
+    InferOptions infer) {
+  const TrainOptions& o = *context.options;
+  infer.rank = o.rank;
+  infer.world_size = o.world_size;
+  infer.chunk_nodes = o.eval_batch_size;
+  infer.torch_threads = o.torch_threads;
+  if (o.on_test_progress) {
+    o.on_test_progress(0, static_cast<int64_t>(config.model.num_layers) *
+                              context.source->num_nodes());
+    infer.on_progress = [&o](const InferProgress& p) {
+      o.on_test_progress(
+          static_cast<int64_t>(p.layer - 1) * p.rows + p.rows_done,
+          static_cast<int64_t>(p.layers) * p.rows);
+    };
+  }
+  infer.scratch_dir =
+      !o.scratch_dir.empty()
+          ? o.scratch_dir
+          : (std::filesystem::temp_directory_path() /
+             absl::StrCat("shardgnn-exact-", getpid(), "-", o.rank))
+                .string();
+  absl::StatusOr<InferResult> inferred =
+      RunLayerwise(*context.source, model, config, splits, infer, context.sync);
+  // The directory too (a given one only if nothing else is in it).
+  std::error_code ec;
+  if (o.scratch_dir.empty()) {
+    std::filesystem::remove_all(infer.scratch_dir, ec);
+  } else {
+    std::filesystem::remove(infer.scratch_dir, ec);
+  }
+  return inferred;
+}
+
+}  // namespace shardgnn::internal
