@@ -5,12 +5,9 @@
 // this one process over the whole graph in memory (InMemoryGraphSource, no RPC,
 // no process group): the same sampler, loader and model code, the physical
 // limit a distributed run is measured against.
-#include <ATen/Parallel.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -28,10 +25,9 @@
 #include "cli/commands.h"
 #include "cli/run_report.h"
 #include "cli/security_flags.h"
+#include "cli/train_output.h"
 #include "cli/training_flags.h"
 #include "common/file_util.h"
-#include "common/peak_rss.h"
-#include "common/progress.h"
 #include "common/sampling.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
@@ -76,154 +72,6 @@ std::vector<NodeId> Endpoints(const std::vector<NodeId>& pairs) {
   for (NodeId v : pairs)
     if (seen.insert(v).second) out.push_back(v);
   return out;
-}
-
-nlohmann::ordered_json EpochJson(const EpochStats& s) {
-  nlohmann::ordered_json j;
-  j["epoch"] = s.epoch;
-  j["steps"] = s.steps;
-  j["loss"] = s.loss;
-  j["train_acc"] = s.train_acc;
-  // Node tasks: validation accuracy; link tasks: the named figures below.
-  if (s.metrics.empty()) j["val_acc"] = s.val_acc;
-  j["val_loss"] = s.val_loss;
-  for (const auto& [key, value] : s.metrics) j[key] = value;
-  j["epoch_seconds"] = s.epoch_seconds;
-  j["wait_seconds"] = s.sample_seconds;
-  j["sample_busy_seconds"] = s.sample_busy_seconds;
-  j["fetch_seconds"] = s.fetch_seconds;
-  j["compute_seconds"] = s.compute_seconds;
-  j["allreduce_seconds"] = s.sync_seconds;
-  j["eval_seconds"] = s.eval_seconds;
-  j["sampled_edges"] = s.sampled_edges;
-  return j;
-}
-
-// This process's resources and where its epochs' time went: means over the
-// epochs after the first (the warm-up), or over the only epoch. Sampling and
-// fetch overlap compute when prefetching; `waiting` is the part that did not.
-// `train_seeds` counts every trainer's seeds in one epoch.
-nlohmann::ordered_json PerformanceJson(const TrainResult& result,
-                                       const TrainingFlags& training,
-                                       int64_t train_seeds) {
-  const auto& all = result.epochs;
-  size_t first = all.size() > 1 ? 1 : 0;
-  double n = static_cast<double>(all.size() - first);
-  EpochStats mean;
-  for (size_t i = first; i < all.size(); ++i) {
-    mean.epoch_seconds += all[i].epoch_seconds / n;
-    mean.sample_busy_seconds += all[i].sample_busy_seconds / n;
-    mean.fetch_seconds += all[i].fetch_seconds / n;
-    mean.compute_seconds += all[i].compute_seconds / n;
-    mean.sync_seconds += all[i].sync_seconds / n;
-    mean.sample_seconds += all[i].sample_seconds / n;
-    mean.eval_seconds += all[i].eval_seconds / n;
-  }
-  double step_seconds = mean.epoch_seconds - mean.eval_seconds;
-  nlohmann::ordered_json process;
-  process["peak_rss_bytes"] = PeakRssBytes();
-  process["torch_threads"] = at::get_num_threads();
-  process["blas_threads"] = BlasThreads();
-  process["omp_wait_policy"] = EnvOrEmpty("OMP_WAIT_POLICY");
-  process["openblas_thread_timeout"] = EnvOrEmpty("OPENBLAS_THREAD_TIMEOUT");
-  process["sampler_threads"] =
-      training.prefetch > 0 ? training.sampler_threads : 0;
-  process["prefetch"] = training.prefetch;
-  nlohmann::ordered_json time;
-  time["epochs_measured"] = all.size() - first;
-  time["epoch_seconds"] = mean.epoch_seconds;
-  time["step_seconds"] = step_seconds;
-  time["sampling_seconds"] = mean.sample_busy_seconds - mean.fetch_seconds;
-  time["fetch_seconds"] = mean.fetch_seconds;
-  time["compute_seconds"] = mean.compute_seconds - mean.sync_seconds;
-  time["allreduce_seconds"] = mean.sync_seconds;
-  time["waiting_seconds"] = mean.sample_seconds;
-  time["eval_seconds"] = mean.eval_seconds;
-  time["wait_fraction"] =
-      step_seconds > 0 ? mean.sample_seconds / step_seconds : 0.0;
-  time["train_seeds_per_epoch"] = train_seeds;
-  time["seeds_per_second"] =
-      step_seconds > 0 ? static_cast<double>(train_seeds) / step_seconds : 0.0;
-  return {{"process", process}, {"epoch_time", time}};
-}
-
-// When this process started, as UTC ISO 8601 ("2026-12-01T13:08:06Z").
-std::string StartedAt() {
-  static const std::time_t started = std::time(nullptr);
-  char text[32];
-  std::tm utc{};
-  gmtime_r(&started, &utc);
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
-// What every summary.json holds; callers add where the graph came from.
-nlohmann::ordered_json SummaryJson(const TrainResult& result,
-                                   const TrainingFlags& training,
-                                   const TrainOptions& options, int world_size,
-                                   int64_t train_seeds) {
-  // With --steps-per-epoch an epoch trains that many batches per trainer,
-  // not one pass over the train items.
-  if (training.steps_per_epoch > 0) {
-    train_seeds = training.steps_per_epoch * options.batch_size * world_size;
-  }
-  nlohmann::ordered_json summary;
-  summary["shardgnn_version"] = kShardgnnVersion;
-  summary["started_at"] = StartedAt();
-  summary["task"] = TaskKindName(options.task);
-  if (options.task == TaskKind::kNode) {
-    summary["test_acc"] = result.test_acc;
-  } else {
-    for (const auto& [key, value] : result.test_metrics) summary[key] = value;
-  }
-  // How the test figures were measured: "exact" (layer-wise inference over
-  // full neighborhoods) or "sampled" (with the eval fanouts).
-  summary["test_method"] = options.exact_test ? "exact" : "sampled";
-  if (options.task == TaskKind::kNode) {
-    summary["best_val_acc"] = result.best_val_acc;
-  } else {
-    summary["best_valid_auc"] = result.best_val_score;
-    const LinkOptions& link = options.link;
-    summary["link"] = {
-        {"decoder", LinkDecoderName(link.decoder)},
-        {"negatives", link.negatives},
-        {"negative_sampling", NegativeSamplingName(link.negative_sampling)},
-        {"filter_negatives", link.filter_negatives}};
-  }
-  summary["best_epoch"] = result.best_epoch;
-  summary["epochs_run"] = result.epochs.size();
-  summary["stopped_early"] = result.stopped_early;
-  summary["steps_per_epoch"] = result.steps_per_epoch;
-  summary["num_parameters"] = result.num_parameters;
-  summary["parameters_checksum"] = result.parameters_checksum;
-  summary["world_size"] = world_size;
-  const ModelOptions& m = options.model;
-  summary["model"] = {{"kind", ModelKindName(m.kind)},
-                      {"layers", m.num_layers},
-                      {"hidden", m.hidden},
-                      {"heads", m.heads},
-                      {"dropout", m.dropout},
-                      {"lr", options.lr},
-                      {"weight_decay", options.weight_decay},
-                      {"batch_size", options.batch_size},
-                      {"feature_norm", FeatureNormName(m.features.norm)}};
-  summary["checkpoints"] = {{"every_epochs", training.checkpoint_every},
-                            {"seconds", result.checkpoint_seconds},
-                            {"bytes_per_trainer", result.checkpoint_bytes}};
-  double total = 0;
-  for (const auto& e : result.epochs) total += e.epoch_seconds;
-  summary["train_seconds"] = total;
-  summary["config"] =
-      nlohmann::json::parse(nlohmann::json(TrainingArgs(training)).dump());
-  nlohmann::ordered_json performance =
-      PerformanceJson(result, training, train_seeds);
-  for (auto& [key, value] : performance.items()) summary[key] = value;
-  if (options.task == TaskKind::kLink) {
-    // A link task's seeds are its train edges (the positives).
-    summary["epoch_time"]["positive_edges_per_second"] =
-        summary["epoch_time"]["seeds_per_second"];
-  }
-  return summary;
 }
 
 // Points options at <out>/checkpoints/rank-R.ckpt (every rank checkpoints its
@@ -285,129 +133,6 @@ absl::StatusOr<std::unique_ptr<std::ofstream>> OpenMetrics(
         absl::StrCat(out_dir, "/metrics.jsonl: cannot open"));
   }
   return metrics;
-}
-
-// Prints one progress line per epoch and appends it to `metrics` (may be
-// null, must outlive the callback).
-std::function<void(const EpochStats&)> EpochReporter(int epochs,
-                                                     std::ofstream* metrics) {
-  auto first_loss = std::make_shared<double>(-1.0);
-  auto warned = std::make_shared<bool>(false);
-  return [epochs, metrics, first_loss, warned](const EpochStats& s) {
-    // Node tasks: accuracies; link tasks: ROC-AUC and AP.
-    std::string scores =
-        absl::StrFormat("train %.3f  val %.3f", s.train_acc, s.val_acc);
-    if (!s.metrics.empty()) {
-      auto get = [&s](const char* key) {
-        for (const auto& [k, v] : s.metrics)
-          if (k == key) return v;
-        return -1.0;
-      };
-      scores =
-          absl::StrFormat("train auc %.3f  val auc %.3f ap %.3f",
-                          get("train_auc"), get("valid_auc"), get("valid_ap"));
-    }
-    std::printf(
-        "epoch %3d/%d  loss %.4f  %s  %.2fs (sampling %.2f, "
-        "fetch %.2f, compute %.2f, allreduce %.2f, waiting %.2f, eval %.2f)\n",
-        s.epoch, epochs, s.loss, scores.c_str(), s.epoch_seconds,
-        s.sample_busy_seconds - s.fetch_seconds, s.fetch_seconds,
-        s.compute_seconds - s.sync_seconds, s.sync_seconds, s.sample_seconds,
-        s.eval_seconds);
-    if (*first_loss < 0) {
-      *first_loss = s.loss;
-    } else if (!*warned && s.loss > 2 * *first_loss + 0.1) {
-      // Loss that climbs is a run going wrong while it still exits 0.
-      *warned = true;
-      std::printf(
-          "warning: the training loss rose from %.4f (first epoch) to %.4f: "
-          "the run is diverging; lower --lr or scale the features "
-          "(--feature-norm)\n",
-          *first_loss, s.loss);
-    }
-    std::fflush(stdout);
-    if (metrics) *metrics << EpochJson(s).dump() << "\n" << std::flush;
-  };
-}
-
-// Progress lines within long epochs ("epoch 3/10: 42% (120/400 steps, ...,
-// ETA 40s)") and the final test, every `seconds` (0: none), on stderr.
-void ReportSteps(double seconds, TrainOptions* options) {
-  if (!(seconds > 0)) return;
-  ProgressOptions line;
-  line.interval_seconds = seconds;
-  line.mode = ProgressOptions::Mode::kLines;
-  auto epoch_progress = std::make_shared<std::unique_ptr<Progress>>();
-  auto epoch_seen = std::make_shared<int>(0);
-  const int epochs = options->epochs;
-  options->on_step = [=](int epoch, int64_t step, int64_t steps) {
-    if (epoch != *epoch_seen || !*epoch_progress) {
-      *epoch_seen = epoch;
-      *epoch_progress = std::make_unique<Progress>(
-          absl::StrCat("epoch ", epoch, "/", epochs), steps, "steps", line);
-    }
-    (*epoch_progress)->Update(step);
-  };
-  auto test_progress = std::make_shared<std::unique_ptr<Progress>>();
-  const char* unit = options->exact_test ? "node rows" : "batches";
-  options->on_test_progress = [=](int64_t done, int64_t total) {
-    if (!*test_progress) {
-      *test_progress = std::make_unique<Progress>("test", total, unit, line);
-    }
-    (*test_progress)->Update(done);
-  };
-}
-
-// The run's settings after defaults were resolved: what a user needs to
-// reproduce or compare it.
-void PrintSettings(const TrainOptions& o, const std::string& features,
-                   int64_t steps_per_epoch) {
-  std::string model =
-      absl::StrCat(ModelKindName(o.model.kind), ", ", o.model.num_layers,
-                   " layers, hidden ", o.model.hidden);
-  if (o.model.kind == ModelKind::kGat)
-    absl::StrAppend(&model, " x ", o.model.heads, " heads");
-  std::printf(
-      "shardgnn train: model %s, dropout %g, lr %g, weight decay %g, batch "
-      "%lld, %lld steps per epoch, up to %d epochs%s\n",
-      model.c_str(), o.model.dropout, o.lr, o.weight_decay,
-      static_cast<long long>(o.batch_size),
-      static_cast<long long>(steps_per_epoch), o.epochs,
-      o.patience > 0 ? absl::StrCat(" (patience ", o.patience, ")").c_str()
-                     : "");
-  std::printf("shardgnn train: %s\n", features.c_str());
-  std::fflush(stdout);
-}
-
-void PrintResult(const TrainResult& result, bool exact) {
-  if (result.stopped_early) {
-    std::printf(
-        "stopped early after epoch %d: no better validation accuracy "
-        "for %d epochs\n",
-        static_cast<int>(result.epochs.size()),
-        static_cast<int>(result.epochs.size()) - result.best_epoch);
-  }
-  if (result.checkpoint_bytes > 0) {
-    std::printf("checkpoints: %.1f MB per trainer, %.2f s writing them\n",
-                static_cast<double>(result.checkpoint_bytes) / 1e6,
-                result.checkpoint_seconds);
-  }
-  if (!result.test_metrics.empty() &&
-      result.test_metrics.front().first != "test_acc") {
-    // Link prediction: every test figure on one line.
-    std::string figures;
-    for (const auto& [key, value] : result.test_metrics) {
-      absl::StrAppend(&figures, figures.empty() ? "" : ", ", key.substr(5),
-                      absl::StrFormat(" %.4f", value));
-    }
-    std::printf("test %s (best validation ROC-AUC %.4f at epoch %d)\n",
-                figures.c_str(), result.best_val_score, result.best_epoch);
-  } else {
-    std::printf("test accuracy %.4f (%sbest validation %.4f at epoch %d)\n",
-                result.test_acc, exact ? "exact; " : "", result.best_val_acc,
-                result.best_epoch);
-  }
-  std::fflush(stdout);
 }
 
 // Training options from the flags, with the compute threads decided: --threads

@@ -1,0 +1,48 @@
+// What a training run prints and writes about itself (`shardgnn train`,
+// rank 0): the settings line, one line and one metrics.jsonl row per epoch,
+// progress lines within long epochs and the final test, the result line, and
+// summary.json (docs/formats.md "Run directory").
+#ifndef SHARDGNN_CLI_TRAIN_OUTPUT_H_
+#define SHARDGNN_CLI_TRAIN_OUTPUT_H_
+
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "cli/training_flags.h"
+#include "nlohmann/json.hpp"
+#include "trainer/trainer.h"
+
+namespace shardgnn::cli {
+
+// When this process started (the first call), as UTC ISO 8601
+// ("2026-12-01T13:08:06Z").
+std::string StartedAt();
+
+// What every summary.json holds; callers add where the graph came from.
+// `train_seeds` counts every trainer's seeds (link tasks: train edges) in one
+// pass over the train split.
+nlohmann::ordered_json SummaryJson(const TrainResult& result,
+                                   const TrainingFlags& training,
+                                   const TrainOptions& options, int world_size,
+                                   int64_t train_seeds);
+
+// Prints one line per epoch and appends it to `metrics` (may be null, must
+// outlive the callback) as a metrics.jsonl row; warns once when the loss
+// climbs.
+std::function<void(const EpochStats&)> EpochReporter(int epochs,
+                                                     std::ofstream* metrics);
+
+// Progress lines within long epochs and the final test, every `seconds` (0:
+// none), on stderr: sets options->on_step and on_test_progress.
+void ReportSteps(double seconds, TrainOptions* options);
+
+// The run's settings after defaults were resolved, and its result.
+void PrintSettings(const TrainOptions& o, const std::string& features,
+                   int64_t steps_per_epoch);
+void PrintResult(const TrainResult& result, bool exact);
+
+}  // namespace shardgnn::cli
+
+#endif  // SHARDGNN_CLI_TRAIN_OUTPUT_H_
