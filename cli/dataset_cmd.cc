@@ -39,7 +39,8 @@ struct ImportFlags {
   bool keep_self_loops = false;
   bool allow_nonfinite = false;
   uint64_t seed = 0;
-  std::string edge_split;  // Link prediction: "TRAIN,VALID,TEST" fractions.
+  bool seed_given = false;  // --seed on the command line.
+  std::string edge_split;   // Link prediction: "TRAIN,VALID,TEST" fractions.
   // ogb
   std::string split_name;
   // linqs
@@ -180,11 +181,6 @@ absl::Status CheckFlagsApply(const CLI::App& cmd, const ImportFlags& f) {
         "--format linqs: --input is not read when --content and --cites are "
         "given; drop one or the other");
   }
-  if (f.format == "ogb" && given("--seed") && !given("--edge-split")) {
-    return absl::InvalidArgumentError(
-        "--format ogb: --seed only seeds --edge-split (an OGB node split is "
-        "given)");
-  }
   if (f.format == "edgelist" && given("--split-file") &&
       (given("--split") || given("--seed"))) {
     return absl::InvalidArgumentError(
@@ -210,6 +206,18 @@ absl::StatusOr<BuildSummary> RunImport(const ImportFlags& f) {
     options.edges = edges;
     options.name = f.name;
     options.allow_nonfinite = f.allow_nonfinite;
+    options.seed = f.seed;
+    ASSIGN_OR_RETURN(bool edge_split, OgbSplitHoldsEdges(options));
+    if (edge_split && !f.edge_split.empty()) {
+      return absl::InvalidArgumentError(
+          "--format ogb: the split holds edges already (a given link "
+          "prediction split); drop --edge-split");
+    }
+    if (!edge_split && f.seed_given && f.edge_split.empty()) {
+      return absl::InvalidArgumentError(
+          "--format ogb: --seed only seeds --edge-split and the negatives of "
+          "a given edge split (this OGB split is of nodes)");
+    }
     return ImportOgb(options, f.out);
   }
   if (f.format == "linqs") {
@@ -364,15 +372,17 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
                        "Keep NaN and infinite feature values (refused by "
                        "default); the summary counts them");
   import_cmd->add_option("--seed", i.seed,
-                         "Seed of generated splits (linqs, edgelist) and of "
-                         "--edge-split");
+                         "Seed of generated splits (linqs, edgelist), of "
+                         "--edge-split and of the negatives a given OGB edge "
+                         "split lacks");
   import_cmd->add_option("--edge-split", i.edge_split,
                          "Link prediction: deal the edges into train,valid,"
                          "test fractions (e.g. 0.85,0.05,0.10), removing valid "
                          "and test edges from the graph and drawing as many "
                          "negative pairs");
   import_cmd->add_option("--split-name", i.split_name,
-                         "ogb: which split/<name>/ (default: the only one)");
+                         "ogb: which split/<name>/ (default: the only one); "
+                         "one of \"src,dst\" lines is a link prediction split");
   import_cmd->add_option("--content", i.content, "linqs: the .content file");
   import_cmd->add_option("--cites", i.cites, "linqs: the .cites file");
   import_cmd->add_flag("--skip-unknown-ids", i.skip_unknown_ids,
@@ -401,6 +411,7 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
       *result = s;
       return;
     }
+    import_flags->seed_given = import_cmd->count("--seed") > 0;
     const ImportFlags& f = *import_flags;
     Finish(WithEdgeSplit(f.edge_split, f.seed, f.out,
                          [&f](const std::string& out) {

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <map>
+#include <string>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -18,6 +21,38 @@ namespace {
 uint64_t PairKey(NodeId u, NodeId v, int64_t n) {
   return static_cast<uint64_t>(u) * static_cast<uint64_t>(n) +
          static_cast<uint64_t>(v);
+}
+
+// Appends `want` negatives for split `name` to *negatives: uniform pairs
+// that are no edge (in either direction when undirected), no self loop, not
+// in *drawn (which records them).
+absl::Status DrawNegatives(const std::unordered_set<uint64_t>& edges, int64_t n,
+                           bool undirected, int64_t want,
+                           const std::string& name, uint64_t* state,
+                           std::unordered_set<uint64_t>* drawn,
+                           std::vector<NodeId>* negatives) {
+  const int64_t max_draws = 100 * want + 1000;
+  int64_t draws = 0;
+  for (int64_t found = 0; found < want;) {
+    if (++draws > max_draws) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the graph is too dense to draw ", want, " ", name,
+                       " negative pairs (", draws - 1, " draws)"));
+    }
+    NodeId u = static_cast<NodeId>(UniformBelow(state, n));
+    NodeId v = static_cast<NodeId>(UniformBelow(state, n));
+    if (u == v) continue;
+    if (undirected && u > v) std::swap(u, v);
+    if (edges.count(PairKey(u, v, n)) ||
+        (undirected && edges.count(PairKey(v, u, n))) ||
+        !drawn->insert(PairKey(u, v, n)).second) {
+      continue;
+    }
+    negatives->push_back(u);
+    negatives->push_back(v);
+    ++found;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -99,32 +134,11 @@ absl::StatusOr<EdgeSplitSummary> SplitEdges(const EdgeSplitOptions& options,
   splits["valid"] = flatten(0, summary.valid);
   splits["test"] = flatten(summary.valid, summary.valid + summary.test);
   splits["train"] = flatten(summary.valid + summary.test, m);
-  // Negatives: uniform pairs that are no edge (in either direction when
-  // undirected), no self loop, not drawn before.
   std::unordered_set<uint64_t> drawn;
   for (const char* name : {"valid", "test"}) {
-    const int64_t want = static_cast<int64_t>(splits[name].size() / 2);
-    std::vector<NodeId>& negatives = splits[absl::StrCat(name, "_neg")];
-    const int64_t max_draws = 100 * want + 1000;
-    int64_t draws = 0;
-    while (static_cast<int64_t>(negatives.size() / 2) < want) {
-      if (++draws > max_draws) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("the graph is too dense to draw ", want, " ", name,
-                         " negative pairs (", draws - 1, " draws)"));
-      }
-      NodeId u = static_cast<NodeId>(UniformBelow(&state, n));
-      NodeId v = static_cast<NodeId>(UniformBelow(&state, n));
-      if (u == v) continue;
-      if (undirected && u > v) std::swap(u, v);
-      if (edges.count(PairKey(u, v, n)) ||
-          (undirected && edges.count(PairKey(v, u, n))) ||
-          !drawn.insert(PairKey(u, v, n)).second) {
-        continue;
-      }
-      negatives.push_back(u);
-      negatives.push_back(v);
-    }
+    RETURN_IF_ERROR(DrawNegatives(
+        edges, n, undirected, static_cast<int64_t>(splits[name].size() / 2),
+        name, &state, &drawn, &splits[absl::StrCat(name, "_neg")]));
   }
   // The graph messages pass over: train edges (both directions when
   // undirected) and the self loops.
@@ -155,6 +169,112 @@ absl::StatusOr<EdgeSplitSummary> SplitEdges(const EdgeSplitOptions& options,
                   options.train, "/", options.valid, "/", options.test,
                   " with seed ", options.seed,
                   " (valid and test edges removed from the graph)");
+  return summary;
+}
+
+absl::StatusOr<EdgeSplitSummary> ApplyGivenEdgeSplit(
+    const GivenEdgeSplit& given, uint64_t seed, Dataset* dataset) {
+  if (!dataset->edge_splits.empty()) {
+    return absl::FailedPreconditionError(
+        "the dataset's edges are split already");
+  }
+  const int64_t n = dataset->num_nodes();
+  const bool undirected = !dataset->manifest.directed;
+  static const char* const kNames[] = {"train", "valid", "test", "valid_neg",
+                                       "test_neg"};
+  for (const auto& [name, pairs] : given.pairs) {
+    if (std::find(std::begin(kNames), std::end(kNames), name) ==
+        std::end(kNames)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown edge split '", name,
+                       "' (train, valid, test, valid_neg, test_neg)"));
+    }
+    if (pairs.size() % 2 != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, " holds an odd number of node IDs"));
+    }
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      if (pairs[i] < 0 || pairs[i] >= n) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, " pair ", i / 2, " names node ", pairs[i],
+                         ", outside [0, ", n, ")"));
+      }
+    }
+  }
+  for (const char* name : {"train", "valid", "test"}) {
+    if (!given.pairs.count(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the given edge split has no ", name, " split"));
+    }
+  }
+  EdgeSplitSummary summary;
+  summary.train = static_cast<int64_t>(given.pairs.at("train").size() / 2);
+  summary.valid = static_cast<int64_t>(given.pairs.at("valid").size() / 2);
+  summary.test = static_cast<int64_t>(given.pairs.at("test").size() / 2);
+  summary.candidates = summary.train + summary.valid + summary.test;
+  if (summary.train < 1) {
+    return absl::InvalidArgumentError("the given edge split has no train edge");
+  }
+  // Every edge of the graph before the split, and the targets to remove
+  // (u's message reaches v: u in row v).
+  std::unordered_set<uint64_t> edges;
+  for (NodeId v = 0; v < n; ++v) {
+    for (int64_t e = dataset->indptr[v]; e < dataset->indptr[v + 1]; ++e) {
+      edges.insert(PairKey(dataset->indices[e], v, n));
+    }
+  }
+  std::unordered_set<uint64_t> removed;
+  for (const char* name : {"valid", "test"}) {
+    const std::vector<NodeId>& pairs = given.pairs.at(name);
+    for (size_t i = 0; i < pairs.size(); i += 2) {
+      const NodeId u = pairs[i], v = pairs[i + 1];
+      bool was_edge = false;
+      for (const auto& [a, b] : {std::pair{u, v}, std::pair{v, u}}) {
+        if ((a == u || undirected) && edges.count(PairKey(a, b, n)) &&
+            removed.insert(PairKey(a, b, n)).second) {
+          was_edge = true;
+        }
+      }
+      summary.removed_from_graph += was_edge;
+    }
+  }
+  // The graph's edges plus the targets: negatives are none of them.
+  std::unordered_set<uint64_t> positives = edges;
+  for (const char* name : {"train", "valid", "test"}) {
+    const std::vector<NodeId>& pairs = given.pairs.at(name);
+    for (size_t i = 0; i < pairs.size(); i += 2) {
+      positives.insert(PairKey(pairs[i], pairs[i + 1], n));
+    }
+  }
+  std::map<std::string, std::vector<NodeId>> splits = given.pairs;
+  uint64_t state = MixSeed(seed, 0x9e6a7e);
+  std::unordered_set<uint64_t> drawn;
+  for (const char* name : {"valid", "test"}) {
+    const std::string neg = absl::StrCat(name, "_neg");
+    if (splits.count(neg)) continue;
+    RETURN_IF_ERROR(DrawNegatives(positives, n, undirected,
+                                  static_cast<int64_t>(splits[name].size() / 2),
+                                  name, &state, &drawn, &splits[neg]));
+  }
+  std::vector<int64_t> indptr(static_cast<size_t>(n) + 1, 0);
+  std::vector<NodeId> indices;
+  indices.reserve(dataset->indices.size());
+  for (NodeId v = 0; v < n; ++v) {
+    for (int64_t e = dataset->indptr[v]; e < dataset->indptr[v + 1]; ++e) {
+      const NodeId u = dataset->indices[e];
+      if (!removed.count(PairKey(u, v, n))) indices.push_back(u);
+    }
+    summary.nodes_without_neighbors +=
+        static_cast<int64_t>(indices.size()) == indptr[static_cast<size_t>(v)];
+    indptr[static_cast<size_t>(v) + 1] = static_cast<int64_t>(indices.size());
+  }
+  dataset->indptr = std::move(indptr);
+  dataset->indices = std::move(indices);
+  dataset->edge_splits = std::move(splits);
+  absl::StrAppend(&dataset->manifest.source,
+                  dataset->manifest.source.empty() ? "" : "; ",
+                  "edge split given (", summary.removed_from_graph,
+                  " valid and test edges removed from the graph)");
   return summary;
 }
 

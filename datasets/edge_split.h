@@ -11,11 +11,18 @@
 // The result is a canonical dataset directory with edge splits
 // (dataset.h: edges_<name>.npy for train, valid, test, valid_neg, test_neg);
 // node labels and node splits are kept as they are.
+//
+// A split can also be given (OGB's split/<name>/ of edges, `dataset import
+// --format ogb`): ApplyGivenEdgeSplit keeps the given pairs, removes the valid
+// and test positives from the graph the same way, and draws the negatives
+// that were not given.
 #ifndef SHARDGNN_DATASETS_EDGE_SPLIT_H_
 #define SHARDGNN_DATASETS_EDGE_SPLIT_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -40,6 +47,9 @@ struct EdgeSplitSummary {
   int64_t self_loops_kept = 0;  // Stay in the graph, never a target.
   // Nodes left with an empty row once valid and test edges are removed.
   int64_t nodes_without_neighbors = 0;
+  // Given splits: valid and test positives that were edges of the graph
+  // (undirected: pairs, each leaving in both directions).
+  int64_t removed_from_graph = 0;
 };
 
 // Splits `dataset`'s edges in place (rebuilding its CSR from the train edges
@@ -48,6 +58,23 @@ struct EdgeSplitSummary {
 // too dense to draw the negatives.
 absl::StatusOr<EdgeSplitSummary> SplitEdges(const EdgeSplitOptions& options,
                                             Dataset* dataset);
+
+// Pairs by edge split name, flattened (u0, v0, u1, v1, ...): "train",
+// "valid" and "test" (positives) are required, "valid_neg" and "test_neg"
+// optional.
+struct GivenEdgeSplit {
+  std::map<std::string, std::vector<NodeId>> pairs;
+};
+
+// Sets `dataset`'s edge splits to `given`: valid and test positives are
+// removed from the graph (both directions when undirected; a pair that is no
+// edge stays a target), and a missing valid_neg/test_neg gets as many
+// negatives as positives, drawn as SplitEdges draws them (seeded by `seed`).
+// Fails, changing nothing, on a missing or unknown split name, no train pair,
+// a node outside the graph (naming split and pair), edge splits already
+// present, or a graph too dense for the negatives.
+absl::StatusOr<EdgeSplitSummary> ApplyGivenEdgeSplit(
+    const GivenEdgeSplit& given, uint64_t seed, Dataset* dataset);
 
 // Loads the dataset at `in_dir`, splits its edges and writes the result to
 // `out_dir` (which must not exist; written whole or not at all).

@@ -54,6 +54,7 @@ struct OgbImportOptions {
   EdgeOptions edges;
   std::string name;  // Dataset name; empty: the input directory's name.
   bool allow_nonfinite = false;  // Keep NaN/infinite features (see above).
+  uint64_t seed = 0;  // Of the negatives an edge split does not give.
 };
 
 // Reads raw/num-node-list.csv, raw/num-edge-list.csv, raw/edge.csv ("src,dst"),
@@ -61,8 +62,19 @@ struct OgbImportOptions {
 // raw/node-label.csv (one label per node; "nan" = unlabeled) and
 // split/<name>/{train,valid,test}.csv (one node index per line), each .csv or
 // .csv.gz.
+//
+// A link prediction split (OGB's ogbl-* layout, as CSV) has "src,dst" lines
+// in split/<name>/{train,valid,test}.csv and optionally valid_neg.csv and
+// test_neg.csv (shared negative pairs); node-label.csv is then optional. The
+// graph is raw/edge.csv without the valid and test positives; the pairs become
+// the dataset's edge splits (datasets/edge_split.h ApplyGivenEdgeSplit, missing
+// negatives drawn with `seed`).
 absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
                                        const std::string& out_dir);
+
+// Whether the split ImportOgb would use holds edges (link prediction) rather
+// than nodes. Fails as ImportOgb would on a missing file or split directory.
+absl::StatusOr<bool> OgbSplitHoldsEdges(const OgbImportOptions& options);
 
 struct LinqsImportOptions {
   std::string content_path;  // "<id> <features...> <class name>", tab- or

@@ -1,4 +1,6 @@
 // ImportOgb: the OGB raw node-property layout.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -6,11 +8,16 @@
 #include <memory>
 #include <thread>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "common/file_util.h"
+#include "common/line_reader.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
+#include "datasets/edge_split.h"
 #include "datasets/importers.h"
 #include "datasets/internal/csr_builder.h"
 #include "datasets/internal/dataset_dir.h"
@@ -77,11 +84,30 @@ absl::StatusOr<std::string> FindSplitDir(const OgbImportOptions& options) {
   return JoinPath(root, names[0]);
 }
 
-}  // namespace
+// The raw files of an OGB layout.
+struct OgbInputs {
+  std::string nodes, edge_count, edges, features;
+  std::string labels;  // Empty: no labels (every node -1).
+  std::string split_dir;
+  std::map<std::string, std::string> node_splits;  // Empty for edge splits.
+};
 
-absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
-                                       const std::string& out_dir) {
-  auto start = std::chrono::steady_clock::now();
+// The first data line of `path` has two comma-separated fields: a split of
+// edges (link prediction), not of nodes.
+absl::StatusOr<bool> HoldsPairs(const std::string& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<LineReader> reader, LineReader::Open(path));
+  absl::string_view line;
+  while (reader->Next(&line)) {
+    absl::string_view text = absl::StripAsciiWhitespace(line);
+    if (text.empty() || text[0] == '#') continue;
+    return absl::StrContains(text, ',');
+  }
+  RETURN_IF_ERROR(reader->status());
+  return false;
+}
+
+absl::StatusOr<OgbInputs> FindOgbInputs(const OgbImportOptions& options,
+                                        bool* edge_split) {
   const std::string raw = JoinPath(options.input_dir, "raw");
   std::error_code ec;
   if (!fs::is_directory(raw, ec)) {
@@ -89,23 +115,47 @@ absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
                                             options.input_dir,
                                             " an OGB raw layout?)"));
   }
-  ASSIGN_OR_RETURN(std::string nodes_path,
-                   FindInput(JoinPath(raw, "num-node-list.csv.gz")));
-  ASSIGN_OR_RETURN(std::string count_path,
+  OgbInputs in;
+  ASSIGN_OR_RETURN(in.nodes, FindInput(JoinPath(raw, "num-node-list.csv.gz")));
+  ASSIGN_OR_RETURN(in.edge_count,
                    FindInput(JoinPath(raw, "num-edge-list.csv.gz")));
-  ASSIGN_OR_RETURN(std::string edge_path,
-                   FindInput(JoinPath(raw, "edge.csv.gz")));
-  ASSIGN_OR_RETURN(std::string feat_path,
-                   FindInput(JoinPath(raw, "node-feat.csv.gz")));
-  ASSIGN_OR_RETURN(std::string label_path,
-                   FindInput(JoinPath(raw, "node-label.csv.gz")));
-  ASSIGN_OR_RETURN(std::string split_dir, FindSplitDir(options));
-  std::map<std::string, std::string> split_paths;
-  for (const char* name : {"train", "valid", "test"}) {
-    ASSIGN_OR_RETURN(
-        split_paths[name],
-        FindInput(JoinPath(split_dir, absl::StrCat(name, ".csv.gz"))));
+  ASSIGN_OR_RETURN(in.edges, FindInput(JoinPath(raw, "edge.csv.gz")));
+  ASSIGN_OR_RETURN(in.features, FindInput(JoinPath(raw, "node-feat.csv.gz")));
+  ASSIGN_OR_RETURN(in.split_dir, FindSplitDir(options));
+  ASSIGN_OR_RETURN(std::string train,
+                   FindInput(JoinPath(in.split_dir, "train.csv.gz")));
+  ASSIGN_OR_RETURN(*edge_split, HoldsPairs(train));
+  absl::StatusOr<std::string> labels =
+      FindInput(JoinPath(raw, "node-label.csv.gz"));
+  // Link prediction datasets (ogbl-*) have no node labels.
+  if (labels.ok()) {
+    in.labels = *labels;
+  } else if (!*edge_split) {
+    return labels.status();
   }
+  if (!*edge_split) {
+    for (const char* name : {"train", "valid", "test"}) {
+      ASSIGN_OR_RETURN(
+          in.node_splits[name],
+          FindInput(JoinPath(in.split_dir, absl::StrCat(name, ".csv.gz"))));
+    }
+  }
+  return in;
+}
+
+// Builds the dataset directory `out_dir` from `in`: the whole graph of
+// raw/edge.csv, with the node splits in `in` (none for an edge split).
+absl::StatusOr<BuildSummary> ImportOgbGraph(const OgbImportOptions& options,
+                                            const OgbInputs& in,
+                                            const std::string& out_dir) {
+  auto start = std::chrono::steady_clock::now();
+  const std::string& nodes_path = in.nodes;
+  const std::string& count_path = in.edge_count;
+  const std::string& edge_path = in.edges;
+  const std::string& feat_path = in.features;
+  const std::string& label_path = in.labels;
+  const std::string& split_dir = in.split_dir;
+  const std::map<std::string, std::string>& split_paths = in.node_splits;
   ASSIGN_OR_RETURN(int64_t n, ReadCount(nodes_path));
   ASSIGN_OR_RETURN(int64_t m, ReadCount(count_path));
   if (n == 0) {
@@ -135,7 +185,12 @@ absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
   // the edges, and builds the CSR while the feature rows may still stream.
   datasets_internal::CsrResult result;
   absl::Status status = [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(labels, datasets_internal::ReadLabelColumn(label_path, n));
+    if (label_path.empty()) {
+      labels.assign(static_cast<size_t>(n), -1);
+    } else {
+      ASSIGN_OR_RETURN(labels,
+                       datasets_internal::ReadLabelColumn(label_path, n));
+    }
     for (const auto& [name, path] : split_paths) {
       ASSIGN_OR_RETURN(splits[name], datasets_internal::ReadSplitText(path, n));
     }
@@ -190,6 +245,86 @@ absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
   datasets_internal::NoteNonfiniteFeatures(nonfinite, &summary);
   datasets_internal::WarnIfOneDirectional(
       datasets_internal::kImportUndirectedFix, &summary);
+  return summary;
+}
+
+// Reads the pairs of split/<name>/<file> (.csv or .csv.gz), if present.
+absl::Status ReadPairs(const std::string& split_dir, const std::string& name,
+                       int64_t n, bool required, GivenEdgeSplit* given) {
+  absl::StatusOr<std::string> path =
+      FindInput(JoinPath(split_dir, absl::StrCat(name, ".csv.gz")));
+  if (!path.ok()) return required ? path.status() : absl::OkStatus();
+  std::vector<NodeId> src, dst;
+  RETURN_IF_ERROR(datasets_internal::ReadEdgeText(
+      *path, datasets_internal::EdgeSeparator::kComma, n, &src, &dst));
+  std::vector<NodeId>& pairs = given->pairs[name];
+  pairs.reserve(2 * src.size());
+  for (size_t i = 0; i < src.size(); ++i) {
+    pairs.push_back(src[i]);
+    pairs.push_back(dst[i]);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<bool> OgbSplitHoldsEdges(const OgbImportOptions& options) {
+  bool edge_split = false;
+  RETURN_IF_ERROR(FindOgbInputs(options, &edge_split).status());
+  return edge_split;
+}
+
+absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
+                                       const std::string& out_dir) {
+  bool edge_split = false;
+  ASSIGN_OR_RETURN(OgbInputs in, FindOgbInputs(options, &edge_split));
+  if (!edge_split) return ImportOgbGraph(options, in, out_dir);
+  // A link prediction split: the pairs first (bad ones fail fast), then the
+  // whole graph under a temporary name, then the split dataset at out_dir
+  // (whole or not at all).
+  std::error_code ec;
+  if (fs::exists(out_dir, ec)) {
+    return absl::AlreadyExistsError(absl::StrCat(out_dir, " already exists"));
+  }
+  ASSIGN_OR_RETURN(int64_t n, ReadCount(in.nodes));
+  GivenEdgeSplit given;
+  for (const char* name : {"train", "valid", "test"}) {
+    RETURN_IF_ERROR(ReadPairs(in.split_dir, name, n, true, &given));
+  }
+  for (const char* name : {"valid_neg", "test_neg"}) {
+    RETURN_IF_ERROR(ReadPairs(in.split_dir, name, n, false, &given));
+  }
+  const std::string whole =
+      absl::StrCat(out_dir, ".before-edge-split-", getpid());
+  absl::StatusOr<BuildSummary> built = ImportOgbGraph(options, in, whole);
+  absl::StatusOr<EdgeSplitSummary> split =
+      built.ok() ? [&]() -> absl::StatusOr<EdgeSplitSummary> {
+    ASSIGN_OR_RETURN(Dataset dataset, LoadDataset(whole));
+    ASSIGN_OR_RETURN(EdgeSplitSummary s,
+                     ApplyGivenEdgeSplit(given, options.seed, &dataset));
+    RETURN_IF_ERROR(WriteDataset(dataset, out_dir));
+    return s;
+  }()
+      : absl::StatusOr<EdgeSplitSummary>(built.status());
+  fs::remove_all(whole, ec);
+  if (!split.ok()) {
+    return absl::Status(
+        split.status().code(),
+        absl::StrCat(in.split_dir, ": ", split.status().message()));
+  }
+  BuildSummary summary = *built;
+  summary.out_dir = out_dir;
+  summary.nodes_without_neighbors = split->nodes_without_neighbors;
+  summary.split_nodes_without_neighbors.clear();
+  ASSIGN_OR_RETURN(summary.manifest, ReadDatasetManifest(out_dir));
+  summary.notes.push_back(absl::StrCat(
+      "link prediction split ", fs::path(in.split_dir).filename().string(),
+      ": ", split->train, " train / ", split->valid, " valid / ", split->test,
+      " test pairs; ", split->removed_from_graph,
+      " valid and test edges removed from the graph",
+      given.pairs.count("valid_neg") && given.pairs.count("test_neg")
+          ? "; negatives as given"
+          : "; missing negatives drawn (as many as positives)"));
   return summary;
 }
 

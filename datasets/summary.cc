@@ -37,6 +37,17 @@ std::string FormatSummary(const BuildSummary& s) {
       absl::StrAppend(&out, " ", name, " ", count);
     }
   }
+  if (m.splits.empty()) absl::StrAppend(&out, " none");
+  if (!m.edge_splits.empty()) {
+    absl::StrAppend(&out, "\n  edge splits (pairs):");
+    for (const char* name :
+         {"train", "valid", "test", "valid_neg", "test_neg"}) {
+      auto it = m.edge_splits.find(name);
+      if (it != m.edge_splits.end()) {
+        absl::StrAppend(&out, " ", name, " ", it->second);
+      }
+    }
+  }
   absl::StrAppend(&out, "\n  nodes with no neighbors to aggregate from: ",
                   s.nodes_without_neighbors);
   if (!s.split_nodes_without_neighbors.empty()) {
@@ -68,6 +79,9 @@ std::string FormatSummary(const BuildSummary& s) {
                   ", self-loops ", s.self_loops_dropped);
   if (s.unknown_ids_dropped > 0) {
     absl::StrAppend(&out, ", edges with unknown IDs ", s.unknown_ids_dropped);
+  }
+  for (const std::string& note : s.notes) {
+    absl::StrAppend(&out, "\n  ", note);
   }
   for (const std::string& warning : s.warnings) {
     absl::StrAppend(&out, "\n  warning: ", warning);

@@ -38,10 +38,14 @@ struct BuildSummary {
   // Things the user should know about the result (e.g. a graph that looks
   // one-directional), one sentence each.
   std::vector<std::string> warnings;
+  // What was done beyond the counts above (e.g. how an edge split was
+  // applied), one sentence each.
+  std::vector<std::string> notes;
   double seconds = 0;
 };
 
-// A few human-readable lines: nodes, edges, features, classes, split sizes,
+// A few human-readable lines: nodes, edges, features, classes, split sizes
+// (node and edge splits),
 // nodes without neighbors, what was dropped, warnings, time.
 std::string FormatSummary(const BuildSummary& summary);
 

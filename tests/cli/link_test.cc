@@ -2,11 +2,14 @@
 // dataset imported with an edge split, `train --task link` in one process and
 // `run --task link` with 2 storage servers and 2 trainers, summary.json and
 // metrics.jsonl with the task's figures, `infer --score-pairs` scoring pairs
-// from the trained model, and one clear error line for bad input.
+// from the trained model, a given OGB link split imported and trained on,
+// and one clear error line for bad input.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -132,6 +135,68 @@ TEST_F(LinkTest, RunsWithTwoServersAndTwoTrainers) {
   ASSERT_TRUE(summary.is_object()) << run.output;
   EXPECT_EQ(summary["task"], "link");
   EXPECT_EQ(summary["world_size"], 2);
+  EXPECT_GT(summary["test_auc"].get<double>(), 0.8);
+}
+
+// A given link split in OGB's layout (as ogbl-* datasets come: raw/edge.csv
+// holds the train graph, split/<name>/ the pairs, no node labels), made from
+// the suite's GAE split: imported as given (negatives kept, --seed allowed for
+// the ones not given) and trained on without node labels.
+TEST_F(LinkTest, ImportsAGivenOgbLinkSplitAndTrainsOnIt) {
+  const std::string ogbl = dir_->Sub("ogbl-cora");
+  std::filesystem::create_directories(ogbl + "/raw");
+  std::filesystem::create_directories(ogbl + "/split/given");
+  std::map<std::string, NpyArray<int64_t>> pairs;
+  auto write_pairs = [&](const std::string& path, const std::string& name) {
+    ASSERT_OK_AND_ASSIGN(
+        pairs[name], ReadNpy<int64_t>(dataset_ + "/edges_" + name + ".npy", 2));
+    std::ofstream out(path);
+    const std::vector<int64_t>& flat = pairs[name].data;
+    for (size_t i = 0; i < flat.size(); i += 2) {
+      out << flat[i] << "," << flat[i + 1] << "\n";
+    }
+  };
+  write_pairs(ogbl + "/raw/edge.csv", "train");
+  for (const char* name : {"train", "valid", "test", "test_neg"}) {
+    write_pairs(ogbl + "/split/given/" + name + ".csv", name);
+  }
+  std::ofstream(ogbl + "/raw/num-edge-list.csv")
+      << pairs["train"].shape[0] << "\n";
+  const std::string cora = testing::SourcePath("datasets/cora/ogb-planetoid");
+  for (const char* file : {"num-node-list.csv.gz", "node-feat.csv.gz"}) {
+    std::filesystem::copy_file(cora + "/raw/" + file, ogbl + "/raw/" + file);
+  }
+  const std::string imported = dir_->Sub("ogbl-imported");
+  // --edge-split would split a split.
+  Finished twice = RunShardgnn({"dataset", "import", "--format", "ogb",
+                                "--undirected", "--input", ogbl, "--out",
+                                imported, "--edge-split", "0.8,0.1,0.1"});
+  EXPECT_NE(twice.exit_status, 0);
+  EXPECT_THAT(LastErrorLine(twice.output), HasSubstr("drop --edge-split"));
+  EXPECT_FALSE(std::filesystem::exists(imported));
+  Finished import =
+      RunShardgnn({"dataset", "import", "--format", "ogb", "--undirected",
+                   "--input", ogbl, "--out", imported, "--seed", "4"});
+  ASSERT_EQ(import.exit_status, 0) << import.output;
+  EXPECT_THAT(import.output,
+              HasSubstr("edge splits (pairs): train " +
+                        std::to_string(pairs["train"].shape[0])));
+  for (const char* name : {"train", "valid", "test", "test_neg"}) {
+    ASSERT_OK_AND_ASSIGN(
+        NpyArray<int64_t> got,
+        ReadNpy<int64_t>(imported + "/edges_" + name + ".npy", 2));
+    EXPECT_EQ(got.data, pairs[name].data) << name;
+  }
+  ASSERT_OK_AND_ASSIGN(NpyArray<int64_t> drawn,
+                       ReadNpy<int64_t>(imported + "/edges_valid_neg.npy", 2));
+  EXPECT_EQ(drawn.shape[0], pairs["valid"].shape[0]);
+
+  const std::string run = dir_->Sub("ogbl-run");
+  Finished trained = RunShardgnn({"train", "--dataset", imported, "--task",
+                                  "link", "--epochs", "4", "--out", run});
+  ASSERT_EQ(trained.exit_status, 0) << trained.output;
+  const nlohmann::json summary = ReadJson(run + "/summary.json");
+  ASSERT_TRUE(summary.is_object());
   EXPECT_GT(summary["test_auc"].get<double>(), 0.8);
 }
 

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -193,6 +195,89 @@ TEST(EdgeSplitTest, BadSplitsAreRefused) {
   }
   EXPECT_EQ(SplitEdges({0.6, 0.2, 0.2}, &full).status().code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+// A given split (OGB's split/<name>/ of edges): the pairs are kept as given,
+// valid and test positives leave the graph, missing negatives are drawn.
+TEST(EdgeSplitTest, GivenSplitRemovesTargetsAndDrawsMissingNegatives) {
+  const Dataset original = Ring(40);
+  const Pairs before = Edges(original);
+  GivenEdgeSplit given;
+  given.pairs["train"] = {0, 1, 2, 3, 5, 6};
+  given.pairs["valid"] = {10, 11, 13, 12};  // {13, 12} given high-low.
+  given.pairs["test"] = {20, 21, 22, 26};   // {22, 26} is not an edge.
+  given.pairs["test_neg"] = {1, 30, 2, 31};
+  Dataset d = original;
+  ASSERT_OK_AND_ASSIGN(EdgeSplitSummary s, ApplyGivenEdgeSplit(given, 7, &d));
+  EXPECT_EQ(s.train, 3);
+  EXPECT_EQ(s.valid, 2);
+  EXPECT_EQ(s.test, 2);
+  EXPECT_EQ(d.edge_splits.at("train"), given.pairs["train"]);
+  EXPECT_EQ(d.edge_splits.at("valid"), given.pairs["valid"]);
+  EXPECT_EQ(d.edge_splits.at("test_neg"), given.pairs["test_neg"]);
+  const Pairs after = Edges(d);
+  // Valid and test positives that were edges leave in both directions.
+  for (auto [u, v] :
+       std::vector<std::pair<NodeId, NodeId>>{{10, 11}, {13, 12}, {20, 21}}) {
+    EXPECT_TRUE(before.count({u, v}));
+    EXPECT_FALSE(after.count({u, v}));
+    EXPECT_FALSE(after.count({v, u}));
+  }
+  EXPECT_EQ(after.size(), before.size() - 6);
+  EXPECT_EQ(s.removed_from_graph, 3);
+  // Valid negatives were not given: as many as positives, no edges of the
+  // graph before the split, no self loops, no repeats.
+  const Pairs negatives = PairsOf(d.edge_splits.at("valid_neg"));
+  EXPECT_EQ(negatives.size(), 2u);
+  for (const auto& [u, v] : negatives) {
+    EXPECT_NE(u, v);
+    EXPECT_FALSE(before.count({u, v}));
+    EXPECT_FALSE(before.count({v, u}));
+  }
+  // Seeded.
+  Dataset again = original;
+  ASSERT_OK(ApplyGivenEdgeSplit(given, 7, &again).status());
+  EXPECT_EQ(again.edge_splits, d.edge_splits);
+}
+
+TEST(EdgeSplitTest, BadGivenSplitsAreRefused) {
+  GivenEdgeSplit good;
+  good.pairs["train"] = {0, 1};
+  good.pairs["valid"] = {2, 3};
+  good.pairs["test"] = {4, 5};
+  struct Case {
+    std::string name;
+    std::function<void(GivenEdgeSplit*)> spoil;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"out of range", [](GivenEdgeSplit* g) { g->pairs["test"][1] = 40; },
+       "test pair 0 names node 40, outside [0, 40)"},
+      {"negative id", [](GivenEdgeSplit* g) { g->pairs["valid"][0] = -1; },
+       "valid pair 0 names node -1"},
+      {"no train", [](GivenEdgeSplit* g) { g->pairs["train"].clear(); },
+       "no train edge"},
+      {"missing valid", [](GivenEdgeSplit* g) { g->pairs.erase("valid"); },
+       "no valid split"},
+      {"unknown name",
+       [](GivenEdgeSplit* g) {
+         g->pairs["extra"] = {1, 2};
+       },
+       "unknown edge split 'extra'"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    GivenEdgeSplit given = good;
+    c.spoil(&given);
+    Dataset d = Ring(40);
+    const std::vector<NodeId> indices = d.indices;
+    absl::StatusOr<EdgeSplitSummary> s = ApplyGivenEdgeSplit(given, 0, &d);
+    ASSERT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(s.status().message().find(c.message), std::string::npos)
+        << s.status();
+    EXPECT_EQ(d.indices, indices);
+    EXPECT_TRUE(d.edge_splits.empty());
+  }
 }
 
 }  // namespace

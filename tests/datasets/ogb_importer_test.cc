@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <string>
 
@@ -261,6 +262,56 @@ TEST_F(OgbImporterTest, AmbiguousSplit) {
   OgbImportOptions options = Options();
   options.split = "s";
   EXPECT_OK(ImportOgb(options, tmp_.Sub("out")));
+}
+
+// An ogbl-style split: pairs, no node labels; valid and test positives leave
+// the graph, the given negatives are kept and the missing ones drawn.
+TEST_F(OgbImporterTest, LinkPredictionSplit) {
+  std::filesystem::remove(in_ + "/raw/node-label.csv");
+  std::filesystem::remove_all(in_ + "/split/s");
+  WriteGzip(in_ + "/split/e/train.csv.gz", "0,1\n1,2\n");
+  WriteGzip(in_ + "/split/e/valid.csv.gz", "3,2\n");
+  WriteGzip(in_ + "/split/e/test.csv.gz", "3,4\n0,4\n");
+  WriteText(in_ + "/split/e/test_neg.csv", "0,3\n1,4\n");
+  OgbImportOptions options = Options();
+  options.seed = 5;
+  ASSERT_OK_AND_ASSIGN(bool edges, OgbSplitHoldsEdges(options));
+  EXPECT_TRUE(edges);
+  ASSERT_OK_AND_ASSIGN(BuildSummary s, ImportOgb(options, tmp_.Sub("out")));
+  EXPECT_THAT(testing::Entries(tmp_.path()),
+              ::testing::UnorderedElementsAre("in", "out"));
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
+  // 0-1 and 1-2 stay; 2-3 (valid) and 3-4 (test) leave in both directions;
+  // 0-4 was no edge.
+  EXPECT_EQ(d.indptr, (std::vector<int64_t>{0, 1, 3, 4, 4, 4}));
+  EXPECT_EQ(d.indices, (std::vector<NodeId>{1, 0, 2, 1}));
+  EXPECT_EQ(d.labels, (std::vector<int64_t>(5, -1)));
+  EXPECT_EQ(d.manifest.num_classes, 0);
+  EXPECT_THAT(d.splits, IsEmpty());
+  EXPECT_EQ(d.edge_splits.at("train"), (std::vector<NodeId>{0, 1, 1, 2}));
+  EXPECT_EQ(d.edge_splits.at("valid"), (std::vector<NodeId>{3, 2}));
+  EXPECT_EQ(d.edge_splits.at("test"), (std::vector<NodeId>{3, 4, 0, 4}));
+  EXPECT_EQ(d.edge_splits.at("test_neg"), (std::vector<NodeId>{0, 3, 1, 4}));
+  ASSERT_EQ(d.edge_splits.at("valid_neg").size(), 2u);
+  EXPECT_EQ(d.manifest.edge_splits.at("valid_neg"), 1);
+  EXPECT_EQ(s.manifest.edge_splits.at("test"), 2);
+  EXPECT_EQ(s.nodes_without_neighbors, 2);
+  EXPECT_THAT(FormatSummary(s),
+              HasSubstr("edge splits (pairs): train 2 valid 1 test 2 "
+                        "valid_neg 1 test_neg 2"));
+  EXPECT_THAT(s.notes, ::testing::Contains(HasSubstr(
+                           "2 valid and test edges removed from the graph")));
+}
+
+TEST_F(OgbImporterTest, LinkPredictionSplitErrorsNameTheFile) {
+  std::filesystem::remove_all(in_ + "/split/s");
+  WriteGzip(in_ + "/split/e/train.csv.gz", "0,1\n");
+  WriteGzip(in_ + "/split/e/valid.csv.gz", "3,2\n");
+  WriteGzip(in_ + "/split/e/test.csv.gz", "3,4\n0,9\n");
+  ExpectFailure("test.csv.gz");
+  WriteGzip(in_ + "/split/e/test.csv.gz", "3,4\n");
+  std::filesystem::remove(in_ + "/split/e/valid.csv.gz");
+  ExpectFailure("valid.csv.gz");
 }
 
 }  // namespace
