@@ -18,8 +18,11 @@ namespace shardgnn::cli {
 // trainer that failed first. Any other error exits 1.
 inline constexpr int kPeerFailureExit = 3;
 
-// `shardgnn --version`, and summary.json's shardgnn_version.
-inline constexpr char kShardgnnVersion[] = "0.1.0";
+// `shardgnn --version`, and summary.json's shardgnn_version (the CMake
+// project's VERSION) and git_commit (`git describe --always --dirty` of the
+// source tree at build time, "unknown" outside a checkout).
+inline constexpr char kShardgnnVersion[] = SHARDGNN_VERSION;
+extern const char kGitCommit[];
 
 void AddDatasetCommand(CLI::App& app,
                        absl::Status* result);  // dataset import | generate

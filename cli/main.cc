@@ -85,8 +85,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   bool quiet = false;
   app.add_flag("-q,--quiet", quiet, "No progress lines");
-  app.set_version_flag(
-      "--version", std::string("shardgnn ") + shardgnn::cli::kShardgnnVersion);
+  app.set_version_flag("--version", std::string("shardgnn ") +
+                                        shardgnn::cli::kShardgnnVersion + " (" +
+                                        shardgnn::cli::kGitCommit + ")");
   // Flags from a TOML file, a [SUBCOMMAND] section each ([dataset.import] for
   // a nested one); flags on the command line win; a key that names no flag is
   // an error.

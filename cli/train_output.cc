@@ -109,6 +109,7 @@ nlohmann::ordered_json SummaryJson(const TrainResult& result,
   }
   nlohmann::ordered_json summary;
   summary["shardgnn_version"] = kShardgnnVersion;
+  summary["git_commit"] = std::string(kGitCommit);
   summary["started_at"] = StartedAt();
   summary["task"] = TaskKindName(options.task);
   if (options.task == TaskKind::kNode) {

@@ -406,6 +406,14 @@ TEST(TrainInProcessTest, ConfigFileGivesFlagsAndTheRunKeepsItsOwn) {
   EXPECT_EQ(a["epochs_run"], 2);
   EXPECT_EQ(a["model"]["lr"], 0.02);  // The command line wins.
   EXPECT_EQ(a["shardgnn_version"], "0.1.0");
+  // The commit the binary was built from: a checkout's (possibly with local
+  // changes), "unknown" only outside one.
+  const std::string commit = a["git_commit"].get<std::string>();
+  if (std::filesystem::exists(testing::SourcePath(".git"))) {
+    EXPECT_THAT(commit, ::testing::MatchesRegex("[0-9a-f]{12}(-dirty)?"));
+  } else {
+    EXPECT_EQ(commit, "unknown");
+  }
   EXPECT_THAT(a["started_at"].get<std::string>(),
               ::testing::MatchesRegex("20[0-9][0-9]-.*Z"));
   ASSERT_OK_AND_ASSIGN(std::string config,
