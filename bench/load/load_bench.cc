@@ -15,6 +15,9 @@
 // batch of seeds, SampleNeighbors of the frontier (seeds and their sampled
 // neighbors on the server), GetFeatures of the frontier (over the feature
 // port). Phases of --seconds each: quiet, one under each attack, after.
+// With --clients 0 it is only the attacker (bench/load/run_attack_training.sh
+// runs it beside a real training run): no quiet or after phase, and SIGINT or
+// SIGTERM ends the current attack early and prints the report.
 //
 //   load_bench [--clients 4] [--seconds 5] [--attacks all|none|a,b,...]
 //              [--nodes 100000] [--dim 128] [--batch 256] [--fanouts 10,10]
@@ -23,6 +26,7 @@
 //
 // --check: exit 1 unless every phase had steps and no well-behaved error.
 // Progress goes to stderr.
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -55,6 +59,11 @@ namespace shardgnn::bench {
 namespace {
 
 constexpr char kReadyLine[] = "load_bench server ready on";
+
+// Set by SIGINT/SIGTERM: end the current phase and the run (the report is
+// still printed).
+std::atomic<bool> stop_requested{false};
+extern "C" void RequestStop(int) { stop_requested = true; }
 
 struct Flags {
   int clients = 4;
@@ -344,10 +353,11 @@ Flags ParseFlags(int argc, char** argv) {
       std::exit(2);
     }
   }
-  if (f.clients < 1 || f.seconds <= 0 || f.batch < 1 || f.fanouts.empty()) {
+  if (f.clients < 0 || f.seconds <= 0 || f.batch < 1 || f.fanouts.empty() ||
+      (f.clients == 0 && f.attacks.empty())) {
     std::fprintf(stderr,
                  "load_bench: bad --clients/--seconds/--batch/"
-                 "--fanouts\n");
+                 "--fanouts (--clients 0 needs --attacks)\n");
     std::exit(2);
   }
   return f;
@@ -479,13 +489,21 @@ int Main(int argc, char** argv) {
   clients.Start();
   absl::SleepFor(absl::Milliseconds(500));  // Connections and warm-up.
 
-  std::vector<std::string> phases = {"quiet"};
+  // Without well-behaved clients (the attacker beside a real training run)
+  // there is nothing to measure before or after the attacks.
+  std::vector<std::string> phases;
+  if (flags.clients > 0) phases.push_back("quiet");
   for (const auto& a : flags.attacks) phases.push_back(a);
-  if (!flags.attacks.empty()) phases.push_back("after");
+  if (!flags.attacks.empty() && flags.clients > 0) phases.push_back("after");
+  struct sigaction action = {};
+  action.sa_handler = RequestStop;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
   nlohmann::json results = nlohmann::json::array();
   bool healthy = true;
   double quiet_p50 = 0, quiet_p99 = 0;
   for (const std::string& phase : phases) {
+    if (stop_requested) break;
     const bool attacked = phase != "quiet" && phase != "after";
     std::unique_ptr<Attack> attack;
     nlohmann::json attack_report;
@@ -502,7 +520,10 @@ int Main(int argc, char** argv) {
     const absl::Time start = absl::Now();
     clients.SetPhase(&record);
     rss_phase = &record;
-    absl::SleepFor(absl::Seconds(flags.seconds));
+    const absl::Time end = start + absl::Seconds(flags.seconds);
+    while (!stop_requested && absl::Now() < end) {
+      absl::SleepFor(std::min(absl::Milliseconds(100), end - absl::Now()));
+    }
     clients.SetPhase(nullptr);
     const double took = absl::ToDoubleSeconds(absl::Now() - start);
     const double rss_end = server_pid > 0 ? RssMiB(server_pid) : 0;
@@ -521,7 +542,8 @@ int Main(int argc, char** argv) {
       out["ratio_to_quiet"] = {{"p50_step", p50 / quiet_p50},
                                {"p99_step", p99 / quiet_p99}};
     }
-    const bool ok = out["steps"].get<int64_t>() > 0 && out["errors"].empty() &&
+    const bool ok = (out["steps"].get<int64_t>() > 0 || flags.clients == 0) &&
+                    out["errors"].empty() &&
                     out["failed_steps"].get<int64_t>() == 0;
     healthy = healthy && ok;
     std::fprintf(stderr,
