@@ -31,6 +31,7 @@ struct ServeFlags {
   std::string partition_dir;
   int part = -1;
   std::string listen = "127.0.0.1:0";
+  std::string metrics_listen;  // Empty: no metrics.
   bool memory = false;
   bool no_shared_memory = false;
   // The server's own defaults (graphstore/server.h).
@@ -137,11 +138,13 @@ absl::Status RunServe(const ServeFlags& flags) {
   server_options.max_connections_per_ip = flags.max_connections_per_ip;
   server_options.idle_timeout = absl::Seconds(flags.idle_timeout_seconds);
   server_options.max_queued_per_ip = flags.max_queued_per_ip;
+  server_options.metrics_listen_address = flags.metrics_listen;
+  server_options.metrics_part = flags.part;
   RETURN_IF_ERROR(InstallSignalHandlers());
   TuneAllocatorForServing();
   // Bound before the shard is loaded (memory mode may take minutes): health
   // checks find the server and answer NOT_SERVING until it serves, and a
-  // busy address fails at once.
+  // busy address (gRPC or metrics) fails at once.
   ASSIGN_OR_RETURN(std::unique_ptr<GraphStoreServer> server,
                    GraphStoreServer::Bind(server_options));
 
@@ -189,6 +192,11 @@ absl::Status RunServe(const ServeFlags& flags) {
               feature_port.c_str());
   std::fflush(stdout);
   // After the ready line, which scripts and launchers read first.
+  if (server->metrics_port() > 0) {
+    const std::string& m = flags.metrics_listen;
+    std::printf("shardgnn serve: metrics on http://%s:%d/metrics\n",
+                m.substr(0, m.rfind(':')).c_str(), server->metrics_port());
+  }
   if (server->tls()) {
     std::printf(
         "shardgnn serve: gRPC over TLS%s; the feature port is off (it speaks "
@@ -233,6 +241,9 @@ void AddServeCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--listen", flags->listen,
                   "HOST:PORT to listen on; port 0 picks a free port")
       ->capture_default_str();
+  cmd->add_option("--metrics-listen", flags->metrics_listen,
+                  "HOST:PORT to serve Prometheus metrics on over HTTP (GET "
+                  "/metrics); port 0 picks a free port; default: no metrics");
   cmd->add_flag("--memory", flags->memory,
                 "Load the shard into memory (default: read RocksDB per call)");
   cmd->add_flag("--no-shared-memory", flags->no_shared_memory,

@@ -26,6 +26,7 @@
 #include "graphstore/internal/listener.h"
 #include "graphstore/internal/memory_trimmer.h"
 #include "graphstore/internal/method_stats.h"
+#include "graphstore/internal/server_metrics.h"
 #include "graphstore/internal/standard_services.h"
 #include "graphstore/internal/wire.h"
 #include "graphstore/internal/work_queue.h"
@@ -113,6 +114,51 @@ class GraphStoreServer::Service final
     serving_.store(true, std::memory_order_release);
   }
   internal::MethodStats* feature_port_stats() { return &stats_[kFeaturePort]; }
+  internal::ConnectionStats* grpc_connection_stats() {
+    return &grpc_connections_;
+  }
+  internal::ConnectionStats* feature_port_connection_stats() {
+    return &feature_port_connections_;
+  }
+
+  // The counters the metrics read (internal/server_metrics.h), and the
+  // figures a scrape asks for; state() is completed by the caller with what
+  // the service does not know (the part label before Serve, connections).
+  internal::ServerMetricsSources MetricsSources() const {
+    internal::ServerMetricsSources sources;
+    for (int m = 0; m < kNumMethods; ++m) {
+      if (m != kFeaturePort) sources.grpc_methods.push_back(&stats_[m]);
+    }
+    sources.grpc_connections = &grpc_connections_;
+    sources.feature_port_requests = &stats_[kFeaturePort];
+    sources.feature_port_connections = &feature_port_connections_;
+    return sources;
+  }
+  internal::ServerMetricsState MetricsState() {
+    internal::ServerMetricsState state;
+    {
+      absl::MutexLock lock(&mu_);
+      state.calls_in_flight = in_flight_;
+      state.serving = !draining_;
+    }
+    if (queue_ != nullptr) state.calls_queued = queue_->queued();
+    state.uptime_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
+    const ShardStore* store = LoadedStore();
+    state.serving = state.serving && store != nullptr;
+    if (store == nullptr) return state;
+    const ShardMeta& meta = store->Meta();
+    state.part = meta.part_id;
+    state.in_memory = store->in_memory();
+    state.nodes = meta.node_end - meta.node_start;
+    state.edges = meta.num_edges;
+    if (auto shared = store->SharedFeatures()) {
+      state.shared_features_bytes = static_cast<int64_t>(shared->bytes);
+    }
+    const BlockCacheUsage cache = store->BlockCache();
+    state.block_cache_bytes = cache.bytes;
+    state.block_cache_capacity_bytes = cache.capacity;
+    return state;
+  }
 
   // Turns new calls away with UNAVAILABLE and waits until the calls already
   // admitted have finished or `deadline` passes. Returns true if drained.
@@ -416,18 +462,22 @@ class GraphStoreServer::Service final
                                 Work work) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     if (absl::Status auth = Authenticate(*ctx, method); !auth.ok()) {
-      stats_[method].Record(0, false, PayloadBytes(*req), 0);
+      stats_[method].Record(0, auth.code(), PayloadBytes(*req), 0);
       reactor->Finish(ToGrpc(auth));
       return reactor;
     }
     {
       absl::MutexLock lock(&mu_);
       if (draining_) {
+        stats_[method].Record(0, absl::StatusCode::kUnavailable,
+                              PayloadBytes(*req), 0);
         reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                      "server is shutting down"));
         return reactor;
       }
       if (method != kHealth && LoadedStore() == nullptr) {
+        stats_[method].Record(0, absl::StatusCode::kUnavailable,
+                              PayloadBytes(*req), 0);
         // Clients retry this as they would a refused connection.
         reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                      "server is still loading its shard"));
@@ -457,7 +507,7 @@ class GraphStoreServer::Service final
       if (!status.ok()) resp->Clear();  // Message or ByteBuffer.
       std::chrono::duration<double, std::micro> us =
           std::chrono::steady_clock::now() - start;
-      stats_[method].Record(us.count(), status.ok(), PayloadBytes(*req),
+      stats_[method].Record(us.count(), status.code(), PayloadBytes(*req),
                             PayloadBytes(*resp));
       reactor->Finish(ToGrpc(status));
       absl::MutexLock lock(&mu_);
@@ -470,7 +520,7 @@ class GraphStoreServer::Service final
     absl::Status queued = queue_->Submit(
         internal::PeerKeyOfGrpcPeer(ctx->peer()), std::move(task));
     if (!queued.ok()) {
-      stats_[method].Record(0, false, PayloadBytes(*req), 0);
+      stats_[method].Record(0, queued.code(), PayloadBytes(*req), 0);
       reactor->Finish(ToGrpc(queued));
       absl::MutexLock lock(&mu_);
       --in_flight_;
@@ -484,6 +534,9 @@ class GraphStoreServer::Service final
   std::string expected_authorization_;  // "Bearer TOKEN", if a token is set.
   absl::Time start_;
   std::deque<internal::MethodStats> stats_;  // Not movable: no vector.
+  // Counted by the gRPC port's Listener and by the feature port.
+  internal::ConnectionStats grpc_connections_;
+  internal::ConnectionStats feature_port_connections_;
   std::unique_ptr<internal::WorkQueue> queue_;
   absl::Mutex mu_;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
@@ -497,7 +550,9 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
   if (store == nullptr) {
     return absl::InvalidArgumentError("GraphStoreServer: no store");
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<GraphStoreServer> server, Bind(options));
+  GraphStoreServerOptions labelled = options;
+  if (labelled.metrics_part < 0) labelled.metrics_part = store->Meta().part_id;
+  ASSIGN_OR_RETURN(std::unique_ptr<GraphStoreServer> server, Bind(labelled));
   RETURN_IF_ERROR(server->Serve(std::move(store)));
   return server;
 }
@@ -583,6 +638,14 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Bind(
     server->listener_ = std::move(listener).value();
   }
   server->service_ = std::make_unique<Service>(options);
+  if (!tls) {
+    server->connections_ = std::make_unique<internal::GrpcConnections>(
+        internal::ConnectionsUnderFileLimit(options.max_connections),
+        options.max_connections_per_ip);
+  }
+  // Before gRPC starts: a bad or busy metrics address fails at once, with
+  // nothing to undo but the bound port.
+  RETURN_IF_ERROR(server->StartMetrics());
 
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
@@ -607,6 +670,7 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Bind(
   if (server->server_ == nullptr || (tls && tls_port == 0)) {
     if (server->server_ != nullptr) server->server_->Shutdown();
     if (server->listener_ != nullptr) server->listener_->Stop();
+    server->metrics_.reset();  // It reads the work queue.
     server->service_->StopWorkers();
     server->shut_down_ = true;  // Nothing left for the destructor to do.
     if (tls) {
@@ -627,11 +691,13 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Bind(
     server->address_ = absl::StrCat(host, ":", server->port_);
     return server;  // No feature port: it does not speak TLS.
   }
-  server->connections_ = std::make_unique<internal::GrpcConnections>(
-      internal::ConnectionsUnderFileLimit(options.max_connections),
-      options.max_connections_per_ip);
   server->listener_->Start([s = server.get()](int fd, const std::string& peer) {
-    if (!s->connections_->Admit(fd, peer)) return false;
+    internal::ConnectionStats* counts = s->service_->grpc_connection_stats();
+    if (!s->connections_->Admit(fd, peer)) {
+      counts->rejected.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    counts->accepted.fetch_add(1, std::memory_order_relaxed);
     const int flags = fcntl(fd, F_GETFL, 0);
     fcntl(fd, F_SETFL, flags | O_NONBLOCK);
     int one = 1;
@@ -642,6 +708,24 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Bind(
   server->port_ = server->listener_->port();
   server->address_ = absl::StrCat(host, ":", server->port_);
   return server;
+}
+
+absl::Status GraphStoreServer::StartMetrics() {
+  if (options_.metrics_listen_address.empty()) return absl::OkStatus();
+  internal::ServerMetricsSources sources = service_->MetricsSources();
+  sources.state = [this] {
+    internal::ServerMetricsState state = service_->MetricsState();
+    if (state.part < 0) state.part = options_.metrics_part;
+    if (connections_ != nullptr) {
+      state.grpc_connections_open = connections_->Open();
+    }
+    return state;
+  };
+  ASSIGN_OR_RETURN(metrics_,
+                   internal::MetricsExporter::Start(
+                       options_.metrics_listen_address, std::move(sources)));
+  metrics_port_ = metrics_->port();
+  return absl::OkStatus();
 }
 
 absl::Status GraphStoreServer::Serve(std::shared_ptr<const ShardStore> store) {
@@ -665,7 +749,8 @@ absl::Status GraphStoreServer::Serve(std::shared_ptr<const ShardStore> store) {
       limits.idle_timeout = options_.idle_timeout;
       auto port = internal::FeaturePortServer::Start(
           host_, options_.feature_port, store, limits,
-          service_->feature_port_stats(), options_.auth_token);
+          service_->feature_port_stats(),
+          service_->feature_port_connection_stats(), options_.auth_token);
       if (port.ok()) {
         feature_port_ = std::move(port).value();
         service_->SetFeaturePort(feature_port_->port());
@@ -713,6 +798,7 @@ void GraphStoreServer::Shutdown(absl::Time deadline) {
   server_->Shutdown(absl::ToChronoTime(
       std::min(deadline, absl::Now() + absl::Milliseconds(250))));
   server_->Wait();
+  metrics_.reset();  // It reads the work queue.
   service_->StopWorkers();
 }
 

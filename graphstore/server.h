@@ -55,6 +55,7 @@ class FeaturePortServer;
 class GrpcConnections;
 class Listener;
 class MemoryTrimmer;
+class MetricsExporter;
 }  // namespace internal
 
 struct GraphStoreServerOptions {
@@ -121,6 +122,17 @@ struct GraphStoreServerOptions {
   std::string tls_cert_pem;
   std::string tls_key_pem;
   std::string tls_client_ca_pem;
+
+  // Prometheus metrics (docs/operations.md, "Metrics"): non-empty, HOST:PORT
+  // (as listen_address; port 0 picks a free port, read back with
+  // metrics_port()) on which GET /metrics answers over plain HTTP, bound by
+  // Bind(). Scrapes read the counters the server keeps anyway, so calls cost
+  // nothing more with it; empty (the default) binds nothing.
+  std::string metrics_listen_address;
+  // The "part" label of the metrics before Serve() (Bind() leaves the store
+  // unknown while it loads); from Serve() on, the store's part. -1: no
+  // label until then. Start() knows the store, so it needs none.
+  int metrics_part = -1;
 };
 
 // Process-wide malloc settings for a storage server process; call once at
@@ -171,6 +183,8 @@ class GraphStoreServer {
   int feature_port() const;
   // True if it serves gRPC over TLS.
   bool tls() const { return tls_; }
+  // The metrics port; 0 without options.metrics_listen_address.
+  int metrics_port() const { return metrics_port_; }
 
   // Freed memory is returned to the OS (malloc_trim) after a second without
   // calls that followed calls, and, while calls go on, when resident memory
@@ -189,6 +203,9 @@ class GraphStoreServer {
  private:
   class Service;
   GraphStoreServer() = default;
+  // Starts the metrics exporter if options_ asks for one (in Bind(), once
+  // service_ and connections_ exist and before gRPC starts).
+  absl::Status StartMetrics();
 
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -197,9 +214,13 @@ class GraphStoreServer {
   std::unique_ptr<internal::FeaturePortServer> feature_port_;
   // Returns freed memory to the OS (internal/memory_trimmer.h).
   std::unique_ptr<internal::MemoryTrimmer> trimmer_;
+  // Serves GET /metrics; reads service_ and connections_, so it is stopped
+  // before them (Shutdown()) and declared after them.
+  std::unique_ptr<internal::MetricsExporter> metrics_;
   GraphStoreServerOptions options_;
   std::string host_;  // The listen address's host, for the feature port.
   int port_ = 0;
+  int metrics_port_ = 0;
   std::string address_;
   bool tls_ = false;
   // Serve() and Shutdown() do not overlap.

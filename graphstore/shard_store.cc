@@ -312,6 +312,22 @@ class DiskStore final : public ShardStore {
       : ShardStore(std::move(meta), /*in_memory=*/false),
         shard_(std::move(shard)) {}
 
+  BlockCacheUsage BlockCache() const override {
+    // Every column family shares one cache (ShardDb::Open), so the default
+    // family's properties describe it. A property RocksDB cannot read stays 0.
+    uint64_t usage = 0, capacity = 0;
+    BlockCacheUsage out;
+    if (shard_->db()->GetIntProperty(rocksdb::DB::Properties::kBlockCacheUsage,
+                                     &usage)) {
+      out.bytes = static_cast<int64_t>(usage);
+    }
+    if (shard_->db()->GetIntProperty(
+            rocksdb::DB::Properties::kBlockCacheCapacity, &capacity)) {
+      out.capacity = static_cast<int64_t>(capacity);
+    }
+    return out;
+  }
+
   absl::Status SampleNeighbors(absl::Span<const NodeId> ids, int fanout,
                                bool replace, uint64_t seed,
                                int64_t max_neighbors,

@@ -56,6 +56,12 @@ struct ShardStoreOptions {
   bool share_features = true;
 };
 
+// Disk mode's RocksDB block cache (shared by the shard's column families).
+struct BlockCacheUsage {
+  int64_t bytes = 0;     // Held by cached blocks now.
+  int64_t capacity = 0;  // ShardStoreOptions::block_cache_bytes (>= 1 MiB).
+};
+
 class ShardStore {
  public:
   // Opens the shard at options.path. Fails with NOT_FOUND if the directory
@@ -104,6 +110,9 @@ class ShardStore {
   virtual std::optional<SharedRegionRef> SharedFeatures() const {
     return std::nullopt;
   }
+  // Disk mode: the block cache's usage (a RocksDB property read, for
+  // metrics). Memory mode has no block cache: zeros.
+  virtual BlockCacheUsage BlockCache() const { return {}; }
 
  protected:
   ShardStore(ShardMeta meta, bool in_memory)

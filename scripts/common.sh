@@ -14,6 +14,7 @@ SHARDGNN_PACKAGES=(
   libtomlplusplus-dev  # the cluster file of `shardgnn launch`
   openssh-client rsync # `shardgnn launch` reaches its hosts with ssh and rsync
   libssl-dev  # HMAC-SHA256 for the feature port's challenge-response
+  prometheus-cpp-dev  # `shardgnn serve --metrics-listen` (Prometheus metrics over HTTP)
   openssl     # the tests make TLS certificates with it
   iproute2  # ip netns, for the multi-host tests
 )

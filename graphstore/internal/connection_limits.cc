@@ -38,6 +38,12 @@ bool GrpcConnections::Admit(int fd, const std::string& peer) {
   return true;
 }
 
+int GrpcConnections::Open() {
+  absl::MutexLock lock(&mu_);
+  Prune();
+  return static_cast<int>(entries_.size());
+}
+
 bool GrpcConnections::Full(const std::string& peer) const {
   auto it = per_peer_.find(peer);
   return static_cast<int>(entries_.size()) >= max_total_ ||

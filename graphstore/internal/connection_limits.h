@@ -35,6 +35,9 @@ class GrpcConnections {
   // Records `fd` from `peer` and returns true, or false if a cap is reached
   // (counting only connections still open) or `fd` cannot be examined.
   bool Admit(int fd, const std::string& peer);
+  // The connections still open (forgets those that are gone first): one
+  // fstat per connection, for the metrics, not for every call.
+  int Open();
 
  private:
   struct Entry {

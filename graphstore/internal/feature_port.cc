@@ -157,7 +157,8 @@ absl::Status TransferV(int fd, iovec* iov, int count, bool send,
 
 absl::StatusOr<std::unique_ptr<FeaturePortServer>> FeaturePortServer::Start(
     const std::string& host, int port, std::shared_ptr<const ShardStore> store,
-    FeaturePortLimits limits, MethodStats* stats, std::string auth_token) {
+    FeaturePortLimits limits, MethodStats* stats,
+    ConnectionStats* connection_stats, std::string auth_token) {
   auto listener = Listener::Bind(host, port, "feature port");
   if (!listener.ok()) return listener.status();
   auto server = std::unique_ptr<FeaturePortServer>(new FeaturePortServer());
@@ -166,6 +167,7 @@ absl::StatusOr<std::unique_ptr<FeaturePortServer>> FeaturePortServer::Start(
   server->store_ = std::move(store);
   server->limits_ = limits;
   server->stats_ = stats;
+  server->connection_stats_ = connection_stats;
   server->auth_token_ = std::move(auth_token);
   server->listener_->Start([s = server.get()](int fd, const std::string& peer) {
     return s->Admit(fd, peer);
@@ -176,14 +178,24 @@ absl::StatusOr<std::unique_ptr<FeaturePortServer>> FeaturePortServer::Start(
 bool FeaturePortServer::Admit(int fd, const std::string& peer) {
   absl::MutexLock lock(&mu_);
   ReapLocked();
+  auto reject = [this] {
+    if (connection_stats_ != nullptr) {
+      connection_stats_->rejected.fetch_add(1, std::memory_order_relaxed);
+    }
+    return false;  // The client falls back to gRPC.
+  };
   if (stopped_ ||
       static_cast<int>(connections_.size()) >= limits_.max_connections) {
-    return false;  // The client falls back to gRPC.
+    return reject();
   }
   const auto from_peer =
       std::count_if(connections_.begin(), connections_.end(),
                     [&](const Connection& c) { return c.peer == peer; });
-  if (from_peer >= limits_.max_connections_per_ip) return false;
+  if (from_peer >= limits_.max_connections_per_ip) return reject();
+  if (connection_stats_ != nullptr) {
+    connection_stats_->accepted.fetch_add(1, std::memory_order_relaxed);
+    connection_stats_->open.fetch_add(1, std::memory_order_relaxed);
+  }
   SetNoDelay(fd);
   SetIoTimeout(fd, limits_.io_timeout);
   Connection& conn = connections_.emplace_back();
@@ -223,6 +235,9 @@ void FeaturePortServer::Serve(Connection* conn) {
   }
   // The client sees end of file now; the fd is closed when reaped.
   shutdown(conn->fd, SHUT_RDWR);
+  if (connection_stats_ != nullptr) {
+    connection_stats_->open.fetch_sub(1, std::memory_order_relaxed);
+  }
   absl::MutexLock lock(&mu_);
   conn->done = true;
 }
@@ -234,18 +249,18 @@ bool FeaturePortServer::Answer(int fd, std::vector<NodeId>* ids,
     return false;  // Closed, shut down, or stalled mid-header.
   }
   const auto start = std::chrono::steady_clock::now();
-  auto record = [&](bool ok, size_t bytes_out) {
+  auto record = [&](absl::StatusCode code, size_t bytes_out) {
     if (stats_ == nullptr) return;
     std::chrono::duration<double, std::micro> us =
         std::chrono::steady_clock::now() - start;
     stats_->Record(
-        us.count(), ok, static_cast<int64_t>(sizeof(h) + ids->size() * 8),
+        us.count(), code, static_cast<int64_t>(sizeof(h) + ids->size() * 8),
         static_cast<int64_t>(sizeof(FeatureResponseHeader) + bytes_out));
   };
   // Framing errors: answer, then close (the rest of the stream is unknown).
   if (h.magic == kAuthHelloMagic) {
     ids->clear();
-    record(false, 0);
+    record(absl::StatusCode::kUnauthenticated, 0);
     SendResponse(fd,
                  absl::UnauthenticatedError(
                      "this feature port's server runs without an auth token, "
@@ -256,7 +271,7 @@ bool FeaturePortServer::Answer(int fd, std::vector<NodeId>* ids,
   }
   if (h.magic != kFeatureRequestMagic) {
     ids->clear();
-    record(false, 0);
+    record(absl::StatusCode::kInvalidArgument, 0);
     SendResponse(fd,
                  absl::InvalidArgumentError(
                      "not a shardgnn feature request (bad magic number)"),
@@ -265,7 +280,7 @@ bool FeaturePortServer::Answer(int fd, std::vector<NodeId>* ids,
   }
   if (h.num_ids > static_cast<uint64_t>(limits_.max_ids_per_call)) {
     ids->clear();
-    record(false, 0);
+    record(absl::StatusCode::kInvalidArgument, 0);
     SendResponse(fd,
                  absl::InvalidArgumentError(absl::StrCat(
                      "batch of ", h.num_ids, " IDs exceeds the limit of ",
@@ -306,7 +321,7 @@ bool FeaturePortServer::Answer(int fd, std::vector<NodeId>* ids,
   if (status.ok()) status = gather(0, first_rows);
   const size_t out =
       status.ok() ? static_cast<size_t>(bytes) : status.message().size();
-  record(status.ok(), out);
+  record(status.code(), out);
   if (!status.ok()) return SendResponse(fd, status, nullptr, 0);
   FeatureResponseHeader response;
   response.payload_bytes = static_cast<uint64_t>(bytes);
@@ -328,7 +343,7 @@ bool FeaturePortServer::Answer(int fd, std::vector<NodeId>* ids,
 bool FeaturePortServer::Authenticate(int fd) {
   SetIoTimeout(fd, std::min(limits_.io_timeout, kHandshakeTimeout));
   auto refuse = [&](absl::Status why) {
-    if (stats_ != nullptr) stats_->Record(0, false, 0, 0);
+    if (stats_ != nullptr) stats_->Record(0, why.code(), 0, 0);
     SendResponse(fd, why, nullptr, 0);
     return false;
   };

@@ -111,13 +111,15 @@ class FeaturePortServer {
  public:
   // Binds `host` (as in the gRPC listen address; port 0 picks a free port)
   // and starts accepting. `stats`, if not null, must outlive the server and
-  // records every request (and every refused handshake, as an error). With
-  // a non-empty `auth_token`, connections are served only after the
-  // challenge-response above.
+  // records every request (and every refused handshake, as an error);
+  // `connection_stats`, if not null, must outlive it too and counts its
+  // connections. With a non-empty `auth_token`, connections are served only
+  // after the challenge-response above.
   static absl::StatusOr<std::unique_ptr<FeaturePortServer>> Start(
       const std::string& host, int port,
       std::shared_ptr<const ShardStore> store, FeaturePortLimits limits,
-      MethodStats* stats, std::string auth_token = {});
+      MethodStats* stats, ConnectionStats* connection_stats,
+      std::string auth_token = {});
   ~FeaturePortServer();  // Shutdown(now) if not shut down yet.
   FeaturePortServer(const FeaturePortServer&) = delete;
   FeaturePortServer& operator=(const FeaturePortServer&) = delete;
@@ -152,6 +154,7 @@ class FeaturePortServer {
   std::shared_ptr<const ShardStore> store_;
   FeaturePortLimits limits_;
   MethodStats* stats_ = nullptr;
+  ConnectionStats* connection_stats_ = nullptr;
   std::string auth_token_;
   std::unique_ptr<Listener> listener_;
   int port_ = 0;

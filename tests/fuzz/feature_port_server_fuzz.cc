@@ -21,7 +21,7 @@ shardgnn::internal::FeaturePortServer& Server() {
     shardgnn::internal::FeaturePortLimits limits;
     limits.io_timeout = absl::Milliseconds(500);
     auto s = shardgnn::internal::FeaturePortServer::Start(
-        "127.0.0.1", 0, shardgnn::fuzz::TestShard(), limits, nullptr);
+        "127.0.0.1", 0, shardgnn::fuzz::TestShard(), limits, nullptr, nullptr);
     if (!s.ok()) {
       std::fprintf(stderr, "%s\n", s.status().ToString().c_str());
       std::abort();

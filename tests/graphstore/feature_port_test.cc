@@ -250,9 +250,10 @@ TEST_P(FeaturePortTest, MalformedRequestsGetAnErrorAndTheServerLivesOn) {
 TEST_P(FeaturePortTest, StalledRequestIsCutIdleConnectionIsKept) {
   internal::FeaturePortLimits limits;
   limits.io_timeout = absl::Milliseconds(200);
-  ASSERT_OK_AND_ASSIGN(
-      auto port, internal::FeaturePortServer::Start("127.0.0.1", 0, store_,
-                                                    limits, /*stats=*/nullptr));
+  ASSERT_OK_AND_ASSIGN(auto port,
+                       internal::FeaturePortServer::Start(
+                           "127.0.0.1", 0, store_, limits, /*stats=*/nullptr,
+                           /*connection_stats=*/nullptr));
   const NodeId first = metas_[1].node_start;
   {  // Half a request, then silence: the server hangs up.
     int fd = ConnectTo(port->port());

@@ -184,6 +184,77 @@ TEST_F(ServeCmdTest, BadFeaturePortFlagsAreOneClearLine) {
   }
 }
 
+// --metrics-listen: the ready line is followed by where the metrics are, and
+// GET /metrics answers with the part's figures.
+TEST_F(ServeCmdTest, MetricsListenServesPrometheusMetrics) {
+  Child child({testing::ShardgnnBinary(), "serve", "--partition",
+               dir_.Sub("parts"), "--part", "1", "--listen", "127.0.0.1:0",
+               "--metrics-listen", "127.0.0.1:0", "--threads", "2"});
+  std::string line = child.ReadLine(std::chrono::seconds(30));
+  ASSERT_THAT(line, HasSubstr("ready on 127.0.0.1:")) << child.ReadAllStderr();
+  line = child.ReadLine(std::chrono::seconds(10));
+  const std::string prefix = "shardgnn serve: metrics on http://127.0.0.1:";
+  ASSERT_EQ(line.rfind(prefix, 0), 0u) << line;
+  ASSERT_THAT(line, ::testing::EndsWith("/metrics"));
+  const int port = std::stoi(line.substr(prefix.size()));
+
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const std::string request = "GET /metrics HTTP/1.0\r\n\r\n";
+  ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  std::string answer;
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) answer.append(buf, n);
+  close(fd);
+  EXPECT_THAT(answer, ::testing::StartsWith("HTTP/1.1 200 OK"));
+  EXPECT_THAT(answer, HasSubstr("\nshardgnn_server_serving{part=\"1\"} 1\n"));
+  EXPECT_THAT(answer, HasSubstr("\nshardgnn_shard_nodes{part=\"1\"} 100\n"));
+
+  ASSERT_EQ(kill(child.pid(), SIGTERM), 0);
+  EXPECT_EQ(child.Wait(), 0) << child.ReadAllStderr();
+}
+
+TEST_F(ServeCmdTest, BadOrBusyMetricsListenIsOneClearLine) {
+  // A port in use: another socket listens on it.
+  int busy = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(busy, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(busy, 1), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(busy, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string busy_address =
+      absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+  const std::pair<std::string, std::string> cases[] = {
+      {"127.0.0.1:99999",
+       "shardgnn: error: cannot serve metrics on '127.0.0.1:99999': not "
+       "HOST:PORT"},
+      {"9100", "cannot serve metrics on '9100': not HOST:PORT"},
+      {"nohost.invalid:9100",
+       "cannot serve metrics on nohost.invalid:9100: cannot resolve"},
+      {busy_address, absl::StrCat("shardgnn: error: cannot serve metrics on ",
+                                  busy_address, ": Address already in use")}};
+  for (const auto& [address, message] : cases) {
+    Child child({testing::ShardgnnBinary(), "serve", "--partition",
+                 dir_.Sub("parts"), "--part", "1", "--listen", "127.0.0.1:0",
+                 "--metrics-listen", address});
+    EXPECT_NE(child.Wait(), 0) << address;
+    std::string err = child.ReadAllStderr();
+    EXPECT_THAT(err, HasSubstr(message));
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    EXPECT_EQ(child.ReadLine(std::chrono::seconds(1)), "")
+        << address << ": nothing on stdout (no ready line)";
+  }
+  close(busy);
+}
+
 TEST_F(ServeCmdTest, MissingPartIsOneClearLine) {
   Child child({testing::ShardgnnBinary(), "serve", "--partition",
                dir_.Sub("parts"), "--part", "5", "--listen", "127.0.0.1:0"});

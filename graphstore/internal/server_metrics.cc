@@ -1,0 +1,362 @@
+#include "graphstore/internal/server_metrics.h"
+
+#include <dirent.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "graphstore/internal/listener.h"
+#include "prometheus/client_metric.h"
+#include "prometheus/metric_family.h"
+#include "prometheus/text_serializer.h"
+
+namespace shardgnn::internal {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// Latency buckets: 2^k microseconds for k in [3, 25], 8 us to 33.6 s, the
+// bounds MethodStats's quarter-power-of-two buckets fall on exactly.
+constexpr int kFirstBucketLog2Us = 3;
+constexpr int kLastBucketLog2Us = 25;
+
+// A scrape's request must arrive, and its answer leave, within this: the
+// Listener's thread answers one scrape at a time.
+constexpr absl::Duration kScrapeTimeout = absl::Seconds(2);
+// Longest request head read; a scrape's is a few hundred bytes.
+constexpr size_t kMaxRequestBytes = 8 << 10;
+
+// Waits until `fd` is ready for `events` or `deadline` passes.
+bool WaitReady(int fd, short events, absl::Time deadline) {
+  while (true) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) return false;
+    pollfd p{fd, events, 0};
+    const int ms = static_cast<int>(
+        std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, INT_MAX));
+    const int r = poll(&p, 1, ms);
+    if (r < 0 && errno == EINTR) continue;
+    return r > 0;
+  }
+}
+
+// The request head (up to the blank line), or what came of it by the
+// deadline.
+std::string ReadHead(int fd, absl::Time deadline) {
+  std::string head;
+  char buf[1024];
+  while (head.find("\r\n\r\n") == std::string::npos &&
+         head.size() < kMaxRequestBytes && WaitReady(fd, POLLIN, deadline)) {
+    const ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) break;
+    head.append(buf, static_cast<size_t>(n));
+  }
+  return head;
+}
+
+void SendAll(int fd, const std::string& data, absl::Time deadline) {
+  size_t sent = 0;
+  while (sent < data.size() && WaitReady(fd, POLLOUT, deadline)) {
+    const ssize_t n = send(fd, data.data() + sent, data.size() - sent,
+                           MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return;
+    sent += static_cast<size_t>(n);
+  }
+}
+
+int64_t ResidentBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  long long size = 0, resident = 0;
+  const bool read = std::fscanf(f, "%lld %lld", &size, &resident) == 2;
+  std::fclose(f);
+  return read ? resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+int64_t OpenFds() {
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return 0;
+  int64_t n = 0;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  closedir(dir);
+  return n - 1;  // The directory's own descriptor.
+}
+
+// Builds families whose every sample carries the "part" label first.
+class Families {
+ public:
+  explicit Families(std::string part) : part_(std::move(part)) {}
+
+  // A new family; samples go to the last one added.
+  void Add(std::string name, std::string help, MetricType type) {
+    MetricFamily f;
+    f.name = std::move(name);
+    f.help = std::move(help);
+    f.type = type;
+    families_.push_back(std::move(f));
+  }
+  ClientMetric& Sample(std::vector<ClientMetric::Label> labels = {}) {
+    ClientMetric& m = families_.back().metric.emplace_back();
+    m.label.push_back({"part", part_});
+    for (auto& l : labels) m.label.push_back(std::move(l));
+    return m;
+  }
+  void Counter(double value, std::vector<ClientMetric::Label> labels = {}) {
+    Sample(std::move(labels)).counter.value = value;
+  }
+  void Gauge(double value, std::vector<ClientMetric::Label> labels = {}) {
+    Sample(std::move(labels)).gauge.value = value;
+  }
+  // Adds a family and its one sample.
+  void AddCounter(std::string name, std::string help, double value) {
+    Add(std::move(name), std::move(help), MetricType::Counter);
+    Counter(value);
+  }
+  void AddGauge(std::string name, std::string help, double value) {
+    Add(std::move(name), std::move(help), MetricType::Gauge);
+    Gauge(value);
+  }
+
+  std::vector<MetricFamily> Take() { return std::move(families_); }
+
+ private:
+  std::string part_;
+  std::vector<MetricFamily> families_;
+};
+
+// The request families of `prefix` (shardgnn_grpc or shardgnn_feature_port),
+// one sample per entry of `methods` (with a "method" label if `by_method`).
+void AddRequestFamilies(const std::string& prefix, const std::string& what,
+                        const std::string& duration_help,
+                        const std::vector<const MethodStats*>& methods,
+                        bool by_method, Families* out) {
+  auto labels = [&](const MethodStats& m) {
+    std::vector<ClientMetric::Label> l;
+    if (by_method) l.push_back({"method", m.name()});
+    return l;
+  };
+  out->Add(prefix + "_requests_total", what + " answered, errors included",
+           MetricType::Counter);
+  for (const MethodStats* m : methods) {
+    out->Counter(static_cast<double>(m->calls()), labels(*m));
+  }
+  out->Add(prefix + "_errors_total", what + " answered with an error, by code",
+           MetricType::Counter);
+  for (const MethodStats* m : methods) {
+    for (int c = 1; c < MethodStats::kNumCodes; ++c) {
+      const auto code = static_cast<absl::StatusCode>(c);
+      const int64_t n = m->errors(code);
+      if (n == 0) continue;  // Codes appear once they happen.
+      auto l = labels(*m);
+      l.push_back({"code", absl::StatusCodeToString(code)});
+      out->Counter(static_cast<double>(n), std::move(l));
+    }
+  }
+  out->Add(prefix + "_request_duration_seconds", duration_help,
+           MetricType::Histogram);
+  for (const MethodStats* m : methods) {
+    ClientMetric::Histogram& h = out->Sample(labels(*m)).histogram;
+    for (int k = kFirstBucketLog2Us; k <= kLastBucketLog2Us; ++k) {
+      ClientMetric::Bucket b;
+      b.upper_bound = std::ldexp(1.0, k) * 1e-6;
+      b.cumulative_count = static_cast<uint64_t>(m->CallsUnderPowerOfTwoUs(k));
+      h.bucket.push_back(b);
+    }
+    // Read last, so that every bucket is at most the count.
+    h.sample_count = static_cast<uint64_t>(m->CallsUnderPowerOfTwoUs(32));
+    ClientMetric::Bucket inf;
+    inf.upper_bound = std::numeric_limits<double>::infinity();
+    inf.cumulative_count = h.sample_count;
+    h.bucket.push_back(inf);
+    h.sample_sum = m->latency_sum_us() * 1e-6;
+  }
+  out->Add(prefix + "_request_bytes_total", what + ": request bytes received",
+           MetricType::Counter);
+  for (const MethodStats* m : methods) {
+    out->Counter(static_cast<double>(m->bytes_in()), labels(*m));
+  }
+  out->Add(prefix + "_response_bytes_total", what + ": response bytes sent",
+           MetricType::Counter);
+  for (const MethodStats* m : methods) {
+    out->Counter(static_cast<double>(m->bytes_out()), labels(*m));
+  }
+}
+
+void AddConnectionFamilies(const std::string& prefix, const std::string& port,
+                           const ConnectionStats& c, int64_t open,
+                           Families* out) {
+  out->AddGauge(prefix + "_connections", "Connections open on the " + port,
+                static_cast<double>(open));
+  out->AddCounter(prefix + "_connections_accepted_total",
+                  "Connections the " + port + " accepted and served",
+                  static_cast<double>(c.accepted.load()));
+  out->AddCounter(prefix + "_connections_rejected_total",
+                  "Connections the " + port +
+                      " closed on accept (a connection cap was reached, or "
+                      "the server was stopping)",
+                  static_cast<double>(c.rejected.load()));
+}
+
+// Every metric of `sources` now, as prometheus-cpp's families.
+std::vector<MetricFamily> Collect(const ServerMetricsSources& sources) {
+  const ServerMetricsState state = sources.state();
+  Families out(state.part >= 0 ? absl::StrCat(state.part) : "");
+  AddRequestFamilies("shardgnn_grpc", "gRPC calls",
+                     "gRPC calls: time from the start of a call's work to its "
+                     "answer (time queued for a worker not included)",
+                     sources.grpc_methods, /*by_method=*/true, &out);
+  AddConnectionFamilies("shardgnn_grpc", "gRPC port", *sources.grpc_connections,
+                        state.grpc_connections_open, &out);
+  out.AddGauge("shardgnn_grpc_calls_in_flight",
+               "gRPC calls admitted and not answered yet",
+               static_cast<double>(state.calls_in_flight));
+  out.AddGauge("shardgnn_grpc_calls_queued",
+               "Large or disk-mode gRPC calls waiting for a worker",
+               static_cast<double>(state.calls_queued));
+  AddRequestFamilies("shardgnn_feature_port", "Feature port requests",
+                     "Feature port requests: time from a request's header to "
+                     "its answer ready to send (sending not included)",
+                     {sources.feature_port_requests}, /*by_method=*/false,
+                     &out);
+  const ConnectionStats& fp = *sources.feature_port_connections;
+  AddConnectionFamilies("shardgnn_feature_port", "feature port", fp,
+                        fp.open.load(), &out);
+
+  out.AddGauge("shardgnn_server_serving",
+               "1 once the shard is loaded and served, 0 while it loads "
+               "or the server shuts down",
+               state.serving ? 1 : 0);
+  out.AddGauge("shardgnn_server_uptime_seconds",
+               "Seconds since the server bound its port", state.uptime_seconds);
+  out.AddGauge("shardgnn_shard_in_memory",
+               "1 in memory mode (serve --memory), 0 in disk mode",
+               state.in_memory ? 1 : 0);
+  out.AddGauge("shardgnn_shard_nodes", "Nodes the served shard owns",
+               static_cast<double>(state.nodes));
+  out.AddGauge("shardgnn_shard_edges",
+               "Edges (neighbor list entries) of the served shard",
+               static_cast<double>(state.edges));
+  out.AddGauge("shardgnn_shard_shared_features_bytes",
+               "Size of the sealed feature region trainers on this machine "
+               "may map (memory mode); 0 if none is offered",
+               static_cast<double>(state.shared_features_bytes));
+  out.AddGauge("shardgnn_shard_block_cache_bytes",
+               "Bytes held by the RocksDB block cache (disk mode)",
+               static_cast<double>(state.block_cache_bytes));
+  out.AddGauge("shardgnn_shard_block_cache_capacity_bytes",
+               "Capacity of the RocksDB block cache (disk mode, serve "
+               "--cache-mb)",
+               static_cast<double>(state.block_cache_capacity_bytes));
+  out.AddGauge("process_resident_memory_bytes",
+               "Resident memory of the server process",
+               static_cast<double>(ResidentBytes()));
+  out.AddGauge("process_open_fds", "Open file descriptors of the process",
+               static_cast<double>(OpenFds()));
+  return out.Take();
+}
+
+std::string RenderMetrics(const ServerMetricsSources& sources) {
+  return prometheus::TextSerializer().Serialize(Collect(sources));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MetricsExporter>> MetricsExporter::Start(
+    const std::string& listen_address, ServerMetricsSources sources) {
+  const size_t colon = listen_address.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(listen_address.substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot serve metrics on '", listen_address,
+        "': not HOST:PORT (a port in [0, 65535]; 0 picks a free port)"));
+  }
+  auto listener =
+      Listener::Bind(listen_address.substr(0, colon), port, "metrics port");
+  if (!listener.ok()) {
+    // "metrics port: cannot listen on HOST:PORT: Address already in use" ->
+    // "cannot serve metrics on HOST:PORT: Address already in use".
+    absl::string_view why = listener.status().message();
+    why = absl::StripPrefix(why, "metrics port: ");
+    why = absl::StripPrefix(
+        why, absl::StrCat("cannot listen on ", listen_address, ": "));
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", listen_address, ": ", why));
+  }
+  auto exporter = std::unique_ptr<MetricsExporter>(new MetricsExporter());
+  exporter->sources_ = std::move(sources);
+  exporter->listener_ = std::move(listener).value();
+  exporter->port_ = exporter->listener_->port();
+  exporter->listener_->Start([e = exporter.get()](int fd, const std::string&) {
+    e->Answer(fd);
+    return true;  // Answered and closed.
+  });
+  return exporter;
+}
+
+void MetricsExporter::Answer(int fd) const {
+  const absl::Time deadline = absl::Now() + kScrapeTimeout;
+  const std::string head = ReadHead(fd, deadline);
+  const std::string line = head.substr(0, head.find("\r\n"));
+  // "GET /metrics HTTP/1.1"; a query string is ignored.
+  const size_t space = line.find(' ');
+  const std::string method = line.substr(0, space);
+  std::string target = space == std::string::npos ? "" : line.substr(space + 1);
+  target = target.substr(0, target.find(' '));
+  target = target.substr(0, target.find('?'));
+  std::string status = "200 OK";
+  std::string type = "text/plain; version=0.0.4; charset=utf-8";
+  std::string body;
+  if (head.find("\r\n\r\n") == std::string::npos ||
+      !absl::StartsWith(line.substr(line.rfind(' ') + 1), "HTTP/")) {
+    status = "400 Bad Request";
+  } else if (method != "GET" && method != "HEAD") {
+    status = "405 Method Not Allowed";
+  } else if (target != "/metrics") {
+    status = "404 Not Found";
+  }
+  if (status == "200 OK") {
+    try {  // No exception may leave the Listener's thread.
+      body = RenderMetrics(sources_);
+    } catch (const std::exception&) {
+      status = "500 Internal Server Error";
+    }
+  }
+  if (status != "200 OK") {
+    type = "text/plain; charset=utf-8";
+    body = absl::StrCat(status, ": shardgnn serves GET /metrics\n");
+  }
+  std::string answer = absl::StrCat(
+      "HTTP/1.1 ", status, "\r\nContent-Type: ", type,
+      "\r\nContent-Length: ", body.size(), "\r\nConnection: close\r\n\r\n");
+  if (method != "HEAD") answer += body;
+  SendAll(fd, answer, deadline);
+  close(fd);
+}
+
+MetricsExporter::~MetricsExporter() {
+  listener_->Stop();  // Joins its thread: no scrape reads the sources after.
+}
+
+}  // namespace shardgnn::internal
