@@ -34,6 +34,8 @@ nlohmann::ordered_json EpochJson(const EpochStats& s) {
   j["allreduce_seconds"] = s.sync_seconds;
   j["eval_seconds"] = s.eval_seconds;
   j["sampled_edges"] = s.sampled_edges;
+  j["minor_faults"] = s.minor_faults;
+  j["eval_minor_faults"] = s.eval_minor_faults;
   return j;
 }
 
@@ -48,7 +50,11 @@ nlohmann::ordered_json PerformanceJson(const TrainResult& result,
   size_t first = all.size() > 1 ? 1 : 0;
   double n = static_cast<double>(all.size() - first);
   EpochStats mean;
+  int64_t faults = 0, eval_faults = 0, steps = 0;
   for (size_t i = first; i < all.size(); ++i) {
+    faults += all[i].minor_faults;
+    eval_faults += all[i].eval_minor_faults;
+    steps += all[i].steps;
     mean.epoch_seconds += all[i].epoch_seconds / n;
     mean.sample_busy_seconds += all[i].sample_busy_seconds / n;
     mean.fetch_seconds += all[i].fetch_seconds / n;
@@ -79,6 +85,12 @@ nlohmann::ordered_json PerformanceJson(const TrainResult& result,
   time["eval_seconds"] = mean.eval_seconds;
   time["wait_fraction"] =
       step_seconds > 0 ? mean.sample_seconds / step_seconds : 0.0;
+  // Fresh pages touched per training step and per epoch's validation
+  // (process-wide; issue 17: the steady state should touch none).
+  time["minor_faults_per_step"] =
+      steps > 0 ? static_cast<double>(faults) / static_cast<double>(steps)
+                : 0.0;
+  time["eval_minor_faults"] = static_cast<double>(eval_faults) / n;
   time["train_seeds_per_epoch"] = train_seeds;
   time["seeds_per_second"] =
       step_seconds > 0 ? static_cast<double>(train_seeds) / step_seconds : 0.0;

@@ -80,6 +80,9 @@ void PrefetchLoader::StartEpoch(int64_t epoch) {
     stop_ = false;
     next_to_sample_ = 0;
     consumer_at_ = 0;
+    // Batches sampled but not handed out (an epoch cut short) keep their
+    // buffers for this epoch's batches.
+    for (auto& [index, batch] : ready_) Recycle(std::move(batch));
     ready_.clear();
     // A kept error stays: a loader that failed once is not trusted again.
   }
@@ -107,6 +110,16 @@ std::vector<int64_t> PrefetchLoader::BatchSeeds(int64_t index) const {
   return out;
 }
 
+void PrefetchLoader::Recycle(MiniBatch&& batch) {
+  const size_t most =
+      static_cast<size_t>(options_.workers + options_.prefetch + 1);
+  // A moved-from batch holds no buffers.
+  if (batch.features.capacity() == 0 && batch.input_nodes.capacity() == 0) {
+    return;
+  }
+  if (spare_.size() < most) spare_.push_back(std::move(batch));
+}
+
 void PrefetchLoader::Work() {
   MiniBatch batch;
   while (true) {
@@ -118,7 +131,12 @@ void PrefetchLoader::Work() {
         return stop_ || !error_.ok() || next_to_sample_ >= steps_ ||
                next_to_sample_ < consumer_at_ + options_.prefetch;
       });
-      if (stop_ || !error_.ok() || next_to_sample_ >= steps_) return;
+      if (stop_ || !error_.ok() || next_to_sample_ >= steps_) {
+        // The buffers of the last batch this worker made stay for the next
+        // epoch.
+        Recycle(std::move(batch));
+        return;
+      }
       index = next_to_sample_++;
       if (!spare_.empty()) {
         batch = std::move(spare_.back());
@@ -145,7 +163,14 @@ void PrefetchLoader::Work() {
 }
 
 absl::StatusOr<bool> PrefetchLoader::Next(MiniBatch* out) {
-  if (consumed_ >= steps_) return false;
+  if (consumed_ >= steps_) {
+    // The epoch is over: the consumer's last batch keeps its buffers for the
+    // next epoch's batches.
+    std::lock_guard<std::mutex> lock(mu_);
+    Recycle(std::move(*out));
+    *out = MiniBatch();
+    return false;
+  }
   const int64_t index = consumed_;
   if (options_.prefetch == 0) {
     {
@@ -184,11 +209,12 @@ absl::StatusOr<bool> PrefetchLoader::Next(MiniBatch* out) {
                      options_.max_wait.count(), " ms"));
   }
   auto it = ready_.find(index);
-  // The consumer's previous batch goes back to the workers.
+  // The consumer's previous batch goes back to the workers. Every batch
+  // alive at once (one per worker, `prefetch` ready, the consumer's) comes
+  // back to the pool, so that after the first epoch no batch needs fresh
+  // memory.
   std::swap(*out, it->second);
-  if (static_cast<int>(spare_.size()) < options_.workers) {
-    spare_.push_back(std::move(it->second));
-  }
+  Recycle(std::move(it->second));
   ready_.erase(it);
   ++stats_.batches;
   ++consumed_;

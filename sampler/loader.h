@@ -91,7 +91,9 @@ class PrefetchLoader {
   // Stops any previous epoch and starts producing the batches of `epoch`.
   void StartEpoch(int64_t epoch);
   // The next batch of the current epoch into *out; false once the epoch's
-  // batches are all handed out.
+  // batches are all handed out. The batch *out held before goes back to the
+  // loader's pool of buffers (at the end of the epoch too: then *out is left
+  // empty).
   absl::StatusOr<bool> Next(MiniBatch* out);
   // Ends the background work (idempotent).
   void Stop();
@@ -105,6 +107,9 @@ class PrefetchLoader {
   // The items of batch `index` of the current epoch.
   std::vector<int64_t> BatchSeeds(int64_t index) const;
   void Work();
+  // Keeps `batch`'s buffers in spare_ for a later batch (if it holds any and
+  // the pool is not full).
+  void Recycle(MiniBatch&& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   BatchFn make_batch_;
   std::vector<int64_t> seeds_;
@@ -125,7 +130,8 @@ class PrefetchLoader {
   std::map<int64_t, MiniBatch> ready_ ABSL_GUARDED_BY(mu_);
   // Batches the consumer is done with, whose buffers the workers reuse (a
   // fresh multi-megabyte feature buffer per batch costs a page fault every
-  // 4 KiB).
+  // 4 KiB). Bounded by the batches that can be alive at once (workers +
+  // prefetch + 1), all of which return here, across epochs too.
   std::vector<MiniBatch> spare_ ABSL_GUARDED_BY(mu_);
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

@@ -117,7 +117,15 @@ absl::Status NeighborSampler::SampleWith(absl::Span<const NodeId> seeds,
   out->input_nodes = builder->nodes();
   out->feature_dim = source_->feature_dim();
   if (options_.fetch_features) {
-    out->features.resize(out->input_nodes.size() * out->feature_dim);
+    const size_t need = out->input_nodes.size() * out->feature_dim;
+    if (out->features.capacity() < need) {
+      // A recycled batch's buffer (sampler/loader.h) too small: grow it with
+      // headroom, so that the next slightly larger batch fits, without
+      // copying what it held.
+      out->features.clear();
+      out->features.reserve(need + need / 4);
+    }
+    out->features.resize(need);
     const auto fetch_start = std::chrono::steady_clock::now();
     RETURN_IF_ERROR(
         source_->FetchFeatures(out->input_nodes, out->features.data()));

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <thread>
 
+#include "trainer/cpu_caching_allocator.h"
+
 namespace shardgnn {
 namespace {
 
@@ -42,6 +44,7 @@ void ReexecWithComputeEnvironment(char** argv) {
 void TuneAllocatorForTraining() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  InstallCpuCachingAllocator();
 }
 
 int ComputeThreadsShare(int trainers) {

@@ -27,8 +27,11 @@ namespace shardgnn {
 void ReexecWithComputeEnvironment(char** argv);
 
 // glibc malloc keeps freed memory for reuse: mmap threshold fixed at 32 MiB
-// (its maximum) and trim threshold 1 GiB. For training processes, whose steps
-// allocate and free the same large activations over and over.
+// (its maximum) and trim threshold 1 GiB; and LibTorch's CPU tensors of 256
+// KiB or more come from the caching allocator
+// (trainer/cpu_caching_allocator.h), which keeps freed blocks, even those over
+// glibc's 32 MiB, for the next step. For training and inference processes,
+// whose steps allocate and free the same large activations over and over.
 void TuneAllocatorForTraining();
 
 // This machine's cores shared among `trainers` processes on it: at least 1.

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/checksum.h"
+#include "common/peak_rss.h"
 #include "common/sampling.h"
 #include "common/status.h"
 #include "sampler/loader.h"
@@ -411,6 +412,7 @@ class Run {
             "; lower --lr, or check the features' scale (--feature-norm)"));
       }
       const auto eval_start = Clock::now();
+      const int64_t eval_faults = MinorFaults();
       ASSIGN_OR_RETURN(internal::TaskEvaluation valid,
                        task_->Evaluate(*model_, internal::EvalSplit::kValid,
                                        *valid_sampler_, {}));
@@ -423,6 +425,7 @@ class Run {
           stats.metrics.emplace_back(absl::StrCat("valid_", key), value);
       }
       stats.eval_seconds = SecondsSince(eval_start);
+      stats.eval_minor_faults = MinorFaults() - eval_faults;
       stats.epoch_seconds += stats.eval_seconds;
       // The best epoch: the highest validation score (accuracy, or AUC),
       // ties (frequent: a few hundred validation nodes give a coarse, noisy
@@ -507,6 +510,7 @@ class Run {
       int epoch, torch::optim::Optimizer* optimizer,
       const std::vector<torch::Tensor>& params) {
     const auto epoch_start = Clock::now();
+    const int64_t faults_before = MinorFaults();
     EpochStats stats;
     stats.epoch = epoch;
     model_->train();
@@ -568,6 +572,7 @@ class Run {
       stats.metrics.emplace_back("train_auc",
                                  figures.auc_sum / figures.batches);
     stats.epoch_seconds = SecondsSince(epoch_start);
+    stats.minor_faults = MinorFaults() - faults_before;
     return stats;
   }
 

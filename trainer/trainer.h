@@ -149,6 +149,12 @@ struct EpochStats {
   double eval_seconds = 0.0;
   double epoch_seconds = 0.0;
   int64_t sampled_edges = 0;
+  // Minor page faults of the whole process (every thread: compute, sampler
+  // threads, receive paths) while the epoch's training steps ran, and while
+  // its validation ran: fresh memory touched. Steady-state training should
+  // reuse its buffers (issue 17).
+  int64_t minor_faults = 0;
+  int64_t eval_minor_faults = 0;
 };
 
 struct TrainOptions {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <set>
 
+#include "common/peak_rss.h"
 #include "tests/sampler/failing_source.h"
 #include "tests/sampler/test_graph.h"
 #include "tests/testing/status_matchers.h"
@@ -170,6 +171,52 @@ TEST(LoaderOptionsTest, RejectsBadOptions) {
   LoaderOptions bad;
   bad.batch_size = 0;
   EXPECT_FALSE(PrefetchLoader::Create(sampler->get(), {1, 2}, bad).ok());
+}
+
+// After the first epoch the loader's batches reuse the buffers of earlier ones
+// (issue 17): wide features make a fresh batch buffer cost thousands of page
+// faults, and the epochs after the first touch (almost) no fresh page.
+TEST(LoaderReuseTest, EpochsAfterTheFirstTouchNoFreshMemory) {
+  testing::TestGraph graph(2000, 12, 5);
+  GraphArrays arrays = graph.arrays();
+  const std::vector<float> wide(2000 * 2048, 0.5f);
+  arrays.features = wide;
+  arrays.feature_dim = 2048;  // About 8 MB of features per batch.
+  ASSERT_OK_AND_ASSIGN(auto source, InMemoryGraphSource::Create(arrays));
+  SamplerOptions sampling;
+  sampling.fanouts = {5, 3};
+  ASSERT_OK_AND_ASSIGN(auto sampler,
+                       NeighborSampler::Create(source.get(), sampling));
+  std::vector<NodeId> seeds(2000);
+  for (NodeId v = 0; v < 2000; ++v) seeds[v] = v;
+  LoaderOptions options;
+  options.batch_size = 64;
+  options.prefetch = 3;
+  options.workers = 2;
+  ASSERT_OK_AND_ASSIGN(auto loader,
+                       PrefetchLoader::Create(sampler.get(), seeds, options));
+  std::vector<int64_t> faults;
+  MiniBatch batch;
+  for (int64_t epoch = 1; epoch <= 4; ++epoch) {
+    const int64_t before = MinorFaults();
+    loader->StartEpoch(epoch);
+    int64_t batches = 0;
+    while (true) {
+      ASSERT_OK_AND_ASSIGN(bool more, loader->Next(&batch));
+      if (!more) break;
+      ASSERT_EQ(batch.features.size(), batch.input_nodes.size() * 2048);
+      ++batches;
+    }
+    EXPECT_EQ(batches, 32);
+    EXPECT_TRUE(batch.features.empty());  // Back in the loader's pool.
+    faults.push_back(MinorFaults() - before);
+  }
+  // Epoch 1 allocates the pool (one batch buffer is about 1,800 pages).
+  EXPECT_GT(faults[0], 3000);
+  const int64_t later = faults[1] + faults[2] + faults[3];
+  EXPECT_LT(later, faults[0] / 10)
+      << "faults per epoch: " << faults[0] << ", " << faults[1] << ", "
+      << faults[2] << ", " << faults[3];
 }
 
 }  // namespace

@@ -86,7 +86,9 @@ class NodeTask : public Task {
     const size_t step = static_cast<size_t>(c_.options->eval_batch_size);
     const auto batches_total =
         static_cast<int64_t>((nodes.size() + step - 1) / step);
-    MiniBatch batches[2];
+    // Two batches, one sampled while the other is evaluated; members, so that
+    // every evaluation reuses their buffers (no fresh memory per epoch).
+    MiniBatch* batches = eval_batches_;
     auto sample = [&](size_t begin, MiniBatch* batch) {
       const size_t end = std::min(nodes.size(), begin + step);
       return sampler.Sample(
@@ -164,6 +166,7 @@ class NodeTask : public Task {
  private:
   TaskContext c_;
   int64_t num_classes_ = 0;
+  MiniBatch eval_batches_[2];  // Evaluate's, kept for their buffers.
 };
 
 }  // namespace

@@ -1,0 +1,146 @@
+#include "trainer/cpu_caching_allocator.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "c10/core/CPUAllocator.h"
+#include "c10/core/impl/alloc_cpu.h"
+
+namespace shardgnn {
+namespace {
+
+// Rounds `n` up to a multiple of 1/8 of its power of two (at most 12.5% more),
+// so that requests that differ a little share a block size.
+size_t RoundUp(size_t n) {
+  size_t power = 1;
+  while (power < n) power <<= 1;
+  const size_t step = std::max<size_t>(power / 16, 4096);
+  return (n + step - 1) / step * step;
+}
+
+class CachingAllocator final : public c10::Allocator {
+ public:
+  CachingAllocator(c10::Allocator* fallback,
+                   const CpuCachingAllocatorOptions& options)
+      : fallback_(fallback),
+        min_block_(static_cast<size_t>(options.min_block_bytes)),
+        max_cached_(static_cast<size_t>(options.max_cached_bytes)) {}
+
+  c10::DataPtr allocate(size_t n) const override {
+    if (n < min_block_) return fallback_->allocate(n);
+    void* ptr = nullptr;
+    size_t size = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.allocations;
+      // The smallest free block that fits, if not much larger than asked.
+      auto it = free_.lower_bound(n);
+      if (it != free_.end() && it->first - it->first / 4 <= n) {
+        size = it->first;
+        ptr = it->second;
+        free_.erase(it);
+        cached_ -= size;
+        ++stats_.reused;
+      }
+    }
+    if (ptr == nullptr) {
+      size = RoundUp(n);
+      ptr = c10::alloc_cpu(size);  // Throws on failure, as the default does.
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    live_[ptr] = size;
+    in_use_ += size;
+    return {ptr, ptr, &Delete, c10::Device(c10::DeviceType::CPU)};
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override { return &Delete; }
+
+  CpuCachingAllocatorStats stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    CpuCachingAllocatorStats s = stats_;
+    s.cached_bytes = static_cast<int64_t>(cached_);
+    s.in_use_bytes = static_cast<int64_t>(in_use_);
+    return s;
+  }
+
+  static CachingAllocator* instance;
+
+ private:
+  static void Delete(void* ptr) {
+    if (ptr != nullptr) instance->Release(ptr);
+  }
+
+  void Release(void* ptr) const {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = live_.find(ptr);
+    if (it == live_.end()) {
+      // Not ours (cannot happen: only our DataPtrs carry this deleter).
+      lock.unlock();
+      c10::free_cpu(ptr);
+      return;
+    }
+    const size_t size = it->second;
+    live_.erase(it);
+    in_use_ -= size;
+    free_.emplace(size, ptr);
+    cached_ += size;
+    // Over the cap: give back the largest free blocks.
+    while (cached_ > max_cached_ && !free_.empty()) {
+      auto largest = std::prev(free_.end());
+      cached_ -= largest->first;
+      stats_.released_bytes += static_cast<int64_t>(largest->first);
+      void* block = largest->second;
+      free_.erase(largest);
+      c10::free_cpu(block);
+    }
+  }
+
+  c10::Allocator* fallback_;
+  const size_t min_block_;
+  const size_t max_cached_;
+  mutable std::mutex mu_;
+  mutable std::multimap<size_t, void*> free_;       // By size.
+  mutable std::unordered_map<void*, size_t> live_;  // Handed out.
+  mutable size_t cached_ = 0;
+  mutable size_t in_use_ = 0;
+  mutable CpuCachingAllocatorStats stats_;
+};
+
+CachingAllocator* CachingAllocator::instance = nullptr;
+
+int64_t QuarterOfMemory() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return int64_t{1} << 30;
+  return static_cast<int64_t>(pages) * page / 4;
+}
+
+}  // namespace
+
+bool InstallCpuCachingAllocator(const CpuCachingAllocatorOptions& options) {
+  static std::once_flag once;
+  bool installed = false;
+  std::call_once(once, [&] {
+    CpuCachingAllocatorOptions o = options;
+    if (o.max_cached_bytes <= 0) o.max_cached_bytes = QuarterOfMemory();
+    o.min_block_bytes = std::max<int64_t>(o.min_block_bytes, 1);
+    // Never destroyed: tensors may be freed during static destruction.
+    CachingAllocator::instance =
+        new CachingAllocator(c10::GetDefaultCPUAllocator(), o);
+    c10::SetCPUAllocator(CachingAllocator::instance, /*priority=*/1);
+    installed = true;
+  });
+  return installed;
+}
+
+CpuCachingAllocatorStats GetCpuCachingAllocatorStats() {
+  if (CachingAllocator::instance == nullptr) return {};
+  return CachingAllocator::instance->stats();
+}
+
+}  // namespace shardgnn
