@@ -44,13 +44,41 @@ bool Alive(pid_t pid) {
          stat[paren + 2] != 'Z';
 }
 
+// The pid in the wrapper's pid file, waiting up to 10 s for it: the wrapper
+// writes the file after starting the process, so the process's first line
+// can come first. 0 if it never appears.
 pid_t ReadPid(const std::string& path) {
-  std::ifstream in(path);
-  int64_t pid = 0;
-  std::string text((std::istreambuf_iterator<char>(in)), {});
-  if (!absl::SimpleAtoi(text.substr(0, text.find('\n')), &pid)) return 0;
-  return static_cast<pid_t>(pid);
+  for (int i = 0; i < 200; ++i) {
+    std::ifstream in(path);
+    int64_t pid = 0;
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    const size_t newline = text.find('\n');
+    if (newline != std::string::npos &&
+        absl::SimpleAtoi(text.substr(0, newline), &pid) && pid > 0) {
+      return static_cast<pid_t>(pid);
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return 0;
 }
+
+// Kills the process group `pid` leads when it goes out of scope. The process
+// leads its own session (setsid), so killing the wrapper does not reach it,
+// and it holds the output pipe: declared after the Subprocess, this runs
+// first, so a failed expectation cannot leave the Subprocess's destructor
+// waiting for that pipe to close.
+class KillGroupOnExit {
+ public:
+  explicit KillGroupOnExit(pid_t pid) : pid_(pid) {}
+  ~KillGroupOnExit() {
+    if (pid_ > 0) kill(-pid_, SIGKILL);
+  }
+  KillGroupOnExit(const KillGroupOnExit&) = delete;
+  KillGroupOnExit& operator=(const KillGroupOnExit&) = delete;
+
+ private:
+  pid_t pid_;
+};
 
 bool WaitUntilGone(pid_t pid) {
   for (int i = 0; i < 100 && Alive(pid); ++i) {
@@ -129,6 +157,7 @@ TEST_F(RemoteProcessTest, EndOfStdinStopsTheProcess) {
   ASSERT_OK(p->WaitForLine("started", milliseconds(10000)));
   const pid_t pid = ReadPid(dir_.Sub("pids/x.pid"));
   ASSERT_GT(pid, 0);
+  KillGroupOnExit cleanup(pid);
   EXPECT_TRUE(Alive(pid));
   EXPECT_EQ(getpgid(pid), pid);  // Leads its own group (setsid).
   EXPECT_EQ(p->Wait(milliseconds(300)), std::nullopt);
@@ -144,6 +173,7 @@ TEST_F(RemoteProcessTest, SigkillAfterTheGracePeriod) {
       Process("trap '' TERM; echo started; while :; do sleep 1; done"))));
   ASSERT_NE(p, nullptr);
   ASSERT_OK(p->WaitForLine("started", milliseconds(10000)));
+  KillGroupOnExit cleanup(ReadPid(dir_.Sub("pids/x.pid")));
   p->CloseStdin();
   EXPECT_EQ(p->Wait(milliseconds(10000)), 128 + SIGKILL);
 }
@@ -158,6 +188,7 @@ TEST_F(RemoteProcessTest, SweepKillsWhatAPidFileNames) {
   ASSERT_OK(p->WaitForLine("started", milliseconds(10000)));
   const pid_t pid = ReadPid(dir_.Sub("pids/x.pid"));
   ASSERT_GT(pid, 0);
+  KillGroupOnExit cleanup(pid);
   p->Signal(SIGKILL);  // The wrapper's group; the process has its own.
   p->Wait(milliseconds(5000));
   ASSERT_TRUE(Alive(pid));
