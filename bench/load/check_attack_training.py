@@ -14,6 +14,8 @@ import argparse
 import json
 import sys
 
+from attack_checks import attack_failures
+
 parser = argparse.ArgumentParser()
 parser.add_argument("--min-acc", type=float, default=0.0)
 args = parser.parse_args()
@@ -36,18 +38,7 @@ for label, r in runs.items():
                         f"differ from the quiet run's "
                         f"{quiet.get('parameters_checksum')}")
 for name, r in report["attacked"].items():
-    attack = r.get("attack") or {}
-    answers = attack.get("answers", {})
-    if name == "amplify" and (not answers.get("RESOURCE_EXHAUSTED") or
-                              set(answers) != {"RESOURCE_EXHAUSTED"}):
-        failures.append(f"amplify answered {answers}")
-    if name == "unauth" and (not answers.get("UNAUTHENTICATED") or
-                             set(answers) != {"UNAUTHENTICATED"}):
-        failures.append(f"unauth answered {answers}")
-    if name == "idle" and not attack.get("attacker_served_again"):
-        failures.append(f"idle: attacker not served again: {attack}")
-    if name in ("flood", "bigfeatures") and not attack.get("calls"):
-        failures.append(f"{name}: the attacker made no call: {attack}")
+    failures += attack_failures(name, r.get("attack") or {})
 if failures:
     print("attack-while-training check failed:\n  " + "\n  ".join(failures),
           file=sys.stderr)
