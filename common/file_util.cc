@@ -59,9 +59,13 @@ absl::StatusOr<std::unique_ptr<StagingDir>> StagingDir::Create(
   }
   fs::path parent =
       final.has_parent_path() ? final.parent_path() : fs::path(".");
-  if (!fs::is_directory(parent, ec)) {
-    return absl::NotFoundError(absl::StrCat(
-        parent.string(), ": parent directory of the output does not exist"));
+  // As `mkdir -p`: missing parents are made (and left, even if the output
+  // is not written: they are the user's path).
+  if (!fs::is_directory(parent, ec) &&
+      (fs::create_directories(parent, ec), !fs::is_directory(parent, ec))) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        parent.string(), ": cannot create the output's parent directory",
+        ec ? absl::StrCat(": ", ec.message()) : ""));
   }
   RemoveStalePartials(parent, final.filename().string());
   fs::path temp = parent / absl::StrCat(".", final.filename().string(),

@@ -15,7 +15,8 @@ namespace shardgnn {
 // place by Commit().
 //
 // Create() fails if `final_path` already exists (shardgnn never overwrites a
-// user's output) or its parent cannot be written. Until Commit() the work
+// user's output) or its parent cannot be made (missing parents are created,
+// as `mkdir -p`) or written. Until Commit() the work
 // happens in path() (".<name>.partial-<pid>" beside the final path); if the
 // object is destroyed without Commit() succeeding, the temporary directory is
 // removed, so a failed import or partition leaves nothing behind. A process

@@ -44,6 +44,24 @@ TEST(StagingDirTest, RefusesExistingOutput) {
   EXPECT_EQ(staging.status().code(), absl::StatusCode::kAlreadyExists);
 }
 
+// As `mkdir -p`: `--out out/cora` works before out/ exists (the README's
+// commands start that way). A parent that cannot be made is one clear error.
+TEST(StagingDirTest, CreatesMissingParentDirectories) {
+  testing::TempDir dir;
+  const std::string out = dir.Sub("a/b/out");
+  {
+    ASSERT_OK_AND_ASSIGN(auto staging, StagingDir::Create(out));
+    ASSERT_OK(WriteFileAtomic(staging->path() + "/x", "1"));
+    ASSERT_OK(staging->Commit());
+  }
+  EXPECT_TRUE(fs::exists(out + "/x"));
+  ASSERT_OK(WriteFileAtomic(dir.Sub("file"), "not a directory"));
+  auto blocked = StagingDir::Create(dir.Sub("file/out"));
+  ASSERT_FALSE(blocked.ok());
+  EXPECT_NE(blocked.status().message().find(dir.Sub("file")), std::string::npos)
+      << blocked.status();
+}
+
 TEST(WriteFileAtomicTest, WritesAndReplaces) {
   testing::TempDir dir;
   ASSERT_OK(WriteFileAtomic(dir.Sub("a"), "one"));
