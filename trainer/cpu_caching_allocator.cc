@@ -14,8 +14,9 @@
 namespace shardgnn {
 namespace {
 
-// Rounds `n` up to a multiple of 1/8 of its power of two (at most 12.5% more),
-// so that requests that differ a little share a block size.
+// Rounds `n` up to a multiple of 1/16 of the power of two at or above it (at
+// most 12.5% more than `n`), so that requests that differ a little share a
+// block size.
 size_t RoundUp(size_t n) {
   size_t power = 1;
   while (power < n) power <<= 1;

@@ -9,7 +9,7 @@
 // pages, one minor page fault per 4 KiB (about 16 us each on a VM). This
 // allocator keeps freed blocks of at least `min_block_bytes` and hands them
 // out again for requests of a similar size (a block serves a request of at
-// least 3/4 of its size; new blocks are rounded up to 1/8 of a power of two
+// least 3/4 of its size; new blocks are rounded up to 1/16 of a power of two
 // so that sizes that vary a little from step to step share blocks), holding at
 // most `max_cached_bytes` of free blocks (beyond that, freed blocks go back
 // to the system, largest first). Smaller requests go to LibTorch's default
