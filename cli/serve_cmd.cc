@@ -41,6 +41,8 @@ struct ServeFlags {
   int feature_port_connections_per_ip =
       GraphStoreServerOptions().feature_port_connections_per_ip;
   int64_t max_sampled_per_call = GraphStoreServerOptions().max_sampled_per_call;
+  int64_t max_embedding_mb =
+      GraphStoreServerOptions().max_embedding_bytes >> 20;
   int max_connections = GraphStoreServerOptions().max_connections;
   int max_connections_per_ip = GraphStoreServerOptions().max_connections_per_ip;
   double idle_timeout_seconds =
@@ -134,6 +136,7 @@ absl::Status RunServe(const ServeFlags& flags) {
   server_options.feature_port_connections_per_ip =
       flags.feature_port_connections_per_ip;
   server_options.max_sampled_per_call = flags.max_sampled_per_call;
+  server_options.max_embedding_bytes = flags.max_embedding_mb << 20;
   server_options.max_connections = flags.max_connections;
   server_options.max_connections_per_ip = flags.max_connections_per_ip;
   server_options.idle_timeout = absl::Seconds(flags.idle_timeout_seconds);
@@ -278,6 +281,12 @@ void AddServeCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--max-sampled-per-call", flags->max_sampled_per_call,
                   "Neighbor IDs one SampleNeighbors call may return; larger "
                   "samples get RESOURCE_EXHAUSTED")
+      ->capture_default_str();
+  cmd->add_option("--max-embedding-mb", flags->max_embedding_mb,
+                  "MiB the learnable embedding tables of training runs may "
+                  "reserve on this server (rows and optimizer state); a larger "
+                  "table is refused")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
       ->capture_default_str();
   cmd->add_option("--max-queued-per-ip", flags->max_queued_per_ip,
                   "Large calls from one client address waiting for a worker; "

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <random>
 
 #include "CLI/CLI.hpp"
 #include "absl/container/flat_hash_set.h"
@@ -34,6 +35,7 @@
 #include "nlohmann/json.hpp"
 #include "partition/partition_book.h"
 #include "sampler/cached_graph_source.h"
+#include "sampler/embedding_rows.h"
 #include "sampler/remote_graph_source.h"
 #include "trainer/c10d_gradient_sync.h"
 #include "trainer/compute_env.h"
@@ -180,6 +182,9 @@ void ConfigureModelFile(const TrainFlags& flags, bool leader,
 absl::Status WriteModelConfig(const TrainFlags& flags,
                               const TrainOptions& options, int64_t in_dim) {
   if (options.model_path.empty()) return absl::OkStatus();
+  // A model over learned embeddings needs their table to run, which `infer`
+  // does not read yet: model.pt only.
+  if (options.embeddings != nullptr) return absl::OkStatus();
   ModelConfig config;
   config.model = options.model;
   config.in_dim = in_dim;
@@ -192,6 +197,34 @@ absl::Status WriteModelConfig(const TrainFlags& flags,
   }
   return WriteFileAtomic(JoinPath(flags.out_dir, kModelConfigFile),
                          ModelConfigToJson(config));
+}
+
+// The run's first lines say what the learned embeddings are.
+void PrintEmbeddings(const LearnableRows& rows, const char* where) {
+  const EmbeddingTableConfig& c = rows.config();
+  std::printf(
+      "shardgnn train: learned embeddings: %lld wide, held %s, %s updates, "
+      "%s lr %g, initial N(0, %g)\n",
+      static_cast<long long>(c.dim), where,
+      EmbeddingSyncName(rows.staleness()).c_str(),
+      EmbeddingOptimizerName(c.optimizer), c.lr, c.init_std * c.init_std);
+  std::fflush(stdout);
+}
+
+// A run ID every trainer shares (rank 0 draws it; the others learn it through
+// an allreduce), so that a server holding a table of an earlier run replaces
+// it rather than continue from its rows.
+absl::StatusOr<std::string> AgreeOnRunId(GradientSync* sync, bool leader) {
+  double id[2] = {0.0, 0.0};
+  if (leader) {
+    std::random_device random;
+    // Two 26-bit halves: exact in a double, summed with zeros.
+    id[0] = static_cast<double>(random() & ((1u << 26) - 1));
+    id[1] = static_cast<double>(random() & ((1u << 26) - 1));
+  }
+  RETURN_IF_ERROR(sync->AllreduceSum(absl::MakeSpan(id, 2)));
+  return absl::StrCat(static_cast<uint64_t>(id[0]), "-",
+                      static_cast<uint64_t>(id[1]));
 }
 
 // --dataset: one process, the whole graph in memory, no RPC and no process
@@ -279,6 +312,18 @@ absl::Status RunInProcess(const TrainFlags& flags) {
   options.on_epoch = EpochReporter(options.epochs, metrics.get());
   ReportSteps(flags.training.progress_seconds, &options);
   ConfigureModelFile(flags, /*leader=*/true, &options);
+  std::unique_ptr<LearnableRows> embeddings;
+  if (flags.training.learn_embeddings > 0) {
+    int staleness = 0;
+    ASSIGN_OR_RETURN(EmbeddingTableConfig config,
+                     EmbeddingConfigFor(flags.training, /*num_trainers=*/1,
+                                        "in-process", &staleness));
+    ASSIGN_OR_RETURN(std::unique_ptr<EmbeddingTable> table,
+                     EmbeddingTable::Create(config, 0, source->num_nodes()));
+    embeddings = MakeLocalRows(std::move(table), staleness);
+    options.embeddings = embeddings.get();
+    PrintEmbeddings(*embeddings, "in this process");
+  }
   ASSIGN_OR_RETURN(TrainResult result, Train(*source, splits, options));
   PrintResult(result, options.exact_test);
   if (flags.out_dir.empty()) return absl::OkStatus();
@@ -435,6 +480,18 @@ absl::Status RunTrain(const TrainFlags& flags) {
   if (!flags.out_dir.empty()) {
     options.scratch_dir =
         JoinPath(flags.out_dir, absl::StrCat(".scratch-rank-", dist.rank));
+  }
+  std::unique_ptr<LearnableRows> embeddings;
+  if (flags.training.learn_embeddings > 0) {
+    ASSIGN_OR_RETURN(const std::string run_id, AgreeOnRunId(&sync, leader));
+    int staleness = 0;
+    ASSIGN_OR_RETURN(EmbeddingTableConfig config,
+                     EmbeddingConfigFor(flags.training, dist.world_size, run_id,
+                                        &staleness));
+    ASSIGN_OR_RETURN(
+        embeddings, MakeRemoteRows(remote.get(), config, dist.rank, staleness));
+    options.embeddings = embeddings.get();
+    if (leader) PrintEmbeddings(*embeddings, "on the storage servers");
   }
   ASSIGN_OR_RETURN(TrainResult result, Train(*source, splits, options, &sync));
   if (leader) {

@@ -7,6 +7,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/status.h"
+#include "sampler/embedding_rows.h"
 
 namespace shardgnn::cli {
 
@@ -120,6 +122,31 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
   cmd->add_flag("--allow-changed-settings", f->allow_changed_settings,
                 "With --resume: continue even if lr, batch size, fanouts, "
                 "dropout or feature scaling differ from the checkpoint's");
+  cmd->add_option("--learn-embeddings", f->learn_embeddings,
+                  "Learn a node embedding of this width with the model, held "
+                  "by the storage servers (in this process with --dataset) "
+                  "and appended to the features (0 = none)")
+      ->check(CLI::Range(int64_t{0}, kMaxEmbeddingDim))
+      ->capture_default_str();
+  cmd->add_flag("--ignore-features", f->ignore_features,
+                "With --learn-embeddings: the learned embedding is the whole "
+                "input (for graphs without useful features)");
+  cmd->add_option("--embedding-sync", f->embedding_sync,
+                  "How learned embeddings are updated: sync (a step sees every "
+                  "earlier push), bounded:K (at most K steps stale) or async "
+                  "(never waits)")
+      ->capture_default_str();
+  cmd->add_option("--embedding-optimizer", f->embedding_optimizer,
+                  "Sparse optimizer of the learned embeddings, applied by "
+                  "their holder: adam, adagrad or sgd")
+      ->capture_default_str();
+  cmd->add_option("--embedding-lr", f->embedding_lr,
+                  "Learning rate of the learned embeddings")
+      ->capture_default_str();
+  cmd->add_option("--embedding-init-std", f->embedding_init_std,
+                  "Standard deviation of the learned embeddings' initial "
+                  "values (normal, seeded by --seed)")
+      ->capture_default_str();
   // Kept for scripts written before --feature-norm.
   cmd->add_flag_callback(
       "--normalize-features", [f] { f->feature_norm = "row"; },
@@ -167,6 +194,17 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
                                    std::to_string(f.checkpoint_every),
                                    "--progress-seconds",
                                    absl::StrCat(f.progress_seconds)};
+  if (f.learn_embeddings > 0) {
+    for (auto& a : std::vector<std::string>{
+             "--learn-embeddings", std::to_string(f.learn_embeddings),
+             "--embedding-sync", f.embedding_sync, "--embedding-optimizer",
+             f.embedding_optimizer, "--embedding-lr",
+             absl::StrCat(f.embedding_lr), "--embedding-init-std",
+             absl::StrCat(f.embedding_init_std)}) {
+      args.push_back(a);
+    }
+  }
+  if (f.ignore_features) args.push_back("--ignore-features");
   // Model-dependent defaults stay unset, for the trainer to resolve.
   if (f.exact_test) args.push_back("--exact-test");
   if (!f.eval_fanouts.empty()) {
@@ -253,6 +291,12 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
     options.eval_fanouts = *eval;
   }
   options.exact_test = f.exact_test;
+  if (f.ignore_features && f.learn_embeddings == 0) {
+    return absl::InvalidArgumentError(
+        "--ignore-features needs --learn-embeddings DIM (the learned "
+        "embedding replaces the features)");
+  }
+  options.ignore_features = f.ignore_features;
   auto task = ParseTaskKind(f.task);
   if (!task.ok()) return task.status();
   options.task = *task;
@@ -329,6 +373,10 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
 absl::StatusOr<std::string> ChooseFeatures(const TrainingFlags& f,
                                            const GraphSource& source,
                                            TrainOptions* options) {
+  if (f.ignore_features) {
+    options->model.features = FeatureTransform();
+    return std::string("features: ignored (--ignore-features)");
+  }
   const bool automatic = f.feature_norm == "auto";
   FeatureNorm requested = FeatureNorm::kNone;
   if (!automatic) {
@@ -343,6 +391,32 @@ absl::StatusOr<std::string> ChooseFeatures(const TrainingFlags& f,
   return absl::StrCat("features: ", FeatureNormName(choice->transform.norm),
                       choice->automatic ? " (auto: " : " (", choice->reason,
                       ")");
+}
+
+absl::StatusOr<EmbeddingTableConfig> EmbeddingConfigFor(
+    const TrainingFlags& f, int num_trainers, const std::string& run_id,
+    int* staleness) {
+  ASSIGN_OR_RETURN(*staleness, ParseEmbeddingSync(f.embedding_sync));
+  EmbeddingTableConfig config;
+  config.name = "node";
+  config.dim = f.learn_embeddings;
+  auto optimizer = ParseEmbeddingOptimizer(f.embedding_optimizer);
+  if (!optimizer.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--embedding-optimizer: ", optimizer.status().message()));
+  }
+  config.optimizer = *optimizer;
+  config.lr = f.embedding_lr;
+  config.eps = config.optimizer == EmbeddingOptimizer::kAdagrad ? 1e-10 : 1e-8;
+  config.init_std = f.embedding_init_std;
+  config.seed = f.seed;
+  config.num_trainers = num_trainers;
+  config.run_id = run_id;
+  if (absl::Status s = ValidateEmbeddingConfig(config); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("learned embeddings: ", s.message()));
+  }
+  return config;
 }
 
 }  // namespace shardgnn::cli

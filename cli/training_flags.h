@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "embedding/embedding_table.h"
 #include "trainer/trainer.h"
 
 namespace CLI {
@@ -58,6 +59,14 @@ struct TrainingFlags {
   bool no_feature_port = false;
   bool resume = false;  // Continue from the run directory's checkpoints.
   bool allow_changed_settings = false;  // TrainOptions' of the same name.
+  // Learned node embeddings (issue 15): the table's width (0: none), whether
+  // they replace the features, the update mode and the sparse optimizer.
+  int64_t learn_embeddings = 0;
+  bool ignore_features = false;
+  std::string embedding_sync = "sync";
+  std::string embedding_optimizer = "adam";
+  double embedding_lr = 0.01;
+  double embedding_init_std = 1.0;
 };
 
 // Registers the flags on `cmd`.
@@ -91,6 +100,13 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& flags);
 absl::StatusOr<std::string> ChooseFeatures(const TrainingFlags& flags,
                                            const GraphSource& source,
                                            TrainOptions* options);
+
+// The embedding table --learn-embeddings asks for (name "node", seeded by
+// --seed) for `num_trainers` trainers of run `run_id`, and the update mode's
+// staleness (*staleness); INVALID_ARGUMENT naming the bad flag.
+absl::StatusOr<EmbeddingTableConfig> EmbeddingConfigFor(
+    const TrainingFlags& flags, int num_trainers, const std::string& run_id,
+    int* staleness);
 
 }  // namespace shardgnn::cli
 

@@ -1,6 +1,8 @@
 #include "graphstore/client.h"
 
 #include <algorithm>
+#include <cstring>
+#include <optional>
 #include <random>
 
 #include "absl/strings/match.h"
@@ -9,6 +11,7 @@
 #include "common/auth.h"
 #include "common/status.h"
 #include "graphstore/internal/answer_checks.h"
+#include "graphstore/internal/embedding_service.h"
 #include "graphstore/internal/feature_port.h"
 #include "graphstore/internal/features_codec.h"
 #include "graphstore/internal/health_probe.h"
@@ -96,10 +99,18 @@ class GraphStoreClient::Impl {
         generic_(channel) {}
 
   // Calls `rpc` with a deadline, retrying UNAVAILABLE as RetryPolicy says.
+  // `timeouts`, if given, replaces the options' call and overall timeouts.
   template <typename Req, typename Resp, typename Rpc>
   absl::Status Call(absl::string_view method, const Req& req, Resp* resp,
-                    Rpc rpc) {
-    RetryPolicy retry(options_);
+                    Rpc rpc,
+                    std::optional<absl::Duration> attempt_timeout = {}) {
+    GraphStoreClientOptions timeouts = options_;
+    if (attempt_timeout) {
+      timeouts.call_timeout = *attempt_timeout;
+      timeouts.overall_timeout =
+          std::max(options_.overall_timeout, *attempt_timeout * 2);
+    }
+    RetryPolicy retry(timeouts);
     grpc::Status status;
     while (true) {
       grpc::ClientContext ctx;
@@ -602,6 +613,103 @@ absl::StatusOr<ServerStats> GraphStoreClient::Stats() {
                            m.latency_sum_us(), m.latency_p50_us(),
                            m.latency_p99_us(), m.latency_max_us(), m.bytes_in(),
                            m.bytes_out()});
+  }
+  return out;
+}
+
+absl::Status GraphStoreClient::CreateEmbeddingTable(
+    const EmbeddingTableConfig& config) {
+  proto::CreateEmbeddingTableRequest req;
+  internal::SpecFromConfig(config, req.mutable_spec());
+  proto::CreateEmbeddingTableResponse resp;
+  RETURN_IF_ERROR(
+      impl_->Call("CreateEmbeddingTable", req, &resp,
+                  [](Stub* s, grpc::ClientContext* c, const auto& q, auto* r) {
+                    return s->CreateEmbeddingTable(c, q, r);
+                  }));
+  const internal::ShardBounds b = impl_->bounds();
+  if (b.known &&
+      (resp.node_start() != b.node_start || resp.node_end() != b.node_end)) {
+    return impl_->Checked("CreateEmbeddingTable",
+                          absl::DataLossError(absl::StrCat(
+                              "the table holds rows [", resp.node_start(), ", ",
+                              resp.node_end(), "), not the shard's nodes [",
+                              b.node_start, ", ", b.node_end, ")")));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GraphStoreClient::PullEmbeddings(const EmbeddingTableConfig& table,
+                                              absl::Span<const NodeId> ids,
+                                              int64_t step, int staleness,
+                                              absl::Duration wait, float* out) {
+  proto::PullEmbeddingsRequest req;
+  req.set_table(table.name);
+  req.set_run_id(table.run_id);
+  wire::Pack<NodeId>(ids, req.mutable_node_ids());
+  req.set_step(step);
+  req.set_staleness(staleness);
+  proto::PullEmbeddingsResponse resp;
+  RETURN_IF_ERROR(impl_->Call(
+      "PullEmbeddings", req, &resp,
+      [](Stub* s, grpc::ClientContext* c, const auto& q, auto* r) {
+        return s->PullEmbeddings(c, q, r);
+      },
+      wait + impl_->options().call_timeout));
+  const size_t expected = ids.size() * static_cast<size_t>(table.dim);
+  if (resp.dim() != table.dim ||
+      resp.rows().size() != expected * sizeof(float)) {
+    return impl_->Checked(
+        "PullEmbeddings",
+        absl::DataLossError(absl::StrCat(
+            "answer has ", resp.rows().size(), " bytes of rows of dimension ",
+            resp.dim(), " for ", ids.size(), " IDs of dimension ", table.dim)));
+  }
+  if (expected > 0)
+    std::memcpy(out, resp.rows().data(), expected * sizeof(float));
+  return absl::OkStatus();
+}
+
+absl::Status GraphStoreClient::PushEmbeddingGradients(
+    const EmbeddingTableConfig& table, int trainer, int64_t step,
+    absl::Span<const NodeId> ids, absl::Span<const float> gradients) {
+  proto::PushEmbeddingGradientsRequest req;
+  req.set_table(table.name);
+  req.set_run_id(table.run_id);
+  req.set_trainer(trainer);
+  req.set_step(step);
+  wire::Pack<NodeId>(ids, req.mutable_node_ids());
+  wire::Pack<float>(gradients, req.mutable_gradients());
+  proto::PushEmbeddingGradientsResponse resp;
+  return impl_->Call(
+      "PushEmbeddingGradients", req, &resp,
+      [](Stub* s, grpc::ClientContext* c, const auto& q, auto* r) {
+        return s->PushEmbeddingGradients(c, q, r);
+      });
+}
+
+absl::StatusOr<std::vector<GraphStoreClient::EmbeddingServerStats>>
+GraphStoreClient::EmbeddingStats() {
+  proto::EmbeddingStatsResponse resp;
+  RETURN_IF_ERROR(
+      impl_->Call("EmbeddingStats", proto::EmbeddingStatsRequest(), &resp,
+                  [](Stub* s, grpc::ClientContext* c, const auto& q, auto* r) {
+                    return s->EmbeddingStats(c, q, r);
+                  }));
+  std::vector<EmbeddingServerStats> out;
+  for (const auto& t : resp.tables()) {
+    EmbeddingServerStats e;
+    e.name = t.name();
+    e.dim = t.dim();
+    e.stats.rows_pulled = t.rows_pulled();
+    e.stats.rows_pushed = t.rows_pushed();
+    e.stats.pulls = t.pulls();
+    e.stats.pushes = t.pushes();
+    e.stats.rows_touched = t.rows_touched();
+    e.stats.pull_wait_seconds = t.pull_wait_seconds();
+    e.stats.staleness_sum = t.staleness_sum();
+    e.applied_steps = t.applied_steps();
+    out.push_back(std::move(e));
   }
   return out;
 }

@@ -53,6 +53,7 @@
 #include "absl/types/span.h"
 #include "common/shared_memory.h"
 #include "common/types.h"
+#include "embedding/embedding_table.h"
 #include "graphstore/shard_format.h"
 #include "graphstore/shard_store.h"
 
@@ -168,6 +169,35 @@ class GraphStoreClient {
   absl::StatusOr<std::vector<int64_t>> GetDegrees(absl::Span<const NodeId> ids);
   absl::StatusOr<std::vector<NodeId>> GetSplit(absl::string_view name);
   absl::StatusOr<ServerStats> Stats();
+
+  // Learnable tables (graphstore/internal/embedding_service.h; issue 15).
+  //
+  // Creates the run's table on this server, or confirms the one it holds
+  // (FAILED_PRECONDITION naming the settings that differ). Returns the rows
+  // the server holds; DATA_LOSS if they are not the shard's node range.
+  absl::Status CreateEmbeddingTable(const EmbeddingTableConfig& config);
+  // Writes the rows of ids[i] to out + i * dim, once the server's step
+  // clock allows `step` with `staleness` (see embedding/embedding_table.h).
+  // Each attempt may wait up to `wait` on the server (a synchronous pull
+  // waits for the slowest trainer). DATA_LOSS if the rows are not `dim`
+  // wide or not one per ID.
+  absl::Status PullEmbeddings(const EmbeddingTableConfig& table,
+                              absl::Span<const NodeId> ids, int64_t step,
+                              int staleness, absl::Duration wait, float* out);
+  // Pushes `trainer`'s gradient rows of `step` (ids.size() * dim floats);
+  // retried on UNAVAILABLE (a repeated step is ignored by the server).
+  absl::Status PushEmbeddingGradients(const EmbeddingTableConfig& table,
+                                      int trainer, int64_t step,
+                                      absl::Span<const NodeId> ids,
+                                      absl::Span<const float> gradients);
+  // Per table: the server's figures (EmbeddingTableStats, applied steps).
+  struct EmbeddingServerStats {
+    std::string name;
+    int64_t dim = 0;
+    EmbeddingTableStats stats;
+    int64_t applied_steps = 0;
+  };
+  absl::StatusOr<std::vector<EmbeddingServerStats>> EmbeddingStats();
 
  private:
   class Impl;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <new>
 #include <thread>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "common/auth.h"
 #include "common/status.h"
 #include "graphstore/internal/connection_limits.h"
+#include "graphstore/internal/embedding_service.h"
 #include "graphstore/internal/feature_port.h"
 #include "graphstore/internal/features_codec.h"
 #include "graphstore/internal/listener.h"
@@ -54,12 +56,26 @@ enum Method {
   kGetSplit,
   kHealth,
   kStats,
+  kCreateEmbeddingTable,
+  kPullEmbeddings,
+  kPushEmbeddingGradients,
+  kEmbeddingStats,
   kFeaturePort,  // GetFeatures over the feature port, not gRPC.
   kNumMethods
 };
-constexpr const char* kMethodNames[kNumMethods] = {
-    "Info",     "SampleNeighbors", "GetFeatures", "GetLabels",  "GetDegrees",
-    "GetSplit", "Health",          "Stats",       "FeaturePort"};
+constexpr const char* kMethodNames[kNumMethods] = {"Info",
+                                                   "SampleNeighbors",
+                                                   "GetFeatures",
+                                                   "GetLabels",
+                                                   "GetDegrees",
+                                                   "GetSplit",
+                                                   "Health",
+                                                   "Stats",
+                                                   "CreateEmbeddingTable",
+                                                   "PullEmbeddings",
+                                                   "PushEmbeddingGradients",
+                                                   "EmbeddingStats",
+                                                   "FeaturePort"};
 
 int64_t PayloadBytes(const google::protobuf::Message& m) {
   return static_cast<int64_t>(m.ByteSizeLong());
@@ -83,7 +99,9 @@ class GraphStoreServer::Service final
           proto::GraphStore::CallbackService> {
  public:
   explicit Service(const GraphStoreServerOptions& options)
-      : options_(options), start_(absl::Now()) {
+      : options_(options),
+        start_(absl::Now()),
+        embeddings_(EmbeddingLimits(options)) {
     internal::WorkQueueOptions queue;
     queue.num_workers =
         options.num_threads > 0
@@ -104,6 +122,8 @@ class GraphStoreServer::Service final
 
   // Runs the queued work to the end and joins the workers.
   void StopWorkers() { queue_.reset(); }
+  // Answers the pulls waiting for an embedding table's step clock.
+  void CancelWaitingPulls() { embeddings_.CancelWaiting(); }
 
   // Info advertises `port` (0: none) as the feature port.
   void SetFeaturePort(int port) { feature_port_ = port; }
@@ -374,7 +394,55 @@ class GraphStoreServer::Service final
     });
   }
 
+  grpc::ServerUnaryReactor* CreateEmbeddingTable(
+      grpc::CallbackServerContext* ctx,
+      const proto::CreateEmbeddingTableRequest* req,
+      proto::CreateEmbeddingTableResponse* resp) override {
+    return Run(ctx, kCreateEmbeddingTable, req, resp, /*heavy=*/false,
+               [this, req, resp] {
+                 return embeddings_.Create(store_->Meta(), *req, resp);
+               });
+  }
+
+  grpc::ServerUnaryReactor* PullEmbeddings(
+      grpc::CallbackServerContext* ctx, const proto::PullEmbeddingsRequest* req,
+      proto::PullEmbeddingsResponse* resp) override {
+    return RunDeferred(
+        ctx, kPullEmbeddings, req, resp,
+        [this, ctx, req, resp](std::function<void(absl::Status)> done) {
+          embeddings_.Pull(req, absl::FromChrono(ctx->deadline()), resp,
+                           std::move(done));
+        });
+  }
+
+  grpc::ServerUnaryReactor* PushEmbeddingGradients(
+      grpc::CallbackServerContext* ctx,
+      const proto::PushEmbeddingGradientsRequest* req,
+      proto::PushEmbeddingGradientsResponse* resp) override {
+    // Inline: a push never waits, and the pulls waiting for it must not
+    // queue it behind other work.
+    return Run(ctx, kPushEmbeddingGradients, req, resp, /*heavy=*/false,
+               [this, req, resp] { return embeddings_.Push(*req, resp); });
+  }
+
+  grpc::ServerUnaryReactor* EmbeddingStats(
+      grpc::CallbackServerContext* ctx, const proto::EmbeddingStatsRequest* req,
+      proto::EmbeddingStatsResponse* resp) override {
+    return Run(ctx, kEmbeddingStats, req, resp, /*heavy=*/false, [this, resp] {
+      embeddings_.Stats(resp);
+      return absl::OkStatus();
+    });
+  }
+
  private:
+  static internal::EmbeddingServiceLimits EmbeddingLimits(
+      const GraphStoreServerOptions& options) {
+    internal::EmbeddingServiceLimits limits;
+    limits.max_ids_per_call = options.max_ids_per_call;
+    limits.max_table_bytes = options.max_embedding_bytes;
+    return limits;
+  }
+
   // Memory mode never blocks (reads are memcpy from arrays), so its small
   // calls run on gRPC's callback thread and skip two thread hand-offs; its
   // large ones, and every disk-mode call (which may wait on I/O), run on the
@@ -528,6 +596,55 @@ class GraphStoreServer::Service final
     return reactor;
   }
 
+  // Run for a call answered later: `work` gets a `done` to call exactly once
+  // with the outcome, from any thread (embedding pulls waiting for the step
+  // clock hold no thread meanwhile).
+  template <typename Req, typename Resp, typename Work>
+  grpc::ServerUnaryReactor* RunDeferred(grpc::CallbackServerContext* ctx,
+                                        Method method, const Req* req,
+                                        Resp* resp, Work work) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    if (absl::Status auth = Authenticate(*ctx, method); !auth.ok()) {
+      stats_[method].Record(0, auth.code(), PayloadBytes(*req), 0);
+      reactor->Finish(ToGrpc(auth));
+      return reactor;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      absl::Status refused;
+      if (draining_) {
+        refused = absl::UnavailableError("server is shutting down");
+      } else if (LoadedStore() == nullptr) {
+        refused = absl::UnavailableError("server is still loading its shard");
+      }
+      if (!refused.ok()) {
+        stats_[method].Record(0, refused.code(), PayloadBytes(*req), 0);
+        reactor->Finish(ToGrpc(refused));
+        return reactor;
+      }
+      ++in_flight_;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    auto done = [this, method, req, resp, reactor, start](absl::Status status) {
+      if (!status.ok()) resp->Clear();
+      std::chrono::duration<double, std::micro> us =
+          std::chrono::steady_clock::now() - start;
+      stats_[method].Record(us.count(), status.code(), PayloadBytes(*req),
+                            PayloadBytes(*resp));
+      reactor->Finish(ToGrpc(status));
+      absl::MutexLock lock(&mu_);
+      --in_flight_;
+    };
+    try {
+      work(std::function<void(absl::Status)>(done));
+    } catch (const std::exception& e) {
+      // Before `done` was handed on: nothing else answers the call.
+      done(absl::InternalError(
+          absl::StrCat(kMethodNames[method], ": ", e.what())));
+    }
+    return reactor;
+  }
+
   std::shared_ptr<const ShardStore> store_;  // Set once, by Serve().
   std::atomic<bool> serving_{false};         // Published store_.
   GraphStoreServerOptions options_;
@@ -542,6 +659,7 @@ class GraphStoreServer::Service final
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int> feature_port_{0};
+  internal::EmbeddingService embeddings_;
 };
 
 absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
@@ -793,6 +911,9 @@ void GraphStoreServer::Shutdown(absl::Time deadline) {
   trimmer_.reset();
   if (listener_ != nullptr) listener_->Stop();
   if (feature_port_ != nullptr) feature_port_->BeginShutdown();
+  // Pulls waiting for a step clock would hold the drain to their deadline:
+  // answered UNAVAILABLE now (the trainers retry, or fail over).
+  service_->CancelWaitingPulls();
   service_->Drain(deadline);
   if (feature_port_ != nullptr) feature_port_->Shutdown(deadline);
   server_->Shutdown(absl::ToChronoTime(

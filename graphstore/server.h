@@ -16,6 +16,13 @@
 // but Health is checked for it in one place (Service::Run) before any work;
 // with TLS, gRPC speaks TLS and the feature port is off (options below).
 //
+// The server also holds learnable node embeddings for training runs
+// (CreateEmbeddingTable, PullEmbeddings, PushEmbeddingGradients,
+// EmbeddingStats: internal/embedding_service.h): rows of the nodes it owns,
+// updated by a sparse optimizer from the trainers' pushes, with a step clock
+// that synchronous and bounded-staleness pulls wait on without holding a
+// thread.
+//
 // Beside proto/graphstore.proto, every server answers gRPC's standard health
 // service (grpc.health.v1.Health, Check and Watch, for grpc_health_probe,
 // Kubernetes gRPC probes and load balancers) for the service names "" and
@@ -122,6 +129,11 @@ struct GraphStoreServerOptions {
   std::string tls_cert_pem;
   std::string tls_key_pem;
   std::string tls_client_ca_pem;
+
+  // Learnable tables (CreateEmbeddingTable; issue 15): the bytes all tables
+  // of this server may reserve (rows and optimizer state; pages are used as
+  // rows are touched). Above it a new table gets RESOURCE_EXHAUSTED.
+  int64_t max_embedding_bytes = int64_t{64} << 30;
 
   // Prometheus metrics (docs/operations.md, "Metrics"): non-empty, HOST:PORT
   // (as listen_address; port 0 picks a free port, read back with

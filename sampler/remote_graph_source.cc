@@ -610,6 +610,32 @@ RemoteStats RemoteGraphSource::stats() const {
   return stats;
 }
 
+absl::Status RemoteGraphSource::ForEachOwner(absl::Span<const NodeId> nodes,
+                                             bool all_parts,
+                                             const OwnerCall& fn) const {
+  ASSIGN_OR_RETURN(Groups groups, Group(nodes));
+  auto run = [&](int p) -> absl::Status {
+    return parts_[static_cast<size_t>(p)]->Run(
+        [&](GraphStoreClient& server) -> absl::Status {
+          return fn(p, server, groups.ids[p], groups.positions[p]);
+        });
+  };
+  std::vector<int> parts;
+  for (int p = 0; p < book_.num_parts(); ++p) {
+    if (all_parts || !groups.ids[p].empty()) parts.push_back(p);
+  }
+  if (parts.size() == 1) return run(parts[0]);
+  std::vector<std::future<absl::Status>> pending;
+  for (size_t i = 0; i + 1 < parts.size(); ++i)
+    pending.push_back(std::async(std::launch::async, run, parts[i]));
+  absl::Status first = parts.empty() ? absl::OkStatus() : run(parts.back());
+  for (auto& f : pending) {
+    absl::Status s = f.get();
+    if (first.ok() && !s.ok()) first = s;
+  }
+  return first;
+}
+
 std::string RemoteGraphSource::address(int part) const {
   return parts_[static_cast<size_t>(part)]->addresses();
 }

@@ -28,6 +28,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -146,6 +147,23 @@ class RemoteGraphSource : public GraphSource {
   absl::StatusOr<std::vector<int64_t>> FetchAllDegrees() const;
 
   RemoteStats stats() const;
+
+  // Learnable rows (sampler/embedding_rows.h): runs fn(part, server, ids,
+  // positions) for every part owning some of `nodes` (with `all_parts`,
+  // for every part, with no IDs for parts owning none), concurrently, each
+  // on a live server of its part (ReplicaSet::Run); `positions` are the IDs'
+  // indices in `nodes`. Returns the first error. INVALID_ARGUMENT for a node
+  // outside the graph.
+  using OwnerCall = std::function<absl::Status(
+      int part, GraphStoreClient& server, absl::Span<const NodeId> ids,
+      absl::Span<const size_t> positions)>;
+  absl::Status ForEachOwner(absl::Span<const NodeId> nodes, bool all_parts,
+                            const OwnerCall& fn) const;
+  // Servers of part p (its replicas).
+  int num_replicas(int part) const {
+    return static_cast<int>(parts_[static_cast<size_t>(part)]->size());
+  }
+
   // Whether part p's features are read through shared memory.
   bool reads_shared_memory(int part) const {
     return shared_[static_cast<size_t>(part)] != nullptr;

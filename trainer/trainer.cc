@@ -249,8 +249,25 @@ absl::Status CheckOptions(const GraphSource& source,
       options.model.attn_dropout < 0 || options.model.attn_dropout >= 1) {
     return absl::InvalidArgumentError("dropout rates must be in [0, 1)");
   }
-  if (source.feature_dim() < 1)
-    return absl::InvalidArgumentError("the graph has no node features");
+  if (options.ignore_features && options.embeddings == nullptr) {
+    return absl::InvalidArgumentError(
+        "ignoring the features needs learned embeddings (--learn-embeddings)");
+  }
+  if (source.feature_dim() < 1 && options.embeddings == nullptr) {
+    return absl::InvalidArgumentError(
+        "the graph has no node features; learn embeddings instead "
+        "(--learn-embeddings DIM)");
+  }
+  if (options.embeddings != nullptr && options.resume) {
+    return absl::InvalidArgumentError(
+        "resuming a run with learned embeddings is not supported yet (the "
+        "servers' tables are not snapshotted with the checkpoints)");
+  }
+  if (options.embeddings != nullptr && options.exact_test) {
+    return absl::InvalidArgumentError(
+        "the exact test (layer-wise inference) does not read learned "
+        "embeddings yet; use the sampled test");
+  }
   if (options.patience < 0 || options.checkpoint_every < 0 ||
       options.min_steps_per_epoch < 0) {
     return absl::InvalidArgumentError(
@@ -287,6 +304,11 @@ class Run {
     context.options = &options_;
     context.sync = sync_;
     context.transform = internal::MakeInputTransform(options_.model.features);
+    if (options_.embeddings != nullptr) {
+      rows_ = std::make_unique<internal::InputRows>(options_.embeddings,
+                                                    options_.ignore_features);
+      context.rows = rows_.get();
+    }
     task_ = options_.task == TaskKind::kLink ? internal::MakeLinkTask(context)
                                              : internal::MakeNodeTask(context);
     // The encoder's output width: the classes, or the embedding width.
@@ -296,6 +318,7 @@ class Run {
     SamplerOptions train_sampling;
     train_sampling.fanouts = options_.fanouts;
     train_sampling.fetch_degrees = degrees;
+    train_sampling.fetch_features = !options_.ignore_features;
     train_sampling = task_->Sampling(train_sampling);
     ASSIGN_OR_RETURN(train_sampler_,
                      NeighborSampler::Create(&source_, train_sampling));
@@ -323,9 +346,12 @@ class Run {
     ASSIGN_OR_RETURN(test_sampler_,
                      NeighborSampler::Create(&source_, test_sampling));
 
-    model_ =
-        internal::MakeModel(options_.model, source_.feature_dim(), num_classes,
-                            MixSeed(options_.seed, kModelStream));
+    // The model's input: the features, the learned rows, or both.
+    const int64_t in_dim =
+        (options_.ignore_features ? 0 : source_.feature_dim()) +
+        (rows_ != nullptr ? rows_->dim() : 0);
+    model_ = internal::MakeModel(options_.model, in_dim, num_classes,
+                                 MixSeed(options_.seed, kModelStream));
     task_->AddDecoder(model_.get(), MixSeed(options_.seed, kModelStream));
     std::vector<torch::Tensor> params = model_->parameters();
     TrainResult result;
@@ -337,8 +363,7 @@ class Run {
         ModelKindName(options_.model.kind),
         " layers=", options_.model.num_layers,
         " hidden=", options_.model.hidden, " heads=", options_.model.heads,
-        " in=", source_.feature_dim(), " classes=", num_classes,
-        " seed=", options_.seed,
+        " in=", in_dim, " classes=", num_classes, " seed=", options_.seed,
         options_.task == TaskKind::kLink
             ? absl::StrCat(" task=link decoder=",
                            LinkDecoderName(options_.link.decoder))
@@ -472,9 +497,19 @@ class Run {
         break;
       }
     }
-    if (!state.best.empty()) {
+    // With learned embeddings the table has moved on past the best epoch
+    // (its rows are not snapshotted yet): the model stays at the last
+    // epoch, matching the rows it is tested with.
+    if (!state.best.empty() && rows_ == nullptr) {
       torch::NoGradGuard no_grad;
       for (size_t i = 0; i < params.size(); ++i) params[i].copy_(state.best[i]);
+    }
+    if (rows_ != nullptr) {
+      RETURN_IF_ERROR(rows_->rows()->Flush());
+      if (!result.epochs.empty()) {
+        result.best_epoch = result.epochs.back().epoch;
+        result.best_val_score = result.epochs.back().val_score;
+      }
     }
     {
       Checksum sum;
@@ -519,6 +554,8 @@ class Run {
     // The loader shuffles the train seeds for this epoch and samples batches
     // ahead on background threads; the batches do not depend on prefetching.
     const LoaderStats before = loader_->stats();
+    const LearnableRowsStats rows_before =
+        rows_ != nullptr ? rows_->rows()->stats() : LearnableRowsStats();
     loader_->StartEpoch(epoch);
     MiniBatch batch;
     while (true) {
@@ -530,6 +567,7 @@ class Run {
         stats.sampled_edges += block.num_edges();
       t0 = Clock::now();
       optimizer->zero_grad();
+      if (rows_ != nullptr) RETURN_IF_ERROR(rows_->Pull(batch, true));
       torch::Tensor loss = task_->Loss(*model_, batch, &figures);
       if (loss.defined()) {
         loss.backward();
@@ -557,12 +595,23 @@ class Run {
             "; lower --lr, or check the features' scale (--feature-norm)"));
       }
       optimizer->step();
+      // Sent while the next batch computes (at most two steps in flight).
+      if (rows_ != nullptr) RETURN_IF_ERROR(rows_->PushStep());
       stats.compute_seconds += SecondsSince(t0);
       ++stats.steps;
       if (options_.on_step)
         options_.on_step(epoch, stats.steps, loader_->steps_per_epoch());
     }
     loader_->Stop();
+    if (rows_ != nullptr) {
+      const LearnableRowsStats after = rows_->rows()->stats();
+      stats.embedding_rows_pulled = after.rows_pulled - rows_before.rows_pulled;
+      stats.embedding_rows_pushed = after.rows_pushed - rows_before.rows_pushed;
+      stats.embedding_pull_seconds =
+          after.pull_seconds - rows_before.pull_seconds;
+      stats.embedding_push_wait_seconds =
+          after.push_wait_seconds - rows_before.push_wait_seconds;
+    }
     stats.sample_busy_seconds =
         loader_->stats().sample_seconds - before.sample_seconds;
     stats.fetch_seconds = loader_->stats().fetch_seconds - before.fetch_seconds;
@@ -632,6 +681,7 @@ class Run {
   std::unique_ptr<NeighborSampler> test_sampler_;
   std::shared_ptr<internal::GnnModel> model_;
   std::unique_ptr<internal::Task> task_;
+  std::unique_ptr<internal::InputRows> rows_;  // With learned embeddings.
 };
 
 }  // namespace

@@ -31,6 +31,7 @@
 namespace shardgnn {
 
 class GradientSync;
+class LearnableRows;
 
 // kMlp ignores the graph (each layer sees only the node's own state): the
 // baseline a GNN must beat. Give it fanouts of 0 to skip sampling.
@@ -155,6 +156,13 @@ struct EpochStats {
   // reuse its buffers (issue 17).
   int64_t minor_faults = 0;
   int64_t eval_minor_faults = 0;
+  // Learnable embeddings (TrainOptions::embeddings), over the epoch's
+  // training steps: rows pulled and pushed, seconds in pulls (waits for the
+  // owners' step clocks included) and waiting for earlier pushes.
+  int64_t embedding_rows_pulled = 0;
+  int64_t embedding_rows_pushed = 0;
+  double embedding_pull_seconds = 0.0;
+  double embedding_push_wait_seconds = 0.0;
 };
 
 struct TrainOptions {
@@ -222,6 +230,15 @@ struct TrainOptions {
   // in scratch_dir (local disk; empty: the system's temporary directory),
   // removed afterwards.
   bool exact_test = false;
+  // Learnable node embeddings (issue 15; sampler/embedding_rows.h): when
+  // set, every input node's row of this table is appended to its features
+  // (or, with ignore_features, is its whole input) and trained with the
+  // model: a training step pulls its batch's rows before the forward pass
+  // and pushes their gradient after backward (the table's owner applies it
+  // with its sparse optimizer; weight decay does not apply). Not owned. Not
+  // yet with resume or exact_test.
+  LearnableRows* embeddings = nullptr;
+  bool ignore_features = false;
   int rank = 0;
   int world_size = 1;
   std::string scratch_dir;

@@ -165,6 +165,7 @@ class LinkTask : public Task {
             sampler, absl::MakeConstSpan(*list).subspan(2 * b, 2 * count),
             labels, MixSeed(seed, static_cast<uint64_t>(offset + b)),
             /*exclude=*/nullptr, &batch));
+        if (c_.rows != nullptr) RETURN_IF_ERROR(c_.rows->Pull(batch, false));
         torch::Tensor logits = Scores(model, batch);
         torch::Tensor target = torch::full({count}, label);
         loss[0] += torch::binary_cross_entropy_with_logits(
@@ -245,7 +246,8 @@ class LinkTask : public Task {
  private:
   // The decoder's logit for each of the batch's pairs.
   torch::Tensor Scores(GnnModel& model, MiniBatch& batch) {
-    BatchTensors t = ToTensors(batch, c_.options->model.kind, c_.transform);
+    BatchTensors t =
+        ToTensors(batch, c_.options->model.kind, c_.transform, c_.rows);
     torch::Tensor h = model.Forward(t.blocks, t.x);
     const auto n = static_cast<int64_t>(batch.pair_src.size());
     torch::Tensor src =

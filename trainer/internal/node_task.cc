@@ -54,7 +54,8 @@ class NodeTask : public Task {
 
   torch::Tensor Loss(GnnModel& model, MiniBatch& batch,
                      StepFigures* f) override {
-    BatchTensors t = ToTensors(batch, c_.options->model.kind, c_.transform);
+    BatchTensors t =
+        ToTensors(batch, c_.options->model.kind, c_.transform, c_.rows);
     torch::Tensor labels = LabelsOf(batch);
     torch::Tensor logits = model.Forward(t.blocks, t.x);
     torch::Tensor mask = labels.ge(0);
@@ -108,7 +109,9 @@ class NodeTask : public Task {
         next = std::async(std::launch::async, sample, begin + step,
                           &batches[(k + 1) % 2]);
       }
-      BatchTensors t = ToTensors(batch, c_.options->model.kind, c_.transform);
+      if (c_.rows != nullptr) RETURN_IF_ERROR(c_.rows->Pull(batch, false));
+      BatchTensors t =
+          ToTensors(batch, c_.options->model.kind, c_.transform, c_.rows);
       torch::Tensor labels = LabelsOf(batch);
       torch::Tensor logits = model.Forward(t.blocks, t.x);
       torch::Tensor mask = labels.ge(0);

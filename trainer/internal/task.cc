@@ -11,9 +11,13 @@
 namespace shardgnn::internal {
 
 BatchTensors ToTensors(MiniBatch& batch, ModelKind kind,
-                       const InputTransform& transform) {
+                       const InputTransform& transform, const InputRows* rows) {
   BatchTensors t;
   t.blocks = ToBlockTensors(batch, kind);
+  if (rows != nullptr && rows->ignore_features()) {
+    t.x = rows->Input(torch::Tensor());
+    return t;
+  }
   t.x = torch::from_blob(
       batch.features.data(),
       {static_cast<int64_t>(batch.input_nodes.size()), batch.feature_dim},
@@ -21,6 +25,7 @@ BatchTensors ToTensors(MiniBatch& batch, ModelKind kind,
   // In place: the batch's feature buffer is consumed once, and reusing it
   // spares a fresh input-sized tensor per step.
   ApplyInputTransform(transform, t.x);
+  if (rows != nullptr) t.x = rows->Input(t.x);
   return t;
 }
 

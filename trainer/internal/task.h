@@ -28,6 +28,7 @@
 #include "sampler/minibatch.h"
 #include "sampler/neighbor_sampler.h"
 #include "trainer/inference.h"
+#include "trainer/internal/input_rows.h"
 #include "trainer/internal/models.h"
 #include "trainer/trainer.h"
 
@@ -43,8 +44,11 @@ struct BatchTensors {
   std::vector<BlockTensors> blocks;
   torch::Tensor x;
 };
+// With `rows` (learnable input rows), its last Pull's rows are appended to
+// the features (or are the input, when features are ignored).
 BatchTensors ToTensors(MiniBatch& batch, ModelKind kind,
-                       const InputTransform& transform);
+                       const InputTransform& transform,
+                       const InputRows* rows = nullptr);
 
 // What a run shares with its task; outlives it.
 struct TaskContext {
@@ -53,6 +57,10 @@ struct TaskContext {
   const TrainOptions* options = nullptr;
   GradientSync* sync = nullptr;  // May be null (one process).
   InputTransform transform;
+  // Learnable input rows (may be null): the trainer pulls a training batch's
+  // rows before Loss; tasks pull their evaluation batches' rows themselves
+  // (InputRows::Pull with train = false) before ToTensors.
+  InputRows* rows = nullptr;
 };
 
 // One training step's figures, summed over the epoch.

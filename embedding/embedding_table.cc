@@ -1,0 +1,642 @@
+#include "embedding/embedding_table.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <numeric>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "common/sampling.h"
+#include "common/status.h"
+
+namespace shardgnn {
+namespace {
+
+constexpr EmbeddingOptimizer kAllOptimizers[] = {EmbeddingOptimizer::kSgd,
+                                                 EmbeddingOptimizer::kAdagrad,
+                                                 EmbeddingOptimizer::kAdam};
+
+bool IsKnownOptimizer(EmbeddingOptimizer optimizer) {
+  for (EmbeddingOptimizer known : kAllOptimizers) {
+    if (optimizer == known) return true;
+  }
+  return false;
+}
+
+// FNV-1a: a stable 64-bit hash of the table's name (the same on every
+// platform and in every process, unlike std::hash).
+uint64_t HashName(absl::string_view name) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : name) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+// The key of the counter-based generator for one table; a row's elements are
+// drawn from MixSeed(MixSeed(key, node), col).
+uint64_t TableKey(const EmbeddingTableConfig& config) {
+  return MixSeed(config.seed, HashName(config.name));
+}
+
+uint64_t RowKey(uint64_t table_key, NodeId node) {
+  return MixSeed(table_key, static_cast<uint64_t>(node));
+}
+
+// A standard normal draw (Box-Muller) from the stream keyed by (row_key, col),
+// scaled by init_std. Computed in double and rounded once to float.
+float InitialValue(uint64_t row_key, int64_t col, double init_std) {
+  uint64_t state = MixSeed(row_key, static_cast<uint64_t>(col));
+  constexpr double kTwoPow53 = 9007199254740992.0;
+  // u1 in (0, 1] so that log(u1) is finite; u2 in [0, 1).
+  const double u1 =
+      static_cast<double>((SplitMix64(&state) >> 11) + 1) / kTwoPow53;
+  const double u2 = static_cast<double>(SplitMix64(&state) >> 11) / kTwoPow53;
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
+  return static_cast<float>(init_std * z);
+}
+
+// A double that reads back as itself, short when it can be.
+std::string FormatDouble(double v) {
+  std::string s = absl::StrFormat("%g", v);
+  if (std::strtod(s.c_str(), nullptr) != v && !std::isnan(v)) {
+    s = absl::StrFormat("%.17g", v);
+  }
+  return s;
+}
+
+bool SameDouble(double a, double b) {
+  return a == b || (std::isnan(a) && std::isnan(b));
+}
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+template <typename T>
+using CArray = std::unique_ptr<T[], FreeDeleter>;
+
+// Zero-filled memory for n elements of T. calloc of a large block maps fresh
+// zero pages, so memory is committed only for the rows the run writes.
+template <typename T>
+absl::StatusOr<CArray<T>> ZeroArray(uint64_t n, absl::string_view what,
+                                    absl::string_view table) {
+  if (n > std::numeric_limits<size_t>::max() / sizeof(T)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("embedding table ", table, ": ", what, " of ", n,
+                     " elements overflows the address space"));
+  }
+  // calloc(0) may return nullptr; an empty table still gets a valid pointer.
+  void* p = std::calloc(std::max<uint64_t>(n, 1), sizeof(T));
+  if (p == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("embedding table ", table, ": cannot reserve ", what, " (",
+                     n * sizeof(T), " bytes)"));
+  }
+  return CArray<T>(static_cast<T*>(p));
+}
+
+// Stripes on their own cache lines, so that threads updating rows of
+// different stripes do not contend on one line. The locks here are
+// std::mutex rather than absl::Mutex so that ThreadSanitizer, which does not
+// see through the prebuilt Abseil library, can check this file.
+struct alignas(64) Stripe {
+  std::mutex mu;
+};
+constexpr int64_t kNumStripes = 1024;
+
+// The most lagging trainers a DEADLINE_EXCEEDED message names.
+constexpr int kMaxNamedTrainers = 16;
+
+}  // namespace
+
+const char* EmbeddingOptimizerName(EmbeddingOptimizer optimizer) {
+  switch (optimizer) {
+    case EmbeddingOptimizer::kSgd:
+      return "sgd";
+    case EmbeddingOptimizer::kAdagrad:
+      return "adagrad";
+    case EmbeddingOptimizer::kAdam:
+      return "adam";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<EmbeddingOptimizer> ParseEmbeddingOptimizer(
+    const std::string& name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  std::vector<std::string> names;
+  for (EmbeddingOptimizer optimizer : kAllOptimizers) {
+    if (lower == EmbeddingOptimizerName(optimizer)) return optimizer;
+    names.push_back(EmbeddingOptimizerName(optimizer));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown embedding optimizer \"", name,
+                   "\" (valid: ", absl::StrJoin(names, ", "), ")"));
+}
+
+absl::Status ValidateEmbeddingConfig(const EmbeddingTableConfig& config) {
+  auto bad = [&config](absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("embedding table \"", config.name, "\": ", what));
+  };
+  if (config.name.empty()) return bad("name is empty");
+  if (config.dim < 1 || config.dim > kMaxEmbeddingDim) {
+    return bad(
+        absl::StrCat("dim ", config.dim, " is not in 1..", kMaxEmbeddingDim));
+  }
+  if (!IsKnownOptimizer(config.optimizer)) {
+    return bad(absl::StrCat("optimizer ", static_cast<int>(config.optimizer),
+                            " is not one of sgd, adagrad, adam"));
+  }
+  if (!(config.lr > 0) || !std::isfinite(config.lr)) {
+    return bad(absl::StrCat("lr ", FormatDouble(config.lr),
+                            " is not a finite value > 0"));
+  }
+  if (!(config.beta1 >= 0 && config.beta1 < 1)) {
+    return bad(absl::StrCat("beta1 ", FormatDouble(config.beta1),
+                            " is not in [0, 1)"));
+  }
+  if (!(config.beta2 >= 0 && config.beta2 < 1)) {
+    return bad(absl::StrCat("beta2 ", FormatDouble(config.beta2),
+                            " is not in [0, 1)"));
+  }
+  if (!(config.eps > 0) || !std::isfinite(config.eps)) {
+    return bad(absl::StrCat("eps ", FormatDouble(config.eps),
+                            " is not a finite value > 0"));
+  }
+  if (!(config.init_std >= 0) || !std::isfinite(config.init_std)) {
+    return bad(absl::StrCat("init_std ", FormatDouble(config.init_std),
+                            " is not a finite value >= 0"));
+  }
+  if (config.num_trainers < 1 || config.num_trainers > 4096) {
+    return bad(absl::StrCat("num_trainers ", config.num_trainers,
+                            " is not in 1..4096"));
+  }
+  return absl::OkStatus();
+}
+
+std::string EmbeddingConfigDifferences(const EmbeddingTableConfig& a,
+                                       const EmbeddingTableConfig& b) {
+  std::vector<std::string> diffs;
+  auto quoted = [](const std::string& s) {
+    return absl::StrCat("\"", s, "\"");
+  };
+  if (a.name != b.name) {
+    diffs.push_back(
+        absl::StrCat("name ", quoted(a.name), " != ", quoted(b.name)));
+  }
+  if (a.dim != b.dim) {
+    diffs.push_back(absl::StrCat("dim ", a.dim, " != ", b.dim));
+  }
+  if (a.optimizer != b.optimizer) {
+    diffs.push_back(absl::StrCat("optimizer ",
+                                 EmbeddingOptimizerName(a.optimizer),
+                                 " != ", EmbeddingOptimizerName(b.optimizer)));
+  }
+  const std::pair<const char*, std::pair<double, double>> doubles[] = {
+      {"lr", {a.lr, b.lr}},
+      {"beta1", {a.beta1, b.beta1}},
+      {"beta2", {a.beta2, b.beta2}},
+      {"eps", {a.eps, b.eps}},
+      {"init_std", {a.init_std, b.init_std}},
+  };
+  for (const auto& [field, values] : doubles) {
+    if (!SameDouble(values.first, values.second)) {
+      diffs.push_back(absl::StrCat(field, " ", FormatDouble(values.first),
+                                   " != ", FormatDouble(values.second)));
+    }
+  }
+  if (a.seed != b.seed) {
+    diffs.push_back(absl::StrCat("seed ", a.seed, " != ", b.seed));
+  }
+  if (a.num_trainers != b.num_trainers) {
+    diffs.push_back(
+        absl::StrCat("num_trainers ", a.num_trainers, " != ", b.num_trainers));
+  }
+  if (a.run_id != b.run_id) {
+    diffs.push_back(
+        absl::StrCat("run_id ", quoted(a.run_id), " != ", quoted(b.run_id)));
+  }
+  return absl::StrJoin(diffs, ", ");
+}
+
+float InitialEmbeddingValue(const EmbeddingTableConfig& config, NodeId node,
+                            int64_t col) {
+  return InitialValue(RowKey(TableKey(config), node), col, config.init_std);
+}
+
+class EmbeddingTable::Impl {
+ public:
+  Impl(const EmbeddingTableConfig& config, NodeId node_start, NodeId node_end)
+      : config_(config),
+        node_start_(node_start),
+        node_end_(node_end),
+        dim_(config.dim),
+        table_key_(TableKey(config)),
+        lr_(static_cast<float>(config.lr)),
+        eps_(static_cast<float>(config.eps)),
+        beta1_(static_cast<float>(config.beta1)),
+        beta2_(static_cast<float>(config.beta2)),
+        one_minus_beta1_(static_cast<float>(1.0 - config.beta1)),
+        one_minus_beta2_(static_cast<float>(1.0 - config.beta2)),
+        stripes_(new Stripe[kNumStripes]),
+        push_mu_(new std::mutex[config.num_trainers]),
+        next_step_(config.num_trainers, 0) {}
+
+  absl::Status Allocate() {
+    const uint64_t rows = static_cast<uint64_t>(node_end_ - node_start_);
+    uint64_t elements;
+    if (__builtin_mul_overflow(rows, static_cast<uint64_t>(dim_), &elements)) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("embedding table ", config_.name, ": ", rows,
+                       " rows of dim ", dim_, " overflow the address space"));
+    }
+    const std::string& name = config_.name;
+    ASSIGN_OR_RETURN(values_, ZeroArray<float>(elements, "rows", name));
+    ASSIGN_OR_RETURN(created_, ZeroArray<uint8_t>(rows, "row flags", name));
+    switch (config_.optimizer) {
+      case EmbeddingOptimizer::kSgd:
+        break;
+      case EmbeddingOptimizer::kAdagrad: {
+        ASSIGN_OR_RETURN(
+            sum_sq_,
+            ZeroArray<float>(elements, "Adagrad sums of squares", name));
+        break;
+      }
+      case EmbeddingOptimizer::kAdam: {
+        ASSIGN_OR_RETURN(
+            m_, ZeroArray<float>(elements, "Adam first moments", name));
+        ASSIGN_OR_RETURN(
+            v_, ZeroArray<float>(elements, "Adam second moments", name));
+        ASSIGN_OR_RETURN(adam_steps_,
+                         ZeroArray<int64_t>(rows, "Adam step counts", name));
+        break;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Pull(absl::Span<const NodeId> ids, int64_t step, int staleness,
+                    absl::Time deadline, float* out);
+  absl::Status Push(int trainer, int64_t step, absl::Span<const NodeId> ids,
+                    absl::Span<const float> grads);
+
+  int64_t applied_steps() const {
+    return applied_.load(std::memory_order_acquire);
+  }
+
+  EmbeddingTableStats stats() const {
+    EmbeddingTableStats s;
+    s.rows_pulled = rows_pulled_.load(std::memory_order_relaxed);
+    s.rows_pushed = rows_pushed_.load(std::memory_order_relaxed);
+    s.pulls = pulls_.load(std::memory_order_relaxed);
+    s.pushes = pushes_.load(std::memory_order_relaxed);
+    s.rows_touched = rows_touched_.load(std::memory_order_relaxed);
+    s.pull_wait_seconds =
+        static_cast<double>(pull_wait_nanos_.load(std::memory_order_relaxed)) *
+        1e-9;
+    s.staleness_sum = staleness_sum_.load(std::memory_order_relaxed);
+    return s;
+  }
+
+ private:
+  std::mutex& StripeOf(int64_t row) const {
+    return stripes_[row % kNumStripes].mu;
+  }
+
+  // The row's values, created from the initial values on first touch.
+  // REQUIRES: the row's stripe is held.
+  float* RowLocked(int64_t row) {
+    float* values = values_.get() + row * dim_;
+    if (!created_[row]) {
+      const uint64_t row_key = RowKey(table_key_, node_start_ + row);
+      for (int64_t c = 0; c < dim_; ++c) {
+        values[c] = InitialValue(row_key, c, config_.init_std);
+      }
+      created_[row] = 1;
+      rows_touched_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return values;
+  }
+
+  // Applies the summed gradient g (dim_ floats) to one row.
+  void ApplyRow(int64_t row, const float* g);
+
+  absl::Status ValidatePush(int trainer, int64_t step,
+                            absl::Span<const NodeId> ids,
+                            absl::Span<const float> grads) const;
+  // Waits until applied_ >= needed; false if `deadline` passes first.
+  bool WaitForClock(std::unique_lock<std::mutex>& lock, int64_t needed,
+                    absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(clock_mu_);
+  std::string LaggingTrainers(int64_t needed) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(clock_mu_);
+
+  const EmbeddingTableConfig config_;
+  const NodeId node_start_;
+  const NodeId node_end_;
+  const int64_t dim_;
+  const uint64_t table_key_;
+  // The optimizer's constants in the rows' arithmetic (float).
+  const float lr_, eps_, beta1_, beta2_, one_minus_beta1_, one_minus_beta2_;
+
+  // Row r (node node_start_ + r) is values_[r * dim_ ...]; it and its
+  // optimizer state are read and written only under StripeOf(r).
+  CArray<float> values_;
+  CArray<uint8_t> created_;
+  CArray<float> sum_sq_;        // Adagrad.
+  CArray<float> m_, v_;         // Adam.
+  CArray<int64_t> adam_steps_;  // Adam: updates of each row so far.
+  const std::unique_ptr<Stripe[]> stripes_;
+
+  // Serializes each trainer's pushes, held through the whole push, so that a
+  // retry that arrives while the first copy is applying waits for it and is
+  // then acknowledged without effect.
+  const std::unique_ptr<std::mutex[]> push_mu_;
+
+  mutable std::mutex clock_mu_;
+  // Notified whenever applied_ advances.
+  std::condition_variable clock_advanced_;
+  // Per trainer, the steps applied (the next step it must push).
+  std::vector<int64_t> next_step_ ABSL_GUARDED_BY(clock_mu_);
+  // min(next_step_), written under clock_mu_; read without it.
+  std::atomic<int64_t> applied_{0};
+
+  std::atomic<int64_t> rows_pulled_{0}, rows_pushed_{0}, pulls_{0}, pushes_{0},
+      rows_touched_{0}, pull_wait_nanos_{0}, staleness_sum_{0};
+};
+
+std::string EmbeddingTable::Impl::LaggingTrainers(int64_t needed) const {
+  std::vector<std::string> named;
+  int more = 0;
+  for (int t = 0; t < static_cast<int>(next_step_.size()); ++t) {
+    if (next_step_[t] >= needed) continue;
+    if (static_cast<int>(named.size()) < kMaxNamedTrainers) {
+      named.push_back(absl::StrCat(t, " (at step ", next_step_[t], ")"));
+    } else {
+      ++more;
+    }
+  }
+  std::string s = absl::StrJoin(named, ", ");
+  if (more > 0) absl::StrAppend(&s, " and ", more, " more");
+  return s;
+}
+
+bool EmbeddingTable::Impl::WaitForClock(std::unique_lock<std::mutex>& lock,
+                                        int64_t needed, absl::Time deadline) {
+  auto reached = [this, needed] {
+    return applied_.load(std::memory_order_relaxed) >= needed;
+  };
+  if (deadline == absl::InfiniteFuture()) {
+    clock_advanced_.wait(lock, reached);
+    return true;
+  }
+  // Clamped so that the chrono time point cannot overflow (a deadline a year
+  // away is as good as none).
+  const absl::Time now = absl::Now();
+  deadline = std::clamp(deadline, now, now + absl::Hours(24 * 365));
+  return clock_advanced_.wait_until(lock, absl::ToChronoTime(deadline),
+                                    reached);
+}
+
+absl::Status EmbeddingTable::Impl::Pull(absl::Span<const NodeId> ids,
+                                        int64_t step, int staleness,
+                                        absl::Time deadline, float* out) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < node_start_ || ids[i] >= node_end_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "embedding table ", config_.name, ": pull of ID ", ids[i], " (index ",
+          i, ") not held here (nodes [", node_start_, ", ", node_end_, "))"));
+    }
+  }
+
+  int64_t applied;
+  if (staleness >= 0) {
+    int64_t needed;
+    if (__builtin_sub_overflow(step, static_cast<int64_t>(staleness),
+                               &needed)) {
+      needed = std::numeric_limits<int64_t>::min();
+    }
+    const absl::Time start = absl::Now();
+    bool ok;
+    std::string lagging;
+    {
+      std::unique_lock<std::mutex> lock(clock_mu_);
+      ok = WaitForClock(lock, needed, deadline);
+      applied = applied_.load(std::memory_order_relaxed);
+      if (!ok) lagging = LaggingTrainers(needed);
+    }
+    pull_wait_nanos_.fetch_add(absl::ToInt64Nanoseconds(absl::Now() - start),
+                               std::memory_order_relaxed);
+    if (!ok) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "embedding table ", config_.name, ": pull for step ", step,
+          " with staleness ", staleness, " waits for pushes of trainers ",
+          lagging, " (it needs every trainer at step ", needed, ")"));
+    }
+  } else {
+    applied = applied_.load(std::memory_order_acquire);
+  }
+  pulls_.fetch_add(1, std::memory_order_relaxed);
+  if (step > applied) {
+    staleness_sum_.fetch_add(step - applied, std::memory_order_relaxed);
+  }
+
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t row = ids[i] - node_start_;
+    std::lock_guard<std::mutex> lock(StripeOf(row));
+    std::memcpy(out + i * dim_, RowLocked(row), dim_ * sizeof(float));
+  }
+  rows_pulled_.fetch_add(static_cast<int64_t>(ids.size()),
+                         std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+absl::Status EmbeddingTable::Impl::ValidatePush(
+    int trainer, int64_t step, absl::Span<const NodeId> ids,
+    absl::Span<const float> grads) const {
+  const std::string where =
+      absl::StrCat("embedding table ", config_.name, ": push of trainer ",
+                   trainer, " for step ", step, ": ");
+  if (grads.size() != ids.size() * static_cast<size_t>(dim_)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, grads.size(), " gradient values for ", ids.size(),
+        " IDs of dim ", dim_, " (expected ", ids.size() * dim_, ")"));
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < node_start_ || ids[i] >= node_end_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "ID ", ids[i], " (index ", i, ") not held here (nodes [",
+          node_start_, ", ", node_end_, "))"));
+    }
+  }
+  for (size_t k = 0; k < grads.size(); ++k) {
+    if (!std::isfinite(grads[k])) {
+      const size_t i = k / dim_;
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "gradient of ID ", ids[i], " (index ", i, ", column ",
+          k % dim_, ") is not finite (", FormatDouble(grads[k]), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void EmbeddingTable::Impl::ApplyRow(int64_t row, const float* g) {
+  std::lock_guard<std::mutex> lock(StripeOf(row));
+  float* w = RowLocked(row);
+  const int64_t base = row * dim_;
+  switch (config_.optimizer) {
+    case EmbeddingOptimizer::kSgd:
+      for (int64_t c = 0; c < dim_; ++c) w[c] -= lr_ * g[c];
+      break;
+    case EmbeddingOptimizer::kAdagrad: {
+      float* s = sum_sq_.get() + base;
+      for (int64_t c = 0; c < dim_; ++c) {
+        s[c] += g[c] * g[c];
+        w[c] -= lr_ * g[c] / (std::sqrt(s[c]) + eps_);
+      }
+      break;
+    }
+    case EmbeddingOptimizer::kAdam: {
+      const int64_t t = ++adam_steps_[row];
+      const double t_double = static_cast<double>(t);
+      const float bias1 =
+          static_cast<float>(1.0 - std::pow(config_.beta1, t_double));
+      const float bias2 =
+          static_cast<float>(1.0 - std::pow(config_.beta2, t_double));
+      float* m = m_.get() + base;
+      float* v = v_.get() + base;
+      for (int64_t c = 0; c < dim_; ++c) {
+        m[c] = beta1_ * m[c] + one_minus_beta1_ * g[c];
+        v[c] = beta2_ * v[c] + one_minus_beta2_ * g[c] * g[c];
+        const float m_hat = m[c] / bias1;
+        const float v_hat = v[c] / bias2;
+        w[c] -= lr_ * m_hat / (std::sqrt(v_hat) + eps_);
+      }
+      break;
+    }
+  }
+}
+
+absl::Status EmbeddingTable::Impl::Push(int trainer, int64_t step,
+                                        absl::Span<const NodeId> ids,
+                                        absl::Span<const float> grads) {
+  if (trainer < 0 || trainer >= config_.num_trainers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "embedding table ", config_.name, ": push of trainer ", trainer,
+        " (the run has trainers 0..", config_.num_trainers - 1, ")"));
+  }
+  if (step < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("embedding table ", config_.name, ": trainer ", trainer,
+                     " pushed step ", step, " (steps start at 0)"));
+  }
+  std::lock_guard<std::mutex> push_lock(push_mu_[trainer]);
+  int64_t next;
+  {
+    std::lock_guard<std::mutex> clock_lock(clock_mu_);
+    next = next_step_[trainer];
+  }
+  if (step < next) return absl::OkStatus();  // A retry: already applied.
+  if (step > next) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("embedding table ", config_.name, ": trainer ", trainer,
+                     " pushed step ", step, " but its next step is ", next));
+  }
+  RETURN_IF_ERROR(ValidatePush(trainer, step, ids, grads));
+
+  // Sum the gradients of duplicate IDs, in the order they came, so that the
+  // result does not depend on anything but the push.
+  std::vector<size_t> order(ids.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&ids](size_t a, size_t b) { return ids[a] < ids[b]; });
+  std::vector<float> sum;
+  for (size_t begin = 0; begin < order.size();) {
+    size_t end = begin + 1;
+    while (end < order.size() && ids[order[end]] == ids[order[begin]]) ++end;
+    const float* g = grads.data() + order[begin] * dim_;
+    if (end - begin > 1) {
+      sum.assign(g, g + dim_);
+      for (size_t k = begin + 1; k < end; ++k) {
+        const float* more = grads.data() + order[k] * dim_;
+        for (int64_t c = 0; c < dim_; ++c) sum[c] += more[c];
+      }
+      g = sum.data();
+    }
+    ApplyRow(ids[order[begin]] - node_start_, g);
+    begin = end;
+  }
+
+  {
+    std::lock_guard<std::mutex> clock_lock(clock_mu_);
+    const bool was_min = next_step_[trainer] == applied_.load();
+    ++next_step_[trainer];
+    if (was_min) {
+      applied_.store(*std::min_element(next_step_.begin(), next_step_.end()),
+                     std::memory_order_release);
+      clock_advanced_.notify_all();
+    }
+  }
+  pushes_.fetch_add(1, std::memory_order_relaxed);
+  rows_pushed_.fetch_add(static_cast<int64_t>(ids.size()),
+                         std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+EmbeddingTable::EmbeddingTable(const EmbeddingTableConfig& config,
+                               NodeId node_start, NodeId node_end,
+                               std::unique_ptr<Impl> impl)
+    : config_(config),
+      node_start_(node_start),
+      node_end_(node_end),
+      impl_(std::move(impl)) {}
+
+EmbeddingTable::~EmbeddingTable() = default;
+
+absl::StatusOr<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Create(
+    const EmbeddingTableConfig& config, NodeId node_start, NodeId node_end) {
+  RETURN_IF_ERROR(ValidateEmbeddingConfig(config));
+  if (node_start < 0 || node_start > node_end) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("embedding table ", config.name, ": node range [",
+                     node_start, ", ", node_end, ") is not a valid range"));
+  }
+  auto impl = std::make_unique<Impl>(config, node_start, node_end);
+  RETURN_IF_ERROR(impl->Allocate());
+  return std::unique_ptr<EmbeddingTable>(
+      new EmbeddingTable(config, node_start, node_end, std::move(impl)));
+}
+
+absl::Status EmbeddingTable::Pull(absl::Span<const NodeId> ids, int64_t step,
+                                  int staleness, absl::Time deadline,
+                                  float* out) {
+  return impl_->Pull(ids, step, staleness, deadline, out);
+}
+
+absl::Status EmbeddingTable::Push(int trainer, int64_t step,
+                                  absl::Span<const NodeId> ids,
+                                  absl::Span<const float> grads) {
+  return impl_->Push(trainer, step, ids, grads);
+}
+
+int64_t EmbeddingTable::applied_steps() const { return impl_->applied_steps(); }
+
+EmbeddingTableStats EmbeddingTable::stats() const { return impl_->stats(); }
+
+}  // namespace shardgnn

@@ -1,0 +1,157 @@
+// Learnable node embeddings held by their owner (issue 15, the parameter-server
+// mode): one table holds the rows of the nodes [node_start, node_end) with a
+// row-wise sparse optimizer, a step clock per trainer, and the figures a
+// server reports.
+//
+// The same class serves the storage servers (each holds its part's rows) and a
+// single process (one table over every node), so a run with one trainer in
+// `sync` mode computes exactly what the in-process run computes: the same
+// initial rows (a function of the seed, the table's name and the node ID, not
+// of which process holds the row), the same updates in the same order.
+//
+// Rows are created on first touch (pull or push) from that function, and the
+// optimizer state of a row on its first update; the arrays are zero-filled
+// pages the kernel maps only when written, so a table costs memory for the
+// rows the run reaches, not for every row it could.
+//
+// Updates. A push carries a trainer's sparse gradient for one step: row IDs
+// (duplicates allowed: their gradients are summed first) and one gradient row
+// each. It is validated whole before any row changes (every ID owned, sizes,
+// every value finite): a bad push changes nothing. Rows are updated under
+// striped locks, so concurrent pushes from many trainers each apply atomically
+// per row and lose no update.
+//
+// The step clock. Trainer t's pushes carry steps 0, 1, 2, ... in order (one
+// per training step, possibly with no rows, so that the clock advances). A
+// push for a step already applied is acknowledged and ignored (a retried
+// push); one that skips a step is refused. applied_steps() is the number of
+// steps whose pushes from every trainer are applied: the minimum over the
+// trainers. A pull for step s with staleness K waits until applied_steps() >=
+// s - K (K = 0: every push of the steps before s is applied, synchronous
+// training; K < 0: never waits, asynchronous).
+//
+// Thread-safe: any number of threads may pull and push at once.
+#ifndef SHARDGNN_EMBEDDING_EMBEDDING_TABLE_H_
+#define SHARDGNN_EMBEDDING_EMBEDDING_TABLE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/types.h"
+
+namespace shardgnn {
+
+enum class EmbeddingOptimizer {
+  kSgd,      // row -= lr * g
+  kAdagrad,  // s += g^2 (per element); row -= lr * g / (sqrt(s) + eps)
+  // Per-row Adam ("lazy" Adam, as torch.optim.SparseAdam and DistDGL's
+  // SparseAdam): m, v and the bias correction's step count are kept per row
+  // and advance only when the row is updated.
+  kAdam,
+};
+// "sgd", "adagrad", "adam" (ParseEmbeddingOptimizer reads them back).
+const char* EmbeddingOptimizerName(EmbeddingOptimizer optimizer);
+absl::StatusOr<EmbeddingOptimizer> ParseEmbeddingOptimizer(
+    const std::string& name);
+
+// What every holder of a table's rows must agree on. Trainers of one run send
+// the same config to every server.
+struct EmbeddingTableConfig {
+  std::string name = "node";
+  int64_t dim = 0;  // 1 .. kMaxEmbeddingDim.
+  EmbeddingOptimizer optimizer = EmbeddingOptimizer::kAdam;
+  double lr = 0.01;
+  double beta1 = 0.9, beta2 = 0.999;  // Adam.
+  double eps = 1e-8;                  // Adagrad and Adam.
+  // Initial rows: each element drawn from N(0, init_std^2) by a
+  // counter-based generator keyed by (seed, name, node ID, column).
+  double init_std = 1.0;
+  uint64_t seed = 0;
+  // Trainers pushing (the step clock waits for all of them); 1 .. 4096.
+  int num_trainers = 1;
+  // Identifies the run; a server asked for a table by a run with another ID
+  // replaces the table it holds (a new run starts afresh).
+  std::string run_id;
+};
+inline constexpr int64_t kMaxEmbeddingDim = 65536;
+
+// INVALID_ARGUMENT naming the first field out of range.
+absl::Status ValidateEmbeddingConfig(const EmbeddingTableConfig& config);
+// The fields in which a and b differ, as "dim 64 != 32, lr 0.01 != 0.1";
+// empty if equal.
+std::string EmbeddingConfigDifferences(const EmbeddingTableConfig& a,
+                                       const EmbeddingTableConfig& b);
+
+// The initial value of row `node`, column `col` of a table with `config`
+// (what a row holds before its first update).
+float InitialEmbeddingValue(const EmbeddingTableConfig& config, NodeId node,
+                            int64_t col);
+
+struct EmbeddingTableStats {
+  int64_t rows_pulled = 0;
+  int64_t rows_pushed = 0;  // Gradient rows received (before summing).
+  int64_t pulls = 0;
+  int64_t pushes = 0;
+  int64_t rows_touched = 0;  // Rows created so far.
+  // Time pulls waited for the step clock, summed.
+  double pull_wait_seconds = 0;
+  // Over pulls: s - applied_steps() when the pull read the rows (0 when
+  // synchronous; how stale asynchronous reads were), summed.
+  int64_t staleness_sum = 0;
+};
+
+class EmbeddingTable {
+ public:
+  // The rows of nodes [node_start, node_end). INVALID_ARGUMENT on a bad
+  // config or range; RESOURCE_EXHAUSTED if the arrays cannot be reserved.
+  static absl::StatusOr<std::unique_ptr<EmbeddingTable>> Create(
+      const EmbeddingTableConfig& config, NodeId node_start, NodeId node_end);
+  ~EmbeddingTable();
+  EmbeddingTable(const EmbeddingTable&) = delete;
+  EmbeddingTable& operator=(const EmbeddingTable&) = delete;
+
+  const EmbeddingTableConfig& config() const { return config_; }
+  NodeId node_start() const { return node_start_; }
+  NodeId node_end() const { return node_end_; }
+  int64_t dim() const { return config_.dim; }
+
+  // Writes the row of ids[i] to out[i * dim() ...] once the clock allows
+  // (see above: step s, staleness K; K < 0 never waits). INVALID_ARGUMENT
+  // naming the first ID not owned (nothing written); DEADLINE_EXCEEDED
+  // naming the trainers whose pushes are missing when `deadline` passes
+  // first. REQUIRES: out holds ids.size() * dim() floats.
+  absl::Status Pull(absl::Span<const NodeId> ids, int64_t step, int staleness,
+                    absl::Time deadline, float* out);
+
+  // Applies trainer `trainer`'s gradient for `step` (see above): grads holds
+  // ids.size() * dim() floats. INVALID_ARGUMENT for a trainer out of range,
+  // a size mismatch, an ID not owned or a non-finite gradient (naming it);
+  // FAILED_PRECONDITION for a step beyond the next one of that trainer. OK
+  // without change for a step already applied.
+  absl::Status Push(int trainer, int64_t step, absl::Span<const NodeId> ids,
+                    absl::Span<const float> grads);
+
+  // The steps every trainer's pushes have reached (the minimum).
+  int64_t applied_steps() const;
+  EmbeddingTableStats stats() const;
+
+ private:
+  class Impl;
+  EmbeddingTable(const EmbeddingTableConfig& config, NodeId node_start,
+                 NodeId node_end, std::unique_ptr<Impl> impl);
+
+  const EmbeddingTableConfig config_;
+  const NodeId node_start_;
+  const NodeId node_end_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shardgnn
+
+#endif  // SHARDGNN_EMBEDDING_EMBEDDING_TABLE_H_

@@ -1,0 +1,319 @@
+#include "graphstore/internal/embedding_service.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "graphstore/internal/wire.h"
+
+namespace shardgnn::internal {
+
+absl::StatusOr<EmbeddingTableConfig> ConfigFromSpec(
+    const proto::EmbeddingTableSpec& spec) {
+  EmbeddingTableConfig config;
+  config.name = spec.name();
+  config.dim = spec.dim();
+  ASSIGN_OR_RETURN(config.optimizer, ParseEmbeddingOptimizer(spec.optimizer()));
+  config.lr = spec.lr();
+  config.beta1 = spec.beta1();
+  config.beta2 = spec.beta2();
+  config.eps = spec.eps();
+  config.init_std = spec.init_std();
+  config.seed = spec.seed();
+  config.num_trainers = spec.num_trainers();
+  config.run_id = spec.run_id();
+  RETURN_IF_ERROR(ValidateEmbeddingConfig(config));
+  return config;
+}
+
+void SpecFromConfig(const EmbeddingTableConfig& config,
+                    proto::EmbeddingTableSpec* spec) {
+  spec->set_name(config.name);
+  spec->set_dim(config.dim);
+  spec->set_optimizer(EmbeddingOptimizerName(config.optimizer));
+  spec->set_lr(config.lr);
+  spec->set_beta1(config.beta1);
+  spec->set_beta2(config.beta2);
+  spec->set_eps(config.eps);
+  spec->set_init_std(config.init_std);
+  spec->set_seed(config.seed);
+  spec->set_num_trainers(config.num_trainers);
+  spec->set_run_id(config.run_id);
+}
+
+int64_t EmbeddingTableBytes(const EmbeddingTableConfig& config, int64_t rows) {
+  int64_t per_element = 1;  // The row.
+  if (config.optimizer == EmbeddingOptimizer::kAdagrad) per_element = 2;
+  if (config.optimizer == EmbeddingOptimizer::kAdam) per_element = 3;
+  // Per row: the elements (float) and up to 16 bytes of bookkeeping.
+  const double bytes =
+      static_cast<double>(rows) *
+      (static_cast<double>(config.dim) * 4.0 * per_element + 16.0);
+  return bytes >= 9e18 ? INT64_MAX : static_cast<int64_t>(bytes);
+}
+
+absl::Status EmbeddingService::Create(
+    const ShardMeta& shard, const proto::CreateEmbeddingTableRequest& req,
+    proto::CreateEmbeddingTableResponse* resp) {
+  ASSIGN_OR_RETURN(EmbeddingTableConfig config, ConfigFromSpec(req.spec()));
+  resp->set_node_start(shard.node_start);
+  resp->set_node_end(shard.node_end);
+  absl::MutexLock lock(&mu_);
+  auto it = tables_.find(config.name);
+  if (it != tables_.end() && it->second->config().run_id == config.run_id) {
+    const std::string differences =
+        EmbeddingConfigDifferences(config, it->second->config());
+    if (!differences.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "embedding table ", config.name,
+          " exists for this run with other settings (asked vs held: ",
+          differences, "); every trainer of a run must pass the same ",
+          "embedding flags"));
+    }
+    resp->set_created(false);
+    return absl::OkStatus();
+  }
+  // Other tables plus this one, within the limit (a replaced table's bytes
+  // are released with it).
+  int64_t total =
+      EmbeddingTableBytes(config, shard.node_end - shard.node_start);
+  for (const auto& [name, table] : tables_) {
+    if (name == config.name) continue;
+    total += EmbeddingTableBytes(table->config(),
+                                 table->node_end() - table->node_start());
+  }
+  if (total > limits_.max_table_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "embedding table ", config.name, " of dimension ", config.dim, " for ",
+        shard.node_end - shard.node_start, " rows needs ", total,
+        " bytes with the server's other tables, above its limit of ",
+        limits_.max_table_bytes, " (serve --max-embedding-mb)"));
+  }
+  if (it != tables_.end()) tables_.erase(it);  // Another run's: released.
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<EmbeddingTable> table,
+      EmbeddingTable::Create(config, shard.node_start, shard.node_end));
+  tables_[config.name] = std::move(table);
+  resp->set_created(true);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<EmbeddingTable>> EmbeddingService::Find(
+    const std::string& name, const std::string& run_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = tables_.find(name);
+  if (it == tables_.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        "no embedding table ", name,
+        " on this server (CreateEmbeddingTable first; a restarted server "
+        "has none)"));
+  }
+  if (it->second->config().run_id != run_id) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "embedding table ", name, " belongs to another run now (run ",
+        it->second->config().run_id, ", not ", run_id, ")"));
+  }
+  return it->second;
+}
+
+EmbeddingService::EmbeddingService(EmbeddingServiceLimits limits)
+    : limits_(limits), thread_([this] { WaitLoop(); }) {}
+
+EmbeddingService::~EmbeddingService() {
+  CancelWaiting();
+  {
+    absl::MutexLock lock(&wait_mu_);
+    stopping_ = true;
+  }
+  thread_.join();
+}
+
+absl::Status EmbeddingService::Answer(Waiter& w, absl::Time deadline) {
+  std::string* rows = w.resp->mutable_rows();
+  rows->resize(w.ids.size() * static_cast<size_t>(w.table->dim()) *
+               sizeof(float));
+  RETURN_IF_ERROR(w.table->Pull(w.ids, w.req->step(), w.req->staleness(),
+                                deadline,
+                                reinterpret_cast<float*>(rows->data())));
+  w.resp->set_dim(w.table->dim());
+  w.resp->set_applied_steps(w.table->applied_steps());
+  return absl::OkStatus();
+}
+
+void EmbeddingService::Pull(const proto::PullEmbeddingsRequest* req,
+                            absl::Time call_deadline,
+                            proto::PullEmbeddingsResponse* resp,
+                            std::function<void(absl::Status)> done) {
+  Waiter w;
+  w.req = req;
+  w.resp = resp;
+  w.since = absl::Now();
+  // Answered a little before the call's deadline, so that the client gets
+  // the server's explanation rather than its own timeout.
+  w.deadline = std::min(call_deadline - absl::Milliseconds(200),
+                        w.since + limits_.max_pull_wait);
+  absl::Status checked = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(w.table, Find(req->table(), req->run_id()));
+    RETURN_IF_ERROR(wire::CheckLength<NodeId>(req->node_ids(), "node_ids"));
+    const int64_t n =
+        static_cast<int64_t>(req->node_ids().size() / sizeof(NodeId));
+    if (n > limits_.max_ids_per_call) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("PullEmbeddings: ", n, " IDs, above the limit of ",
+                       limits_.max_ids_per_call, " IDs per call"));
+    }
+    if (req->step() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("PullEmbeddings: negative step ", req->step()));
+    }
+    return wire::Unpack(wire::View(req->node_ids()), "node_ids", &w.ids);
+  }();
+  if (!checked.ok()) {
+    done(checked);
+    return;
+  }
+  const bool ready = req->staleness() < 0 ||
+                     w.table->applied_steps() >= req->step() - req->staleness();
+  if (ready) {
+    // Answered now: the deadline only matters if the clock went backwards,
+    // which it cannot.
+    done(Answer(w, w.deadline));
+    return;
+  }
+  w.done = std::move(done);
+  absl::Status refused;
+  {
+    absl::MutexLock lock(&wait_mu_);
+    // Again under the lock pushes take after applying: a push between the
+    // first look and here has advanced the clock, or will wake the loop.
+    if (w.table->applied_steps() < req->step() - req->staleness()) {
+      if (static_cast<int>(waiting_.size()) < limits_.max_waiting_pulls) {
+        waiting_.push_back(std::move(w));
+        return;
+      }
+      refused = absl::ResourceExhaustedError(absl::StrCat(
+          "PullEmbeddings: ", waiting_.size(),
+          " pulls already wait for the step clock (the server's limit)"));
+    }
+  }
+  w.done(refused.ok() ? Answer(w, w.deadline) : refused);
+}
+
+void EmbeddingService::CancelWaiting() {
+  std::vector<Waiter> cancelled;
+  {
+    absl::MutexLock lock(&wait_mu_);
+    cancelled.swap(waiting_);
+  }
+  for (Waiter& w : cancelled) {
+    w.done(absl::UnavailableError(
+        "server is shutting down (the pull waited for the step clock)"));
+  }
+}
+
+void EmbeddingService::WaitLoop() {
+  int64_t seen_ticks = 0;
+  while (true) {
+    std::vector<Waiter> answer;
+    std::vector<bool> expired;
+    {
+      absl::MutexLock lock(&wait_mu_);
+      absl::Time next = absl::InfiniteFuture();
+      for (const Waiter& w : waiting_) next = std::min(next, w.deadline);
+      auto woken = [this, seen_ticks]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(wait_mu_) {
+                         return stopping_ || clock_ticks_ != seen_ticks;
+                       };
+      // Wakes on a push, at the earliest deadline, and every 100 ms (a
+      // table's clock can also advance through a retried push).
+      wait_mu_.AwaitWithDeadline(
+          absl::Condition(&woken),
+          std::min(next, absl::Now() + absl::Milliseconds(100)));
+      if (stopping_) return;
+      seen_ticks = clock_ticks_;
+      const absl::Time now = absl::Now();
+      for (size_t i = 0; i < waiting_.size();) {
+        Waiter& w = waiting_[i];
+        const bool ready =
+            w.table->applied_steps() >= w.req->step() - w.req->staleness();
+        if (ready || now >= w.deadline) {
+          expired.push_back(!ready);
+          answer.push_back(std::move(w));
+          waiting_[i] = std::move(waiting_.back());
+          waiting_.pop_back();
+        } else {
+          ++i;
+        }
+      }
+    }
+    for (size_t i = 0; i < answer.size(); ++i) {
+      Waiter& w = answer[i];
+      const double waited = absl::ToDoubleSeconds(absl::Now() - w.since);
+      {
+        absl::MutexLock lock(&mu_);
+        waited_seconds_[w.table->config().name] += waited;
+      }
+      // An expired waiter's Pull fails at once, naming the missing pushes.
+      w.done(Answer(w, expired[i] ? absl::Now() : w.deadline));
+    }
+  }
+}
+
+absl::Status EmbeddingService::Push(
+    const proto::PushEmbeddingGradientsRequest& req,
+    proto::PushEmbeddingGradientsResponse* resp) {
+  ASSIGN_OR_RETURN(std::shared_ptr<EmbeddingTable> table,
+                   Find(req.table(), req.run_id()));
+  RETURN_IF_ERROR(wire::CheckLength<NodeId>(req.node_ids(), "node_ids"));
+  RETURN_IF_ERROR(wire::CheckLength<float>(req.gradients(), "gradients"));
+  const int64_t n =
+      static_cast<int64_t>(req.node_ids().size() / sizeof(NodeId));
+  if (n > limits_.max_ids_per_call) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PushEmbeddingGradients: ", n, " IDs, above the limit of ",
+                     limits_.max_ids_per_call, " IDs per call"));
+  }
+  const int64_t floats =
+      static_cast<int64_t>(req.gradients().size() / sizeof(float));
+  if (floats != n * table->dim()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PushEmbeddingGradients: ", floats, " gradient values for ", n,
+        " IDs of dimension ", table->dim(), " (expected ", n * table->dim(),
+        "; do all trainers use the same --learn-embeddings?)"));
+  }
+  std::vector<NodeId> ids;
+  RETURN_IF_ERROR(wire::Unpack(wire::View(req.node_ids()), "node_ids", &ids));
+  std::vector<float> grads;
+  RETURN_IF_ERROR(
+      wire::Unpack(wire::View(req.gradients()), "gradients", &grads));
+  RETURN_IF_ERROR(table->Push(req.trainer(), req.step(), ids, grads));
+  resp->set_applied_steps(table->applied_steps());
+  absl::MutexLock lock(&wait_mu_);
+  ++clock_ticks_;  // Wakes the waiting pulls.
+  return absl::OkStatus();
+}
+
+void EmbeddingService::Stats(proto::EmbeddingStatsResponse* resp) const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [name, table] : tables_) {
+    const EmbeddingTableStats s = table->stats();
+    proto::EmbeddingTableStats* t = resp->add_tables();
+    t->set_name(name);
+    t->set_dim(table->dim());
+    t->set_rows_pulled(s.rows_pulled);
+    t->set_rows_pushed(s.rows_pushed);
+    t->set_pulls(s.pulls);
+    t->set_pushes(s.pushes);
+    t->set_rows_touched(s.rows_touched);
+    auto waited = waited_seconds_.find(name);
+    t->set_pull_wait_seconds(
+        s.pull_wait_seconds +
+        (waited != waited_seconds_.end() ? waited->second : 0.0));
+    t->set_staleness_sum(s.staleness_sum);
+    t->set_applied_steps(table->applied_steps());
+  }
+}
+
+}  // namespace shardgnn::internal

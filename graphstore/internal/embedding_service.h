@@ -1,0 +1,112 @@
+// The storage server's learnable tables (issue 15): the handlers of the
+// CreateEmbeddingTable, PullEmbeddings, PushEmbeddingGradients and
+// EmbeddingStats calls (proto/graphstore.proto), behind the Service's
+// authentication, admission and stats (graphstore/server.cc).
+//
+// Each table holds the rows of the nodes the shard owns
+// (embedding/embedding_table.h). Every request is validated before any work:
+// the table and run exist, byte lengths, the ID count against
+// max_ids_per_call, ownership (inside EmbeddingTable), and a new table's
+// arrays against max_table_bytes. A pull waits for the step clock at most
+// until its call's deadline or max_pull_wait, whichever is first.
+//
+// Thread-safe.
+#ifndef SHARDGNN_GRAPHSTORE_INTERNAL_EMBEDDING_SERVICE_H_
+#define SHARDGNN_GRAPHSTORE_INTERNAL_EMBEDDING_SERVICE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "embedding/embedding_table.h"
+#include "graphstore/shard_format.h"
+#include "proto/graphstore.pb.h"
+
+namespace shardgnn::internal {
+
+struct EmbeddingServiceLimits {
+  int64_t max_ids_per_call = int64_t{1} << 20;
+  // Rows plus optimizer state of all tables (as reserved; pages are used as
+  // rows are touched).
+  int64_t max_table_bytes = int64_t{64} << 30;
+  absl::Duration max_pull_wait = absl::Seconds(120);
+  int max_waiting_pulls = 4096;
+};
+
+// What an EmbeddingTableSpec asks for, checked (INVALID_ARGUMENT naming the
+// field).
+absl::StatusOr<EmbeddingTableConfig> ConfigFromSpec(
+    const proto::EmbeddingTableSpec& spec);
+void SpecFromConfig(const EmbeddingTableConfig& config,
+                    proto::EmbeddingTableSpec* spec);
+
+// The bytes a table of `rows` rows with `config` reserves (rows, optimizer
+// state, per-row bookkeeping).
+int64_t EmbeddingTableBytes(const EmbeddingTableConfig& config, int64_t rows);
+
+class EmbeddingService {
+ public:
+  explicit EmbeddingService(EmbeddingServiceLimits limits);
+  // Answers the waiting pulls with UNAVAILABLE and joins the thread.
+  ~EmbeddingService();
+  EmbeddingService(const EmbeddingService&) = delete;
+  EmbeddingService& operator=(const EmbeddingService&) = delete;
+
+  absl::Status Create(const ShardMeta& shard,
+                      const proto::CreateEmbeddingTableRequest& req,
+                      proto::CreateEmbeddingTableResponse* resp);
+  // Calls `done` once with the outcome: at once, or when the clock allows
+  // (from the service's thread). `req` and `resp` must live until then.
+  void Pull(const proto::PullEmbeddingsRequest* req, absl::Time call_deadline,
+            proto::PullEmbeddingsResponse* resp,
+            std::function<void(absl::Status)> done);
+  absl::Status Push(const proto::PushEmbeddingGradientsRequest& req,
+                    proto::PushEmbeddingGradientsResponse* resp);
+  void Stats(proto::EmbeddingStatsResponse* resp) const;
+  // Answers every waiting pull with UNAVAILABLE (the server is shutting
+  // down); later pulls are answered at once as usual.
+  void CancelWaiting();
+
+ private:
+  // The run's table `name`: NOT_FOUND if there is none, FAILED_PRECONDITION
+  // if another run's replaced it.
+  absl::StatusOr<std::shared_ptr<EmbeddingTable>> Find(
+      const std::string& name, const std::string& run_id) const;
+
+  struct Waiter {
+    std::shared_ptr<EmbeddingTable> table;
+    const proto::PullEmbeddingsRequest* req;
+    proto::PullEmbeddingsResponse* resp;
+    std::vector<NodeId> ids;
+    absl::Time since, deadline;
+    std::function<void(absl::Status)> done;
+  };
+  // Reads the rows of a pull the clock allows (or fails it at its deadline).
+  static absl::Status Answer(Waiter& w, absl::Time deadline);
+  void WaitLoop();
+
+  const EmbeddingServiceLimits limits_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<EmbeddingTable>> tables_
+      ABSL_GUARDED_BY(mu_);
+  // Pull wait time of answered waiters, per table name.
+  std::map<std::string, double> waited_seconds_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex wait_mu_;
+  std::vector<Waiter> waiting_ ABSL_GUARDED_BY(wait_mu_);
+  int64_t clock_ticks_ ABSL_GUARDED_BY(wait_mu_) = 0;  // Pushes applied.
+  bool stopping_ ABSL_GUARDED_BY(wait_mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace shardgnn::internal
+
+#endif  // SHARDGNN_GRAPHSTORE_INTERNAL_EMBEDDING_SERVICE_H_

@@ -1,0 +1,273 @@
+#include "sampler/embedding_rows.h"
+
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status.h"
+#include "sampler/remote_graph_source.h"
+
+namespace shardgnn {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+class LocalRows final : public LearnableRows {
+ public:
+  LocalRows(std::unique_ptr<EmbeddingTable> table, int staleness)
+      : table_(std::move(table)), staleness_(staleness) {}
+
+  const EmbeddingTableConfig& config() const override {
+    return table_->config();
+  }
+  int staleness() const override { return staleness_; }
+
+  absl::Status Pull(absl::Span<const NodeId> nodes, int64_t step,
+                    float* out) override {
+    const auto t0 = Clock::now();
+    // One trainer, pushes applied at once: the clock is always current.
+    RETURN_IF_ERROR(table_->Pull(nodes, step, staleness_,
+                                 absl::Now() + absl::Seconds(1), out));
+    stats_.rows_pulled += static_cast<int64_t>(nodes.size());
+    stats_.bytes_pulled +=
+        static_cast<int64_t>(nodes.size() * sizeof(float)) * dim();
+    stats_.pull_seconds += SecondsSince(t0);
+    return absl::OkStatus();
+  }
+
+  absl::Status Push(int64_t step, std::vector<NodeId> nodes,
+                    std::vector<float> grads) override {
+    RETURN_IF_ERROR(table_->Push(0, step, nodes, grads));
+    stats_.rows_pushed += static_cast<int64_t>(nodes.size());
+    stats_.bytes_pushed += static_cast<int64_t>(nodes.size() * sizeof(NodeId) +
+                                                grads.size() * sizeof(float));
+    return absl::OkStatus();
+  }
+
+  absl::Status Flush() override { return absl::OkStatus(); }
+  LearnableRowsStats stats() const override { return stats_; }
+
+ private:
+  std::unique_ptr<EmbeddingTable> table_;
+  const int staleness_;
+  LearnableRowsStats stats_;
+};
+
+class RemoteRows final : public LearnableRows {
+ public:
+  RemoteRows(const RemoteGraphSource* source, EmbeddingTableConfig config,
+             int trainer, int staleness, absl::Duration wait)
+      : source_(source),
+        config_(std::move(config)),
+        trainer_(trainer),
+        staleness_(staleness),
+        wait_(wait),
+        sender_([this] { SendLoop(); }) {}
+
+  ~RemoteRows() override {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    sender_.join();
+  }
+
+  const EmbeddingTableConfig& config() const override { return config_; }
+  int staleness() const override { return staleness_; }
+
+  absl::Status Pull(absl::Span<const NodeId> nodes, int64_t step,
+                    float* out) override {
+    RETURN_IF_ERROR(FirstError());
+    const auto t0 = Clock::now();
+    const size_t dim = static_cast<size_t>(config_.dim);
+    RETURN_IF_ERROR(source_->ForEachOwner(
+        nodes, /*all_parts=*/false,
+        [&](int part, GraphStoreClient& server, absl::Span<const NodeId> ids,
+            absl::Span<const size_t> positions) -> absl::Status {
+          std::vector<float> rows(ids.size() * dim);
+          RETURN_IF_ERROR(server.PullEmbeddings(config_, ids, step, staleness_,
+                                                wait_, rows.data()));
+          for (size_t i = 0; i < ids.size(); ++i) {
+            std::memcpy(out + positions[i] * dim, rows.data() + i * dim,
+                        dim * sizeof(float));
+          }
+          return absl::OkStatus();
+        }));
+    absl::MutexLock lock(&mu_);
+    stats_.rows_pulled += static_cast<int64_t>(nodes.size());
+    stats_.bytes_pulled +=
+        static_cast<int64_t>(nodes.size() * dim * sizeof(float));
+    stats_.pull_seconds += SecondsSince(t0);
+    return absl::OkStatus();
+  }
+
+  absl::Status Push(int64_t step, std::vector<NodeId> nodes,
+                    std::vector<float> grads) override {
+    if (grads.size() != nodes.size() * static_cast<size_t>(config_.dim)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "embedding push of step ", step, ": ", grads.size(),
+          " gradient values for ", nodes.size(), " rows of ", config_.dim));
+    }
+    const auto t0 = Clock::now();
+    absl::MutexLock lock(&mu_);
+    // At most two steps in flight: the one being sent and this one.
+    auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return queue_.size() < 2 || !error_.ok();
+    };
+    mu_.Await(absl::Condition(&room));
+    stats_.push_wait_seconds += SecondsSince(t0);
+    if (!error_.ok()) return error_;
+    queue_.push_back({step, std::move(nodes), std::move(grads)});
+    return absl::OkStatus();
+  }
+
+  absl::Status Flush() override {
+    const auto t0 = Clock::now();
+    absl::MutexLock lock(&mu_);
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return (queue_.empty() && !sending_) || !error_.ok();
+    };
+    mu_.Await(absl::Condition(&idle));
+    stats_.push_wait_seconds += SecondsSince(t0);
+    return error_;
+  }
+
+  LearnableRowsStats stats() const override {
+    absl::MutexLock lock(&mu_);
+    return stats_;
+  }
+
+ private:
+  struct PendingPush {
+    int64_t step;
+    std::vector<NodeId> nodes;
+    std::vector<float> grads;
+  };
+
+  absl::Status FirstError() const {
+    absl::MutexLock lock(&mu_);
+    return error_;
+  }
+
+  // Sends the queued pushes in step order, each to every server at once.
+  void SendLoop() {
+    while (true) {
+      PendingPush push;
+      {
+        absl::MutexLock lock(&mu_);
+        auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stopping_ || (!queue_.empty() && error_.ok());
+        };
+        mu_.Await(absl::Condition(&ready));
+        if (stopping_) return;
+        push = std::move(queue_.front());
+        queue_.pop_front();
+        sending_ = true;
+      }
+      const size_t dim = static_cast<size_t>(config_.dim);
+      absl::Status s = source_->ForEachOwner(
+          push.nodes, /*all_parts=*/true,
+          [&](int part, GraphStoreClient& server, absl::Span<const NodeId> ids,
+              absl::Span<const size_t> positions) -> absl::Status {
+            std::vector<float> grads(ids.size() * dim);
+            for (size_t i = 0; i < ids.size(); ++i) {
+              std::memcpy(grads.data() + i * dim,
+                          push.grads.data() + positions[i] * dim,
+                          dim * sizeof(float));
+            }
+            return server.PushEmbeddingGradients(config_, trainer_, push.step,
+                                                 ids, grads);
+          });
+      absl::MutexLock lock(&mu_);
+      sending_ = false;
+      if (!s.ok() && error_.ok()) {
+        error_ = absl::Status(
+            s.code(), absl::StrCat("pushing the embedding gradient of step ",
+                                   push.step, ": ", s.message()));
+      }
+      stats_.rows_pushed += static_cast<int64_t>(push.nodes.size());
+      stats_.bytes_pushed +=
+          static_cast<int64_t>(push.nodes.size() * sizeof(NodeId) +
+                               push.grads.size() * sizeof(float));
+    }
+  }
+
+  const RemoteGraphSource* source_;
+  const EmbeddingTableConfig config_;
+  const int trainer_;
+  const int staleness_;
+  const absl::Duration wait_;
+  mutable absl::Mutex mu_;
+  std::deque<PendingPush> queue_ ABSL_GUARDED_BY(mu_);
+  bool sending_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  LearnableRowsStats stats_ ABSL_GUARDED_BY(mu_);
+  std::thread sender_;  // Last: started once the rest is built.
+};
+
+}  // namespace
+
+absl::StatusOr<int> ParseEmbeddingSync(const std::string& text) {
+  if (text == "sync") return 0;
+  if (text == "async") return -1;
+  int k = 0;
+  if (absl::StartsWith(text, "bounded:") &&
+      absl::SimpleAtoi(text.substr(8), &k) && k >= 0 && k <= 1000000) {
+    return k;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--embedding-sync: '", text,
+      "' is not one of sync, async, bounded:K (K a number of steps >= 0)"));
+}
+
+std::string EmbeddingSyncName(int staleness) {
+  if (staleness < 0) return "async";
+  if (staleness == 0) return "sync";
+  return absl::StrCat("bounded:", staleness);
+}
+
+std::unique_ptr<LearnableRows> MakeLocalRows(
+    std::unique_ptr<EmbeddingTable> table, int staleness) {
+  return std::make_unique<LocalRows>(std::move(table), staleness);
+}
+
+absl::StatusOr<std::unique_ptr<LearnableRows>> MakeRemoteRows(
+    const RemoteGraphSource* source, const EmbeddingTableConfig& config,
+    int trainer, int staleness, absl::Duration wait) {
+  RETURN_IF_ERROR(ValidateEmbeddingConfig(config));
+  if (trainer < 0 || trainer >= config.num_trainers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trainer ", trainer, " outside [0, ", config.num_trainers,
+                     ") for the embedding table"));
+  }
+  for (int p = 0; p < source->book().num_parts(); ++p) {
+    if (source->num_replicas(p) > 1) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "part ", p, " has ", source->num_replicas(p), " servers (",
+          source->address(p),
+          "): learned embeddings are held by one server per part; tables "
+          "are not replicated yet"));
+    }
+  }
+  RETURN_IF_ERROR(source->ForEachOwner(
+      {}, /*all_parts=*/true,
+      [&](int, GraphStoreClient& server, absl::Span<const NodeId>,
+          absl::Span<const size_t>) {
+        return server.CreateEmbeddingTable(config);
+      }));
+  return std::unique_ptr<LearnableRows>(
+      new RemoteRows(source, config, trainer, staleness, wait));
+}
+
+}  // namespace shardgnn

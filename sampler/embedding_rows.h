@@ -1,0 +1,98 @@
+// Learnable input rows (issue 15; ../shared/DESIGN.md, "Input rows"): a
+// minibatch's input nodes take rows of a learnable node embedding table
+// besides (or instead of) their stored features. The trainer pulls the rows
+// of a batch's input nodes before its forward pass and pushes their gradient
+// after backward; the table's owner applies it with a sparse optimizer
+// (embedding/embedding_table.h).
+//
+// Two holders: the table in this process (MakeLocalRows, `train` on a dataset
+// directory), and the storage servers, each holding the rows of the nodes it
+// owns (MakeRemoteRows): pulls are grouped by owner and sent to all owners
+// at once, as feature fetches are; each step's push goes to every server
+// (with no rows for a server that owns none of the batch's nodes), so every
+// server's step clock advances.
+//
+// Update modes (`--embedding-sync`), a staleness K: a pull for step s sees
+// every push of the steps before s - K from every trainer. K = 0 (`sync`):
+// with one trainer the run computes exactly what the in-process run does.
+// K > 0 (`bounded:K`): stale synchronous parallel. K < 0 (`async`): pulls
+// never wait.
+//
+// Thread-compatible: one trainer's training thread calls Pull and Push in
+// step order (evaluation pulls too); pushes are sent by a thread of the
+// remote holder, at most two steps behind.
+#ifndef SHARDGNN_SAMPLER_EMBEDDING_ROWS_H_
+#define SHARDGNN_SAMPLER_EMBEDDING_ROWS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/types.h"
+#include "embedding/embedding_table.h"
+
+namespace shardgnn {
+
+class RemoteGraphSource;
+
+// "sync" (0), "async" (-1), "bounded:K" (K >= 0).
+absl::StatusOr<int> ParseEmbeddingSync(const std::string& text);
+std::string EmbeddingSyncName(int staleness);
+
+struct LearnableRowsStats {
+  int64_t rows_pulled = 0;
+  int64_t rows_pushed = 0;
+  int64_t bytes_pulled = 0;  // Row bytes received (or copied, in process).
+  int64_t bytes_pushed = 0;  // ID and gradient bytes sent.
+  double pull_seconds = 0;   // In Pull, waits for the clock included.
+  // Time Push and Flush waited for earlier pushes to be sent.
+  double push_wait_seconds = 0;
+};
+
+class LearnableRows {
+ public:
+  virtual ~LearnableRows() = default;
+  virtual const EmbeddingTableConfig& config() const = 0;
+  int64_t dim() const { return config().dim; }
+  // The update mode's staleness (see above).
+  virtual int staleness() const = 0;
+
+  // Writes the rows of `nodes` as the mode allows at `step` to
+  // out + i * dim(). INVALID_ARGUMENT for a node outside the graph;
+  // DEADLINE_EXCEEDED naming the trainers a synchronous pull waited for.
+  virtual absl::Status Pull(absl::Span<const NodeId> nodes, int64_t step,
+                            float* out) = 0;
+  // Hands over this trainer's gradient of `step` (steps in order from 0,
+  // each once; `grads` holds nodes.size() * dim() floats; nodes may repeat
+  // and may be empty). May return before the owners applied it; the error
+  // of an earlier push is returned by a later Push, Pull or Flush.
+  virtual absl::Status Push(int64_t step, std::vector<NodeId> nodes,
+                            std::vector<float> grads) = 0;
+  // Waits until every push handed over is applied; the first error.
+  virtual absl::Status Flush() = 0;
+  virtual LearnableRowsStats stats() const = 0;
+};
+
+// A table over every node in this process (one trainer); takes ownership.
+std::unique_ptr<LearnableRows> MakeLocalRows(
+    std::unique_ptr<EmbeddingTable> table, int staleness);
+
+// The table on the storage servers behind `source` (which must outlive the
+// result): creates it on every server (or joins the run's table: every
+// trainer of a run passes the same config; FAILED_PRECONDITION naming the
+// differences otherwise). `trainer` is this trainer's rank in [0,
+// config.num_trainers). A pull waits at most `wait` for the step clock.
+// Parts with several replicas are refused (FAILED_PRECONDITION): tables are
+// not replicated yet.
+absl::StatusOr<std::unique_ptr<LearnableRows>> MakeRemoteRows(
+    const RemoteGraphSource* source, const EmbeddingTableConfig& config,
+    int trainer, int staleness, absl::Duration wait = absl::Seconds(120));
+
+}  // namespace shardgnn
+
+#endif  // SHARDGNN_SAMPLER_EMBEDDING_ROWS_H_

@@ -1,0 +1,302 @@
+// Learned embedding tables on real storage servers (issue 15): the
+// server's embedding calls through GraphStoreClient and MakeRemoteRows, with
+// bad requests, the step clock across trainers, deadlines and shutdown.
+#include "sampler/embedding_rows.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "common/progress.h"
+#include "common/status.h"
+#include "graphstore/client.h"
+#include "partition/partition.h"
+#include "sampler/remote_graph_source.h"
+#include "tests/sampler/test_cluster.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace shardgnn {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+void ExpectError(const absl::Status& s, absl::StatusCode code,
+                 const std::string& part) {
+  EXPECT_EQ(s.code(), code) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(part));
+}
+
+class EmbeddingRowsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Progress::SetQuietByDefault(true);
+    ASSERT_OK_AND_ASSIGN(Dataset dataset, testing::MakeRmatDataset(
+                                              tmp_.Sub("rmat"), 800, 8, 4, 3));
+    PartitionOptions options;
+    options.num_parts = 2;
+    ASSERT_OK(PartitionInMemory(dataset, tmp_.Sub("part"), options).status());
+    ASSERT_OK_AND_ASSIGN(cluster_, testing::TestCluster::Start(
+                                       tmp_.Sub("part"), /*in_memory=*/true));
+    RemoteGraphSourceOptions remote;
+    remote.connect_timeout = absl::Seconds(10);
+    ASSERT_OK_AND_ASSIGN(
+        remote_, RemoteGraphSource::Connect(cluster_->addresses(), remote));
+    // Part 0's server, asked directly.
+    GraphStoreClientOptions client;
+    client.call_timeout = absl::Seconds(2);
+    client.max_attempts = 1;
+    ASSERT_OK_AND_ASSIGN(server_, Client(client));
+    ASSERT_OK(server_->Info().status());
+    const NodeRange range = remote_->book().Range(0);
+    owned_ = {range.start, range.end};
+  }
+
+  absl::StatusOr<std::unique_ptr<GraphStoreClient>> Client(
+      const GraphStoreClientOptions& options) {
+    ASSIGN_OR_RETURN(auto client, GraphStoreClient::Connect(
+                                      cluster_->addresses()[0], options));
+    RETURN_IF_ERROR(client->Info().status());
+    return client;
+  }
+
+  static EmbeddingTableConfig Config(int trainers, const std::string& run) {
+    EmbeddingTableConfig c;
+    c.dim = 4;
+    c.optimizer = EmbeddingOptimizer::kSgd;
+    c.lr = 1.0;
+    c.num_trainers = trainers;
+    c.run_id = run;
+    return c;
+  }
+
+  std::vector<float> Row(const EmbeddingTableConfig& c, NodeId v) {
+    std::vector<float> row(static_cast<size_t>(c.dim));
+    EXPECT_OK(server_->PullEmbeddings(c, {v}, 0, -1, absl::ZeroDuration(),
+                                      row.data()));
+    return row;
+  }
+
+  TempDir tmp_;
+  std::unique_ptr<testing::TestCluster> cluster_;
+  std::unique_ptr<RemoteGraphSource> remote_;
+  std::unique_ptr<GraphStoreClient> server_;
+  std::pair<NodeId, NodeId> owned_;
+};
+
+TEST_F(EmbeddingRowsTest, CreateJoinsTheRunsTableAndRefusesOtherSettings) {
+  const EmbeddingTableConfig c = Config(1, "run-a");
+  ASSERT_OK(server_->CreateEmbeddingTable(c));
+  const NodeId v = owned_.first;
+  ASSERT_OK(
+      server_->PushEmbeddingGradients(c, 0, 0, {v}, {1.0f, 1.0f, 1.0f, 1.0f}));
+  // Joining the same run keeps the rows.
+  ASSERT_OK(server_->CreateEmbeddingTable(c));
+  EXPECT_FLOAT_EQ(Row(c, v)[0], InitialEmbeddingValue(c, v, 0) - 1.0f);
+  EmbeddingTableConfig other = c;
+  other.dim = 8;
+  other.lr = 0.5;
+  ExpectError(server_->CreateEmbeddingTable(other),
+              absl::StatusCode::kFailedPrecondition, "dim 8 != 4");
+  // Another run replaces the table: fresh rows, and the old run is told.
+  const EmbeddingTableConfig next = Config(1, "run-b");
+  ASSERT_OK(server_->CreateEmbeddingTable(next));
+  EXPECT_FLOAT_EQ(Row(next, v)[0], InitialEmbeddingValue(next, v, 0));
+  std::vector<float> row(4);
+  ExpectError(
+      server_->PullEmbeddings(c, {v}, 0, -1, absl::ZeroDuration(), row.data()),
+      absl::StatusCode::kFailedPrecondition, "another run");
+  EmbeddingTableConfig unknown = c;
+  unknown.name = "item";
+  ExpectError(server_->PullEmbeddings(unknown, {v}, 0, -1, absl::ZeroDuration(),
+                                      row.data()),
+              absl::StatusCode::kNotFound, "no embedding table item");
+}
+
+TEST_F(EmbeddingRowsTest, BadPushesGetAStatusAndChangeNothing) {
+  const EmbeddingTableConfig c = Config(2, "bad");
+  ASSERT_OK(server_->CreateEmbeddingTable(c));
+  const NodeId v = owned_.first;
+  const NodeId foreign = owned_.second;  // Part 1's first node.
+  const std::vector<float> before = Row(c, v);
+  const std::vector<float> g = {1, 2, 3, 4};
+  ExpectError(server_->PushEmbeddingGradients(c, 0, 0, {v, foreign},
+                                              {1, 2, 3, 4, 5, 6, 7, 8}),
+              absl::StatusCode::kInvalidArgument, std::to_string(foreign));
+  ExpectError(
+      server_->PushEmbeddingGradients(
+          c, 0, 0, {v}, {1, std::numeric_limits<float>::quiet_NaN(), 3, 4}),
+      absl::StatusCode::kInvalidArgument, "");
+  ExpectError(server_->PushEmbeddingGradients(c, 0, 0, {v}, {1, 2, 3}),
+              absl::StatusCode::kInvalidArgument, "dimension 4");
+  ExpectError(server_->PushEmbeddingGradients(c, 2, 0, {v}, g),
+              absl::StatusCode::kInvalidArgument, "");
+  ExpectError(server_->PushEmbeddingGradients(c, 0, 5, {v}, g),
+              absl::StatusCode::kFailedPrecondition, "");
+  EXPECT_EQ(Row(c, v), before);
+  // The clock did not move: step 0 is still the next one for trainer 0.
+  ASSERT_OK(server_->PushEmbeddingGradients(c, 0, 0, {v}, g));
+  EXPECT_FLOAT_EQ(Row(c, v)[1], before[1] - 2.0f);
+}
+
+TEST_F(EmbeddingRowsTest, SyncPullWaitsForEveryTrainerWithoutHoldingAWorker) {
+  const EmbeddingTableConfig c = Config(2, "sync");
+  ASSERT_OK(server_->CreateEmbeddingTable(c));
+  const NodeId v = owned_.first;
+  ASSERT_OK(server_->PushEmbeddingGradients(c, 0, 0, {v}, {1, 1, 1, 1}));
+  std::atomic<bool> trainer1_pushed{false};
+  std::atomic<bool> pulled{false};
+  std::vector<float> row(4);
+  absl::Status pull;
+  std::thread puller([&] {
+    // Step 1 in sync: needs step 0 of both trainers.
+    pull = server_->PullEmbeddings(c, {v}, 1, 0, absl::Seconds(10), row.data());
+    EXPECT_TRUE(trainer1_pushed.load()) << "the pull did not wait";
+    pulled = true;
+  });
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_FALSE(pulled.load());
+  // While it waits, the server answers other calls from the same address at
+  // once (the pull holds none of its workers): many large feature fetches.
+  std::vector<NodeId> ids;
+  for (NodeId u = owned_.first; u < owned_.second; ++u) ids.push_back(u);
+  for (int i = 0; i < 20; ++i) {
+    int64_t dim = 0;
+    ASSERT_OK(server_->GetFeatures(ids, &dim).status());
+  }
+  EXPECT_FALSE(pulled.load());
+  trainer1_pushed = true;
+  ASSERT_OK(server_->PushEmbeddingGradients(c, 1, 0, {v}, {2, 2, 2, 2}));
+  puller.join();
+  ASSERT_OK(pull);
+  // Both pushes applied before the pull read the row.
+  EXPECT_FLOAT_EQ(row[0], InitialEmbeddingValue(c, v, 0) - 3.0f);
+}
+
+TEST_F(EmbeddingRowsTest, BoundedPullWaitsOnlyForStepsOlderThanK) {
+  const EmbeddingTableConfig c = Config(2, "bounded");
+  ASSERT_OK(server_->CreateEmbeddingTable(c));
+  const NodeId v = owned_.first;
+  for (int64_t s = 0; s < 3; ++s)
+    ASSERT_OK(server_->PushEmbeddingGradients(c, 0, s, {v}, {1, 1, 1, 1}));
+  std::vector<float> row(4);
+  // Trainer 1 has pushed nothing: step 2 with K = 2 needs no push at all.
+  ASSERT_OK(
+      server_->PullEmbeddings(c, {v}, 2, 2, absl::Seconds(5), row.data()));
+  // Step 3 with K = 2 needs step 0 of trainer 1: it waits, and is answered
+  // with the trainer named when the wait runs out.
+  GraphStoreClientOptions quick;
+  quick.call_timeout = absl::Milliseconds(300);
+  quick.max_attempts = 1;
+  ASSERT_OK_AND_ASSIGN(auto client, Client(quick));
+  const auto t0 = std::chrono::steady_clock::now();
+  ExpectError(
+      client->PullEmbeddings(c, {v}, 3, 2, absl::Milliseconds(300), row.data()),
+      absl::StatusCode::kDeadlineExceeded, "trainer");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  // Async never waits.
+  ASSERT_OK(
+      server_->PullEmbeddings(c, {v}, 100, -1, absl::Seconds(5), row.data()));
+}
+
+TEST_F(EmbeddingRowsTest, EightClientsPushingOneRowLoseNoUpdate) {
+  constexpr int kClients = 8;
+  constexpr int kSteps = 50;
+  const EmbeddingTableConfig c = Config(kClients, "sum");
+  ASSERT_OK(server_->CreateEmbeddingTable(c));
+  const NodeId v = owned_.first;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kClients; ++t) {
+    threads.emplace_back([&, t] {
+      auto client = Client({});
+      if (!client.ok()) {
+        ++failures;
+        return;
+      }
+      for (int s = 0; s < kSteps; ++s) {
+        // The shared row and one of this client's own, twice in one push
+        // (duplicates are summed).
+        const NodeId own = owned_.first + 1 + t;
+        if (!(*client)
+                 ->PushEmbeddingGradients(
+                     c, t, s, {v, own, own},
+                     {1, 1, 1, 1, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5})
+                 .ok()) {
+          ++failures;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(failures.load(), 0);
+  EXPECT_FLOAT_EQ(Row(c, v)[2], InitialEmbeddingValue(c, v, 2) -
+                                    static_cast<float>(kClients * kSteps));
+  for (int t = 0; t < kClients; ++t) {
+    const NodeId own = owned_.first + 1 + t;
+    EXPECT_FLOAT_EQ(Row(c, own)[3],
+                    InitialEmbeddingValue(c, own, 3) - kSteps * 1.0f);
+  }
+  ASSERT_OK_AND_ASSIGN(auto stats, server_->EmbeddingStats());
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].applied_steps, kSteps);
+  EXPECT_EQ(stats[0].stats.rows_pushed, kClients * kSteps * 3);
+}
+
+TEST_F(EmbeddingRowsTest, RemoteRowsPullFromEveryOwnerAndPushInOrder) {
+  const EmbeddingTableConfig c = Config(1, "rows");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<LearnableRows> rows,
+                       MakeRemoteRows(remote_.get(), c, 0, 0));
+  // Nodes of both parts, in mixed order.
+  const std::vector<NodeId> nodes = {owned_.second + 3, owned_.first + 1,
+                                     owned_.second, owned_.first};
+  std::vector<float> got(nodes.size() * 4);
+  ASSERT_OK(rows->Pull(nodes, 0, got.data()));
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (int k = 0; k < 4; ++k)
+      EXPECT_EQ(got[i * 4 + k], InitialEmbeddingValue(c, nodes[i], k));
+  // Steps 0..4, each of one node only (the other part gets empty pushes, and
+  // its clock still advances).
+  for (int64_t s = 0; s < 5; ++s) {
+    ASSERT_OK(rows->Push(s, {nodes[0]}, {1, 1, 1, 1}));
+  }
+  ASSERT_OK(rows->Flush());
+  ASSERT_OK(rows->Pull(nodes, 5, got.data()));  // Sync: waits for all 5.
+  EXPECT_FLOAT_EQ(got[0], InitialEmbeddingValue(c, nodes[0], 0) - 5.0f);
+  EXPECT_EQ(got[4], InitialEmbeddingValue(c, nodes[1], 0));
+  ASSERT_OK_AND_ASSIGN(auto stats, server_->EmbeddingStats());
+  EXPECT_EQ(stats[0].applied_steps, 5);  // Part 0 owns nothing pushed.
+  EXPECT_EQ(rows->stats().rows_pushed, 5);
+  EXPECT_EQ(rows->stats().rows_pulled, 8);
+  // Outside the graph.
+  EXPECT_FALSE(rows->Pull({remote_->num_nodes()}, 5, got.data()).ok());
+}
+
+TEST_F(EmbeddingRowsTest, ShutdownAnswersWaitingPulls) {
+  const EmbeddingTableConfig c = Config(2, "stop");
+  ASSERT_OK(server_->CreateEmbeddingTable(c));
+  absl::Status pull;
+  std::vector<float> row(4);
+  std::thread puller([&] {
+    pull = server_->PullEmbeddings(c, {owned_.first}, 1, 0, absl::Seconds(30),
+                                   row.data());
+  });
+  absl::SleepFor(absl::Milliseconds(200));
+  const auto t0 = std::chrono::steady_clock::now();
+  cluster_->server(0).Shutdown(absl::Now() + absl::Seconds(10));
+  puller.join();
+  // Not held until the pull's 30 s.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_EQ(pull.code(), absl::StatusCode::kUnavailable) << pull;
+}
+
+}  // namespace
+}  // namespace shardgnn

@@ -1,0 +1,190 @@
+// Training with learned node embeddings (issue 15) end to end: Train() with
+// the table on real storage servers (RemoteGraphSource, MakeRemoteRows) and in
+// this process (MakeLocalRows) over the same relabelled graph.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "common/progress.h"
+#include "datasets/generators.h"
+#include "partition/partition.h"
+#include "sampler/embedding_rows.h"
+#include "sampler/remote_graph_source.h"
+#include "tests/sampler/test_cluster.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+#include "trainer/trainer.h"
+
+namespace shardgnn {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::TempDir;
+
+void ExpectError(const absl::Status& s, absl::StatusCode code,
+                 const std::string& part) {
+  EXPECT_EQ(s.code(), code) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(part));
+}
+
+class EmbeddingTrainingTest : public ::testing::Test {
+ protected:
+  // An SBM graph of `nodes` nodes whose communities are the labels, split in
+  // 2 parts served by real servers, and the same relabelled graph in memory.
+  void Build(int64_t nodes, double homophily) {
+    Progress::SetQuietByDefault(true);
+    GeneratorOptions g;
+    g.num_nodes = nodes;
+    g.avg_degree = 10;
+    g.feature_dim = 8;
+    g.num_classes = 4;
+    g.homophily = homophily;
+    g.feature_noise = 4.0;  // Weak features: the embeddings must help.
+    g.split = {0.3, 0.2, 0.5};
+    g.seed = 5;
+    ASSERT_OK(GenerateDataset(g, tmp_.Sub("sbm")).status());
+    ASSERT_OK_AND_ASSIGN(Dataset dataset, LoadDataset(tmp_.Sub("sbm")));
+    PartitionOptions options;
+    options.num_parts = 2;
+    ASSERT_OK(PartitionInMemory(dataset, tmp_.Sub("part"), options).status());
+    ASSERT_OK_AND_ASSIGN(
+        graph_, testing::RelabelForPartition(dataset, tmp_.Sub("part")));
+    ASSERT_OK_AND_ASSIGN(cluster_, testing::TestCluster::Start(
+                                       tmp_.Sub("part"), /*in_memory=*/true));
+    RemoteGraphSourceOptions remote;
+    remote.connect_timeout = absl::Seconds(10);
+    ASSERT_OK_AND_ASSIGN(
+        remote_, RemoteGraphSource::Connect(cluster_->addresses(), remote));
+    ASSERT_OK_AND_ASSIGN(local_, InMemoryGraphSource::Create(graph_.arrays()));
+    ASSERT_OK_AND_ASSIGN(splits_.train, remote_->FetchSplit("train"));
+    ASSERT_OK_AND_ASSIGN(splits_.valid, remote_->FetchSplit("valid"));
+    ASSERT_OK_AND_ASSIGN(splits_.test, remote_->FetchSplit("test"));
+  }
+
+  static TrainOptions Options() {
+    TrainOptions o;
+    o.model.kind = ModelKind::kSage;
+    o.model.hidden = 16;
+    o.fanouts = {5, 5};
+    o.batch_size = 64;
+    o.epochs = 3;
+    o.checkpoint_every = 0;
+    o.lr = 0.01;
+    o.seed = 3;
+    o.num_classes = 4;
+    return o;
+  }
+
+  static EmbeddingTableConfig Table(int64_t dim, const std::string& run) {
+    EmbeddingTableConfig c;
+    c.dim = dim;
+    c.lr = 0.05;
+    c.init_std = 0.1;
+    c.seed = 11;
+    c.run_id = run;
+    return c;
+  }
+
+  // Every row of the table, as of the end of the run.
+  std::vector<float> AllRows(LearnableRows& rows, int64_t step) {
+    std::vector<NodeId> all(static_cast<size_t>(local_->num_nodes()));
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<NodeId>(i);
+    std::vector<float> out(all.size() * static_cast<size_t>(rows.dim()));
+    EXPECT_OK(rows.Pull(all, step, out.data()));
+    return out;
+  }
+
+  TempDir tmp_;
+  testing::RelabelledGraph graph_;
+  std::unique_ptr<testing::TestCluster> cluster_;
+  std::unique_ptr<RemoteGraphSource> remote_;
+  std::unique_ptr<InMemoryGraphSource> local_;
+  TrainSplits splits_;
+};
+
+TEST_F(EmbeddingTrainingTest, OneTrainerSyncOnServersEqualsInProcess) {
+  Build(1200, 0.8);
+  const EmbeddingTableConfig config = Table(8, "equal");
+
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<LearnableRows> remote_rows,
+                       MakeRemoteRows(remote_.get(), config, 0, 0));
+  TrainOptions o = Options();
+  o.embeddings = remote_rows.get();
+  ASSERT_OK_AND_ASSIGN(TrainResult distributed, Train(*remote_, splits_, o));
+
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<EmbeddingTable> table,
+                       EmbeddingTable::Create(config, 0, local_->num_nodes()));
+  std::unique_ptr<LearnableRows> local_rows =
+      MakeLocalRows(std::move(table), 0);
+  o.embeddings = local_rows.get();
+  ASSERT_OK_AND_ASSIGN(TrainResult in_process, Train(*local_, splits_, o));
+
+  // The same model and the same table, bit for bit.
+  EXPECT_EQ(distributed.parameters_checksum, in_process.parameters_checksum);
+  EXPECT_EQ(distributed.test_acc, in_process.test_acc);
+  const int64_t steps = distributed.steps_per_epoch * o.epochs;
+  ASSERT_GT(steps, 0);
+  const std::vector<float> a = AllRows(*remote_rows, steps);
+  const std::vector<float> b = AllRows(*local_rows, steps);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+  // And the table did learn: rows moved from their initial values.
+  int moved = 0;
+  for (int64_t v = 0; v < local_->num_nodes(); ++v) {
+    if (b[static_cast<size_t>(v * 8)] != InitialEmbeddingValue(config, v, 0))
+      ++moved;
+  }
+  EXPECT_GT(moved, local_->num_nodes() / 2);
+  // Every step pushed and pulled rows.
+  for (const EpochStats& e : distributed.epochs) {
+    EXPECT_GT(e.embedding_rows_pulled, 0);
+    EXPECT_GT(e.embedding_rows_pushed, 0);
+  }
+}
+
+TEST_F(EmbeddingTrainingTest, EmbeddingsAloneLearnTheCommunities) {
+  Build(2000, 0.9);
+  TrainOptions o = Options();
+  o.epochs = 8;
+  o.ignore_features = true;
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<LearnableRows> rows,
+      MakeRemoteRows(remote_.get(), Table(16, "alone"), 0, /*staleness=*/-1));
+  o.embeddings = rows.get();
+  ASSERT_OK_AND_ASSIGN(TrainResult result, Train(*remote_, splits_, o));
+  // 4 classes: chance is 0.25. Without features, only learned rows carry
+  // the communities: the same run with the rows frozen at their random
+  // initial values (a learning rate too small to move them) stays far below.
+  EXPECT_GE(result.test_acc, 0.8);
+  EmbeddingTableConfig frozen = Table(16, "frozen");
+  frozen.lr = 1e-12;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<LearnableRows> fixed,
+                       MakeRemoteRows(remote_.get(), frozen, 0, -1));
+  o.embeddings = fixed.get();
+  ASSERT_OK_AND_ASSIGN(TrainResult control, Train(*remote_, splits_, o));
+  EXPECT_LT(control.test_acc, result.test_acc - 0.2)
+      << "learned " << result.test_acc << ", frozen " << control.test_acc;
+}
+
+TEST_F(EmbeddingTrainingTest, BadCombinationsAreRefused) {
+  Build(600, 0.8);
+  TrainOptions o = Options();
+  o.ignore_features = true;
+  ExpectError(Train(*local_, splits_, o).status(),
+              absl::StatusCode::kInvalidArgument, "needs learned embeddings");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<LearnableRows> rows,
+                       MakeRemoteRows(remote_.get(), Table(4, "bad"), 0, 0));
+  o.embeddings = rows.get();
+  o.exact_test = true;
+  ExpectError(Train(*remote_, splits_, o).status(),
+              absl::StatusCode::kInvalidArgument, "exact test");
+  // A second trainer of the same run asking for another width.
+  ExpectError(MakeRemoteRows(remote_.get(), Table(8, "bad"), 0, 0).status(),
+              absl::StatusCode::kFailedPrecondition, "dim 8 != 4");
+}
+
+}  // namespace
+}  // namespace shardgnn
