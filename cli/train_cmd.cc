@@ -5,6 +5,7 @@
 // this one process over the whole graph in memory (InMemoryGraphSource, no RPC,
 // no process group): the same sampler, loader and model code, the physical
 // limit a distributed run is measured against.
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +30,7 @@
 #include "cli/train_output.h"
 #include "cli/training_flags.h"
 #include "common/file_util.h"
+#include "common/npy.h"
 #include "common/sampling.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
@@ -211,6 +213,91 @@ void PrintEmbeddings(const LearnableRows& rows, const char* where) {
   std::fflush(stdout);
 }
 
+// After the run, on the leader: the learned table written to
+// <out>/learned_embeddings.npy (original node order with `orig_ids`, see
+// WriteLearnedEmbeddings) and the figures for summary.json["embeddings"],
+// with each server's (`remote`, if any).
+absl::StatusOr<nlohmann::ordered_json> FinishEmbeddings(
+    LearnableRows& rows, const TrainResult& result, int64_t num_nodes,
+    const std::vector<NodeId>& orig_ids, const std::string& out_dir,
+    const RemoteGraphSource* remote) {
+  const int64_t steps =
+      result.steps_per_epoch * static_cast<int64_t>(result.epochs.size());
+  const std::string path = JoinPath(out_dir, "learned_embeddings.npy");
+  const auto t0 = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(
+      WriteLearnedEmbeddings(rows, num_nodes, steps, orig_ids, path));
+  const double write_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  std::printf(
+      "shardgnn train: learned embeddings [%lld, %lld] written to %s "
+      "(%.1f s)\n",
+      static_cast<long long>(num_nodes), static_cast<long long>(rows.dim()),
+      path.c_str(), write_seconds);
+  const EmbeddingTableConfig& c = rows.config();
+  double train_seconds = 0, pull_seconds = 0, push_wait = 0;
+  int64_t pulled = 0, pushed = 0;
+  for (const EpochStats& e : result.epochs) {
+    train_seconds += e.epoch_seconds;
+    pull_seconds += e.embedding_pull_seconds;
+    push_wait += e.embedding_push_wait_seconds;
+    pulled += e.embedding_rows_pulled;
+    pushed += e.embedding_rows_pushed;
+  }
+  auto per_second = [&](int64_t n) {
+    return train_seconds > 0 ? static_cast<double>(n) / train_seconds : 0.0;
+  };
+  nlohmann::ordered_json j;
+  j["dim"] = c.dim;
+  j["ignore_features"] = false;  // Set by the caller.
+  j["sync"] = EmbeddingSyncName(rows.staleness());
+  j["optimizer"] = EmbeddingOptimizerName(c.optimizer);
+  j["lr"] = c.lr;
+  j["init_std"] = c.init_std;
+  j["file"] = "learned_embeddings.npy";
+  j["node_order"] =
+      orig_ids.empty() && remote != nullptr ? "partition" : "original";
+  // This trainer's training steps (not evaluation).
+  j["rows_pulled"] = pulled;
+  j["rows_pushed"] = pushed;
+  j["rows_pulled_per_second"] = per_second(pulled);
+  j["rows_pushed_per_second"] = per_second(pushed);
+  j["pull_seconds"] = pull_seconds;
+  j["push_wait_seconds"] = push_wait;
+  if (remote != nullptr) {
+    const int parts = remote->book().num_parts();
+    std::vector<nlohmann::ordered_json> servers(static_cast<size_t>(parts));
+    RETURN_IF_ERROR(remote->ForEachOwner(
+        {}, /*all_parts=*/true,
+        [&](int part, GraphStoreClient& server, absl::Span<const NodeId>,
+            absl::Span<const size_t>) -> absl::Status {
+          ASSIGN_OR_RETURN(auto tables, server.EmbeddingStats());
+          for (const auto& t : tables) {
+            if (t.name != c.name) continue;
+            const EmbeddingTableStats& st = t.stats;
+            servers[static_cast<size_t>(part)] = {
+                {"part", part},
+                {"address", server.address()},
+                {"rows_touched", st.rows_touched},
+                {"rows_pulled", st.rows_pulled},
+                {"rows_pushed", st.rows_pushed},
+                {"pulls", st.pulls},
+                {"pushes", st.pushes},
+                {"applied_steps", t.applied_steps},
+                {"pull_wait_seconds", st.pull_wait_seconds},
+                {"mean_staleness", st.pulls > 0
+                                       ? static_cast<double>(st.staleness_sum) /
+                                             static_cast<double>(st.pulls)
+                                       : 0.0}};
+          }
+          return absl::OkStatus();
+        }));
+    j["servers"] = servers;
+  }
+  return j;
+}
+
 // A run ID every trainer shares (rank 0 draws it; the others learn it through
 // an allreduce), so that a server holding a table of an earlier run replaces
 // it rather than continue from its rows.
@@ -327,12 +414,20 @@ absl::Status RunInProcess(const TrainFlags& flags) {
   ASSIGN_OR_RETURN(TrainResult result, Train(*source, splits, options));
   PrintResult(result, options.exact_test);
   if (flags.out_dir.empty()) return absl::OkStatus();
+  nlohmann::ordered_json learned;
+  if (embeddings != nullptr) {
+    ASSIGN_OR_RETURN(
+        learned, FinishEmbeddings(*embeddings, result, source->num_nodes(), {},
+                                  flags.out_dir, nullptr));
+    learned["ignore_features"] = options.ignore_features;
+  }
   RETURN_IF_ERROR(WriteModelConfig(flags, options, source->feature_dim()));
   nlohmann::ordered_json summary =
       SummaryJson(result, flags.training, options, /*world_size=*/1,
                   static_cast<int64_t>(train_items));
   summary["mode"] = "in-process";
   summary["dataset"] = flags.dataset_dir;
+  if (embeddings != nullptr) summary["embeddings"] = learned;
   RETURN_IF_ERROR(WriteFileAtomic(JoinPath(flags.out_dir, "summary.json"),
                                   summary.dump(2) + "\n"));
   WriteReport(flags.out_dir);
@@ -497,12 +592,28 @@ absl::Status RunTrain(const TrainFlags& flags) {
   if (leader) {
     PrintResult(result, options.exact_test);
     if (!flags.out_dir.empty()) {
+      nlohmann::ordered_json learned;
+      if (embeddings != nullptr) {
+        std::vector<NodeId> orig_ids;
+        if (!flags.cluster.partition_dir.empty()) {
+          ASSIGN_OR_RETURN(
+              NpyArray<int64_t> orig,
+              ReadNpy<int64_t>(
+                  JoinPath(flags.cluster.partition_dir, kOrigIdsFile), 1));
+          orig_ids = std::move(orig.data);
+        }
+        ASSIGN_OR_RETURN(
+            learned, FinishEmbeddings(*embeddings, result, remote->num_nodes(),
+                                      orig_ids, flags.out_dir, remote.get()));
+        learned["ignore_features"] = options.ignore_features;
+      }
       RETURN_IF_ERROR(WriteModelConfig(flags, options, remote->feature_dim()));
       nlohmann::ordered_json summary =
           SummaryJson(result, flags.training, options, dist.world_size,
                       static_cast<int64_t>(link ? splits.train_edges.size() / 2
                                                 : train.size()));
       summary["mode"] = "distributed";
+      if (embeddings != nullptr) summary["embeddings"] = learned;
       summary["servers"] = addresses;
       summary["partition_id"] = remote->partition_id();
       if (cache) {

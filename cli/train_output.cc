@@ -36,6 +36,12 @@ nlohmann::ordered_json EpochJson(const EpochStats& s) {
   j["sampled_edges"] = s.sampled_edges;
   j["minor_faults"] = s.minor_faults;
   j["eval_minor_faults"] = s.eval_minor_faults;
+  if (s.embedding_rows_pulled > 0) {
+    j["embedding_rows_pulled"] = s.embedding_rows_pulled;
+    j["embedding_rows_pushed"] = s.embedding_rows_pushed;
+    j["embedding_pull_seconds"] = s.embedding_pull_seconds;
+    j["embedding_push_wait_seconds"] = s.embedding_push_wait_seconds;
+  }
   return j;
 }
 
@@ -199,13 +205,22 @@ std::function<void(const EpochStats&)> EpochReporter(int epochs,
           absl::StrFormat("train auc %.3f  val auc %.3f ap %.3f",
                           get("train_auc"), get("valid_auc"), get("valid_ap"));
     }
+    // Learned embeddings: the part of compute spent pulling rows (waits for
+    // the other trainers' pushes included) and waiting to hand pushes over.
+    const std::string embeddings =
+        s.embedding_rows_pulled > 0
+            ? absl::StrFormat(", embeddings pull %.2f push wait %.2f",
+                              s.embedding_pull_seconds,
+                              s.embedding_push_wait_seconds)
+            : "";
     std::printf(
         "epoch %3d/%d  loss %.4f  %s  %.2fs (sampling %.2f, "
-        "fetch %.2f, compute %.2f, allreduce %.2f, waiting %.2f, eval %.2f)\n",
+        "fetch %.2f, compute %.2f, allreduce %.2f, waiting %.2f, eval "
+        "%.2f%s)\n",
         s.epoch, epochs, s.loss, scores.c_str(), s.epoch_seconds,
         s.sample_busy_seconds - s.fetch_seconds, s.fetch_seconds,
         s.compute_seconds - s.sync_seconds, s.sync_seconds, s.sample_seconds,
-        s.eval_seconds);
+        s.eval_seconds, embeddings.c_str());
     if (*first_loss < 0) {
       *first_loss = s.loss;
     } else if (!*warned && s.loss > 2 * *first_loss + 0.1) {

@@ -297,6 +297,23 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
         "embedding replaces the features)");
   }
   options.ignore_features = f.ignore_features;
+  if (f.learn_embeddings > 0) {
+    // Checked before any server or dataset is touched.
+    int staleness = 0;
+    absl::Status checked =
+        EmbeddingConfigFor(f, /*num_trainers=*/1, "check", &staleness).status();
+    if (!checked.ok()) return checked;
+    if (f.resume) {
+      return absl::InvalidArgumentError(
+          "--resume with --learn-embeddings is not supported yet (the "
+          "servers' tables are not snapshotted with the checkpoints)");
+    }
+    if (f.exact_test) {
+      return absl::InvalidArgumentError(
+          "--exact-test does not read learned embeddings yet; use the "
+          "sampled test");
+    }
+  }
   auto task = ParseTaskKind(f.task);
   if (!task.ok()) return task.status();
   options.task = *task;

@@ -1,6 +1,9 @@
 #include "sampler/embedding_rows.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <thread>
@@ -11,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/npy.h"
 #include "common/status.h"
 #include "sampler/remote_graph_source.h"
 
@@ -268,6 +272,56 @@ absl::StatusOr<std::unique_ptr<LearnableRows>> MakeRemoteRows(
       }));
   return std::unique_ptr<LearnableRows>(
       new RemoteRows(source, config, trainer, staleness, wait));
+}
+
+absl::Status WriteLearnedEmbeddings(LearnableRows& rows, int64_t num_nodes,
+                                    int64_t step,
+                                    const std::vector<NodeId>& orig_ids,
+                                    const std::string& path) {
+  // inverse[o]: the node whose original ID is o.
+  std::vector<NodeId> inverse(static_cast<size_t>(num_nodes));
+  if (orig_ids.empty()) {
+    for (int64_t v = 0; v < num_nodes; ++v) inverse[static_cast<size_t>(v)] = v;
+  } else {
+    if (static_cast<int64_t>(orig_ids.size()) != num_nodes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the original IDs cover ", orig_ids.size(),
+                       " nodes, the graph has ", num_nodes));
+    }
+    std::fill(inverse.begin(), inverse.end(), -1);
+    for (int64_t v = 0; v < num_nodes; ++v) {
+      const NodeId o = orig_ids[static_cast<size_t>(v)];
+      if (o < 0 || o >= num_nodes || inverse[static_cast<size_t>(o)] >= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the original IDs are not a permutation of 0..",
+                         num_nodes - 1, " (node ", v, " maps to ", o, ")"));
+      }
+      inverse[static_cast<size_t>(o)] = v;
+    }
+  }
+  const std::string temp = path + ".tmp";
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<NpyWriter> writer,
+      NpyWriter::Create(temp, NpyDtype::kFloat32, {num_nodes, rows.dim()}));
+  constexpr int64_t kChunk = 1 << 16;
+  std::vector<float> buffer;
+  absl::Status status;
+  for (int64_t o = 0; o < num_nodes && status.ok(); o += kChunk) {
+    const int64_t n = std::min(kChunk, num_nodes - o);
+    buffer.resize(static_cast<size_t>(n * rows.dim()));
+    status = rows.Pull(absl::MakeConstSpan(inverse).subspan(
+                           static_cast<size_t>(o), static_cast<size_t>(n)),
+                       step, buffer.data());
+    if (status.ok()) status = writer->Append(buffer.data(), buffer.size());
+  }
+  if (status.ok()) status = writer->Close();
+  if (status.ok() && std::rename(temp.c_str(), path.c_str()) != 0) {
+    status = absl::InternalError(absl::StrCat(
+        path,
+        ": cannot rename the written file into place: ", std::strerror(errno)));
+  }
+  if (!status.ok()) std::remove(temp.c_str());
+  return status;
 }
 
 }  // namespace shardgnn

@@ -93,6 +93,17 @@ absl::StatusOr<std::unique_ptr<LearnableRows>> MakeRemoteRows(
     const RemoteGraphSource* source, const EmbeddingTableConfig& config,
     int trainer, int staleness, absl::Duration wait = absl::Seconds(120));
 
+// Writes every row of `rows` as of `step` to `path` (.npy, float32
+// [num_nodes, dim]), in chunks: row o of the file is node o's row in the
+// original (dataset) ID order, where orig_ids[v] is the original ID of node v
+// (a partition's orig_ids.npy; empty: the IDs are the original ones). Written
+// to a temporary name and renamed when complete; INVALID_ARGUMENT if
+// orig_ids is not a permutation of [0, num_nodes).
+absl::Status WriteLearnedEmbeddings(LearnableRows& rows, int64_t num_nodes,
+                                    int64_t step,
+                                    const std::vector<NodeId>& orig_ids,
+                                    const std::string& path);
+
 }  // namespace shardgnn
 
 #endif  // SHARDGNN_SAMPLER_EMBEDDING_ROWS_H_
