@@ -407,7 +407,7 @@ absl::Status RunInProcess(const TrainFlags& flags) {
                                         "in-process", &staleness));
     ASSIGN_OR_RETURN(std::unique_ptr<EmbeddingTable> table,
                      EmbeddingTable::Create(config, 0, source->num_nodes()));
-    embeddings = MakeLocalRows(std::move(table), staleness);
+    embeddings = MakeLocalRows(std::move(table), /*trainer=*/0, staleness);
     options.embeddings = embeddings.get();
     PrintEmbeddings(*embeddings, "in this process");
   }

@@ -429,6 +429,9 @@ absl::StatusOr<EmbeddingTableConfig> EmbeddingConfigFor(
   config.seed = f.seed;
   config.num_trainers = num_trainers;
   config.run_id = run_id;
+  // Synchronous runs apply each step's pushes in trainer order: reproducible
+  // whichever trainer's push arrives first.
+  config.ordered = *staleness == 0;
   if (absl::Status s = ValidateEmbeddingConfig(config); !s.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("learned embeddings: ", s.message()));

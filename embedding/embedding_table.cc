@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <utility>
@@ -232,6 +233,9 @@ std::string EmbeddingConfigDifferences(const EmbeddingTableConfig& a,
     diffs.push_back(
         absl::StrCat("run_id ", quoted(a.run_id), " != ", quoted(b.run_id)));
   }
+  if (a.ordered != b.ordered) {
+    diffs.push_back(absl::StrCat("ordered ", a.ordered, " != ", b.ordered));
+  }
   return absl::StrJoin(diffs, ", ");
 }
 
@@ -336,6 +340,13 @@ class EmbeddingTable::Impl {
 
   // Applies the summed gradient g (dim_ floats) to one row.
   void ApplyRow(int64_t row, const float* g);
+  // Applies one validated push: duplicates summed, then row by row.
+  void ApplyPush(absl::Span<const NodeId> ids, absl::Span<const float> grads);
+  // config_.ordered: holds the validated push; applies every step that is
+  // complete, in step and trainer order, and advances the clock.
+  // REQUIRES: push_mu_[trainer] held.
+  absl::Status HoldPush(int trainer, int64_t step, absl::Span<const NodeId> ids,
+                        absl::Span<const float> grads);
 
   absl::Status ValidatePush(int trainer, int64_t step,
                             absl::Span<const NodeId> ids,
@@ -369,11 +380,24 @@ class EmbeddingTable::Impl {
   // then acknowledged without effect.
   const std::unique_ptr<std::mutex[]> push_mu_;
 
+  // config_.ordered: the pushes of steps not yet complete, by step, one slot
+  // per trainer, and each trainer's next step to hold.
+  struct HeldPush {
+    bool held = false;
+    std::vector<NodeId> ids;
+    std::vector<float> grads;
+  };
+  std::mutex held_mu_;
+  std::map<int64_t, std::vector<HeldPush>> held_ ABSL_GUARDED_BY(held_mu_);
+  std::vector<int64_t> next_held_ ABSL_GUARDED_BY(held_mu_);
+
   mutable std::mutex clock_mu_;
   // Notified whenever applied_ advances.
   std::condition_variable clock_advanced_;
   // Per trainer, the steps applied (the next step it must push).
   std::vector<int64_t> next_step_ ABSL_GUARDED_BY(clock_mu_);
+  // config_.ordered: each trainer's next step to push (held or applied).
+  std::vector<int64_t> pushed_next_ ABSL_GUARDED_BY(clock_mu_);
   // min(next_step_), written under clock_mu_; read without it.
   std::atomic<int64_t> applied_{0};
 
@@ -384,10 +408,14 @@ class EmbeddingTable::Impl {
 std::string EmbeddingTable::Impl::LaggingTrainers(int64_t needed) const {
   std::vector<std::string> named;
   int more = 0;
-  for (int t = 0; t < static_cast<int>(next_step_.size()); ++t) {
-    if (next_step_[t] >= needed) continue;
+  // Ordered tables: who has not pushed yet (every trainer's applied steps
+  // are the same there).
+  const std::vector<int64_t>& next =
+      pushed_next_.empty() ? next_step_ : pushed_next_;
+  for (int t = 0; t < static_cast<int>(next.size()); ++t) {
+    if (next[t] >= needed) continue;
     if (static_cast<int>(named.size()) < kMaxNamedTrainers) {
-      named.push_back(absl::StrCat(t, " (at step ", next_step_[t], ")"));
+      named.push_back(absl::StrCat(t, " (at step ", next[t], ")"));
     } else {
       ++more;
     }
@@ -548,7 +576,12 @@ absl::Status EmbeddingTable::Impl::Push(int trainer, int64_t step,
   }
   std::lock_guard<std::mutex> push_lock(push_mu_[trainer]);
   int64_t next;
-  {
+  if (config_.ordered && config_.num_trainers > 1) {
+    // Held pushes count as pushed (a retry of one is acknowledged).
+    std::lock_guard<std::mutex> held_lock(held_mu_);
+    if (next_held_.empty()) next_held_.assign(config_.num_trainers, 0);
+    next = next_held_[trainer];
+  } else {
     std::lock_guard<std::mutex> clock_lock(clock_mu_);
     next = next_step_[trainer];
   }
@@ -559,7 +592,29 @@ absl::Status EmbeddingTable::Impl::Push(int trainer, int64_t step,
                      " pushed step ", step, " but its next step is ", next));
   }
   RETURN_IF_ERROR(ValidatePush(trainer, step, ids, grads));
+  if (config_.ordered && config_.num_trainers > 1) {
+    return HoldPush(trainer, step, ids, grads);
+  }
+  ApplyPush(ids, grads);
 
+  {
+    std::lock_guard<std::mutex> clock_lock(clock_mu_);
+    const bool was_min = next_step_[trainer] == applied_.load();
+    ++next_step_[trainer];
+    if (was_min) {
+      applied_.store(*std::min_element(next_step_.begin(), next_step_.end()),
+                     std::memory_order_release);
+      clock_advanced_.notify_all();
+    }
+  }
+  pushes_.fetch_add(1, std::memory_order_relaxed);
+  rows_pushed_.fetch_add(static_cast<int64_t>(ids.size()),
+                         std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+void EmbeddingTable::Impl::ApplyPush(absl::Span<const NodeId> ids,
+                                     absl::Span<const float> grads) {
   // Sum the gradients of duplicate IDs, in the order they came, so that the
   // result does not depend on anything but the push.
   std::vector<size_t> order(ids.size());
@@ -582,20 +637,44 @@ absl::Status EmbeddingTable::Impl::Push(int trainer, int64_t step,
     ApplyRow(ids[order[begin]] - node_start_, g);
     begin = end;
   }
+}
 
+absl::Status EmbeddingTable::Impl::HoldPush(int trainer, int64_t step,
+                                            absl::Span<const NodeId> ids,
+                                            absl::Span<const float> grads) {
+  std::lock_guard<std::mutex> held_lock(held_mu_);
+  std::vector<HeldPush>& slots = held_[step];
+  slots.resize(static_cast<size_t>(config_.num_trainers));
+  HeldPush& slot = slots[static_cast<size_t>(trainer)];
+  slot.held = true;
+  slot.ids.assign(ids.begin(), ids.end());
+  slot.grads.assign(grads.begin(), grads.end());
+  ++next_held_[static_cast<size_t>(trainer)];
   {
     std::lock_guard<std::mutex> clock_lock(clock_mu_);
-    const bool was_min = next_step_[trainer] == applied_.load();
-    ++next_step_[trainer];
-    if (was_min) {
-      applied_.store(*std::min_element(next_step_.begin(), next_step_.end()),
-                     std::memory_order_release);
-      clock_advanced_.notify_all();
-    }
+    pushed_next_ = next_held_;  // For LaggingTrainers.
   }
   pushes_.fetch_add(1, std::memory_order_relaxed);
   rows_pushed_.fetch_add(static_cast<int64_t>(ids.size()),
                          std::memory_order_relaxed);
+  // Every complete step from the next one to apply, in order.
+  while (!held_.empty()) {
+    auto first = held_.begin();
+    if (first->first != applied_.load(std::memory_order_acquire)) break;
+    bool complete = true;
+    for (const HeldPush& h : first->second) complete = complete && h.held;
+    if (!complete ||
+        first->second.size() != static_cast<size_t>(config_.num_trainers)) {
+      break;
+    }
+    for (const HeldPush& h : first->second) ApplyPush(h.ids, h.grads);
+    const int64_t done = first->first + 1;
+    held_.erase(first);
+    std::lock_guard<std::mutex> clock_lock(clock_mu_);
+    for (int64_t& n : next_step_) n = done;
+    applied_.store(done, std::memory_order_release);
+    clock_advanced_.notify_all();
+  }
   return absl::OkStatus();
 }
 

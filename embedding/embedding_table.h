@@ -16,7 +16,9 @@
 //
 // Updates. A push carries a trainer's sparse gradient for one step: row IDs
 // (duplicates allowed: their gradients are summed first) and one gradient row
-// each. It is validated whole before any row changes (every ID owned, sizes,
+// each (with config.ordered, held until every trainer has pushed the step,
+// then applied in trainer order). It is validated whole before any row
+// changes (every ID owned, sizes,
 // every value finite): a bad push changes nothing. Rows are updated under
 // striped locks, so concurrent pushes from many trainers each apply atomically
 // per row and lose no update.
@@ -78,6 +80,13 @@ struct EmbeddingTableConfig {
   // Identifies the run; a server asked for a table by a run with another ID
   // replaces the table it holds (a new run starts afresh).
   std::string run_id;
+  // Apply each step's pushes together, in trainer order, once every trainer
+  // has pushed that step (synchronous training): the rows then do not depend
+  // on which trainer's push arrives first, which matters for Adam and
+  // Adagrad (their per-row state makes updates order-dependent), so a run is
+  // reproducible with any number of trainers. A step's pushes are held until
+  // it is complete; the clock advances when they are applied.
+  bool ordered = false;
 };
 inline constexpr int64_t kMaxEmbeddingDim = 65536;
 

@@ -642,7 +642,13 @@ absl::Status GraphStoreClient::CreateEmbeddingTable(
 absl::Status GraphStoreClient::PullEmbeddings(const EmbeddingTableConfig& table,
                                               absl::Span<const NodeId> ids,
                                               int64_t step, int staleness,
-                                              absl::Duration wait, float* out) {
+                                              absl::Duration wait, float* out,
+                                              absl::Span<const size_t> rows) {
+  if (!rows.empty() && rows.size() != ids.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PullEmbeddings: ", rows.size(), " row positions for ",
+                     ids.size(), " IDs"));
+  }
   proto::PullEmbeddingsRequest req;
   req.set_table(table.name);
   req.set_run_id(table.run_id);
@@ -665,8 +671,17 @@ absl::Status GraphStoreClient::PullEmbeddings(const EmbeddingTableConfig& table,
             "answer has ", resp.rows().size(), " bytes of rows of dimension ",
             resp.dim(), " for ", ids.size(), " IDs of dimension ", table.dim)));
   }
-  if (expected > 0)
-    std::memcpy(out, resp.rows().data(), expected * sizeof(float));
+  if (rows.empty()) {
+    if (expected > 0)
+      std::memcpy(out, resp.rows().data(), expected * sizeof(float));
+    return absl::OkStatus();
+  }
+  const size_t width = static_cast<size_t>(table.dim);
+  const auto* received = reinterpret_cast<const float*>(resp.rows().data());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::memcpy(out + rows[i] * width, received + i * width,
+                width * sizeof(float));
+  }
   return absl::OkStatus();
 }
 

@@ -176,14 +176,17 @@ class GraphStoreClient {
   // (FAILED_PRECONDITION naming the settings that differ). Returns the rows
   // the server holds; DATA_LOSS if they are not the shard's node range.
   absl::Status CreateEmbeddingTable(const EmbeddingTableConfig& config);
-  // Writes the rows of ids[i] to out + i * dim, once the server's step
-  // clock allows `step` with `staleness` (see embedding/embedding_table.h).
+  // Writes the rows of ids[i] to out + i * dim (or, when `rows` is given,
+  // one entry per ID, to out + rows[i] * dim: copied once, from the received
+  // message straight to their place), once the server's step clock allows
+  // `step` with `staleness` (see embedding/embedding_table.h).
   // Each attempt may wait up to `wait` on the server (a synchronous pull
   // waits for the slowest trainer). DATA_LOSS if the rows are not `dim`
   // wide or not one per ID.
   absl::Status PullEmbeddings(const EmbeddingTableConfig& table,
                               absl::Span<const NodeId> ids, int64_t step,
-                              int staleness, absl::Duration wait, float* out);
+                              int staleness, absl::Duration wait, float* out,
+                              absl::Span<const size_t> rows = {});
   // Pushes `trainer`'s gradient rows of `step` (ids.size() * dim floats);
   // retried on UNAVAILABLE (a repeated step is ignored by the server).
   absl::Status PushEmbeddingGradients(const EmbeddingTableConfig& table,

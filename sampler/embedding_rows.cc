@@ -28,8 +28,12 @@ double SecondsSince(Clock::time_point t) {
 
 class LocalRows final : public LearnableRows {
  public:
-  LocalRows(std::unique_ptr<EmbeddingTable> table, int staleness)
-      : table_(std::move(table)), staleness_(staleness) {}
+  LocalRows(std::shared_ptr<EmbeddingTable> table, int trainer, int staleness,
+            absl::Duration wait)
+      : table_(std::move(table)),
+        trainer_(trainer),
+        staleness_(staleness),
+        wait_(wait) {}
 
   const EmbeddingTableConfig& config() const override {
     return table_->config();
@@ -39,9 +43,8 @@ class LocalRows final : public LearnableRows {
   absl::Status Pull(absl::Span<const NodeId> nodes, int64_t step,
                     float* out) override {
     const auto t0 = Clock::now();
-    // One trainer, pushes applied at once: the clock is always current.
-    RETURN_IF_ERROR(table_->Pull(nodes, step, staleness_,
-                                 absl::Now() + absl::Seconds(1), out));
+    RETURN_IF_ERROR(
+        table_->Pull(nodes, step, staleness_, absl::Now() + wait_, out));
     stats_.rows_pulled += static_cast<int64_t>(nodes.size());
     stats_.bytes_pulled +=
         static_cast<int64_t>(nodes.size() * sizeof(float)) * dim();
@@ -49,9 +52,9 @@ class LocalRows final : public LearnableRows {
     return absl::OkStatus();
   }
 
-  absl::Status Push(int64_t step, std::vector<NodeId> nodes,
-                    std::vector<float> grads) override {
-    RETURN_IF_ERROR(table_->Push(0, step, nodes, grads));
+  absl::Status Push(int64_t step, absl::Span<const NodeId> nodes,
+                    absl::Span<const float> grads) override {
+    RETURN_IF_ERROR(table_->Push(trainer_, step, nodes, grads));
     stats_.rows_pushed += static_cast<int64_t>(nodes.size());
     stats_.bytes_pushed += static_cast<int64_t>(nodes.size() * sizeof(NodeId) +
                                                 grads.size() * sizeof(float));
@@ -62,8 +65,10 @@ class LocalRows final : public LearnableRows {
   LearnableRowsStats stats() const override { return stats_; }
 
  private:
-  std::unique_ptr<EmbeddingTable> table_;
+  std::shared_ptr<EmbeddingTable> table_;
+  const int trainer_;
   const int staleness_;
+  const absl::Duration wait_;
   LearnableRowsStats stats_;
 };
 
@@ -98,14 +103,9 @@ class RemoteRows final : public LearnableRows {
         nodes, /*all_parts=*/false,
         [&](int part, GraphStoreClient& server, absl::Span<const NodeId> ids,
             absl::Span<const size_t> positions) -> absl::Status {
-          std::vector<float> rows(ids.size() * dim);
-          RETURN_IF_ERROR(server.PullEmbeddings(config_, ids, step, staleness_,
-                                                wait_, rows.data()));
-          for (size_t i = 0; i < ids.size(); ++i) {
-            std::memcpy(out + positions[i] * dim, rows.data() + i * dim,
-                        dim * sizeof(float));
-          }
-          return absl::OkStatus();
+          // Each part's rows land straight in their places.
+          return server.PullEmbeddings(config_, ids, step, staleness_, wait_,
+                                       out, positions);
         }));
     absl::MutexLock lock(&mu_);
     stats_.rows_pulled += static_cast<int64_t>(nodes.size());
@@ -115,8 +115,8 @@ class RemoteRows final : public LearnableRows {
     return absl::OkStatus();
   }
 
-  absl::Status Push(int64_t step, std::vector<NodeId> nodes,
-                    std::vector<float> grads) override {
+  absl::Status Push(int64_t step, absl::Span<const NodeId> nodes,
+                    absl::Span<const float> grads) override {
     if (grads.size() != nodes.size() * static_cast<size_t>(config_.dim)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "embedding push of step ", step, ": ", grads.size(),
@@ -131,7 +131,16 @@ class RemoteRows final : public LearnableRows {
     mu_.Await(absl::Condition(&room));
     stats_.push_wait_seconds += SecondsSince(t0);
     if (!error_.ok()) return error_;
-    queue_.push_back({step, std::move(nodes), std::move(grads)});
+    // A buffer of an earlier step (its capacity kept: no fresh memory).
+    PendingPush push;
+    if (!free_.empty()) {
+      push = std::move(free_.back());
+      free_.pop_back();
+    }
+    push.step = step;
+    push.nodes.assign(nodes.begin(), nodes.end());
+    push.grads.assign(grads.begin(), grads.end());
+    queue_.push_back(std::move(push));
     return absl::OkStatus();
   }
 
@@ -179,11 +188,13 @@ class RemoteRows final : public LearnableRows {
         sending_ = true;
       }
       const size_t dim = static_cast<size_t>(config_.dim);
+      part_grads_.resize(static_cast<size_t>(source_->book().num_parts()));
       absl::Status s = source_->ForEachOwner(
           push.nodes, /*all_parts=*/true,
           [&](int part, GraphStoreClient& server, absl::Span<const NodeId> ids,
               absl::Span<const size_t> positions) -> absl::Status {
-            std::vector<float> grads(ids.size() * dim);
+            std::vector<float>& grads = part_grads_[static_cast<size_t>(part)];
+            grads.resize(ids.size() * dim);
             for (size_t i = 0; i < ids.size(); ++i) {
               std::memcpy(grads.data() + i * dim,
                           push.grads.data() + positions[i] * dim,
@@ -203,6 +214,7 @@ class RemoteRows final : public LearnableRows {
       stats_.bytes_pushed +=
           static_cast<int64_t>(push.nodes.size() * sizeof(NodeId) +
                                push.grads.size() * sizeof(float));
+      free_.push_back(std::move(push));
     }
   }
 
@@ -213,6 +225,9 @@ class RemoteRows final : public LearnableRows {
   const absl::Duration wait_;
   mutable absl::Mutex mu_;
   std::deque<PendingPush> queue_ ABSL_GUARDED_BY(mu_);
+  std::vector<PendingPush> free_ ABSL_GUARDED_BY(mu_);  // Sent, for reuse.
+  // Each part's gradient rows of the push being sent (sender thread only).
+  std::vector<std::vector<float>> part_grads_;
   bool sending_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
@@ -242,8 +257,10 @@ std::string EmbeddingSyncName(int staleness) {
 }
 
 std::unique_ptr<LearnableRows> MakeLocalRows(
-    std::unique_ptr<EmbeddingTable> table, int staleness) {
-  return std::make_unique<LocalRows>(std::move(table), staleness);
+    std::shared_ptr<EmbeddingTable> table, int trainer, int staleness,
+    absl::Duration wait) {
+  return std::make_unique<LocalRows>(std::move(table), trainer, staleness,
+                                     wait);
 }
 
 absl::StatusOr<std::unique_ptr<LearnableRows>> MakeRemoteRows(

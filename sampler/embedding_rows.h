@@ -69,18 +69,23 @@ class LearnableRows {
                             float* out) = 0;
   // Hands over this trainer's gradient of `step` (steps in order from 0,
   // each once; `grads` holds nodes.size() * dim() floats; nodes may repeat
-  // and may be empty). May return before the owners applied it; the error
-  // of an earlier push is returned by a later Push, Pull or Flush.
-  virtual absl::Status Push(int64_t step, std::vector<NodeId> nodes,
-                            std::vector<float> grads) = 0;
+  // and may be empty), copied before it returns (into buffers reused from
+  // step to step). May return before the owners applied it; the error of an
+  // earlier push is returned by a later Push, Pull or Flush.
+  virtual absl::Status Push(int64_t step, absl::Span<const NodeId> nodes,
+                            absl::Span<const float> grads) = 0;
   // Waits until every push handed over is applied; the first error.
   virtual absl::Status Flush() = 0;
   virtual LearnableRowsStats stats() const = 0;
 };
 
-// A table over every node in this process (one trainer); takes ownership.
+// A table in this process (over every node), for trainer `trainer` of the
+// table's config().num_trainers; trainers in threads of one process may
+// share it (each with its own LearnableRows). A pull waits at most `wait`
+// for the step clock.
 std::unique_ptr<LearnableRows> MakeLocalRows(
-    std::unique_ptr<EmbeddingTable> table, int staleness);
+    std::shared_ptr<EmbeddingTable> table, int trainer, int staleness,
+    absl::Duration wait = absl::Seconds(120));
 
 // The table on the storage servers behind `source` (which must outlive the
 // result): creates it on every server (or joins the run's table: every

@@ -111,7 +111,7 @@ watch_rss() {
     for pid in $(pgrep -P "${root}" 2>/dev/null) "${root}"; do
       local cmd hwm
       cmd=$(tr '\0' ' ' < "/proc/${pid}/cmdline" 2>/dev/null) || continue
-      hwm=$(awk '/^VmHWM:/ {print $2 * 1024}' "/proc/${pid}/status" \
+      hwm=$(awk '/^VmHWM:/ {printf "%.0f\n", $2 * 1024}' "/proc/${pid}/status" \
         2>/dev/null) || continue
       [[ -n "${hwm}" ]] || continue
       case "${cmd}" in

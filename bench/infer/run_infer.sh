@@ -113,7 +113,7 @@ cleanup() {
 trap cleanup EXIT
 
 # VmHWM of pid $1 in bytes.
-peak_rss() { awk '/^VmHWM:/ {print $2 * 1024}' "/proc/$1/status"; }
+peak_rss() { awk '/^VmHWM:/ {printf "%.0f\n", $2 * 1024}' "/proc/$1/status"; }
 # CPU seconds (user + system) pid $1 has used so far.
 cpu_seconds() {
   awk -v tck="$(getconf CLK_TCK)" '{print ($14 + $15) / tck}' "/proc/$1/stat"

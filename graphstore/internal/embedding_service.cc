@@ -24,6 +24,7 @@ absl::StatusOr<EmbeddingTableConfig> ConfigFromSpec(
   config.seed = spec.seed();
   config.num_trainers = spec.num_trainers();
   config.run_id = spec.run_id();
+  config.ordered = spec.ordered();
   RETURN_IF_ERROR(ValidateEmbeddingConfig(config));
   return config;
 }
@@ -41,6 +42,7 @@ void SpecFromConfig(const EmbeddingTableConfig& config,
   spec->set_seed(config.seed);
   spec->set_num_trainers(config.num_trainers);
   spec->set_run_id(config.run_id);
+  spec->set_ordered(config.ordered);
 }
 
 int64_t EmbeddingTableBytes(const EmbeddingTableConfig& config, int64_t rows) {
@@ -96,6 +98,7 @@ absl::Status EmbeddingService::Create(
       std::unique_ptr<EmbeddingTable> table,
       EmbeddingTable::Create(config, shard.node_start, shard.node_end));
   tables_[config.name] = std::move(table);
+  waited_seconds_.erase(config.name);  // The figures of the new table only.
   resp->set_created(true);
   return absl::OkStatus();
 }
@@ -253,7 +256,11 @@ void EmbeddingService::WaitLoop() {
       const double waited = absl::ToDoubleSeconds(absl::Now() - w.since);
       {
         absl::MutexLock lock(&mu_);
-        waited_seconds_[w.table->config().name] += waited;
+        // Not if the table was replaced meanwhile (another run's figures).
+        auto it = tables_.find(w.table->config().name);
+        if (it != tables_.end() && it->second == w.table) {
+          waited_seconds_[w.table->config().name] += waited;
+        }
       }
       // An expired waiter's Pull fails at once, naming the missing pushes.
       w.done(Answer(w, expired[i] ? absl::Now() : w.deadline));

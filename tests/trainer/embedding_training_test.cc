@@ -4,8 +4,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <memory>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/progress.h"
@@ -14,8 +21,11 @@
 #include "sampler/embedding_rows.h"
 #include "sampler/remote_graph_source.h"
 #include "tests/sampler/test_cluster.h"
+#include "tests/testing/ports.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
+#include "trainer/c10d_gradient_sync.h"
+#include "trainer/distributed.h"
 #include "trainer/trainer.h"
 
 namespace shardgnn {
@@ -118,7 +128,7 @@ TEST_F(EmbeddingTrainingTest, OneTrainerSyncOnServersEqualsInProcess) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<EmbeddingTable> table,
                        EmbeddingTable::Create(config, 0, local_->num_nodes()));
   std::unique_ptr<LearnableRows> local_rows =
-      MakeLocalRows(std::move(table), 0);
+      MakeLocalRows(std::move(table), 0, 0);
   o.embeddings = local_rows.get();
   ASSERT_OK_AND_ASSIGN(TrainResult in_process, Train(*local_, splits_, o));
 
@@ -143,6 +153,101 @@ TEST_F(EmbeddingTrainingTest, OneTrainerSyncOnServersEqualsInProcess) {
     EXPECT_GT(e.embedding_rows_pulled, 0);
     EXPECT_GT(e.embedding_rows_pushed, 0);
   }
+}
+
+// Two trainers (threads with a real c10d process group), each pulling and
+// pushing its own share: on the servers, and on one in-memory table the two
+// share. In sync mode each step's pushes are applied together in trainer
+// order (EmbeddingTableConfig::ordered), so whichever push arrives first the
+// two runs are the same, bit for bit.
+TEST_F(EmbeddingTrainingTest, TwoTrainersSyncOnServersMatchASharedTable) {
+  Build(1200, 0.8);
+  const EmbeddingTableConfig base = Table(8, "two");
+  auto run_pair =
+      [&](const GraphSource& source,
+          const std::function<std::unique_ptr<LearnableRows>(int rank)>&
+              rows_of) {
+        std::map<int, TrainResult> results;
+        std::map<int, std::vector<float>> tables;
+        const int port = testing::PickFreePort();
+        auto rank_main = [&](int rank) {
+          DistributedOptions dist;
+          dist.rank = rank;
+          dist.world_size = 2;
+          dist.master_port = port;
+          dist.timeout = std::chrono::seconds(60);
+          auto group = ProcessGroup::Connect(dist);
+          ASSERT_OK(group);
+          C10dGradientSync sync(group->get());
+          std::unique_ptr<LearnableRows> rows = rows_of(rank);
+          ASSERT_NE(rows, nullptr);
+          TrainOptions o = Options();
+          o.rank = rank;
+          o.world_size = 2;
+          o.embeddings = rows.get();
+          TrainSplits mine = splits_;
+          auto chunk = [&](const std::vector<NodeId>& all) {
+            std::vector<NodeId> part;
+            for (size_t i = static_cast<size_t>(rank); i < all.size(); i += 2)
+              part.push_back(all[i]);
+            return part;
+          };
+          mine.train = chunk(splits_.train);
+          mine.valid = chunk(splits_.valid);
+          mine.test = chunk(splits_.test);
+          o.steps_per_epoch = 8;
+          auto r = Train(source, mine, o, &sync);
+          ASSERT_OK(r);
+          results[rank] = *r;
+          if (rank == 0) tables[0] = AllRows(*rows, 8 * o.epochs);
+        };
+        std::thread other(rank_main, 1);
+        rank_main(0);
+        other.join();
+        return std::make_pair(results, tables[0]);
+      };
+
+  EmbeddingTableConfig remote_config = base;
+  remote_config.num_trainers = 2;
+  remote_config.ordered = true;
+  auto [on_servers, server_rows] =
+      run_pair(*remote_, [&](int rank) -> std::unique_ptr<LearnableRows> {
+        auto rows = MakeRemoteRows(remote_.get(), remote_config, rank, 0);
+        EXPECT_OK(rows.status());
+        return rows.ok() ? std::move(rows).value() : nullptr;
+      });
+  EmbeddingTableConfig local_config = base;
+  local_config.num_trainers = 2;
+  local_config.ordered = true;
+  std::shared_ptr<EmbeddingTable> shared =
+      EmbeddingTable::Create(local_config, 0, local_->num_nodes()).value();
+  auto [in_memory, memory_rows] =
+      run_pair(*local_, [&](int rank) -> std::unique_ptr<LearnableRows> {
+        return MakeLocalRows(shared, rank, 0);
+      });
+
+  ASSERT_EQ(on_servers.size(), 2u);
+  ASSERT_EQ(in_memory.size(), 2u);
+  // The two ranks of a run agree (the allreduce keeps their models equal).
+  EXPECT_EQ(on_servers[0].parameters_checksum,
+            on_servers[1].parameters_checksum);
+  // Each step's pushes applied in trainer order on both: the same run.
+  EXPECT_EQ(on_servers[0].parameters_checksum,
+            in_memory[0].parameters_checksum);
+  EXPECT_EQ(on_servers[0].test_acc, in_memory[0].test_acc);
+  ASSERT_EQ(server_rows.size(), memory_rows.size());
+  double max_diff = 0, max_moved = 0;
+  for (size_t i = 0; i < server_rows.size(); ++i) {
+    max_diff =
+        std::max<double>(max_diff, std::abs(server_rows[i] - memory_rows[i]));
+    const auto node = static_cast<NodeId>(i / 8);
+    max_moved = std::max<double>(
+        max_moved, std::abs(memory_rows[i] - InitialEmbeddingValue(
+                                                 local_config, node,
+                                                 static_cast<int64_t>(i % 8))));
+  }
+  EXPECT_EQ(max_diff, 0.0) << "rows moved up to " << max_moved;
+  EXPECT_GT(max_moved, 0.05);
 }
 
 TEST_F(EmbeddingTrainingTest, EmbeddingsAloneLearnTheCommunities) {

@@ -8,7 +8,7 @@ namespace shardgnn::internal {
 
 absl::Status InputRows::Pull(const MiniBatch& batch, bool train) {
   const auto n = static_cast<int64_t>(batch.input_nodes.size());
-  nodes_ = batch.input_nodes;
+  nodes_.assign(batch.input_nodes.begin(), batch.input_nodes.end());
   pulled_ = torch::empty({n, dim()}, torch::kFloat);
   RETURN_IF_ERROR(
       rows_->Pull(batch.input_nodes, step_, pulled_.data_ptr<float>()));
@@ -23,16 +23,19 @@ torch::Tensor InputRows::Input(const torch::Tensor& features) const {
 }
 
 absl::Status InputRows::PushStep() {
-  std::vector<NodeId> nodes;
-  std::vector<float> grads;
+  absl::Span<const NodeId> nodes;
+  absl::Span<const float> grads;
+  torch::Tensor g;
   if (train_ && pulled_.defined() && pulled_.grad().defined()) {
-    torch::Tensor g = pulled_.grad().contiguous();
-    nodes = std::move(nodes_);
-    grads.assign(g.data_ptr<float>(), g.data_ptr<float>() + g.numel());
+    g = pulled_.grad().contiguous();
+    nodes = nodes_;
+    grads = absl::MakeConstSpan(g.data_ptr<float>(),
+                                static_cast<size_t>(g.numel()));
   }
+  // Copied by Push before it returns.
+  RETURN_IF_ERROR(rows_->Push(step_, nodes, grads));
   pulled_ = torch::Tensor();
   train_ = false;
-  RETURN_IF_ERROR(rows_->Push(step_, std::move(nodes), std::move(grads)));
   ++step_;
   return absl::OkStatus();
 }
