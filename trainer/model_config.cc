@@ -146,6 +146,14 @@ absl::StatusOr<ModelConfig> ModelConfigFromJson(const std::string& text,
 
 absl::StatusOr<ModelConfig> ReadModelConfig(const std::string& run_dir) {
   const std::string path = JoinPath(run_dir, kModelConfigFile);
+  if (!std::filesystem::exists(path) &&
+      std::filesystem::exists(JoinPath(run_dir, "learned_embeddings.npy"))) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        run_dir,
+        ": the run learned node embeddings (--learn-embeddings); its model "
+        "takes them as input, and inference does not read them yet (the "
+        "learned rows are in learned_embeddings.npy)"));
+  }
   if (!std::filesystem::exists(path)) {
     return absl::NotFoundError(absl::StrCat(
         run_dir, " has no ", kModelConfigFile,

@@ -78,6 +78,13 @@ TEST_F(RunTest, LearnsEmbeddingsOnTheServersAndWritesThem) {
     ++lines;
   }
   EXPECT_EQ(lines, 4);
+
+  // Inference on such a run says why it cannot (not "unfinished run").
+  Finished infer = RunShardgnn(
+      {"infer", out, "--dataset", dir_.Sub("cora"), "--out", dir_.Sub("inf")});
+  EXPECT_NE(infer.exit_status, 0);
+  EXPECT_THAT(infer.output, HasSubstr("learned node embeddings"))
+      << infer.output;
 }
 
 TEST_F(RunTest, EmbeddingFlagsAreChecked) {
