@@ -643,6 +643,18 @@ absl::Status EmbeddingTable::Impl::HoldPush(int trainer, int64_t step,
                                             absl::Span<const NodeId> ids,
                                             absl::Span<const float> grads) {
   std::lock_guard<std::mutex> held_lock(held_mu_);
+  // A synchronous trainer pushes a step only after its pull of that step,
+  // which waited for every step before: never beyond the clock. Held pushes
+  // are therefore bounded (one step per trainer); a client that runs ahead
+  // is refused rather than held without end.
+  const int64_t applied = applied_.load(std::memory_order_acquire);
+  if (step > applied) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "embedding table ", config_.name, ": trainer ", trainer,
+        " pushed step ", step, " but only ", applied,
+        " steps are complete; a synchronous trainer pulls a step (waiting for "
+        "the steps before it) before it pushes it"));
+  }
   std::vector<HeldPush>& slots = held_[step];
   slots.resize(static_cast<size_t>(config_.num_trainers));
   HeldPush& slot = slots[static_cast<size_t>(trainer)];

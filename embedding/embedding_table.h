@@ -85,7 +85,10 @@ struct EmbeddingTableConfig {
   // on which trainer's push arrives first, which matters for Adam and
   // Adagrad (their per-row state makes updates order-dependent), so a run is
   // reproducible with any number of trainers. A step's pushes are held until
-  // it is complete; the clock advances when they are applied.
+  // it is complete; the clock advances when they are applied. A push for a
+  // step beyond the complete ones (steps before it still incomplete) is
+  // refused with FAILED_PRECONDITION: a synchronous trainer pulls a step
+  // before pushing it, so at most one step per trainer is ever held.
   bool ordered = false;
 };
 inline constexpr int64_t kMaxEmbeddingDim = 65536;

@@ -380,6 +380,28 @@ TEST(EmbeddingTableTest, OrderedTableAppliesEachStepInTrainerOrder) {
   EXPECT_TRUE(SameBits(unordered(false), a));  // Trainer order is 0, 1.
 }
 
+// A trainer of an ordered table cannot run ahead of the clock: its pushes
+// would be held without bound.
+TEST(EmbeddingTableTest, OrderedTableRefusesPushesAheadOfTheClock) {
+  EmbeddingTableConfig config =
+      MakeConfig(EmbeddingOptimizer::kSgd, 2, 1.0, /*num_trainers=*/2);
+  config.ordered = true;
+  auto table = MustCreate(config, 0, 4);
+  const std::vector<float> g = {1, 1};
+  ASSERT_OK(table->Push(0, 0, {1}, g));  // Held: step 0 is not complete.
+  const absl::Status ahead = table->Push(0, 1, {1}, g);
+  EXPECT_EQ(ahead.code(), absl::StatusCode::kFailedPrecondition) << ahead;
+  EXPECT_EQ(table->applied_steps(), 0);
+  ASSERT_OK(table->Push(1, 0, {1}, g));  // Step 0 complete.
+  EXPECT_EQ(table->applied_steps(), 1);
+  // Step 0's two pushes applied, the refused one not at all; trainer 0's
+  // next step is still 1 (held now, until trainer 1 pushes it).
+  EXPECT_EQ(PullNow(*table, {1})[0],
+            InitialEmbeddingValue(config, 1, 0) - 2.0f);
+  ASSERT_OK(table->Push(0, 1, {1}, g));
+  EXPECT_EQ(table->applied_steps(), 1);
+}
+
 TEST(EmbeddingTableTest, StepClock) {
   EmbeddingTableConfig config =
       MakeConfig(EmbeddingOptimizer::kSgd, 2, 1.0, /*num_trainers=*/2);
