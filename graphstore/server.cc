@@ -521,6 +521,21 @@ class GraphStoreServer::Service final
     return absl::OkStatus();
   }
 
+  // Whether a call may start: authenticated, not draining, the shard loaded
+  // (Health excepted); if so, counts it in flight (the caller's finish
+  // uncounts it). Otherwise the status to answer with.
+  absl::Status Admit(const grpc::CallbackServerContext& ctx, Method method) {
+    RETURN_IF_ERROR(Authenticate(ctx, method));
+    absl::MutexLock lock(&mu_);
+    if (draining_) return absl::UnavailableError("server is shutting down");
+    if (method != kHealth && LoadedStore() == nullptr) {
+      // Clients retry this as they would a refused connection.
+      return absl::UnavailableError("server is still loading its shard");
+    }
+    ++in_flight_;
+    return absl::OkStatus();
+  }
+
   // Runs `work` (inline for cheap calls, else on the work queue under the
   // client's address), turns any exception into a status, records stats and
   // finishes the call. A full queue answers UNAVAILABLE ("server busy").
@@ -529,29 +544,10 @@ class GraphStoreServer::Service final
                                 const Req* req, Resp* resp, bool heavy,
                                 Work work) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    if (absl::Status auth = Authenticate(*ctx, method); !auth.ok()) {
-      stats_[method].Record(0, auth.code(), PayloadBytes(*req), 0);
-      reactor->Finish(ToGrpc(auth));
+    if (absl::Status admitted = Admit(*ctx, method); !admitted.ok()) {
+      stats_[method].Record(0, admitted.code(), PayloadBytes(*req), 0);
+      reactor->Finish(ToGrpc(admitted));
       return reactor;
-    }
-    {
-      absl::MutexLock lock(&mu_);
-      if (draining_) {
-        stats_[method].Record(0, absl::StatusCode::kUnavailable,
-                              PayloadBytes(*req), 0);
-        reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                     "server is shutting down"));
-        return reactor;
-      }
-      if (method != kHealth && LoadedStore() == nullptr) {
-        stats_[method].Record(0, absl::StatusCode::kUnavailable,
-                              PayloadBytes(*req), 0);
-        // Clients retry this as they would a refused connection.
-        reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                     "server is still loading its shard"));
-        return reactor;
-      }
-      ++in_flight_;
     }
     auto task = [this, ctx, method, req, resp, reactor, work]() mutable {
       auto start = std::chrono::steady_clock::now();
@@ -604,25 +600,10 @@ class GraphStoreServer::Service final
                                         Method method, const Req* req,
                                         Resp* resp, Work work) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    if (absl::Status auth = Authenticate(*ctx, method); !auth.ok()) {
-      stats_[method].Record(0, auth.code(), PayloadBytes(*req), 0);
-      reactor->Finish(ToGrpc(auth));
+    if (absl::Status admitted = Admit(*ctx, method); !admitted.ok()) {
+      stats_[method].Record(0, admitted.code(), PayloadBytes(*req), 0);
+      reactor->Finish(ToGrpc(admitted));
       return reactor;
-    }
-    {
-      absl::MutexLock lock(&mu_);
-      absl::Status refused;
-      if (draining_) {
-        refused = absl::UnavailableError("server is shutting down");
-      } else if (LoadedStore() == nullptr) {
-        refused = absl::UnavailableError("server is still loading its shard");
-      }
-      if (!refused.ok()) {
-        stats_[method].Record(0, refused.code(), PayloadBytes(*req), 0);
-        reactor->Finish(ToGrpc(refused));
-        return reactor;
-      }
-      ++in_flight_;
     }
     const auto start = std::chrono::steady_clock::now();
     auto done = [this, method, req, resp, reactor, start](absl::Status status) {

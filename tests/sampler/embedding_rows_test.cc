@@ -26,14 +26,9 @@
 namespace shardgnn {
 namespace {
 
+using testing::ExpectError;
 using ::testing::HasSubstr;
 using testing::TempDir;
-
-void ExpectError(const absl::Status& s, absl::StatusCode code,
-                 const std::string& part) {
-  EXPECT_EQ(s.code(), code) << s;
-  EXPECT_THAT(std::string(s.message()), HasSubstr(part));
-}
 
 class EmbeddingRowsTest : public ::testing::Test {
  protected:

@@ -1,9 +1,13 @@
 // Test helpers for absl::Status: ASSERT_OK(expr), EXPECT_OK(expr),
-// ASSERT_OK_AND_ASSIGN(lhs, expr). Each evaluates `expr` exactly once.
+// ASSERT_OK_AND_ASSIGN(lhs, expr). Each evaluates `expr` exactly once; and
+// testing::ExpectError(status, code, part of the message).
 #ifndef SHARDGNN_TESTS_TESTING_STATUS_MATCHERS_H_
 #define SHARDGNN_TESTS_TESTING_STATUS_MATCHERS_H_
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -13,6 +17,13 @@ inline const absl::Status& ToStatus(const absl::Status& s) { return s; }
 template <typename T>
 const absl::Status& ToStatus(const absl::StatusOr<T>& s) {
   return s.status();
+}
+
+// Expects `s` to fail with `code` and a message containing `part`.
+inline void ExpectError(const absl::Status& s, absl::StatusCode code,
+                        const std::string& part) {
+  EXPECT_EQ(s.code(), code) << s;
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr(part));
 }
 }  // namespace shardgnn::testing
 

@@ -31,14 +31,9 @@
 namespace shardgnn {
 namespace {
 
+using testing::ExpectError;
 using ::testing::HasSubstr;
 using testing::TempDir;
-
-void ExpectError(const absl::Status& s, absl::StatusCode code,
-                 const std::string& part) {
-  EXPECT_EQ(s.code(), code) << s;
-  EXPECT_THAT(std::string(s.message()), HasSubstr(part));
-}
 
 class EmbeddingTrainingTest : public ::testing::Test {
  protected:
