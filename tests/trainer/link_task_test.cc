@@ -240,7 +240,9 @@ TEST(LinkTaskTest, ExactTestMatchesASampledTestOverFullNeighborhoods) {
 TEST(LinkTaskTest, TwoRanksAgreeOnEveryFigure) {
   LinkGraph g = SbmLinks(9);
   TrainOptions options = LinkOptionsFor(8);
-  std::map<int, TrainResult> results;
+  // Both entries made before the threads: each then writes only its own (a
+  // map insertion from two threads at once is a data race).
+  std::map<int, TrainResult> results = {{0, {}}, {1, {}}};
   const int port = testing::PickFreePort();
   auto rank_main = [&](int rank) {
     DistributedOptions dist;
