@@ -149,6 +149,29 @@ class EmbeddingTable {
   absl::Status Push(int trainer, int64_t step, absl::Span<const NodeId> ids,
                     absl::Span<const float> grads);
 
+  // Snapshots, taken with a run's checkpoints (docs/formats.md, "Embedding
+  // snapshots"). Writes the table as of `step` to `path` through a temporary
+  // file, fsync and rename: the config, the node range, the step, and every
+  // row created so far with its optimizer state (rows never touched are their
+  // initial values, a function of the config). FAILED_PRECONDITION unless
+  // every trainer's pushes have reached exactly `step` with none held: a
+  // snapshot is taken at an epoch boundary, while the trainers wait for it.
+  // Pulls may go on meanwhile; pushes wait until it is written.
+  absl::Status Save(int64_t step, const std::string& path) const;
+  // The table that Save wrote to `path` for a table with `config` over
+  // [node_start, node_end) at `step`, its clock at `step`: NOT_FOUND if there
+  // is no such file; FAILED_PRECONDITION naming what differs if the file
+  // holds another table, run, node range or step; DATA_LOSS naming the file
+  // and what is wrong if it is damaged (cut short, a checksum mismatch, an ID
+  // out of range or repeated, a value not finite).
+  static absl::StatusOr<std::unique_ptr<EmbeddingTable>> Load(
+      const std::string& path, const EmbeddingTableConfig& config,
+      NodeId node_start, NodeId node_end, int64_t step);
+  // Exchanges rows, optimizer state, clock and figures with `other`, which
+  // must have the same config and node range (INVALID_ARGUMENT otherwise).
+  // REQUIRES: no other thread uses either table meanwhile.
+  absl::Status Swap(EmbeddingTable& other);
+
   // The steps every trainer's pushes have reached (the minimum).
   int64_t applied_steps() const;
   EmbeddingTableStats stats() const;
