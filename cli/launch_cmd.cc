@@ -404,6 +404,12 @@ class Launcher {
                         "--listen", listen,   "--auth-token-file",
                         token_file_};
         if (!flags_.disk) process.argv.push_back("--memory");
+        if (flags_.training.learn_embeddings > 0) {
+          // The tables' snapshots, taken with the trainers' checkpoints.
+          process.argv.push_back("--embedding-dir");
+          process.argv.push_back(JoinPath(
+              run_dir_, absl::StrCat("embedding_snapshots/server-", p)));
+        }
         ASSIGN_OR_RETURN(
             auto server,
             StartRemote(host, process,

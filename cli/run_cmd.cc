@@ -185,6 +185,7 @@ absl::Status RunPipeline(const RunFlags& flags) {
   std::vector<std::string> addresses;
   std::string partition_dir = flags.partition_dir;
   bool own_servers = flags.servers.empty() && flags.cluster_file.empty();
+  std::string out_dir;  // The run directory, made once the data is ready.
   // What the trainers (and the check of running servers) present; read here
   // so that a bad file is one error line before anything starts.
   SecurityFlags security = flags.security;
@@ -208,6 +209,9 @@ absl::Status RunPipeline(const RunFlags& flags) {
       ASSIGN_OR_RETURN(generated, GeneratedToken::Create(flags.work_dir));
       security.auth_token_file = generated->path();
     }
+    // The servers keep the learned tables' snapshots in the run directory.
+    ASSIGN_OR_RETURN(out_dir,
+                     CreateRunDirectory(flags.out_dir, flags.work_dir));
     // Until now Ctrl-C simply ends the launcher (imports and partitions are
     // staged); from here on it stops the children first.
     InstallRunSignalHandlers();
@@ -224,6 +228,11 @@ absl::Status RunPipeline(const RunFlags& flags) {
                       partition_dir, "--part",     std::to_string(p),
                       "--listen",    "127.0.0.1:0"};
       if (!flags.disk) options.argv.push_back("--memory");
+      if (flags.training.learn_embeddings > 0) {
+        options.argv.push_back("--embedding-dir");
+        options.argv.push_back(
+            JoinPath(out_dir, absl::StrCat("embedding_snapshots/server-", i)));
+      }
       options.argv.push_back("--auth-token-file");
       options.argv.push_back(security.auth_token_file);
       std::string prefix = flags.replicas == 1
@@ -266,8 +275,10 @@ absl::Status RunPipeline(const RunFlags& flags) {
     InstallRunSignalHandlers();
   }
 
-  ASSIGN_OR_RETURN(const std::string out_dir,
-                   CreateRunDirectory(flags.out_dir, flags.work_dir));
+  if (out_dir.empty()) {
+    ASSIGN_OR_RETURN(out_dir,
+                     CreateRunDirectory(flags.out_dir, flags.work_dir));
+  }
   std::error_code ec;
   // The effective configuration, every flag with its value, as a --config
   // file takes it back.

@@ -83,6 +83,7 @@ void Supervisor::AddServer(std::unique_ptr<Subprocess> p, int part,
 void Supervisor::StopTrainers() {
   for (auto& t : trainers_) t->Terminate(milliseconds(3000));
   trainers_.clear();
+  server_restarted_ = false;
 }
 
 absl::Status Supervisor::WaitForTrainers() {
@@ -152,7 +153,7 @@ absl::Status Supervisor::TrainerFailure(size_t first, int first_code) {
     }
     std::this_thread::sleep_for(milliseconds(50));
   }
-  restart_may_help_ = rank(culprit_code) != 2;
+  restart_may_help_ = rank(culprit_code) != 2 || server_restarted_;
   const std::string how = ExitDescription(culprit_code, "failed");
   return absl::AbortedError(absl::StrCat(trainers_[culprit]->name(), " ", how,
                                          "; its last output:\n",
@@ -239,6 +240,7 @@ bool Supervisor::RestartServer(size_t i, int code, const std::string& where) {
     return false;
   }
   PrintLine("", *ready);
+  server_restarted_ = true;
   return true;
 }
 

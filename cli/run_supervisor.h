@@ -79,6 +79,9 @@ class Supervisor {
   // that failed without a trainer failing on its own. A trainer's own error
   // (bad data, a diverged loss, ...) would come back; a dead server, a
   // stopped trainer and the user's Ctrl-C are not the trainers' to mend.
+  // After a server was restarted, though, any trainer failure may: a
+  // restarted server holds no state of the run (learned embedding tables
+  // are reloaded from their snapshots by resumed trainers).
   bool RestartMayHelp() const { return restart_may_help_; }
 
   // Stops every trainer (the servers keep running) and forgets them.
@@ -100,6 +103,8 @@ class Supervisor {
   std::vector<std::string> server_restarts_;
   std::vector<std::unique_ptr<Subprocess>> trainers_;
   bool restart_may_help_ = false;
+  // A server was restarted since the trainers were (re)started.
+  bool server_restarted_ = false;
 };
 
 }  // namespace shardgnn::cli

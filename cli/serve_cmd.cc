@@ -43,6 +43,7 @@ struct ServeFlags {
   int64_t max_sampled_per_call = GraphStoreServerOptions().max_sampled_per_call;
   int64_t max_embedding_mb =
       GraphStoreServerOptions().max_embedding_bytes >> 20;
+  std::string embedding_dir;
   int max_connections = GraphStoreServerOptions().max_connections;
   int max_connections_per_ip = GraphStoreServerOptions().max_connections_per_ip;
   double idle_timeout_seconds =
@@ -137,6 +138,7 @@ absl::Status RunServe(const ServeFlags& flags) {
       flags.feature_port_connections_per_ip;
   server_options.max_sampled_per_call = flags.max_sampled_per_call;
   server_options.max_embedding_bytes = flags.max_embedding_mb << 20;
+  server_options.embedding_snapshot_dir = flags.embedding_dir;
   server_options.max_connections = flags.max_connections;
   server_options.max_connections_per_ip = flags.max_connections_per_ip;
   server_options.idle_timeout = absl::Seconds(flags.idle_timeout_seconds);
@@ -288,6 +290,11 @@ void AddServeCommand(CLI::App& app, absl::Status* result) {
                   "table is refused")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
       ->capture_default_str();
+  cmd->add_option("--embedding-dir", flags->embedding_dir,
+                  "Directory for snapshots of the learnable embedding tables, "
+                  "taken with the trainers' checkpoints (a resumed run, or "
+                  "this server restarted, reads them back); without it runs "
+                  "with learned embeddings cannot checkpoint");
   cmd->add_option("--max-queued-per-ip", flags->max_queued_per_ip,
                   "Large calls from one client address waiting for a worker; "
                   "more get UNAVAILABLE (server busy), which clients retry")

@@ -17,6 +17,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -265,6 +266,9 @@ absl::StatusOr<nlohmann::ordered_json> FinishEmbeddings(
   j["rows_pushed_per_second"] = per_second(pushed);
   j["pull_seconds"] = pull_seconds;
   j["push_wait_seconds"] = push_wait;
+  // The last snapshot taken with the checkpoints (all holders).
+  j["snapshot"] = {{"rows", result.embedding_snapshot_rows},
+                   {"bytes", result.embedding_snapshot_bytes}};
   if (remote != nullptr) {
     const int parts = remote->book().num_parts();
     std::vector<nlohmann::ordered_json> servers(static_cast<size_t>(parts));
@@ -298,16 +302,49 @@ absl::StatusOr<nlohmann::ordered_json> FinishEmbeddings(
   return j;
 }
 
+// The file in a run directory naming the run's embedding tables.
+constexpr char kEmbeddingRunIdFile[] = "embedding_run_id";
+
 // A run ID every trainer shares (rank 0 draws it; the others learn it through
 // an allreduce), so that a server holding a table of an earlier run replaces
-// it rather than continue from its rows.
-absl::StatusOr<std::string> AgreeOnRunId(GradientSync* sync, bool leader) {
+// it rather than continue from its rows. Rank 0 keeps it in the run directory
+// `out_dir` (if any), and a resumed run takes it back from there: the
+// servers' snapshots are filed under it.
+absl::StatusOr<std::string> AgreeOnRunId(GradientSync* sync, bool leader,
+                                         const std::string& out_dir,
+                                         bool resume) {
+  constexpr uint32_t kHalf = (1u << 26) - 1;
   double id[2] = {0.0, 0.0};
   if (leader) {
-    std::random_device random;
-    // Two 26-bit halves: exact in a double, summed with zeros.
-    id[0] = static_cast<double>(random() & ((1u << 26) - 1));
-    id[1] = static_cast<double>(random() & ((1u << 26) - 1));
+    const std::string path =
+        out_dir.empty() ? "" : JoinPath(out_dir, kEmbeddingRunIdFile);
+    bool known = false;
+    if (resume && !path.empty()) {
+      if (auto text = ReadFileToString(path); text.ok()) {
+        std::vector<std::string> halves =
+            absl::StrSplit(absl::StripAsciiWhitespace(*text), '-');
+        uint32_t a = 0, b = 0;
+        if (halves.size() != 2 || !absl::SimpleAtoi(halves[0], &a) ||
+            !absl::SimpleAtoi(halves[1], &b) || a > kHalf || b > kHalf) {
+          return absl::DataLossError(absl::StrCat(
+              path, " does not hold a run ID (two numbers joined by '-')"));
+        }
+        id[0] = a;
+        id[1] = b;
+        known = true;
+      }
+    }
+    if (!known) {
+      std::random_device random;
+      // Two 26-bit halves: exact in a double, summed with zeros.
+      id[0] = static_cast<double>(random() & kHalf);
+      id[1] = static_cast<double>(random() & kHalf);
+    }
+    if (!path.empty()) {
+      RETURN_IF_ERROR(WriteFileAtomic(
+          path, absl::StrCat(static_cast<uint64_t>(id[0]), "-",
+                             static_cast<uint64_t>(id[1]), "\n")));
+    }
   }
   RETURN_IF_ERROR(sync->AllreduceSum(absl::MakeSpan(id, 2)));
   return absl::StrCat(static_cast<uint64_t>(id[0]), "-",
@@ -407,7 +444,11 @@ absl::Status RunInProcess(const TrainFlags& flags) {
                                         "in-process", &staleness));
     ASSIGN_OR_RETURN(std::unique_ptr<EmbeddingTable> table,
                      EmbeddingTable::Create(config, 0, source->num_nodes()));
-    embeddings = MakeLocalRows(std::move(table), /*trainer=*/0, staleness);
+    // Snapshots with the checkpoints, in the run directory.
+    embeddings = MakeLocalRows(
+        std::move(table), /*trainer=*/0, staleness, absl::Seconds(120),
+        flags.out_dir.empty() ? ""
+                              : JoinPath(flags.out_dir, "embedding_snapshots"));
     options.embeddings = embeddings.get();
     PrintEmbeddings(*embeddings, "in this process");
   }
@@ -578,7 +619,9 @@ absl::Status RunTrain(const TrainFlags& flags) {
   }
   std::unique_ptr<LearnableRows> embeddings;
   if (flags.training.learn_embeddings > 0) {
-    ASSIGN_OR_RETURN(const std::string run_id, AgreeOnRunId(&sync, leader));
+    ASSIGN_OR_RETURN(
+        const std::string run_id,
+        AgreeOnRunId(&sync, leader, flags.out_dir, flags.training.resume));
     int staleness = 0;
     ASSIGN_OR_RETURN(EmbeddingTableConfig config,
                      EmbeddingConfigFor(flags.training, dist.world_size, run_id,

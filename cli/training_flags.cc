@@ -303,11 +303,6 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
     absl::Status checked =
         EmbeddingConfigFor(f, /*num_trainers=*/1, "check", &staleness).status();
     if (!checked.ok()) return checked;
-    if (f.resume) {
-      return absl::InvalidArgumentError(
-          "--resume with --learn-embeddings is not supported yet (the "
-          "servers' tables are not snapshotted with the checkpoints)");
-    }
     if (f.exact_test) {
       return absl::InvalidArgumentError(
           "--exact-test does not read learned embeddings yet; use the "

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -26,7 +27,10 @@
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/checksum.h"
 #include "common/status.h"
 #include "embedding/embedding_table.h"
@@ -186,6 +190,19 @@ absl::Status ParseHeader(const nlohmann::json& h, EmbeddingTableConfig* config,
   *step = at->get<int64_t>();
   *record_bytes = record->get<int64_t>();
   return absl::OkStatus();
+}
+
+// The epoch of a snapshot file name ("epoch-E.emb"), or -1.
+int EpochOfFile(const std::string& file) {
+  absl::string_view name(file);
+  int epoch = -1;
+  if (!absl::ConsumePrefix(&name, "epoch-") ||
+      !absl::ConsumeSuffix(&name, ".emb") || name.empty() ||
+      !std::all_of(name.begin(), name.end(), absl::ascii_isdigit) ||
+      !absl::SimpleAtoi(name, &epoch)) {
+    return -1;
+  }
+  return epoch;
 }
 
 }  // namespace
@@ -425,6 +442,29 @@ absl::Status EmbeddingTable::Impl::Load(const std::string& path, int64_t step) {
   }
   applied_.store(step, std::memory_order_release);
   return absl::OkStatus();
+}
+
+std::string EmbeddingSnapshotPath(const std::string& dir, int epoch) {
+  return (std::filesystem::path(dir) / absl::StrCat("epoch-", epoch, ".emb"))
+      .string();
+}
+
+void PruneEmbeddingSnapshots(const std::string& dir, int epoch) {
+  std::error_code ec;
+  std::vector<int> epochs;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const int e = EpochOfFile(entry.path().filename().string());
+    if (e >= 0) epochs.push_back(e);
+  }
+  int previous = -1;
+  for (int e : epochs) {
+    if (e < epoch) previous = std::max(previous, e);
+  }
+  for (int e : epochs) {
+    if (e != epoch && e != previous) {
+      std::filesystem::remove(EmbeddingSnapshotPath(dir, e), ec);
+    }
+  }
 }
 
 absl::Status EmbeddingTable::Save(int64_t step, const std::string& path) const {

@@ -118,6 +118,14 @@ struct EmbeddingTableStats {
   int64_t staleness_sum = 0;
 };
 
+// A run's snapshots of one table in `dir` (one directory per table and run)
+// are DIR/epoch-E.emb.
+std::string EmbeddingSnapshotPath(const std::string& dir, int epoch);
+// Removes the snapshots in `dir` other than `epoch`'s and the latest one
+// before it (a resume may step back one checkpoint; later ones belong to a
+// timeline rolled back).
+void PruneEmbeddingSnapshots(const std::string& dir, int epoch);
+
 class EmbeddingTable {
  public:
   // The rows of nodes [node_start, node_end). INVALID_ARGUMENT on a bad

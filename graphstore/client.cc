@@ -24,6 +24,9 @@ namespace shardgnn {
 
 using Stub = proto::GraphStore::Stub;
 
+// A snapshot or a restore reads or writes a whole table part on disk.
+constexpr absl::Duration kEmbeddingSnapshotTimeout = absl::Minutes(10);
+
 constexpr char kGetFeaturesMethod[] = "/shardgnn.proto.GraphStore/GetFeatures";
 
 namespace {
@@ -618,15 +621,24 @@ absl::StatusOr<ServerStats> GraphStoreClient::Stats() {
 }
 
 absl::Status GraphStoreClient::CreateEmbeddingTable(
-    const EmbeddingTableConfig& config) {
+    const EmbeddingTableConfig& config, int restore_epoch,
+    int64_t restore_step) {
   proto::CreateEmbeddingTableRequest req;
   internal::SpecFromConfig(config, req.mutable_spec());
+  std::optional<absl::Duration> timeout;
+  if (restore_epoch >= 0) {
+    req.set_restore(true);
+    req.set_restore_epoch(restore_epoch);
+    req.set_restore_step(restore_step);
+    timeout = kEmbeddingSnapshotTimeout;
+  }
   proto::CreateEmbeddingTableResponse resp;
-  RETURN_IF_ERROR(
-      impl_->Call("CreateEmbeddingTable", req, &resp,
-                  [](Stub* s, grpc::ClientContext* c, const auto& q, auto* r) {
-                    return s->CreateEmbeddingTable(c, q, r);
-                  }));
+  RETURN_IF_ERROR(impl_->Call(
+      "CreateEmbeddingTable", req, &resp,
+      [](Stub* s, grpc::ClientContext* c, const auto& q, auto* r) {
+        return s->CreateEmbeddingTable(c, q, r);
+      },
+      timeout));
   const internal::ShardBounds b = impl_->bounds();
   if (b.known &&
       (resp.node_start() != b.node_start || resp.node_end() != b.node_end)) {
@@ -637,6 +649,31 @@ absl::Status GraphStoreClient::CreateEmbeddingTable(
                               b.node_start, ", ", b.node_end, ")")));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<GraphStoreClient::EmbeddingSnapshotInfo>
+GraphStoreClient::SnapshotEmbeddings(const EmbeddingTableConfig& table,
+                                     int epoch, int64_t step) {
+  proto::SnapshotEmbeddingsRequest req;
+  req.set_table(table.name);
+  req.set_run_id(table.run_id);
+  req.set_epoch(epoch);
+  req.set_step(step);
+  proto::SnapshotEmbeddingsResponse resp;
+  RETURN_IF_ERROR(impl_->Call(
+      "SnapshotEmbeddings", req, &resp,
+      [](Stub* s, grpc::ClientContext* c, const auto& q, auto* r) {
+        return s->SnapshotEmbeddings(c, q, r);
+      },
+      kEmbeddingSnapshotTimeout));
+  if (resp.rows() < 0 || resp.bytes() < 0 || !(resp.seconds() >= 0)) {
+    return impl_->Checked(
+        "SnapshotEmbeddings",
+        absl::DataLossError(absl::StrCat("answer has ", resp.rows(), " rows, ",
+                                         resp.bytes(), " bytes, ",
+                                         resp.seconds(), " seconds")));
+  }
+  return EmbeddingSnapshotInfo{resp.rows(), resp.bytes(), resp.seconds()};
 }
 
 absl::Status GraphStoreClient::PullEmbeddings(const EmbeddingTableConfig& table,

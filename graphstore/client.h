@@ -175,7 +175,23 @@ class GraphStoreClient {
   // Creates the run's table on this server, or confirms the one it holds
   // (FAILED_PRECONDITION naming the settings that differ). Returns the rows
   // the server holds; DATA_LOSS if they are not the shard's node range.
-  absl::Status CreateEmbeddingTable(const EmbeddingTableConfig& config);
+  // With restore_epoch >= 0 (a resumed run): the table as the run's
+  // snapshot of that epoch, taken at restore_step, left it (epoch 0: the
+  // initial table); NOT_FOUND naming the file if the server has none. A
+  // restore may read a large file: each attempt may take up to 10 minutes.
+  absl::Status CreateEmbeddingTable(const EmbeddingTableConfig& config,
+                                    int restore_epoch = -1,
+                                    int64_t restore_step = 0);
+  // Has the server write the run's table as of `step` as the snapshot of
+  // `epoch` (SnapshotEmbeddings in proto/graphstore.proto); each attempt may
+  // take up to 10 minutes.
+  struct EmbeddingSnapshotInfo {
+    int64_t rows = 0;
+    int64_t bytes = 0;
+    double seconds = 0;
+  };
+  absl::StatusOr<EmbeddingSnapshotInfo> SnapshotEmbeddings(
+      const EmbeddingTableConfig& table, int epoch, int64_t step);
   // Writes the rows of ids[i] to out + i * dim (or, when `rows` is given,
   // one entry per ID, to out + rows[i] * dim: copied once, from the received
   // message straight to their place), once the server's step clock allows

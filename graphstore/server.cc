@@ -60,6 +60,7 @@ enum Method {
   kPullEmbeddings,
   kPushEmbeddingGradients,
   kEmbeddingStats,
+  kSnapshotEmbeddings,
   kFeaturePort,  // GetFeatures over the feature port, not gRPC.
   kNumMethods
 };
@@ -75,6 +76,7 @@ constexpr const char* kMethodNames[kNumMethods] = {"Info",
                                                    "PullEmbeddings",
                                                    "PushEmbeddingGradients",
                                                    "EmbeddingStats",
+                                                   "SnapshotEmbeddings",
                                                    "FeaturePort"};
 
 int64_t PayloadBytes(const google::protobuf::Message& m) {
@@ -398,8 +400,9 @@ class GraphStoreServer::Service final
       grpc::CallbackServerContext* ctx,
       const proto::CreateEmbeddingTableRequest* req,
       proto::CreateEmbeddingTableResponse* resp) override {
-    return Run(ctx, kCreateEmbeddingTable, req, resp, /*heavy=*/false,
-               [this, req, resp] {
+    // A restore reads a snapshot file: off the callback thread.
+    return Run(ctx, kCreateEmbeddingTable, req, resp,
+               /*heavy=*/req->restore(), [this, req, resp] {
                  return embeddings_.Create(store_->Meta(), *req, resp);
                });
   }
@@ -434,12 +437,21 @@ class GraphStoreServer::Service final
     });
   }
 
+  grpc::ServerUnaryReactor* SnapshotEmbeddings(
+      grpc::CallbackServerContext* ctx,
+      const proto::SnapshotEmbeddingsRequest* req,
+      proto::SnapshotEmbeddingsResponse* resp) override {
+    return Run(ctx, kSnapshotEmbeddings, req, resp, /*heavy=*/true,
+               [this, req, resp] { return embeddings_.Snapshot(*req, resp); });
+  }
+
  private:
   static internal::EmbeddingServiceLimits EmbeddingLimits(
       const GraphStoreServerOptions& options) {
     internal::EmbeddingServiceLimits limits;
     limits.max_ids_per_call = options.max_ids_per_call;
     limits.max_table_bytes = options.max_embedding_bytes;
+    limits.snapshot_dir = options.embedding_snapshot_dir;
     return limits;
   }
 

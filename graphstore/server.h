@@ -134,6 +134,11 @@ struct GraphStoreServerOptions {
   // of this server may reserve (rows and optimizer state; pages are used as
   // rows are touched). Above it a new table gets RESOURCE_EXHAUSTED.
   int64_t max_embedding_bytes = int64_t{64} << 30;
+  // Where the tables' snapshots go (SnapshotEmbeddings; a resumed run's
+  // CreateEmbeddingTable reads them back): DIR/<table>/<run ID>/epoch-E.emb,
+  // the last two epochs of each run kept. Empty: snapshots are refused
+  // (FAILED_PRECONDITION), so a run with checkpoints says so at its first.
+  std::string embedding_snapshot_dir;
 
   // Prometheus metrics (docs/operations.md, "Metrics"): non-empty, HOST:PORT
   // (as listen_address; port 0 picks a free port, read back with

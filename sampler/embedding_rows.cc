@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <thread>
 #include <utility>
 
@@ -29,11 +30,12 @@ double SecondsSince(Clock::time_point t) {
 class LocalRows final : public LearnableRows {
  public:
   LocalRows(std::shared_ptr<EmbeddingTable> table, int trainer, int staleness,
-            absl::Duration wait)
+            absl::Duration wait, std::string snapshot_dir)
       : table_(std::move(table)),
         trainer_(trainer),
         staleness_(staleness),
-        wait_(wait) {}
+        wait_(wait),
+        snapshot_dir_(std::move(snapshot_dir)) {}
 
   const EmbeddingTableConfig& config() const override {
     return table_->config();
@@ -64,11 +66,52 @@ class LocalRows final : public LearnableRows {
   absl::Status Flush() override { return absl::OkStatus(); }
   LearnableRowsStats stats() const override { return stats_; }
 
+  absl::StatusOr<EmbeddingSnapshotStats> Snapshot(int epoch,
+                                                  int64_t step) override {
+    if (snapshot_dir_.empty()) {
+      return absl::FailedPreconditionError(
+          "the embedding table in this process has no snapshot directory");
+    }
+    const auto t0 = Clock::now();
+    std::error_code ec;
+    std::filesystem::create_directories(snapshot_dir_, ec);
+    if (ec) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot create ", snapshot_dir_, ": ", ec.message()));
+    }
+    const std::string path = EmbeddingSnapshotPath(snapshot_dir_, epoch);
+    RETURN_IF_ERROR(table_->Save(step, path));
+    PruneEmbeddingSnapshots(snapshot_dir_, epoch);
+    EmbeddingSnapshotStats out;
+    out.rows = table_->stats().rows_touched;
+    const auto bytes = std::filesystem::file_size(path, ec);
+    out.bytes = ec ? 0 : static_cast<int64_t>(bytes);
+    out.seconds = SecondsSince(t0);
+    return out;
+  }
+
+  absl::Status Restore(int epoch, int64_t step) override {
+    std::unique_ptr<EmbeddingTable> restored;
+    if (epoch == 0) {
+      ASSIGN_OR_RETURN(restored, EmbeddingTable::Create(table_->config(),
+                                                        table_->node_start(),
+                                                        table_->node_end()));
+    } else {
+      ASSIGN_OR_RETURN(
+          restored,
+          EmbeddingTable::Load(EmbeddingSnapshotPath(snapshot_dir_, epoch),
+                               table_->config(), table_->node_start(),
+                               table_->node_end(), step));
+    }
+    return table_->Swap(*restored);
+  }
+
  private:
   std::shared_ptr<EmbeddingTable> table_;
   const int trainer_;
   const int staleness_;
   const absl::Duration wait_;
+  const std::string snapshot_dir_;
   LearnableRowsStats stats_;
 };
 
@@ -158,6 +201,36 @@ class RemoteRows final : public LearnableRows {
   LearnableRowsStats stats() const override {
     absl::MutexLock lock(&mu_);
     return stats_;
+  }
+
+  absl::StatusOr<EmbeddingSnapshotStats> Snapshot(int epoch,
+                                                  int64_t step) override {
+    RETURN_IF_ERROR(FirstError());
+    absl::Mutex figures_mu;
+    EmbeddingSnapshotStats out;
+    RETURN_IF_ERROR(source_->ForEachOwner(
+        {}, /*all_parts=*/true,
+        [&](int, GraphStoreClient& server, absl::Span<const NodeId>,
+            absl::Span<const size_t>) -> absl::Status {
+          ASSIGN_OR_RETURN(GraphStoreClient::EmbeddingSnapshotInfo info,
+                           server.SnapshotEmbeddings(config_, epoch, step));
+          absl::MutexLock lock(&figures_mu);
+          out.rows += info.rows;
+          out.bytes += info.bytes;
+          out.seconds = std::max(out.seconds, info.seconds);
+          return absl::OkStatus();
+        }));
+    return out;
+  }
+
+  absl::Status Restore(int epoch, int64_t step) override {
+    RETURN_IF_ERROR(FirstError());
+    return source_->ForEachOwner(
+        {}, /*all_parts=*/true,
+        [&](int, GraphStoreClient& server, absl::Span<const NodeId>,
+            absl::Span<const size_t>) {
+          return server.CreateEmbeddingTable(config_, epoch, step);
+        });
   }
 
  private:
@@ -258,9 +331,9 @@ std::string EmbeddingSyncName(int staleness) {
 
 std::unique_ptr<LearnableRows> MakeLocalRows(
     std::shared_ptr<EmbeddingTable> table, int trainer, int staleness,
-    absl::Duration wait) {
-  return std::make_unique<LocalRows>(std::move(table), trainer, staleness,
-                                     wait);
+    absl::Duration wait, std::string snapshot_dir) {
+  return std::make_unique<LocalRows>(std::move(table), trainer, staleness, wait,
+                                     std::move(snapshot_dir));
 }
 
 absl::StatusOr<std::unique_ptr<LearnableRows>> MakeRemoteRows(

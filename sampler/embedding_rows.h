@@ -54,6 +54,13 @@ struct LearnableRowsStats {
   double push_wait_seconds = 0;
 };
 
+// What a snapshot wrote, summed over the table's holders.
+struct EmbeddingSnapshotStats {
+  int64_t rows = 0;    // Rows written (those created so far).
+  int64_t bytes = 0;   // Snapshot files' bytes.
+  double seconds = 0;  // The longest holder's time.
+};
+
 class LearnableRows {
  public:
   virtual ~LearnableRows() = default;
@@ -77,15 +84,32 @@ class LearnableRows {
   // Waits until every push handed over is applied; the first error.
   virtual absl::Status Flush() = 0;
   virtual LearnableRowsStats stats() const = 0;
+
+  // Checkpoints (a resumed run; a server restarted mid-run). One trainer of
+  // the run calls these while the others wait for it (a barrier before and
+  // after), at an epoch boundary.
+  //
+  // Has every holder write its table as of `step` as the snapshot of `epoch`
+  // (embedding/embedding_table.h, EmbeddingTable::Save): every trainer's
+  // pushes of the steps before `step` applied and none beyond, so each
+  // trainer has Flush()ed before. FAILED_PRECONDITION if a holder keeps no
+  // snapshots (a server without --embedding-dir).
+  virtual absl::StatusOr<EmbeddingSnapshotStats> Snapshot(int epoch,
+                                                          int64_t step) = 0;
+  // Puts every holder's table back to the snapshot of `epoch` taken at
+  // `step` (epoch 0: the initial table), replacing whatever it holds now;
+  // NOT_FOUND naming the holder and file if one has no such snapshot.
+  virtual absl::Status Restore(int epoch, int64_t step) = 0;
 };
 
 // A table in this process (over every node), for trainer `trainer` of the
 // table's config().num_trainers; trainers in threads of one process may
 // share it (each with its own LearnableRows). A pull waits at most `wait`
-// for the step clock.
+// for the step clock. Snapshots go to `snapshot_dir`/epoch-E.emb (made when
+// needed; empty: Snapshot is refused).
 std::unique_ptr<LearnableRows> MakeLocalRows(
     std::shared_ptr<EmbeddingTable> table, int trainer, int staleness,
-    absl::Duration wait = absl::Seconds(120));
+    absl::Duration wait = absl::Seconds(120), std::string snapshot_dir = "");
 
 // The table on the storage servers behind `source` (which must outlive the
 // result): creates it on every server (or joins the run's table: every

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -258,11 +259,6 @@ absl::Status CheckOptions(const GraphSource& source,
         "the graph has no node features; learn embeddings instead "
         "(--learn-embeddings DIM)");
   }
-  if (options.embeddings != nullptr && options.resume) {
-    return absl::InvalidArgumentError(
-        "resuming a run with learned embeddings is not supported yet (the "
-        "servers' tables are not snapshotted with the checkpoints)");
-  }
   if (options.embeddings != nullptr && options.exact_test) {
     return absl::InvalidArgumentError(
         "the exact test (layer-wise inference) does not read learned "
@@ -409,6 +405,12 @@ class Run {
           }
         }
       }
+      if (rows_ != nullptr) {
+        // The tables go back to the epoch the parameters resume from (epoch
+        // 0: the initial table), whatever their holders kept since.
+        RETURN_IF_ERROR(
+            RestoreRows(resumed ? state.epoch : 0, loader_->steps_per_epoch()));
+      }
       if (resumed) {
         RETURN_IF_ERROR(CheckSettings(state.settings, settings));
         state.settings = settings;
@@ -423,7 +425,10 @@ class Run {
     if (sync_ != nullptr) RETURN_IF_ERROR(sync_->BroadcastParameters(params));
     if (!resumed && !options_.checkpoint_path.empty()) {
       // Epoch 0: the starting state, so that a rank one epoch ahead after
-      // epoch 1 can step back to it (PreviousCheckpointPath).
+      // epoch 1 can step back to it (PreviousCheckpointPath). The tables'
+      // snapshot of it also checks, before any training, that their holders
+      // can take snapshots.
+      if (rows_ != nullptr) RETURN_IF_ERROR(SnapshotRows(0, &result));
       RETURN_IF_ERROR(internal::WriteCheckpoint(options_.checkpoint_path,
                                                 fingerprint, state, optimizer));
     }
@@ -483,6 +488,9 @@ class Run {
         state.best_epoch = result.best_epoch;
         state.history = result.epochs;
         const auto c0 = Clock::now();
+        // The tables first: a checkpoint of epoch E exists only once every
+        // holder has the snapshot of E that resuming from it needs.
+        if (rows_ != nullptr) RETURN_IF_ERROR(SnapshotRows(epoch, &result));
         RETURN_IF_ERROR(internal::WriteCheckpoint(
             options_.checkpoint_path, fingerprint, state, optimizer));
         result.checkpoint_seconds += SecondsSince(c0);
@@ -623,6 +631,55 @@ class Run {
     stats.epoch_seconds = SecondsSince(epoch_start);
     stats.minor_faults = MinorFaults() - faults_before;
     return stats;
+  }
+
+  // Rank 0 runs `work` while the other ranks wait; then every rank learns
+  // whether it succeeded (a barrier carrying the outcome), so that all fail
+  // together, rank 0 with its error and the others naming it.
+  absl::Status OnRankZero(const std::string& what,
+                          const std::function<absl::Status()>& work) {
+    absl::Status status;
+    if (options_.rank == 0) status = work();
+    if (sync_ == nullptr) return status;
+    double failed[1] = {status.ok() ? 0.0 : 1.0};
+    RETURN_IF_ERROR(sync_->AllreduceSum(absl::MakeSpan(failed)));
+    if (!status.ok()) return status;
+    if (failed[0] > 0) {
+      return absl::AbortedError(
+          absl::StrCat("rank 0 failed to ", what, " (its output says why)"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Puts the learned-embedding tables back to `epoch` and continues the
+  // step count from there.
+  absl::Status RestoreRows(int epoch, int64_t steps_per_epoch) {
+    const int64_t step = static_cast<int64_t>(epoch) * steps_per_epoch;
+    RETURN_IF_ERROR(OnRankZero(
+        absl::StrCat("restore the learned embeddings of epoch ", epoch),
+        [&] { return rows_->rows()->Restore(epoch, step); }));
+    rows_->set_step(step);
+    return absl::OkStatus();
+  }
+
+  // The tables' snapshot of `epoch`: every rank's pushes applied (flushed,
+  // then a barrier), rank 0 asks the holders, and nobody pushes a step of
+  // the next epoch before it is written.
+  absl::Status SnapshotRows(int epoch, TrainResult* result) {
+    RETURN_IF_ERROR(rows_->rows()->Flush());
+    if (sync_ != nullptr) {
+      double none[1] = {0.0};
+      RETURN_IF_ERROR(sync_->AllreduceSum(absl::MakeSpan(none)));
+    }
+    return OnRankZero(
+        absl::StrCat("snapshot the learned embeddings of epoch ", epoch),
+        [&]() -> absl::Status {
+          ASSIGN_OR_RETURN(EmbeddingSnapshotStats s,
+                           rows_->rows()->Snapshot(epoch, rows_->step()));
+          result->embedding_snapshot_bytes = s.bytes;
+          result->embedding_snapshot_rows = s.rows;
+          return absl::OkStatus();
+        });
   }
 
   // The settings a resumed run must share with its checkpoint

@@ -280,6 +280,10 @@ struct TrainResult {
   int64_t steps_per_epoch = 0;
   double checkpoint_seconds = 0.0;  // Writing checkpoints, all epochs.
   int64_t checkpoint_bytes = 0;     // Size of one checkpoint file.
+  // With learned embeddings: the last snapshot of the tables taken with the
+  // checkpoints (rank 0's figures; its time is in checkpoint_seconds).
+  int64_t embedding_snapshot_bytes = 0;
+  int64_t embedding_snapshot_rows = 0;
   int best_epoch = 0;  // Epoch whose parameters were kept (the last one without
                        // a validation split).
   double best_val_acc = -1.0;    // Node tasks.

@@ -1,10 +1,13 @@
 #include "graphstore/internal/embedding_service.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 #include "common/status.h"
 #include "graphstore/internal/wire.h"
 
@@ -62,6 +65,21 @@ absl::Status EmbeddingService::Create(
   ASSIGN_OR_RETURN(EmbeddingTableConfig config, ConfigFromSpec(req.spec()));
   resp->set_node_start(shard.node_start);
   resp->set_node_end(shard.node_end);
+  std::string snapshot;  // The file a restore loads (none for epoch 0).
+  if (req.restore()) {
+    if (req.restore_epoch() < 0 || req.restore_step() < 0 ||
+        (req.restore_epoch() == 0 && req.restore_step() != 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("embedding table ", config.name, ": restore of epoch ",
+                       req.restore_epoch(), " at step ", req.restore_step(),
+                       " (epochs and steps are >= 0; epoch 0 is step 0)"));
+    }
+    if (req.restore_epoch() > 0) {
+      ASSIGN_OR_RETURN(const std::string dir,
+                       SnapshotDir(config.name, config.run_id));
+      snapshot = EmbeddingSnapshotPath(dir, req.restore_epoch());
+    }
+  }
   absl::MutexLock lock(&mu_);
   auto it = tables_.find(config.name);
   if (it != tables_.end() && it->second->config().run_id == config.run_id) {
@@ -74,8 +92,18 @@ absl::Status EmbeddingService::Create(
           differences, "); every trainer of a run must pass the same ",
           "embedding flags"));
     }
-    resp->set_created(false);
-    return absl::OkStatus();
+    // A restore replaces the table unless it is that restore, untouched
+    // since (a trainer of the run asking again).
+    auto restored = restored_epoch_.find(config.name);
+    const bool join =
+        !req.restore() || (restored != restored_epoch_.end() &&
+                           restored->second == req.restore_epoch() &&
+                           it->second->stats().pushes == 0 &&
+                           it->second->applied_steps() == req.restore_step());
+    if (join) {
+      resp->set_created(false);
+      return absl::OkStatus();
+    }
   }
   // Other tables plus this one, within the limit (a replaced table's bytes
   // are released with it).
@@ -93,13 +121,98 @@ absl::Status EmbeddingService::Create(
         " bytes with the server's other tables, above its limit of ",
         limits_.max_table_bytes, " (serve --max-embedding-mb)"));
   }
-  if (it != tables_.end()) tables_.erase(it);  // Another run's: released.
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<EmbeddingTable> table,
-      EmbeddingTable::Create(config, shard.node_start, shard.node_end));
+  if (it != tables_.end()) tables_.erase(it);  // Released (or replaced).
+  std::unique_ptr<EmbeddingTable> table;
+  if (!snapshot.empty()) {
+    auto loaded = EmbeddingTable::Load(snapshot, config, shard.node_start,
+                                       shard.node_end, req.restore_step());
+    if (absl::IsNotFound(loaded.status())) {
+      return absl::NotFoundError(absl::StrCat(
+          "this server has no snapshot of embedding table ", config.name,
+          " of run ", config.run_id, " at epoch ", req.restore_epoch(), " (",
+          snapshot, "; it keeps the last two snapshotted epochs of a run)"));
+    }
+    ASSIGN_OR_RETURN(table, std::move(loaded));
+  } else {
+    ASSIGN_OR_RETURN(table, EmbeddingTable::Create(config, shard.node_start,
+                                                   shard.node_end));
+  }
   tables_[config.name] = std::move(table);
+  if (req.restore()) {
+    restored_epoch_[config.name] = req.restore_epoch();
+  } else {
+    restored_epoch_.erase(config.name);
+  }
   waited_seconds_.erase(config.name);  // The figures of the new table only.
   resp->set_created(true);
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Letters, digits, '.', '_', '-'; not starting with '.'; at most 128: a
+// name that is one path component and nothing else.
+bool IsPathSafe(const std::string& name) {
+  if (name.empty() || name.size() > 128 || name[0] == '.') return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' &&
+        c != '_' && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> EmbeddingService::SnapshotDir(
+    const std::string& table, const std::string& run_id) const {
+  if (limits_.snapshot_dir.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "embedding table ", table,
+        ": this server keeps no snapshots (start it with serve "
+        "--embedding-dir DIR to checkpoint runs with learned embeddings)"));
+  }
+  for (const std::string* name : {&table, &run_id}) {
+    if (!IsPathSafe(*name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "\"", *name,
+          "\" cannot name a snapshot (a table name or run ID of letters, "
+          "digits, '.', '_' and '-', at most 128, not starting with '.')"));
+    }
+  }
+  return JoinPath(JoinPath(limits_.snapshot_dir, table), run_id);
+}
+
+absl::Status EmbeddingService::Snapshot(
+    const proto::SnapshotEmbeddingsRequest& req,
+    proto::SnapshotEmbeddingsResponse* resp) {
+  if (req.epoch() < 0 || req.step() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "embedding table ", req.table(), ": snapshot of epoch ", req.epoch(),
+        " at step ", req.step(), " (epochs and steps are >= 0)"));
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<EmbeddingTable> table,
+                   Find(req.table(), req.run_id()));
+  ASSIGN_OR_RETURN(const std::string dir,
+                   SnapshotDir(req.table(), req.run_id()));
+  absl::MutexLock lock(&snapshot_mu_);  // One writer of a directory.
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::UnavailableError(absl::StrCat("embedding table ", req.table(),
+                                               ": cannot create the snapshot "
+                                               "directory ",
+                                               dir, ": ", ec.message()));
+  }
+  const absl::Time start = absl::Now();
+  const std::string path = EmbeddingSnapshotPath(dir, req.epoch());
+  RETURN_IF_ERROR(table->Save(req.step(), path));
+  resp->set_rows(table->stats().rows_touched);
+  const auto bytes = std::filesystem::file_size(path, ec);
+  resp->set_bytes(ec ? 0 : static_cast<int64_t>(bytes));
+  resp->set_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+  PruneEmbeddingSnapshots(dir, req.epoch());
   return absl::OkStatus();
 }
 

@@ -39,6 +39,9 @@ struct EmbeddingServiceLimits {
   int64_t max_table_bytes = int64_t{64} << 30;
   absl::Duration max_pull_wait = absl::Seconds(120);
   int max_waiting_pulls = 4096;
+  // Snapshots: DIR/<table>/<run ID>/epoch-E.emb; empty: none (see
+  // GraphStoreServerOptions::embedding_snapshot_dir).
+  std::string snapshot_dir;
 };
 
 // What an EmbeddingTableSpec asks for, checked (INVALID_ARGUMENT naming the
@@ -60,9 +63,17 @@ class EmbeddingService {
   EmbeddingService(const EmbeddingService&) = delete;
   EmbeddingService& operator=(const EmbeddingService&) = delete;
 
+  // A new table, the run's table joined, or (req.restore) the table of a
+  // snapshot: NOT_FOUND naming the file if the server has none for that
+  // epoch.
   absl::Status Create(const ShardMeta& shard,
                       const proto::CreateEmbeddingTableRequest& req,
                       proto::CreateEmbeddingTableResponse* resp);
+  // Writes the run's table to the snapshot directory (see the request in
+  // proto/graphstore.proto); FAILED_PRECONDITION without a snapshot
+  // directory, or when the trainers' pushes are not at the step.
+  absl::Status Snapshot(const proto::SnapshotEmbeddingsRequest& req,
+                        proto::SnapshotEmbeddingsResponse* resp);
   // Calls `done` once with the outcome: at once, or when the clock allows
   // (from the service's thread). `req` and `resp` must live until then.
   void Pull(const proto::PullEmbeddingsRequest* req, absl::Time call_deadline,
@@ -81,6 +92,12 @@ class EmbeddingService {
   absl::StatusOr<std::shared_ptr<EmbeddingTable>> Find(
       const std::string& name, const std::string& run_id) const;
 
+  // DIR/<table>/<run ID> of the snapshot directory: FAILED_PRECONDITION
+  // without one, INVALID_ARGUMENT for a name that is not one safe path
+  // component.
+  absl::StatusOr<std::string> SnapshotDir(const std::string& table,
+                                          const std::string& run_id) const;
+
   struct Waiter {
     std::shared_ptr<EmbeddingTable> table;
     const proto::PullEmbeddingsRequest* req;
@@ -97,8 +114,13 @@ class EmbeddingService {
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<EmbeddingTable>> tables_
       ABSL_GUARDED_BY(mu_);
+  // Per table name: the epoch a resumed run's table was restored from
+  // (absent for a fresh table).
+  std::map<std::string, int> restored_epoch_ ABSL_GUARDED_BY(mu_);
   // Pull wait time of answered waiters, per table name.
   std::map<std::string, double> waited_seconds_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex snapshot_mu_;  // Held while a snapshot is written.
 
   absl::Mutex wait_mu_;
   std::vector<Waiter> waiting_ ABSL_GUARDED_BY(wait_mu_);

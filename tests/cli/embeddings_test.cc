@@ -100,7 +100,8 @@ TEST_F(RunTest, EmbeddingFlagsAreChecked) {
        "--embedding-optimizer"},
       {{"--learn-embeddings", "8", "--embedding-lr", "-1"},
        "learned embeddings: "},
-      {{"--learn-embeddings", "8", "--resume"}, "not supported yet"},
+      {{"--learn-embeddings", "8", "--exact-test"},
+       "--exact-test does not read learned embeddings"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"train", "--dataset",

@@ -9,11 +9,13 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/progress.h"
 #include "common/status.h"
 #include "graphstore/client.h"
@@ -291,6 +293,129 @@ TEST_F(EmbeddingRowsTest, ShutdownAnswersWaitingPulls) {
   // Not held until the pull's 30 s.
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
   EXPECT_EQ(pull.code(), absl::StatusCode::kUnavailable) << pull;
+}
+
+// Servers started without --embedding-dir refuse snapshots, saying how to
+// get them; names that are not one safe path component are refused.
+TEST_F(EmbeddingRowsTest, SnapshotsNeedASnapshotDirectory) {
+  const EmbeddingTableConfig c = Config(1, "no-dir");
+  ASSERT_OK_AND_ASSIGN(auto rows, MakeRemoteRows(remote_.get(), c, 0, 0));
+  ASSERT_OK(rows->Push(0, {}, {}));
+  ASSERT_OK(rows->Flush());
+  ExpectError(rows->Snapshot(1, 1).status(),
+              absl::StatusCode::kFailedPrecondition, "--embedding-dir");
+}
+
+class EmbeddingSnapshotsOnServersTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Progress::SetQuietByDefault(true);
+    ASSERT_OK_AND_ASSIGN(Dataset dataset, testing::MakeRmatDataset(
+                                              tmp_.Sub("rmat"), 400, 8, 4, 5));
+    PartitionOptions options;
+    options.num_parts = 2;
+    ASSERT_OK(PartitionInMemory(dataset, tmp_.Sub("part"), options).status());
+    ASSERT_OK_AND_ASSIGN(cluster_,
+                         testing::TestCluster::Start(tmp_.Sub("part"),
+                                                     /*in_memory=*/true,
+                                                     tmp_.Sub("embeddings")));
+    RemoteGraphSourceOptions remote;
+    remote.connect_timeout = absl::Seconds(10);
+    remote.client.call_timeout = absl::Seconds(5);
+    ASSERT_OK_AND_ASSIGN(
+        remote_, RemoteGraphSource::Connect(cluster_->addresses(), remote));
+    for (NodeId v = 0; v < remote_->num_nodes(); ++v) all_.push_back(v);
+  }
+
+  std::vector<float> PullAll(LearnableRows& rows, int64_t step) {
+    std::vector<float> out(all_.size() * static_cast<size_t>(rows.dim()));
+    EXPECT_OK(rows.Pull(all_, step, out.data()));
+    return out;
+  }
+
+  // Step `step`: a gradient on every node, different per step and node.
+  void PushAll(LearnableRows& rows, int64_t step) {
+    std::vector<float> grads(all_.size() * static_cast<size_t>(rows.dim()));
+    for (size_t k = 0; k < grads.size(); ++k) {
+      grads[k] = 0.01f * static_cast<float>((k * 7 + step * 13) % 11) - 0.05f;
+    }
+    ASSERT_OK(rows.Push(step, all_, grads));
+  }
+
+  TempDir tmp_;
+  std::unique_ptr<testing::TestCluster> cluster_;
+  std::unique_ptr<RemoteGraphSource> remote_;
+  std::vector<NodeId> all_;
+};
+
+// A table snapshotted at step 3 and pushed on is put back to step 3 on every
+// server by Restore, also on a server restarted since (which held no table
+// until the restore read its file), and then continues from step 3.
+TEST_F(EmbeddingSnapshotsOnServersTest, RestoreRollsBackEveryServer) {
+  EmbeddingTableConfig c;
+  c.dim = 4;
+  c.optimizer = EmbeddingOptimizer::kAdam;
+  c.run_id = "snap-1";
+  ASSERT_OK_AND_ASSIGN(auto rows, MakeRemoteRows(remote_.get(), c, 0, 0));
+  for (int64_t s = 0; s < 3; ++s) PushAll(*rows, s);
+  ASSERT_OK(rows->Flush());
+  ASSERT_OK_AND_ASSIGN(EmbeddingSnapshotStats snap, rows->Snapshot(1, 3));
+  EXPECT_EQ(snap.rows, remote_->num_nodes());
+  EXPECT_GT(snap.bytes, snap.rows * c.dim * 4 * 3);
+  const std::vector<float> at_snapshot = PullAll(*rows, 3);
+  for (int64_t s = 3; s < 5; ++s) PushAll(*rows, s);
+  ASSERT_OK(rows->Flush());
+  const std::vector<float> moved_on = PullAll(*rows, 5);
+  EXPECT_NE(moved_on, at_snapshot);
+
+  ASSERT_OK(cluster_->Restart(1));
+  std::vector<float> out(all_.size() * 4);
+  ExpectError(rows->Pull(all_, 5, out.data()), absl::StatusCode::kNotFound,
+              "no embedding table node");
+  ASSERT_OK(rows->Restore(1, 3));
+  EXPECT_EQ(PullAll(*rows, 3), at_snapshot);
+  // The clock is back at step 3 on both: the same pushes again give the
+  // same rows as the first time.
+  for (int64_t s = 3; s < 5; ++s) PushAll(*rows, s);
+  ASSERT_OK(rows->Flush());
+  EXPECT_EQ(PullAll(*rows, 5), moved_on);
+
+  // The last two epochs are kept on each server.
+  ASSERT_OK(rows->Snapshot(2, 5).status());
+  PushAll(*rows, 5);
+  ASSERT_OK(rows->Flush());
+  ASSERT_OK(rows->Snapshot(3, 6).status());
+  for (int p = 0; p < 2; ++p) {
+    const std::string dir =
+        tmp_.Sub(absl::StrCat("embeddings/part-", p, "/node/snap-1"));
+    EXPECT_FALSE(std::filesystem::exists(dir + "/epoch-1.emb")) << dir;
+    EXPECT_TRUE(std::filesystem::exists(dir + "/epoch-2.emb")) << dir;
+    EXPECT_TRUE(std::filesystem::exists(dir + "/epoch-3.emb")) << dir;
+  }
+  ExpectError(rows->Restore(1, 3), absl::StatusCode::kNotFound,
+              "no snapshot of embedding table node of run snap-1 at epoch 1");
+  // Epoch 0 is the initial table, on every server.
+  ASSERT_OK(rows->Restore(0, 0));
+  const std::vector<float> initial = PullAll(*rows, 0);
+  for (size_t i = 0; i < all_.size(); ++i) {
+    EXPECT_EQ(initial[i * 4], InitialEmbeddingValue(c, all_[i], 0));
+  }
+  // A snapshot not at the trainers' step is refused.
+  ExpectError(rows->Snapshot(4, 9).status(),
+              absl::StatusCode::kFailedPrecondition, "has pushed 0 steps");
+}
+
+TEST_F(EmbeddingSnapshotsOnServersTest, UnsafeRunIdsNameNoFile) {
+  EmbeddingTableConfig c;
+  c.dim = 2;
+  c.run_id = "../../etc";
+  ASSERT_OK_AND_ASSIGN(auto rows, MakeRemoteRows(remote_.get(), c, 0, 0));
+  ASSERT_OK(rows->Push(0, {}, {}));
+  ASSERT_OK(rows->Flush());
+  ExpectError(rows->Snapshot(1, 1).status(), absl::StatusCode::kInvalidArgument,
+              "cannot name a snapshot");
+  ExpectError(rows->Restore(1, 1), absl::StatusCode::kInvalidArgument,
+              "cannot name a snapshot");
 }
 
 }  // namespace

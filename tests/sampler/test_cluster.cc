@@ -46,7 +46,7 @@ absl::StatusOr<RelabelledGraph> RelabelForPartition(
 
 absl::StatusOr<std::unique_ptr<GraphStoreServer>> ServePart(
     const std::string& partition_dir, int part, bool in_memory,
-    const std::string& listen_address) {
+    const std::string& listen_address, const std::string& embedding_dir) {
   ShardStoreOptions options;
   options.path = JoinPath(partition_dir, PartDirName(part));
   options.in_memory = in_memory;
@@ -56,19 +56,43 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> ServePart(
   GraphStoreServerOptions server_options;
   server_options.num_threads = 2;
   server_options.listen_address = listen_address;
+  server_options.embedding_snapshot_dir = embedding_dir;
   return GraphStoreServer::Start(
       std::shared_ptr<const ShardStore>(std::move(store)), server_options);
 }
 
 absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
-    const std::string& partition_dir, bool in_memory) {
+    const std::string& partition_dir, bool in_memory,
+    const std::string& embedding_dir) {
   std::unique_ptr<TestCluster> cluster(new TestCluster());
+  cluster->partition_dir_ = partition_dir;
+  cluster->embedding_dir_ = embedding_dir;
+  cluster->in_memory_ = in_memory;
   ASSIGN_OR_RETURN(cluster->manifest_, ReadPartitionManifest(partition_dir));
   for (int p = 0; p < cluster->manifest_.num_parts; ++p) {
-    ASSIGN_OR_RETURN(auto server, ServePart(partition_dir, p, in_memory));
+    ASSIGN_OR_RETURN(
+        auto server,
+        ServePart(partition_dir, p, in_memory, "127.0.0.1:0",
+                  embedding_dir.empty()
+                      ? ""
+                      : JoinPath(embedding_dir, absl::StrCat("part-", p))));
     cluster->servers_.push_back(std::move(server));
   }
   return cluster;
+}
+
+absl::Status TestCluster::Restart(int part) {
+  std::unique_ptr<GraphStoreServer>& server = servers_[part];
+  const std::string address = server->address();
+  server->Shutdown(absl::Now());
+  server.reset();
+  ASSIGN_OR_RETURN(
+      server,
+      ServePart(partition_dir_, part, in_memory_, address,
+                embedding_dir_.empty()
+                    ? ""
+                    : JoinPath(embedding_dir_, absl::StrCat("part-", part))));
+  return absl::OkStatus();
 }
 
 TestCluster::~TestCluster() {

@@ -43,9 +43,15 @@ absl::StatusOr<RelabelledGraph> RelabelForPartition(
 // ShardStore (memory or disk mode), bound to 127.0.0.1:0.
 class TestCluster {
  public:
+  // With `embedding_dir`, server p keeps embedding snapshots in
+  // embedding_dir/part-p.
   static absl::StatusOr<std::unique_ptr<TestCluster>> Start(
-      const std::string& partition_dir, bool in_memory);
+      const std::string& partition_dir, bool in_memory,
+      const std::string& embedding_dir = "");
   ~TestCluster();
+  // Stops part p's server at once and starts a fresh one (no state but its
+  // files) on the same address: a server restarted.
+  absl::Status Restart(int part);
 
   int num_parts() const { return static_cast<int>(servers_.size()); }
   // Server addresses, indexed by part.
@@ -56,6 +62,8 @@ class TestCluster {
  private:
   TestCluster() = default;
   PartitionManifest manifest_;
+  std::string partition_dir_, embedding_dir_;
+  bool in_memory_ = true;
   std::vector<std::unique_ptr<GraphStoreServer>> servers_;
 };
 
@@ -64,7 +72,8 @@ class TestCluster {
 // `listen_address` (a restarted replica binds its old one).
 absl::StatusOr<std::unique_ptr<GraphStoreServer>> ServePart(
     const std::string& partition_dir, int part, bool in_memory,
-    const std::string& listen_address = "127.0.0.1:0");
+    const std::string& listen_address = "127.0.0.1:0",
+    const std::string& embedding_dir = "");
 
 // Where a remote source reads feature rows from; the failover and hedging
 // tests run over each.

@@ -58,7 +58,8 @@ class EmbeddingTrainingTest : public ::testing::Test {
     ASSERT_OK_AND_ASSIGN(
         graph_, testing::RelabelForPartition(dataset, tmp_.Sub("part")));
     ASSERT_OK_AND_ASSIGN(cluster_, testing::TestCluster::Start(
-                                       tmp_.Sub("part"), /*in_memory=*/true));
+                                       tmp_.Sub("part"), /*in_memory=*/true,
+                                       tmp_.Sub("server-snapshots")));
     RemoteGraphSourceOptions remote;
     remote.connect_timeout = absl::Seconds(10);
     ASSERT_OK_AND_ASSIGN(
@@ -162,8 +163,9 @@ TEST_F(EmbeddingTrainingTest, TwoTrainersSyncOnServersMatchASharedTable) {
       [&](const GraphSource& source,
           const std::function<std::unique_ptr<LearnableRows>(int rank)>&
               rows_of) {
-        std::map<int, TrainResult> results;
-        std::map<int, std::vector<float>> tables;
+        // Entries made here: the two threads only assign to them.
+        std::map<int, TrainResult> results = {{0, {}}, {1, {}}};
+        std::map<int, std::vector<float>> tables = {{0, {}}};
         const int port = testing::PickFreePort();
         auto rank_main = [&](int rank) {
           DistributedOptions dist;
@@ -284,6 +286,118 @@ TEST_F(EmbeddingTrainingTest, BadCombinationsAreRefused) {
   // A second trainer of the same run asking for another width.
   ExpectError(MakeRemoteRows(remote_.get(), Table(8, "bad"), 0, 0).status(),
               absl::StatusCode::kFailedPrecondition, "dim 8 != 4");
+}
+
+// Resuming (issue 15, item 5): a run stopped after epoch 2 of 4 and resumed
+// from its checkpoints equals the uninterrupted run, bit for bit, with the
+// table in this process and with the table on the servers, both servers
+// restarted in between (they hold nothing but their snapshot files).
+TEST_F(EmbeddingTrainingTest, ResumedRunEqualsUninterruptedRun) {
+  Build(1000, 0.8);
+  const EmbeddingTableConfig config = Table(8, "resume");
+  TrainOptions o = Options();
+  o.epochs = 4;
+  o.checkpoint_every = 1;
+  o.patience = 0;
+
+  // Uninterrupted, in process.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<EmbeddingTable> whole_table,
+                       EmbeddingTable::Create(config, 0, local_->num_nodes()));
+  std::unique_ptr<LearnableRows> whole_rows =
+      MakeLocalRows(std::move(whole_table), 0, 0, absl::Seconds(60),
+                    tmp_.Sub("whole-snapshots"));
+  o.embeddings = whole_rows.get();
+  o.checkpoint_path = tmp_.Sub("whole-checkpoint.pt");
+  ASSERT_OK_AND_ASSIGN(TrainResult whole, Train(*local_, splits_, o));
+  const int64_t steps = whole.steps_per_epoch * o.epochs;
+  const std::vector<float> whole_final = AllRows(*whole_rows, steps);
+  EXPECT_GT(whole.embedding_snapshot_bytes, 0);
+
+  // Stopped after epoch 2, resumed with a fresh table object: in process.
+  {
+    ASSERT_OK_AND_ASSIGN(
+        std::unique_ptr<EmbeddingTable> first_table,
+        EmbeddingTable::Create(config, 0, local_->num_nodes()));
+    std::shared_ptr<EmbeddingTable> table = std::move(first_table);
+    std::unique_ptr<LearnableRows> rows = MakeLocalRows(
+        table, 0, 0, absl::Seconds(60), tmp_.Sub("local-snapshots"));
+    TrainOptions first = o;
+    first.epochs = 2;
+    first.embeddings = rows.get();
+    first.checkpoint_path = tmp_.Sub("local-checkpoint.pt");
+    ASSERT_OK(Train(*local_, splits_, first).status());
+    // The table moves on past the checkpoint (a run killed later in epoch
+    // 3): the resume must put it back.
+    std::vector<float> grads(8, 1.0f);
+    ASSERT_OK(rows->Push(2 * whole.steps_per_epoch, {0}, grads));
+    ASSERT_OK_AND_ASSIGN(
+        std::unique_ptr<EmbeddingTable> second_table,
+        EmbeddingTable::Create(config, 0, local_->num_nodes()));
+    std::unique_ptr<LearnableRows> resumed_rows =
+        MakeLocalRows(std::move(second_table), 0, 0, absl::Seconds(60),
+                      tmp_.Sub("local-snapshots"));
+    TrainOptions second = first;
+    second.epochs = 4;
+    second.resume = true;
+    second.embeddings = resumed_rows.get();
+    ASSERT_OK_AND_ASSIGN(TrainResult resumed, Train(*local_, splits_, second));
+    EXPECT_EQ(resumed.resumed_from_epoch, 2);
+    EXPECT_EQ(resumed.parameters_checksum, whole.parameters_checksum);
+    EXPECT_EQ(resumed.test_acc, whole.test_acc);
+    const std::vector<float> rows_now = AllRows(*resumed_rows, steps);
+    ASSERT_EQ(rows_now.size(), whole_final.size());
+    EXPECT_EQ(std::memcmp(rows_now.data(), whole_final.data(),
+                          rows_now.size() * sizeof(float)),
+              0);
+  }
+
+  // The same on the servers, restarted between the two halves.
+  {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<LearnableRows> rows,
+                         MakeRemoteRows(remote_.get(), config, 0, 0));
+    TrainOptions first = o;
+    first.epochs = 2;
+    first.embeddings = rows.get();
+    first.checkpoint_path = tmp_.Sub("remote-checkpoint.pt");
+    ASSERT_OK(Train(*remote_, splits_, first).status());
+    rows.reset();
+    ASSERT_OK(cluster_->Restart(0));
+    ASSERT_OK(cluster_->Restart(1));
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<LearnableRows> resumed_rows,
+                         MakeRemoteRows(remote_.get(), config, 0, 0));
+    TrainOptions second = first;
+    second.epochs = 4;
+    second.resume = true;
+    second.embeddings = resumed_rows.get();
+    ASSERT_OK_AND_ASSIGN(TrainResult resumed, Train(*remote_, splits_, second));
+    EXPECT_EQ(resumed.resumed_from_epoch, 2);
+    EXPECT_EQ(resumed.parameters_checksum, whole.parameters_checksum);
+    EXPECT_EQ(resumed.test_acc, whole.test_acc);
+    const std::vector<float> rows_now = AllRows(*resumed_rows, steps);
+    ASSERT_EQ(rows_now.size(), whole_final.size());
+    EXPECT_EQ(std::memcmp(rows_now.data(), whole_final.data(),
+                          rows_now.size() * sizeof(float)),
+              0);
+  }
+}
+
+// Checkpoints of a run whose table holders keep no snapshots fail at the
+// first checkpoint, saying why, rather than write checkpoints that cannot
+// be resumed.
+TEST_F(EmbeddingTrainingTest, CheckpointsNeedTableSnapshots) {
+  Build(600, 0.8);
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<EmbeddingTable> table,
+      EmbeddingTable::Create(Table(4, "nosnap"), 0, local_->num_nodes()));
+  std::unique_ptr<LearnableRows> rows = MakeLocalRows(std::move(table), 0, 0);
+  TrainOptions o = Options();
+  o.epochs = 2;
+  o.checkpoint_every = 1;
+  o.embeddings = rows.get();
+  o.checkpoint_path = tmp_.Sub("nosnap-checkpoint.pt");
+  ExpectError(Train(*local_, splits_, o).status(),
+              absl::StatusCode::kFailedPrecondition,
+              "has no snapshot directory");
 }
 
 }  // namespace
