@@ -214,6 +214,45 @@ TEST_F(RunFailoverTest, AKilledServerIsRestartedAndTheRunGoesOn) {
               HasSubstr("storage server 1"));
 }
 
+// Learned embeddings (issue 15): a killed server loses its part of the table.
+// run starts it again; the trainers' next call finds no table there, so run
+// restarts them from their last checkpoint, which puts every server's table
+// back to that epoch's snapshot (the restarted one reads its file). In sync
+// mode the run then ends exactly as the uninterrupted one.
+TEST_F(RunFailoverTest, AKilledServerRollsLearnedEmbeddingsBackToACheckpoint) {
+  auto args = [this](const std::string& out) {
+    std::vector<std::string> a = Args(out, 1);
+    for (const char* flag : {"--learn-embeddings", "8", "--embedding-sync",
+                             "sync", "--trainers", "2"}) {
+      a.push_back(flag);
+    }
+    return a;
+  };
+  epochs_ = "6";
+  out_dir_ = dir_.Sub("embeddings-reference");
+  std::unique_ptr<Subprocess> run =
+      StartShardgnn(args(out_dir_), "shardgnn run");
+  ASSERT_NE(run, nullptr);
+  std::string output;
+  const nlohmann::json reference = Finish(run.get(), &output);
+  ASSERT_TRUE(reference.is_object()) << output;
+
+  out_dir_ = dir_.Sub("embeddings-killed");
+  ASSERT_NO_FATAL_FAILURE(StartUntil(args(out_dir_), "epoch   2/6", &run));
+  std::vector<pid_t> part1;
+  ASSERT_NO_FATAL_FAILURE(Servers(*run, 1, 1, &part1));
+  ASSERT_EQ(kill(part1[0], SIGKILL), 0);
+  const nlohmann::json summary = Finish(run.get(), &output);
+  ASSERT_TRUE(summary.is_object()) << output;
+  EXPECT_THAT(output, HasSubstr("restarting it on the same address"));
+  EXPECT_THAT(output, HasSubstr("from their last checkpoint"));
+  EXPECT_THAT(output, HasSubstr("resumed from the checkpoints of epoch"));
+  EXPECT_EQ(summary["restarts"], 1) << output;
+  EXPECT_EQ(summary["parameters_checksum"], reference["parameters_checksum"])
+      << output;
+  EXPECT_EQ(summary["test_acc"], reference["test_acc"]) << output;
+}
+
 // Issue 13's test: three kills over a run with 2 replicas per part, the
 // killed servers started again by run, so that every replica dies once or
 // more while the other serves; the run ends as it would have.
