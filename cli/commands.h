@@ -34,6 +34,8 @@ void AddRunCommand(CLI::App& app, absl::Status* result);        // run
 void AddInferCommand(CLI::App& app, absl::Status* result);      // infer
 void AddReportCommand(CLI::App& app, absl::Status* result);     // report
 void AddLaunchCommand(CLI::App& app, absl::Status* result);     // launch
+// embeddings export RUN_DIR
+void AddEmbeddingsCommand(CLI::App& app, absl::Status* result);
 
 }  // namespace shardgnn::cli
 

@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
   shardgnn::cli::AddInferCommand(app, &result);
   shardgnn::cli::AddReportCommand(app, &result);
   shardgnn::cli::AddLaunchCommand(app, &result);
+  shardgnn::cli::AddEmbeddingsCommand(app, &result);
   app.parse_complete_callback(
       [&] { shardgnn::Progress::SetQuietByDefault(quiet); });
 

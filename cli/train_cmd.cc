@@ -302,13 +302,10 @@ absl::StatusOr<nlohmann::ordered_json> FinishEmbeddings(
   return j;
 }
 
-// The file in a run directory naming the run's embedding tables.
-constexpr char kEmbeddingRunIdFile[] = "embedding_run_id";
-
 // A run ID every trainer shares (rank 0 draws it; the others learn it through
 // an allreduce), so that a server holding a table of an earlier run replaces
-// it rather than continue from its rows. Rank 0 keeps it in the run directory
-// `out_dir` (if any), and a resumed run takes it back from there: the
+// it rather than continue from its rows. A resumed run takes it back from
+// the run directory's embedding_run.json (WriteEmbeddingRunFile): the
 // servers' snapshots are filed under it.
 absl::StatusOr<std::string> AgreeOnRunId(GradientSync* sync, bool leader,
                                          const std::string& out_dir,
@@ -316,22 +313,23 @@ absl::StatusOr<std::string> AgreeOnRunId(GradientSync* sync, bool leader,
   constexpr uint32_t kHalf = (1u << 26) - 1;
   double id[2] = {0.0, 0.0};
   if (leader) {
-    const std::string path =
-        out_dir.empty() ? "" : JoinPath(out_dir, kEmbeddingRunIdFile);
     bool known = false;
-    if (resume && !path.empty()) {
-      if (auto text = ReadFileToString(path); text.ok()) {
-        std::vector<std::string> halves =
-            absl::StrSplit(absl::StripAsciiWhitespace(*text), '-');
+    if (resume && !out_dir.empty()) {
+      auto run = ReadEmbeddingRunFile(out_dir);
+      if (run.ok()) {
+        std::vector<std::string> halves = absl::StrSplit(run->run_id, '-');
         uint32_t a = 0, b = 0;
         if (halves.size() != 2 || !absl::SimpleAtoi(halves[0], &a) ||
             !absl::SimpleAtoi(halves[1], &b) || a > kHalf || b > kHalf) {
-          return absl::DataLossError(absl::StrCat(
-              path, " does not hold a run ID (two numbers joined by '-')"));
+          return absl::DataLossError(
+              absl::StrCat(JoinPath(out_dir, kEmbeddingRunFile), ": run_id \"",
+                           run->run_id, "\" is not two numbers joined by '-'"));
         }
         id[0] = a;
         id[1] = b;
         known = true;
+      } else if (!absl::IsNotFound(run.status())) {
+        return run.status();
       }
     }
     if (!known) {
@@ -339,11 +337,6 @@ absl::StatusOr<std::string> AgreeOnRunId(GradientSync* sync, bool leader,
       // Two 26-bit halves: exact in a double, summed with zeros.
       id[0] = static_cast<double>(random() & kHalf);
       id[1] = static_cast<double>(random() & kHalf);
-    }
-    if (!path.empty()) {
-      RETURN_IF_ERROR(WriteFileAtomic(
-          path, absl::StrCat(static_cast<uint64_t>(id[0]), "-",
-                             static_cast<uint64_t>(id[1]), "\n")));
     }
   }
   RETURN_IF_ERROR(sync->AllreduceSum(absl::MakeSpan(id, 2)));
@@ -449,6 +442,11 @@ absl::Status RunInProcess(const TrainFlags& flags) {
         std::move(table), /*trainer=*/0, staleness, absl::Seconds(120),
         flags.out_dir.empty() ? ""
                               : JoinPath(flags.out_dir, "embedding_snapshots"));
+    if (!flags.out_dir.empty()) {
+      RETURN_IF_ERROR(WriteEmbeddingRunFile(
+          flags.out_dir,
+          {config.run_id, "", source->num_nodes(), /*partition_ids=*/false}));
+    }
     options.embeddings = embeddings.get();
     PrintEmbeddings(*embeddings, "in this process");
   }
@@ -622,6 +620,11 @@ absl::Status RunTrain(const TrainFlags& flags) {
     ASSIGN_OR_RETURN(
         const std::string run_id,
         AgreeOnRunId(&sync, leader, flags.out_dir, flags.training.resume));
+    if (leader && !flags.out_dir.empty()) {
+      RETURN_IF_ERROR(WriteEmbeddingRunFile(
+          flags.out_dir, {run_id, flags.cluster.partition_dir,
+                          remote->num_nodes(), /*partition_ids=*/true}));
+    }
     int staleness = 0;
     ASSIGN_OR_RETURN(EmbeddingTableConfig config,
                      EmbeddingConfigFor(flags.training, dist.world_size, run_id,

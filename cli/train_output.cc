@@ -4,13 +4,16 @@
 
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "common/file_util.h"
 #include "common/peak_rss.h"
 #include "common/progress.h"
+#include "common/status.h"
 #include "trainer/compute_env.h"
 
 namespace shardgnn::cli {
@@ -106,6 +109,37 @@ nlohmann::ordered_json PerformanceJson(const TrainResult& result,
 }  // namespace
 
 // When this process started, as UTC ISO 8601 ("2026-12-01T13:08:06Z").
+absl::Status WriteEmbeddingRunFile(const std::string& run_dir,
+                                   const EmbeddingRunFile& run) {
+  nlohmann::ordered_json j = {{"run_id", run.run_id},
+                              {"partition", run.partition_dir},
+                              {"num_nodes", run.num_nodes},
+                              {"partition_ids", run.partition_ids}};
+  return WriteFileAtomic(JoinPath(run_dir, kEmbeddingRunFile),
+                         j.dump(2) + "\n");
+}
+
+absl::StatusOr<EmbeddingRunFile> ReadEmbeddingRunFile(
+    const std::string& run_dir) {
+  const std::string path = JoinPath(run_dir, kEmbeddingRunFile);
+  if (!std::filesystem::exists(path)) {
+    return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+  }
+  ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path));
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("run_id") || !j["run_id"].is_string() ||
+      !j.contains("partition") || !j["partition"].is_string() ||
+      !j.contains("num_nodes") || !j["num_nodes"].is_number_integer() ||
+      !j.contains("partition_ids") || !j["partition_ids"].is_boolean() ||
+      j["num_nodes"].get<int64_t>() < 0) {
+    return absl::DataLossError(absl::StrCat(
+        path, " is not a run file (run_id, partition, num_nodes)"));
+  }
+  return EmbeddingRunFile{
+      j["run_id"].get<std::string>(), j["partition"].get<std::string>(),
+      j["num_nodes"].get<int64_t>(), j["partition_ids"].get<bool>()};
+}
+
 std::string StartedAt() {
   static const std::time_t started = std::time(nullptr);
   char text[32];

@@ -10,11 +10,34 @@
 #include <functional>
 #include <string>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "cli/training_flags.h"
 #include "nlohmann/json.hpp"
 #include "trainer/trainer.h"
 
 namespace shardgnn::cli {
+
+// A run with learned embeddings: embedding_run.json in its directory, written
+// by rank 0 when the run starts (docs/formats.md): the run ID the tables and
+// their snapshots are filed under (a resumed run takes it back), the
+// partition whose node IDs the snapshots use ("" for the original IDs) and
+// the number of nodes. Read by `embeddings export`.
+inline constexpr char kEmbeddingRunFile[] = "embedding_run.json";
+struct EmbeddingRunFile {
+  std::string run_id;
+  std::string partition_dir;
+  int64_t num_nodes = 0;
+  // The snapshots use a partition's node IDs (trainers on servers); false:
+  // the original IDs (a table in the training process).
+  bool partition_ids = false;
+};
+absl::Status WriteEmbeddingRunFile(const std::string& run_dir,
+                                   const EmbeddingRunFile& run);
+// NOT_FOUND if the run directory has none; DATA_LOSS naming the file if it
+// is malformed.
+absl::StatusOr<EmbeddingRunFile> ReadEmbeddingRunFile(
+    const std::string& run_dir);
 
 // When this process started (the first call), as UTC ISO 8601
 // ("2026-12-01T13:08:06Z").

@@ -205,6 +205,53 @@ int EpochOfFile(const std::string& file) {
   return epoch;
 }
 
+// Reads and checks the magic, version and header (the reader then stands at
+// the first record): DATA_LOSS naming `path` for anything malformed.
+absl::Status ReadPrefix(Reader& in, const std::string& path, int64_t size,
+                        EmbeddingSnapshotHeader* header, int64_t* header_bytes,
+                        int64_t* record_bytes) {
+  auto damaged = [&path](const std::string& what) {
+    return absl::DataLossError(
+        absl::StrCat("embedding snapshot ", path, " is damaged: ", what));
+  };
+  char magic[sizeof(kMagic)];
+  uint32_t version = 0, length = 0;
+  if (!in.Read(magic, sizeof(magic)) ||
+      std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
+    return damaged("it does not start with SGNNEMB1");
+  }
+  if (!in.Get(&version) || version != kVersion) {
+    return damaged(absl::StrCat("version ", version, " (this build reads ",
+                                kVersion, ")"));
+  }
+  const int64_t prefix = static_cast<int64_t>(sizeof(kMagic)) + 8;
+  if (!in.Get(&length) || length > kMaxHeaderBytes ||
+      prefix + length + kTrailerBytes > size) {
+    return damaged(absl::StrCat("a header of ", length, " bytes in a file of ",
+                                size, " bytes"));
+  }
+  std::string text(length, '\0');
+  if (!in.Read(text.data(), text.size())) return damaged("cut short");
+  const nlohmann::json h = nlohmann::json::parse(text, nullptr, false);
+  if (h.is_discarded()) return damaged("its header is not JSON");
+  if (absl::Status s =
+          ParseHeader(h, &header->config, &header->node_start,
+                      &header->node_end, &header->step, record_bytes);
+      !s.ok()) {
+    return damaged(absl::StrCat("header ", s.message()));
+  }
+  if (absl::Status s = ValidateEmbeddingConfig(header->config); !s.ok()) {
+    return damaged(std::string(s.message()));
+  }
+  if (header->node_start < 0 || header->node_start > header->node_end ||
+      header->step < 0) {
+    return damaged(absl::StrCat("nodes [", header->node_start, ", ",
+                                header->node_end, ") at step ", header->step));
+  }
+  *header_bytes = length;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status EmbeddingTable::Impl::Save(int64_t step, const std::string& path) {
@@ -318,34 +365,14 @@ absl::Status EmbeddingTable::Impl::Load(const std::string& path, int64_t step) {
         absl::StrCat("embedding snapshot ", path, " is damaged: ", what));
   };
   Reader in(f);
-  char magic[sizeof(kMagic)];
-  uint32_t version = 0, header_bytes = 0;
-  if (!in.Read(magic, sizeof(magic)) ||
-      std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
-    return damaged("it does not start with SGNNEMB1");
-  }
-  if (!in.Get(&version) || version != kVersion) {
-    return damaged(absl::StrCat("version ", version, " (this build reads ",
-                                kVersion, ")"));
-  }
+  EmbeddingSnapshotHeader header;
+  int64_t header_bytes = 0, record_bytes = 0;
+  RETURN_IF_ERROR(
+      ReadPrefix(in, path, size, &header, &header_bytes, &record_bytes));
+  const EmbeddingTableConfig& saved = header.config;
+  const NodeId saved_start = header.node_start, saved_end = header.node_end;
+  const int64_t saved_step = header.step;
   const int64_t prefix = static_cast<int64_t>(sizeof(kMagic)) + 8;
-  if (!in.Get(&header_bytes) || header_bytes > kMaxHeaderBytes ||
-      prefix + header_bytes + kTrailerBytes > size) {
-    return damaged(absl::StrCat("a header of ", header_bytes,
-                                " bytes in a file of ", size, " bytes"));
-  }
-  std::string header(header_bytes, '\0');
-  if (!in.Read(header.data(), header.size())) return damaged("cut short");
-  const nlohmann::json h = nlohmann::json::parse(header, nullptr, false);
-  EmbeddingTableConfig saved;
-  NodeId saved_start = 0, saved_end = 0;
-  int64_t saved_step = 0, record_bytes = 0;
-  if (h.is_discarded()) return damaged("its header is not JSON");
-  if (absl::Status s = ParseHeader(h, &saved, &saved_start, &saved_end,
-                                   &saved_step, &record_bytes);
-      !s.ok()) {
-    return damaged(absl::StrCat("header ", s.message()));
-  }
   const std::string differences = EmbeddingConfigDifferences(config_, saved);
   if (!differences.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -442,6 +469,30 @@ absl::Status EmbeddingTable::Impl::Load(const std::string& path, int64_t step) {
   }
   applied_.store(step, std::memory_order_release);
   return absl::OkStatus();
+}
+
+absl::StatusOr<EmbeddingSnapshotHeader> ReadEmbeddingSnapshotHeader(
+    const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(absl::StrCat("no embedding snapshot ", path));
+    }
+    return absl::UnavailableError(absl::StrCat(
+        "cannot open embedding snapshot ", path, ": ", ErrnoText()));
+  }
+  absl::Cleanup close = [f] { std::fclose(f); };
+  struct stat st;
+  if (::fstat(::fileno(f), &st) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("embedding snapshot ", path, ": ", ErrnoText()));
+  }
+  Reader in(f);
+  EmbeddingSnapshotHeader header;
+  int64_t header_bytes = 0, record_bytes = 0;
+  RETURN_IF_ERROR(
+      ReadPrefix(in, path, st.st_size, &header, &header_bytes, &record_bytes));
+  return header;
 }
 
 std::string EmbeddingSnapshotPath(const std::string& dir, int epoch) {

@@ -118,6 +118,17 @@ struct EmbeddingTableStats {
   int64_t staleness_sum = 0;
 };
 
+// What a snapshot file says it holds (EmbeddingTable::Save).
+struct EmbeddingSnapshotHeader {
+  EmbeddingTableConfig config;
+  NodeId node_start = 0, node_end = 0;
+  int64_t step = 0;
+};
+// The header of the snapshot at `path` (the rows are checked by Load):
+// NOT_FOUND if there is none, DATA_LOSS naming the file if malformed.
+absl::StatusOr<EmbeddingSnapshotHeader> ReadEmbeddingSnapshotHeader(
+    const std::string& path);
+
 // A run's snapshots of one table in `dir` (one directory per table and run)
 // are DIR/epoch-E.emb.
 std::string EmbeddingSnapshotPath(const std::string& dir, int epoch);

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/npy.h"
@@ -29,7 +31,7 @@ TEST_F(RunTest, LearnsEmbeddingsOnTheServersAndWritesThem) {
   std::vector<std::string> args = RunArgs(out, "4");
   for (const char* a :
        {"--learn-embeddings", "16", "--ignore-features", "--embedding-sync",
-        "bounded:1", "--checkpoint-every", "0"}) {
+        "bounded:1", "--checkpoint-every", "2"}) {
     args.push_back(a);
   }
   Finished run = RunShardgnn(args);
@@ -79,12 +81,88 @@ TEST_F(RunTest, LearnsEmbeddingsOnTheServersAndWritesThem) {
   }
   EXPECT_EQ(lines, 4);
 
+  // `embeddings export` reads the servers' last snapshots (epoch 4, taken
+  // with the last checkpoint): the rows the run wrote at its end.
+  const std::string exported = dir_.Sub("exported.npy");
+  Finished export_run =
+      RunShardgnn({"embeddings", "export", out, "--out", exported});
+  ASSERT_EQ(export_run.exit_status, 0) << export_run.output;
+  EXPECT_THAT(export_run.output, HasSubstr("epoch 4 (step "));
+  EXPECT_THAT(export_run.output, HasSubstr("from 2 snapshot file(s)"));
+  EXPECT_THAT(export_run.output, HasSubstr("original node ID order"));
+  ASSERT_OK_AND_ASSIGN(NpyArray<float> again, ReadNpy<float>(exported, 2));
+  EXPECT_EQ(again.shape, rows.shape);
+  EXPECT_EQ(again.data, rows.data);
+  // Epoch 2's snapshot is kept too (a resume may step back one checkpoint),
+  // and differs; epoch 0's is gone.
+  Finished epoch2 = RunShardgnn({"embeddings", "export", out, "--out",
+                                 dir_.Sub("epoch2.npy"), "--epoch", "2"});
+  ASSERT_EQ(epoch2.exit_status, 0) << epoch2.output;
+  ASSERT_OK_AND_ASSIGN(NpyArray<float> earlier,
+                       ReadNpy<float>(dir_.Sub("epoch2.npy"), 2));
+  EXPECT_NE(earlier.data, rows.data);
+  for (const auto& [flags, error] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{out, "--out", exported}, "exists; choose another --out"},
+           {{out, "--out", dir_.Sub("e0.npy"), "--epoch", "0"},
+            "epoch 0 is not snapshotted"},
+           {{dir_.Sub("work"), "--out", dir_.Sub("e1.npy")},
+            "is not the directory of a run with learned embeddings"}}) {
+    std::vector<std::string> args = {"embeddings", "export"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    Finished bad = RunShardgnn(args);
+    EXPECT_NE(bad.exit_status, 0) << bad.output;
+    EXPECT_THAT(bad.output, HasSubstr(error)) << bad.output;
+  }
+
   // Inference on such a run says why it cannot (not "unfinished run").
   Finished infer = RunShardgnn(
       {"infer", out, "--dataset", dir_.Sub("cora"), "--out", dir_.Sub("inf")});
   EXPECT_NE(infer.exit_status, 0);
   EXPECT_THAT(infer.output, HasSubstr("learned node embeddings"))
       << infer.output;
+}
+
+// A table in the training process (`train --dataset`) snapshots into the run
+// directory; `embeddings export` reads it back without a server, and a
+// resumed run restores it.
+TEST_F(RunTest, InProcessEmbeddingsSnapshotResumeAndExport) {
+  // The bundled Cora, imported by a short run.
+  Finished run = RunShardgnn(RunArgs(dir_.Sub("import"), "1"));
+  ASSERT_EQ(run.exit_status, 0) << run.output;
+  std::string dataset;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(work_dir_ + "/datasets")) {
+    dataset = entry.path().string();
+  }
+  ASSERT_FALSE(dataset.empty());
+  const std::string out = dir_.Sub("in-process");
+  auto train = [&](const std::string& epochs, bool resume) {
+    std::vector<std::string> args = {
+        "train", "--dataset",          dataset, "--out",
+        out,     "--epochs",           epochs,  "--patience",
+        "0",     "--learn-embeddings", "4"};
+    if (resume) args.push_back("--resume");
+    return RunShardgnn(args);
+  };
+  Finished first = train("2", false);
+  ASSERT_EQ(first.exit_status, 0) << first.output;
+  EXPECT_TRUE(
+      std::filesystem::exists(out + "/embedding_snapshots/epoch-2.emb"));
+  Finished resumed = train("3", true);
+  ASSERT_EQ(resumed.exit_status, 0) << resumed.output;
+  EXPECT_THAT(resumed.output,
+              HasSubstr("resumed from the checkpoints of epoch 2"));
+  Finished exported = RunShardgnn(
+      {"embeddings", "export", out, "--out", dir_.Sub("in-process.npy")});
+  ASSERT_EQ(exported.exit_status, 0) << exported.output;
+  EXPECT_THAT(exported.output, HasSubstr("epoch 3 (step "));
+  ASSERT_OK_AND_ASSIGN(NpyArray<float> written,
+                       ReadNpy<float>(out + "/learned_embeddings.npy", 2));
+  ASSERT_OK_AND_ASSIGN(NpyArray<float> again,
+                       ReadNpy<float>(dir_.Sub("in-process.npy"), 2));
+  EXPECT_EQ(again.shape, (std::vector<int64_t>{2708, 4}));
+  EXPECT_EQ(again.data, written.data);
 }
 
 TEST_F(RunTest, EmbeddingFlagsAreChecked) {
