@@ -409,6 +409,11 @@ class Launcher {
           process.argv.push_back("--embedding-dir");
           process.argv.push_back(JoinPath(
               run_dir_, absl::StrCat("embedding_snapshots/server-", p)));
+          if (flags_.disk) {
+            process.argv.push_back("--embedding-table-dir");
+            process.argv.push_back(JoinPath(
+                run_dir_, absl::StrCat("embedding_tables/server-", p)));
+          }
         }
         ASSIGN_OR_RETURN(
             auto server,

@@ -232,6 +232,12 @@ absl::Status RunPipeline(const RunFlags& flags) {
         options.argv.push_back("--embedding-dir");
         options.argv.push_back(
             JoinPath(out_dir, absl::StrCat("embedding_snapshots/server-", i)));
+        if (flags.disk) {
+          // Disk mode: the tables too.
+          options.argv.push_back("--embedding-table-dir");
+          options.argv.push_back(
+              JoinPath(out_dir, absl::StrCat("embedding_tables/server-", i)));
+        }
       }
       options.argv.push_back("--auth-token-file");
       options.argv.push_back(security.auth_token_file);

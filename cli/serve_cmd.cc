@@ -44,6 +44,7 @@ struct ServeFlags {
   int64_t max_embedding_mb =
       GraphStoreServerOptions().max_embedding_bytes >> 20;
   std::string embedding_dir;
+  std::string embedding_table_dir;
   int max_connections = GraphStoreServerOptions().max_connections;
   int max_connections_per_ip = GraphStoreServerOptions().max_connections_per_ip;
   double idle_timeout_seconds =
@@ -139,6 +140,16 @@ absl::Status RunServe(const ServeFlags& flags) {
   server_options.max_sampled_per_call = flags.max_sampled_per_call;
   server_options.max_embedding_bytes = flags.max_embedding_mb << 20;
   server_options.embedding_snapshot_dir = flags.embedding_dir;
+  if (!flags.embedding_table_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(flags.embedding_table_dir, ec);
+    if (ec) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--embedding-table-dir ", flags.embedding_table_dir,
+                       ": cannot create it: ", ec.message()));
+    }
+  }
+  server_options.embedding_table_dir = flags.embedding_table_dir;
   server_options.max_connections = flags.max_connections;
   server_options.max_connections_per_ip = flags.max_connections_per_ip;
   server_options.idle_timeout = absl::Seconds(flags.idle_timeout_seconds);
@@ -295,6 +306,11 @@ void AddServeCommand(CLI::App& app, absl::Status* result) {
                   "taken with the trainers' checkpoints (a resumed run, or "
                   "this server restarted, reads them back); without it runs "
                   "with learned embeddings cannot checkpoint");
+  cmd->add_option("--embedding-table-dir", flags->embedding_table_dir,
+                  "Keep the learnable embedding tables in files in this "
+                  "directory (mapped: the kernel keeps the rows in use in "
+                  "memory) instead of memory, for tables larger than RAM; "
+                  "each table's size is reserved on disk when it is created");
   cmd->add_option("--max-queued-per-ip", flags->max_queued_per_ip,
                   "Large calls from one client address waiting for a worker; "
                   "more get UNAVAILABLE (server busy), which clients retry")

@@ -524,13 +524,14 @@ absl::Status EmbeddingTable::Save(int64_t step, const std::string& path) const {
 
 absl::StatusOr<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Load(
     const std::string& path, const EmbeddingTableConfig& config,
-    NodeId node_start, NodeId node_end, int64_t step) {
+    NodeId node_start, NodeId node_end, int64_t step,
+    const std::string& backing_dir) {
   if (step < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("embedding snapshot ", path, ": step ", step, " < 0"));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<EmbeddingTable> table,
-                   Create(config, node_start, node_end));
+                   Create(config, node_start, node_end, backing_dir));
   RETURN_IF_ERROR(table->impl_->Load(path, step));
   return table;
 }

@@ -1,7 +1,12 @@
 #include "embedding/embedding_table.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -72,6 +77,62 @@ float InitialValue(uint64_t row_key, int64_t col, double init_std) {
   constexpr double kTwoPi = 6.283185307179586476925286766559;
   const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
   return static_cast<float>(init_std * z);
+}
+
+void ArrayDeleter::operator()(void* p) const {
+  if (mapped_bytes > 0) {
+    ::munmap(p, mapped_bytes);
+  } else {
+    std::free(p);
+  }
+}
+
+absl::StatusOr<void*> ZeroBytes(uint64_t n, size_t size, absl::string_view what,
+                                absl::string_view table,
+                                const std::string& backing_dir,
+                                size_t* mapped_bytes) {
+  *mapped_bytes = 0;
+  if (n > std::numeric_limits<size_t>::max() / size) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("embedding table ", table, ": ", what, " of ", n,
+                     " elements overflows the address space"));
+  }
+  // An empty table still gets a valid pointer.
+  const size_t bytes = std::max<size_t>(n * size, size);
+  if (backing_dir.empty()) {
+    void* p = std::calloc(bytes / size, size);
+    if (p == nullptr) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("embedding table ", table, ": cannot reserve ", what,
+                       " (", bytes, " bytes)"));
+    }
+    return p;
+  }
+  auto failed = [&](absl::string_view doing) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "embedding table ", table, ": cannot ", doing, " ", bytes, " bytes of ",
+        what, " in ", backing_dir, ": ", std::strerror(errno)));
+  };
+  // A file no other process can open, gone when the table is.
+  int fd = ::open(backing_dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR)) {
+    // A file system without O_TMPFILE: a named file, unlinked at once.
+    std::string name = backing_dir + "/.embedding-table-XXXXXX";
+    fd = ::mkostemp(name.data(), O_CLOEXEC);
+    if (fd >= 0) ::unlink(name.c_str());
+  }
+  if (fd < 0) return failed("create a file for");
+  const int reserved = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (reserved != 0) {
+    ::close(fd);
+    errno = reserved;
+    return failed("reserve");
+  }
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) return failed("map");
+  *mapped_bytes = bytes;
+  return p;
 }
 
 }  // namespace embedding_internal
@@ -513,14 +574,15 @@ EmbeddingTable::EmbeddingTable(const EmbeddingTableConfig& config,
 EmbeddingTable::~EmbeddingTable() = default;
 
 absl::StatusOr<std::unique_ptr<EmbeddingTable>> EmbeddingTable::Create(
-    const EmbeddingTableConfig& config, NodeId node_start, NodeId node_end) {
+    const EmbeddingTableConfig& config, NodeId node_start, NodeId node_end,
+    const std::string& backing_dir) {
   RETURN_IF_ERROR(ValidateEmbeddingConfig(config));
   if (node_start < 0 || node_start > node_end) {
     return absl::InvalidArgumentError(
         absl::StrCat("embedding table ", config.name, ": node range [",
                      node_start, ", ", node_end, ") is not a valid range"));
   }
-  auto impl = std::make_unique<Impl>(config, node_start, node_end);
+  auto impl = std::make_unique<Impl>(config, node_start, node_end, backing_dir);
   RETURN_IF_ERROR(impl->Allocate());
   return std::unique_ptr<EmbeddingTable>(
       new EmbeddingTable(config, node_start, node_end, std::move(impl)));

@@ -140,9 +140,19 @@ void PruneEmbeddingSnapshots(const std::string& dir, int epoch);
 class EmbeddingTable {
  public:
   // The rows of nodes [node_start, node_end). INVALID_ARGUMENT on a bad
-  // config or range; RESOURCE_EXHAUSTED if the arrays cannot be reserved.
+  // config or range; RESOURCE_EXHAUSTED naming the array and size if the
+  // arrays cannot be reserved.
+  //
+  // Storage: in memory by default (anonymous pages, used as rows are
+  // touched). With `backing_dir` (disk mode, for tables larger than RAM) each
+  // array is a file there, reserved whole on disk at once (so a full disk is
+  // this error, not a crash later), unlinked at once (nothing is left behind)
+  // and mapped shared: the kernel keeps the pages in use in memory and
+  // writes the others back to the file, so the table's size is bounded by the
+  // disk, its speed by what of it the run touches.
   static absl::StatusOr<std::unique_ptr<EmbeddingTable>> Create(
-      const EmbeddingTableConfig& config, NodeId node_start, NodeId node_end);
+      const EmbeddingTableConfig& config, NodeId node_start, NodeId node_end,
+      const std::string& backing_dir = "");
   ~EmbeddingTable();
   EmbeddingTable(const EmbeddingTable&) = delete;
   EmbeddingTable& operator=(const EmbeddingTable&) = delete;
@@ -183,9 +193,11 @@ class EmbeddingTable {
   // holds another table, run, node range or step; DATA_LOSS naming the file
   // and what is wrong if it is damaged (cut short, a checksum mismatch, an ID
   // out of range or repeated, a value not finite).
+  // `backing_dir` as for Create.
   static absl::StatusOr<std::unique_ptr<EmbeddingTable>> Load(
       const std::string& path, const EmbeddingTableConfig& config,
-      NodeId node_start, NodeId node_end, int64_t step);
+      NodeId node_start, NodeId node_end, int64_t step,
+      const std::string& backing_dir = "");
   // Exchanges rows, optimizer state, clock and figures with `other`, which
   // must have the same config and node range (INVALID_ARGUMENT otherwise).
   // REQUIRES: no other thread uses either table meanwhile.

@@ -452,6 +452,7 @@ class GraphStoreServer::Service final
     limits.max_ids_per_call = options.max_ids_per_call;
     limits.max_table_bytes = options.max_embedding_bytes;
     limits.snapshot_dir = options.embedding_snapshot_dir;
+    limits.table_dir = options.embedding_table_dir;
     return limits;
   }
 

@@ -139,6 +139,9 @@ struct GraphStoreServerOptions {
   // the last two epochs of each run kept. Empty: snapshots are refused
   // (FAILED_PRECONDITION), so a run with checkpoints says so at its first.
   std::string embedding_snapshot_dir;
+  // Disk mode for the tables (tables larger than RAM): their arrays are
+  // files in this directory, mapped (EmbeddingTable::Create). Empty: memory.
+  std::string embedding_table_dir;
 
   // Prometheus metrics (docs/operations.md, "Metrics"): non-empty, HOST:PORT
   // (as listen_address; port 0 picks a free port, read back with

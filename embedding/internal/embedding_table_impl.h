@@ -37,30 +37,33 @@ uint64_t RowKey(uint64_t table_key, NodeId node);
 // init_std.
 float InitialValue(uint64_t row_key, int64_t col, double init_std);
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
+// Frees an array: free() for memory, munmap() of its `bytes` for a mapped
+// file.
+struct ArrayDeleter {
+  size_t mapped_bytes = 0;
+  void operator()(void* p) const;
 };
 template <typename T>
-using CArray = std::unique_ptr<T[], FreeDeleter>;
+using CArray = std::unique_ptr<T[], ArrayDeleter>;
 
-// Zero-filled memory for n elements of T. calloc of a large block maps fresh
-// zero pages, so memory is committed only for the rows the run writes.
+// Zero-filled space for n elements: anonymous memory (calloc of a large block
+// maps fresh zero pages, so memory is committed only for the rows the run
+// writes), or with `backing_dir` a file there, reserved whole on disk
+// (fallocate: a full disk is an error now, not a SIGBUS later), unlinked at
+// once and mapped shared, so the kernel keeps hot pages in memory and writes
+// cold ones back to it: a table may be larger than RAM.
+absl::StatusOr<void*> ZeroBytes(uint64_t n, size_t size, absl::string_view what,
+                                absl::string_view table,
+                                const std::string& backing_dir,
+                                size_t* mapped_bytes);
 template <typename T>
 absl::StatusOr<CArray<T>> ZeroArray(uint64_t n, absl::string_view what,
-                                    absl::string_view table) {
-  if (n > std::numeric_limits<size_t>::max() / sizeof(T)) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("embedding table ", table, ": ", what, " of ", n,
-                     " elements overflows the address space"));
-  }
-  // calloc(0) may return nullptr; an empty table still gets a valid pointer.
-  void* p = std::calloc(std::max<uint64_t>(n, 1), sizeof(T));
-  if (p == nullptr) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("embedding table ", table, ": cannot reserve ", what, " (",
-                     n * sizeof(T), " bytes)"));
-  }
-  return CArray<T>(static_cast<T*>(p));
+                                    absl::string_view table,
+                                    const std::string& backing_dir) {
+  size_t mapped = 0;
+  ASSIGN_OR_RETURN(void* p,
+                   ZeroBytes(n, sizeof(T), what, table, backing_dir, &mapped));
+  return CArray<T>(static_cast<T*>(p), ArrayDeleter{mapped});
 }
 
 // Stripes on their own cache lines, so that threads updating rows of
@@ -79,8 +82,10 @@ constexpr int kMaxNamedTrainers = 16;
 
 class EmbeddingTable::Impl {
  public:
-  Impl(const EmbeddingTableConfig& config, NodeId node_start, NodeId node_end)
-      : config_(config),
+  Impl(const EmbeddingTableConfig& config, NodeId node_start, NodeId node_end,
+       std::string backing_dir)
+      : backing_dir_(std::move(backing_dir)),
+        config_(config),
         node_start_(node_start),
         node_end_(node_end),
         dim_(config.dim),
@@ -105,26 +110,29 @@ class EmbeddingTable::Impl {
                        " rows of dim ", dim_, " overflow the address space"));
     }
     const std::string& name = config_.name;
-    ASSIGN_OR_RETURN(
-        values_, embedding_internal::ZeroArray<float>(elements, "rows", name));
+    ASSIGN_OR_RETURN(values_, embedding_internal::ZeroArray<float>(
+                                  elements, "rows", name, backing_dir_));
     ASSIGN_OR_RETURN(created_, embedding_internal::ZeroArray<uint8_t>(
-                                   rows, "row flags", name));
+                                   rows, "row flags", name, backing_dir_));
     switch (config_.optimizer) {
       case EmbeddingOptimizer::kSgd:
         break;
       case EmbeddingOptimizer::kAdagrad: {
-        ASSIGN_OR_RETURN(sum_sq_,
-                         embedding_internal::ZeroArray<float>(
-                             elements, "Adagrad sums of squares", name));
+        ASSIGN_OR_RETURN(sum_sq_, embedding_internal::ZeroArray<float>(
+                                      elements, "Adagrad sums of squares", name,
+                                      backing_dir_));
         break;
       }
       case EmbeddingOptimizer::kAdam: {
-        ASSIGN_OR_RETURN(m_, embedding_internal::ZeroArray<float>(
-                                 elements, "Adam first moments", name));
-        ASSIGN_OR_RETURN(v_, embedding_internal::ZeroArray<float>(
-                                 elements, "Adam second moments", name));
-        ASSIGN_OR_RETURN(adam_steps_, embedding_internal::ZeroArray<int64_t>(
-                                          rows, "Adam step counts", name));
+        ASSIGN_OR_RETURN(
+            m_, embedding_internal::ZeroArray<float>(
+                    elements, "Adam first moments", name, backing_dir_));
+        ASSIGN_OR_RETURN(
+            v_, embedding_internal::ZeroArray<float>(
+                    elements, "Adam second moments", name, backing_dir_));
+        ASSIGN_OR_RETURN(adam_steps_,
+                         embedding_internal::ZeroArray<int64_t>(
+                             rows, "Adam step counts", name, backing_dir_));
         break;
       }
     }
@@ -202,6 +210,8 @@ class EmbeddingTable::Impl {
   std::string LaggingTrainers(int64_t needed) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(clock_mu_);
 
+  // Where the arrays are mapped files ("": in memory).
+  const std::string backing_dir_;
   const EmbeddingTableConfig config_;
   const NodeId node_start_;
   const NodeId node_end_;

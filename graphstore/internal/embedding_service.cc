@@ -124,8 +124,9 @@ absl::Status EmbeddingService::Create(
   if (it != tables_.end()) tables_.erase(it);  // Released (or replaced).
   std::unique_ptr<EmbeddingTable> table;
   if (!snapshot.empty()) {
-    auto loaded = EmbeddingTable::Load(snapshot, config, shard.node_start,
-                                       shard.node_end, req.restore_step());
+    auto loaded =
+        EmbeddingTable::Load(snapshot, config, shard.node_start, shard.node_end,
+                             req.restore_step(), limits_.table_dir);
     if (absl::IsNotFound(loaded.status())) {
       return absl::NotFoundError(absl::StrCat(
           "this server has no snapshot of embedding table ", config.name,
@@ -134,8 +135,9 @@ absl::Status EmbeddingService::Create(
     }
     ASSIGN_OR_RETURN(table, std::move(loaded));
   } else {
-    ASSIGN_OR_RETURN(table, EmbeddingTable::Create(config, shard.node_start,
-                                                   shard.node_end));
+    ASSIGN_OR_RETURN(
+        table, EmbeddingTable::Create(config, shard.node_start, shard.node_end,
+                                      limits_.table_dir));
   }
   tables_[config.name] = std::move(table);
   if (req.restore()) {

@@ -42,6 +42,9 @@ struct EmbeddingServiceLimits {
   // Snapshots: DIR/<table>/<run ID>/epoch-E.emb; empty: none (see
   // GraphStoreServerOptions::embedding_snapshot_dir).
   std::string snapshot_dir;
+  // Tables in files there (disk mode; EmbeddingTable::Create); empty: in
+  // memory.
+  std::string table_dir;
 };
 
 // What an EmbeddingTableSpec asks for, checked (INVALID_ARGUMENT naming the

@@ -165,6 +165,35 @@ TEST_F(RunTest, InProcessEmbeddingsSnapshotResumeAndExport) {
   EXPECT_EQ(again.data, written.data);
 }
 
+// `run --disk` keeps the tables in files of the run directory (disk mode: the
+// servers map them; tables larger than RAM), unlinked as soon as they are
+// made, and trains as the memory mode does.
+TEST_F(RunTest, DiskModeKeepsTablesInMappedFiles) {
+  std::vector<std::string> args = RunArgs(dir_.Sub("memory"), "2");
+  for (const char* a : {"--learn-embeddings", "8", "--seed", "4"}) {
+    args.push_back(a);
+  }
+  Finished memory = RunShardgnn(args);
+  ASSERT_EQ(memory.exit_status, 0) << memory.output;
+  args[4] = dir_.Sub("disk");
+  args.push_back("--disk");
+  Finished disk = RunShardgnn(args);
+  ASSERT_EQ(disk.exit_status, 0) << disk.output;
+  for (int s = 0; s < 2; ++s) {
+    const std::string tables =
+        dir_.Sub("disk") + "/embedding_tables/server-" + std::to_string(s);
+    EXPECT_TRUE(std::filesystem::is_directory(tables)) << tables;
+    EXPECT_TRUE(std::filesystem::is_empty(tables)) << tables;
+  }
+  auto summary = [](const std::string& dir) {
+    return nlohmann::json::parse(std::ifstream(dir + "/summary.json"), nullptr,
+                                 /*allow_exceptions=*/false);
+  };
+  // The same run, bit for bit, whichever storage.
+  EXPECT_EQ(summary(dir_.Sub("disk"))["parameters_checksum"],
+            summary(dir_.Sub("memory"))["parameters_checksum"]);
+}
+
 TEST_F(RunTest, EmbeddingFlagsAreChecked) {
   struct Case {
     std::vector<std::string> flags;

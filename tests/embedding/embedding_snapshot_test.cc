@@ -264,5 +264,51 @@ TEST_F(EmbeddingSnapshotTest, PullsDuringSaveKeepTheSnapshotWhole) {
   EXPECT_TRUE(SameBits(a, b));
 }
 
+// Disk mode (tables larger than RAM): the same updates give the same rows as
+// in memory; the arrays are files of the backing directory, mapped and
+// already unlinked (nothing is left behind); snapshots load into it; a table
+// the disk cannot hold is refused when it is created.
+TEST_F(EmbeddingSnapshotTest, DiskBackedTableEqualsMemoryTable) {
+  const std::string tables = Path("tables");
+  std::filesystem::create_directories(tables);
+  for (EmbeddingOptimizer optimizer :
+       {EmbeddingOptimizer::kSgd, EmbeddingOptimizer::kAdagrad,
+        EmbeddingOptimizer::kAdam}) {
+    SCOPED_TRACE(EmbeddingOptimizerName(optimizer));
+    const EmbeddingTableConfig config = Config(optimizer);
+    auto memory = EmbeddingTable::Create(config, 50, 350);
+    auto disk = EmbeddingTable::Create(config, 50, 350, tables);
+    ASSERT_OK(memory.status());
+    ASSERT_OK(disk.status());
+    for (int64_t s = 0; s < 10; ++s) {
+      PushStep(**memory, 0, s, 50, 350);
+      PushStep(**disk, 0, s, 50, 350);
+    }
+    EXPECT_TRUE(SameBits(AllRows(**memory), AllRows(**disk)));
+    // Mapped from the directory, and already gone from it.
+    std::ifstream maps("/proc/self/maps");
+    int mapped = 0;
+    for (std::string line; std::getline(maps, line);) {
+      if (line.find(tables + "/") != std::string::npos) ++mapped;
+    }
+    EXPECT_GE(mapped, 2);
+    EXPECT_TRUE(std::filesystem::is_empty(tables));
+    const std::string path = Path("disk.emb");
+    ASSERT_OK((*disk)->Save(10, path));
+    auto loaded = EmbeddingTable::Load(path, config, 50, 350, 10, tables);
+    ASSERT_OK(loaded.status());
+    EXPECT_TRUE(SameBits(AllRows(**memory), AllRows(**loaded)));
+  }
+  // 2^36 rows of 2^16 floats: 2^54 bytes, more than any disk here.
+  EmbeddingTableConfig huge = Config(EmbeddingOptimizer::kSgd);
+  huge.dim = 65536;
+  ExpectError(
+      EmbeddingTable::Create(huge, 0, int64_t{1} << 36, tables).status(),
+      absl::StatusCode::kResourceExhausted, "cannot reserve");
+  ExpectError(EmbeddingTable::Create(huge, 0, 10, Path("no-such-dir")).status(),
+              absl::StatusCode::kResourceExhausted, "cannot create a file");
+  EXPECT_TRUE(std::filesystem::is_empty(tables));
+}
+
 }  // namespace
 }  // namespace shardgnn

@@ -8,10 +8,12 @@
 // SHARDGNN_FUZZ_WRITE_SEEDS=DIR writes a seed corpus of valid requests to DIR
 // and exits.
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -30,6 +32,15 @@ pb::GraphStore::Stub& Stub() {
     static std::unique_ptr<shardgnn::GraphStoreServer> server;
     shardgnn::GraphStoreServerOptions options;
     options.feature_port = -1;
+    // Snapshots (SnapshotEmbeddings, restores) go to a directory of this
+    // process's own.
+    static std::string snapshots =
+        "/tmp/shardgnn-fuzz-snapshots-" + std::to_string(::getpid());
+    options.embedding_snapshot_dir = snapshots;
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(snapshots, ec);
+    });
     auto started =
         shardgnn::GraphStoreServer::Start(shardgnn::fuzz::TestShard(), options);
     if (!started.ok()) {
@@ -133,6 +144,17 @@ void WriteSeeds(const std::string& dir) {
                                  grads.size() * sizeof(float)));
   write(10, push);
   write(11, pb::EmbeddingStatsRequest());
+  // A snapshot of that table, and a restore from it.
+  pb::SnapshotEmbeddingsRequest snapshot;
+  snapshot.set_table("node");
+  snapshot.set_run_id("fuzz");
+  snapshot.set_epoch(1);
+  snapshot.set_step(0);
+  write(12, snapshot);
+  create.set_restore(true);
+  create.set_restore_epoch(1);
+  create.set_restore_step(0);
+  write(8, create);
 }
 
 }  // namespace
@@ -147,7 +169,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   shardgnn::fuzz::Input in(data, size);
-  const uint8_t method = in.Byte() % 12;
+  const uint8_t method = in.Byte() % 13;
   const uint8_t* d = in.data();
   const size_t n = in.size();
   using S = pb::GraphStore::Stub;
@@ -194,6 +216,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 11:
       Call<pb::EmbeddingStatsRequest, pb::EmbeddingStatsResponse>(
           d, n, &S::EmbeddingStats);
+      break;
+    case 12:
+      Call<pb::SnapshotEmbeddingsRequest, pb::SnapshotEmbeddingsResponse>(
+          d, n, &S::SnapshotEmbeddings);
       break;
   }
   return 0;
