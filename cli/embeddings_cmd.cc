@@ -226,6 +226,14 @@ absl::Status Export(const ExportFlags& flags) {
   std::sort(chosen.begin(), chosen.end(), [](const Found* a, const Found* b) {
     return a->header.node_start < b->header.node_start;
   });
+  // Replicas of a part hold copies of the same rows: one of each is read.
+  chosen.erase(std::unique(chosen.begin(), chosen.end(),
+                           [](const Found* a, const Found* b) {
+                             return a->header.node_start ==
+                                        b->header.node_start &&
+                                    a->header.node_end == b->header.node_end;
+                           }),
+               chosen.end());
   // Together they must hold every node once, at one step.
   NodeId next = 0;
   for (const Found* f : chosen) {

@@ -44,6 +44,10 @@ nlohmann::ordered_json EpochJson(const EpochStats& s) {
     j["embedding_rows_pushed"] = s.embedding_rows_pushed;
     j["embedding_pull_seconds"] = s.embedding_pull_seconds;
     j["embedding_push_wait_seconds"] = s.embedding_push_wait_seconds;
+    if (s.embedding_snapshot_bytes > 0) {
+      j["embedding_snapshot_seconds"] = s.embedding_snapshot_seconds;
+      j["embedding_snapshot_bytes"] = s.embedding_snapshot_bytes;
+    }
   }
   return j;
 }
@@ -247,14 +251,23 @@ std::function<void(const EpochStats&)> EpochReporter(int epochs,
                               s.embedding_pull_seconds,
                               s.embedding_push_wait_seconds)
             : "";
+    // The tables' snapshot with this epoch's checkpoint (a large table's
+    // takes a while: say so).
+    const std::string snapshot =
+        s.embedding_snapshot_bytes > 0
+            ? absl::StrFormat(
+                  "; embeddings snapshot %.1f MB in %.2fs",
+                  static_cast<double>(s.embedding_snapshot_bytes) / 1e6,
+                  s.embedding_snapshot_seconds)
+            : "";
     std::printf(
         "epoch %3d/%d  loss %.4f  %s  %.2fs (sampling %.2f, "
         "fetch %.2f, compute %.2f, allreduce %.2f, waiting %.2f, eval "
-        "%.2f%s)\n",
+        "%.2f%s%s)\n",
         s.epoch, epochs, s.loss, scores.c_str(), s.epoch_seconds,
         s.sample_busy_seconds - s.fetch_seconds, s.fetch_seconds,
         s.compute_seconds - s.sync_seconds, s.sync_seconds, s.sample_seconds,
-        s.eval_seconds, embeddings.c_str());
+        s.eval_seconds, embeddings.c_str(), snapshot.c_str());
     if (*first_loss < 0) {
       *first_loss = s.loss;
     } else if (!*warned && s.loss > 2 * *first_loss + 0.1) {

@@ -692,6 +692,9 @@ absl::Status GraphStoreClient::PullEmbeddings(const EmbeddingTableConfig& table,
   wire::Pack<NodeId>(ids, req.mutable_node_ids());
   req.set_step(step);
   req.set_staleness(staleness);
+  if (wait > absl::ZeroDuration()) {
+    req.set_max_wait_ms(std::max<int64_t>(1, absl::ToInt64Milliseconds(wait)));
+  }
   proto::PullEmbeddingsResponse resp;
   RETURN_IF_ERROR(impl_->Call(
       "PullEmbeddings", req, &resp,

@@ -196,9 +196,11 @@ class GraphStoreClient {
   // one entry per ID, to out + rows[i] * dim: copied once, from the received
   // message straight to their place), once the server's step clock allows
   // `step` with `staleness` (see embedding/embedding_table.h).
-  // Each attempt may wait up to `wait` on the server (a synchronous pull
-  // waits for the slowest trainer). DATA_LOSS if the rows are not `dim`
-  // wide or not one per ID.
+  // The server holds the pull for the clock at most `wait` (a synchronous
+  // pull waits for the slowest trainer), then answers FAILED_PRECONDITION
+  // naming the trainers missing ("... waits for pushes of trainers ...");
+  // a zero `wait`: until the call's deadline, then DEADLINE_EXCEEDED.
+  // DATA_LOSS if the rows are not `dim` wide or not one per ID.
   absl::Status PullEmbeddings(const EmbeddingTableConfig& table,
                               absl::Span<const NodeId> ids, int64_t step,
                               int staleness, absl::Duration wait, float* out,

@@ -115,6 +115,10 @@ class LocalRows final : public LearnableRows {
   LearnableRowsStats stats_;
 };
 
+// How long one pull call may wait for the step clock before the trainer
+// looks at its own pushes' state again (RemoteRows::Pull).
+constexpr absl::Duration kPullSlice = absl::Seconds(2);
+
 class RemoteRows final : public LearnableRows {
  public:
   RemoteRows(const RemoteGraphSource* source, EmbeddingTableConfig config,
@@ -142,14 +146,32 @@ class RemoteRows final : public LearnableRows {
     RETURN_IF_ERROR(FirstError());
     const auto t0 = Clock::now();
     const size_t dim = static_cast<size_t>(config_.dim);
-    RETURN_IF_ERROR(source_->ForEachOwner(
-        nodes, /*all_parts=*/false,
-        [&](int part, GraphStoreClient& server, absl::Span<const NodeId> ids,
-            absl::Span<const size_t> positions) -> absl::Status {
-          // Each part's rows land straight in their places.
-          return server.PullEmbeddings(config_, ids, step, staleness_, wait_,
-                                       out, positions);
-        }));
+    // The wait for the clock in slices: between them, a failed push of this
+    // trainer (which the others may be waiting for, as this pull may wait
+    // for theirs) ends it, rather than the whole wait.
+    const absl::Time give_up = absl::Now() + wait_;
+    while (true) {
+      const absl::Duration slice = std::max(
+          std::min(kPullSlice, give_up - absl::Now()), absl::Milliseconds(1));
+      absl::Status s = source_->ForEachOwner(
+          nodes, /*all_parts=*/false,
+          [&](int part, GraphStoreClient& server, absl::Span<const NodeId> ids,
+              absl::Span<const size_t> positions) -> absl::Status {
+            // Each part's rows land straight in their places.
+            return server.PullEmbeddings(config_, ids, step, staleness_, slice,
+                                         out, positions);
+          });
+      if (s.ok()) break;
+      // The server's "not yet" (PullEmbeddingsRequest.max_wait_ms).
+      const bool not_yet =
+          absl::IsFailedPrecondition(s) &&
+          absl::StrContains(s.message(), "waits for pushes of trainers");
+      if (!not_yet) return s;
+      if (absl::Now() >= give_up) {
+        return absl::DeadlineExceededError(s.message());
+      }
+      RETURN_IF_ERROR(FirstError());
+    }
     absl::MutexLock lock(&mu_);
     stats_.rows_pulled += static_cast<int64_t>(nodes.size());
     stats_.bytes_pulled +=
@@ -208,8 +230,8 @@ class RemoteRows final : public LearnableRows {
     RETURN_IF_ERROR(FirstError());
     absl::Mutex figures_mu;
     EmbeddingSnapshotStats out;
-    RETURN_IF_ERROR(source_->ForEachOwner(
-        {}, /*all_parts=*/true,
+    RETURN_IF_ERROR(source_->ForEachReplica(
+        {},
         [&](int, GraphStoreClient& server, absl::Span<const NodeId>,
             absl::Span<const size_t>) -> absl::Status {
           ASSIGN_OR_RETURN(GraphStoreClient::EmbeddingSnapshotInfo info,
@@ -225,10 +247,9 @@ class RemoteRows final : public LearnableRows {
 
   absl::Status Restore(int epoch, int64_t step) override {
     RETURN_IF_ERROR(FirstError());
-    return source_->ForEachOwner(
-        {}, /*all_parts=*/true,
-        [&](int, GraphStoreClient& server, absl::Span<const NodeId>,
-            absl::Span<const size_t>) {
+    return source_->ForEachReplica(
+        {}, [&](int, GraphStoreClient& server, absl::Span<const NodeId>,
+                absl::Span<const size_t>) {
           return server.CreateEmbeddingTable(config_, epoch, step);
         });
   }
@@ -262,8 +283,9 @@ class RemoteRows final : public LearnableRows {
       }
       const size_t dim = static_cast<size_t>(config_.dim);
       part_grads_.resize(static_cast<size_t>(source_->book().num_parts()));
-      absl::Status s = source_->ForEachOwner(
-          push.nodes, /*all_parts=*/true,
+      // To every replica of each owning part: each holds a copy.
+      absl::Status s = source_->ForEachReplica(
+          push.nodes,
           [&](int part, GraphStoreClient& server, absl::Span<const NodeId> ids,
               absl::Span<const size_t> positions) -> absl::Status {
             std::vector<float>& grads = part_grads_[static_cast<size_t>(part)];
@@ -345,19 +367,10 @@ absl::StatusOr<std::unique_ptr<LearnableRows>> MakeRemoteRows(
         absl::StrCat("trainer ", trainer, " outside [0, ", config.num_trainers,
                      ") for the embedding table"));
   }
-  for (int p = 0; p < source->book().num_parts(); ++p) {
-    if (source->num_replicas(p) > 1) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "part ", p, " has ", source->num_replicas(p), " servers (",
-          source->address(p),
-          "): learned embeddings are held by one server per part; tables "
-          "are not replicated yet"));
-    }
-  }
-  RETURN_IF_ERROR(source->ForEachOwner(
-      {}, /*all_parts=*/true,
-      [&](int, GraphStoreClient& server, absl::Span<const NodeId>,
-          absl::Span<const size_t>) {
+  // Every replica of a part holds a copy of its rows.
+  RETURN_IF_ERROR(source->ForEachReplica(
+      {}, [&](int, GraphStoreClient& server, absl::Span<const NodeId>,
+              absl::Span<const size_t>) {
         return server.CreateEmbeddingTable(config);
       }));
   return std::unique_ptr<LearnableRows>(

@@ -116,8 +116,14 @@ std::unique_ptr<LearnableRows> MakeLocalRows(
 // trainer of a run passes the same config; FAILED_PRECONDITION naming the
 // differences otherwise). `trainer` is this trainer's rank in [0,
 // config.num_trainers). A pull waits at most `wait` for the step clock.
-// Parts with several replicas are refused (FAILED_PRECONDITION): tables are
-// not replicated yet.
+// Replicas: every replica of a part holds a copy of the part's rows; creates,
+// pushes, snapshots and restores go to each (RemoteGraphSource::
+// ForEachReplica), pulls to any live one. In `sync` the copies apply the same
+// pushes in the same order and stay equal, bit for bit; in `bounded:K` and
+// `async` pushes of different trainers may reach them in other orders, so
+// they may differ by float rounding. A replica that is down fails the push
+// (no failover for tables: the run rolls back to its last checkpoint, as for
+// a single server).
 absl::StatusOr<std::unique_ptr<LearnableRows>> MakeRemoteRows(
     const RemoteGraphSource* source, const EmbeddingTableConfig& config,
     int trainer, int staleness, absl::Duration wait = absl::Seconds(120));

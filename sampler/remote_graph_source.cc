@@ -636,6 +636,29 @@ absl::Status RemoteGraphSource::ForEachOwner(absl::Span<const NodeId> nodes,
   return first;
 }
 
+absl::Status RemoteGraphSource::ForEachReplica(absl::Span<const NodeId> nodes,
+                                               const OwnerCall& fn) const {
+  ASSIGN_OR_RETURN(Groups groups, Group(nodes));
+  auto run = [&](int p) -> absl::Status {
+    const internal::ReplicaSet& set = *parts_[static_cast<size_t>(p)];
+    for (size_t r = 0; r < set.size(); ++r) {
+      RETURN_IF_ERROR(
+          fn(p, set.replica(r), groups.ids[p], groups.positions[p]));
+    }
+    return absl::OkStatus();
+  };
+  std::vector<std::future<absl::Status>> pending;
+  for (int p = 0; p + 1 < book_.num_parts(); ++p) {
+    pending.push_back(std::async(std::launch::async, run, p));
+  }
+  absl::Status first = run(book_.num_parts() - 1);
+  for (auto& f : pending) {
+    absl::Status s = f.get();
+    if (first.ok() && !s.ok()) first = s;
+  }
+  return first;
+}
+
 std::string RemoteGraphSource::address(int part) const {
   return parts_[static_cast<size_t>(part)]->addresses();
 }

@@ -159,6 +159,14 @@ class RemoteGraphSource : public GraphSource {
       absl::Span<const size_t> positions)>;
   absl::Status ForEachOwner(absl::Span<const NodeId> nodes, bool all_parts,
                             const OwnerCall& fn) const;
+  // As ForEachOwner with all_parts, but fn runs on every replica of each part
+  // (parts concurrently, a part's replicas one after another), not on one
+  // live server: the writes every copy of a learned table must see (creates,
+  // pushes, snapshots, restores). Returns the first error (GraphStoreClient
+  // errors name the replica's address); a replica that is down fails the
+  // call, it is not skipped.
+  absl::Status ForEachReplica(absl::Span<const NodeId> nodes,
+                              const OwnerCall& fn) const;
   // Servers of part p (its replicas).
   int num_replicas(int part) const {
     return static_cast<int>(parts_[static_cast<size_t>(part)]->size());

@@ -490,7 +490,15 @@ class Run {
         const auto c0 = Clock::now();
         // The tables first: a checkpoint of epoch E exists only once every
         // holder has the snapshot of E that resuming from it needs.
-        if (rows_ != nullptr) RETURN_IF_ERROR(SnapshotRows(epoch, &result));
+        if (rows_ != nullptr) {
+          RETURN_IF_ERROR(SnapshotRows(epoch, &result));
+          stats.embedding_snapshot_seconds = SecondsSince(c0);
+          stats.embedding_snapshot_bytes = result.embedding_snapshot_bytes;
+          result.epochs.back().embedding_snapshot_seconds =
+              stats.embedding_snapshot_seconds;
+          result.epochs.back().embedding_snapshot_bytes =
+              stats.embedding_snapshot_bytes;
+        }
         RETURN_IF_ERROR(internal::WriteCheckpoint(
             options_.checkpoint_path, fingerprint, state, optimizer));
         result.checkpoint_seconds += SecondsSince(c0);

@@ -163,6 +163,9 @@ struct EpochStats {
   int64_t embedding_rows_pushed = 0;
   double embedding_pull_seconds = 0.0;
   double embedding_push_wait_seconds = 0.0;
+  // The tables' snapshot taken with this epoch's checkpoint (rank 0; 0: none).
+  double embedding_snapshot_seconds = 0.0;
+  int64_t embedding_snapshot_bytes = 0;
 };
 
 struct TrainOptions {

@@ -226,7 +226,9 @@ absl::StatusOr<std::shared_ptr<EmbeddingTable>> EmbeddingService::Find(
     return absl::NotFoundError(absl::StrCat(
         "no embedding table ", name,
         " on this server (CreateEmbeddingTable first; a restarted server "
-        "has none)"));
+        "holds none until the run resumes from its last checkpoint, which "
+        "restores the table from the server's snapshot: shardgnn run does "
+        "so by itself, trainers started by hand need --resume)"));
   }
   if (it->second->config().run_id != run_id) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -252,9 +254,16 @@ absl::Status EmbeddingService::Answer(Waiter& w, absl::Time deadline) {
   std::string* rows = w.resp->mutable_rows();
   rows->resize(w.ids.size() * static_cast<size_t>(w.table->dim()) *
                sizeof(float));
-  RETURN_IF_ERROR(w.table->Pull(w.ids, w.req->step(), w.req->staleness(),
-                                deadline,
-                                reinterpret_cast<float*>(rows->data())));
+  absl::Status pulled =
+      w.table->Pull(w.ids, w.req->step(), w.req->staleness(), deadline,
+                    reinterpret_cast<float*>(rows->data()));
+  if (absl::IsDeadlineExceeded(pulled) && w.req->max_wait_ms() > 0) {
+    // A client waiting in slices: the clock not there yet is a state of the
+    // run, not a server failing to answer (which a replica set would fail
+    // over from).
+    return absl::FailedPreconditionError(pulled.message());
+  }
+  RETURN_IF_ERROR(pulled);
   w.resp->set_dim(w.table->dim());
   w.resp->set_applied_steps(w.table->applied_steps());
   return absl::OkStatus();
@@ -272,6 +281,10 @@ void EmbeddingService::Pull(const proto::PullEmbeddingsRequest* req,
   // the server's explanation rather than its own timeout.
   w.deadline = std::min(call_deadline - absl::Milliseconds(200),
                         w.since + limits_.max_pull_wait);
+  if (req->max_wait_ms() > 0) {
+    w.deadline =
+        std::min(w.deadline, w.since + absl::Milliseconds(req->max_wait_ms()));
+  }
   absl::Status checked = [&]() -> absl::Status {
     ASSIGN_OR_RETURN(w.table, Find(req->table(), req->run_id()));
     RETURN_IF_ERROR(wire::CheckLength<NodeId>(req->node_ids(), "node_ids"));

@@ -41,6 +41,8 @@ TEST_F(RunTest, LearnsEmbeddingsOnTheServersAndWritesThem) {
                         "servers, bounded:1 updates, adam lr 0.01"));
   EXPECT_THAT(run.output, HasSubstr("features: ignored (--ignore-features)"));
   EXPECT_THAT(run.output, HasSubstr("embeddings pull "));
+  // Epochs 2 and 4 checkpointed, the tables' snapshot with them.
+  EXPECT_THAT(run.output, HasSubstr("; embeddings snapshot ")) << run.output;
   // Featureless Cora: above chance (7 classes), far from the 0.8 with
   // features.
   EXPECT_GT(ReportedTestAccuracy(run.output), 0.25) << run.output;
@@ -77,6 +79,9 @@ TEST_F(RunTest, LearnsEmbeddingsOnTheServersAndWritesThem) {
   while (std::getline(metrics, line)) {
     auto j = nlohmann::json::parse(line);
     EXPECT_GT(j["embedding_rows_pulled"].get<int64_t>(), 0) << line;
+    EXPECT_EQ(j.contains("embedding_snapshot_bytes"),
+              j["epoch"].get<int>() % 2 == 0)
+        << line;
     ++lines;
   }
   EXPECT_EQ(lines, 4);

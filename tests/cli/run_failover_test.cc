@@ -32,6 +32,7 @@ using testing::ChildrenOf;
 using testing::Describe;
 using ::testing::HasSubstr;
 using testing::kRunTimeout;
+using ::testing::Not;
 using testing::ProcessInfo;
 using testing::ServersOfPart;
 using testing::StartShardgnn;
@@ -251,6 +252,37 @@ TEST_F(RunFailoverTest, AKilledServerRollsLearnedEmbeddingsBackToACheckpoint) {
   EXPECT_EQ(summary["parameters_checksum"], reference["parameters_checksum"])
       << output;
   EXPECT_EQ(summary["test_acc"], reference["test_acc"]) << output;
+
+  // Two replicas per part: each holds a copy of its part's rows (every push
+  // goes to both, a pull to either). One killed mid-run rolls the run back
+  // as above, and the run still ends as the single-server one.
+  auto replicated = [&](const std::string& out) {
+    std::vector<std::string> a = args(out);
+    for (size_t i = 0; i + 1 < a.size(); ++i) {
+      if (a[i] == "--replicas") a[i + 1] = "2";
+    }
+    return a;
+  };
+  out_dir_ = dir_.Sub("embeddings-replicas");
+  ASSERT_NO_FATAL_FAILURE(
+      StartUntil(replicated(out_dir_), "epoch   2/6", &run));
+  std::vector<pid_t> replicas;
+  ASSERT_NO_FATAL_FAILURE(Servers(*run, 1, 2, &replicas));
+  ASSERT_EQ(kill(replicas[1], SIGKILL), 0);
+  const nlohmann::json with_replicas = Finish(run.get(), &output);
+  ASSERT_TRUE(with_replicas.is_object()) << output;
+  EXPECT_EQ(with_replicas["parameters_checksum"],
+            reference["parameters_checksum"])
+      << output;
+  // A pull waiting for the step clock is not a replica failing: no replica
+  // is marked down for it (which stalled such runs for --server-wait).
+  EXPECT_THAT(output, Not(HasSubstr("DEADLINE_EXCEEDED: PullEmbeddings")))
+      << output;
+  // Four holders' snapshots, two copies of each part's rows: export reads one.
+  testing::Finished exported = testing::RunShardgnn(
+      {"embeddings", "export", out_dir_, "--out", dir_.Sub("replicas.npy")});
+  EXPECT_EQ(exported.exit_status, 0) << exported.output;
+  EXPECT_THAT(exported.output, HasSubstr("from 2 snapshot file(s)"));
 }
 
 // Issue 13's test: three kills over a run with 2 replicas per part, the

@@ -195,8 +195,15 @@ TEST_F(EmbeddingRowsTest, BoundedPullWaitsOnlyForStepsOlderThanK) {
   quick.max_attempts = 1;
   ASSERT_OK_AND_ASSIGN(auto client, Client(quick));
   const auto t0 = std::chrono::steady_clock::now();
+  // A client waiting in slices (a wait given) is told "not yet" with a code
+  // replica sets do not fail over from; without one, the call's deadline
+  // ends the wait.
   ExpectError(
       client->PullEmbeddings(c, {v}, 3, 2, absl::Milliseconds(300), row.data()),
+      absl::StatusCode::kFailedPrecondition,
+      "waits for pushes of trainers 1 (at step 0)");
+  ExpectError(
+      client->PullEmbeddings(c, {v}, 3, 2, absl::ZeroDuration(), row.data()),
       absl::StatusCode::kDeadlineExceeded, "trainer");
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
   // Async never waits.
@@ -304,6 +311,23 @@ TEST_F(EmbeddingRowsTest, SnapshotsNeedASnapshotDirectory) {
   ASSERT_OK(rows->Flush());
   ExpectError(rows->Snapshot(1, 1).status(),
               absl::StatusCode::kFailedPrecondition, "--embedding-dir");
+}
+
+// A trainer whose own push failed stops waiting for the step clock within a
+// slice of its pull's wait (the other trainers may be waiting for that very
+// push), with the push's error, instead of the whole wait.
+TEST_F(EmbeddingRowsTest, AFailedPushEndsAWaitingPull) {
+  const EmbeddingTableConfig c = Config(2, "failed-push");
+  ASSERT_OK_AND_ASSIGN(
+      auto rows, MakeRemoteRows(remote_.get(), c, 0, 0, absl::Seconds(60)));
+  const NodeId v = owned_.first;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  ASSERT_OK(rows->Push(0, {v}, {nan, 0, 0, 0}));
+  std::vector<float> out(4);
+  const absl::Time start = absl::Now();
+  ExpectError(rows->Pull({v}, 1, out.data()),
+              absl::StatusCode::kInvalidArgument, "is not finite");
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
 }
 
 class EmbeddingSnapshotsOnServersTest : public ::testing::Test {
