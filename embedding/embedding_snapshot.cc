@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,32 @@ class Reader {
   std::FILE* f_;
   Checksum sum_;
 };
+
+// A snapshot file open for reading, and its size; closed when it goes.
+struct OpenFile {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file{nullptr, &std::fclose};
+  int64_t size = 0;
+};
+
+// NOT_FOUND if there is no such file, UNAVAILABLE if it cannot be read.
+absl::StatusOr<OpenFile> OpenSnapshot(const std::string& path) {
+  OpenFile out;
+  out.file.reset(std::fopen(path.c_str(), "rb"));
+  if (out.file == nullptr) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(absl::StrCat("no embedding snapshot ", path));
+    }
+    return absl::UnavailableError(absl::StrCat(
+        "cannot open embedding snapshot ", path, ": ", ErrnoText()));
+  }
+  struct stat st;
+  if (::fstat(::fileno(out.file.get()), &st) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("embedding snapshot ", path, ": ", ErrnoText()));
+  }
+  out.size = st.st_size;
+  return out;
+}
 
 nlohmann::ordered_json HeaderOf(const EmbeddingTableConfig& config,
                                 NodeId node_start, NodeId node_end,
@@ -345,21 +372,9 @@ absl::Status EmbeddingTable::Impl::Save(int64_t step, const std::string& path) {
 }
 
 absl::Status EmbeddingTable::Impl::Load(const std::string& path, int64_t step) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    if (errno == ENOENT) {
-      return absl::NotFoundError(absl::StrCat("no embedding snapshot ", path));
-    }
-    return absl::UnavailableError(absl::StrCat(
-        "cannot open embedding snapshot ", path, ": ", ErrnoText()));
-  }
-  absl::Cleanup close = [f] { std::fclose(f); };
-  struct stat st;
-  if (::fstat(::fileno(f), &st) != 0) {
-    return absl::UnavailableError(
-        absl::StrCat("embedding snapshot ", path, ": ", ErrnoText()));
-  }
-  const int64_t size = st.st_size;
+  ASSIGN_OR_RETURN(OpenFile snapshot, OpenSnapshot(path));
+  std::FILE* f = snapshot.file.get();
+  const int64_t size = snapshot.size;
   auto damaged = [&path](const std::string& what) {
     return absl::DataLossError(
         absl::StrCat("embedding snapshot ", path, " is damaged: ", what));
@@ -473,25 +488,13 @@ absl::Status EmbeddingTable::Impl::Load(const std::string& path, int64_t step) {
 
 absl::StatusOr<EmbeddingSnapshotHeader> ReadEmbeddingSnapshotHeader(
     const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    if (errno == ENOENT) {
-      return absl::NotFoundError(absl::StrCat("no embedding snapshot ", path));
-    }
-    return absl::UnavailableError(absl::StrCat(
-        "cannot open embedding snapshot ", path, ": ", ErrnoText()));
-  }
-  absl::Cleanup close = [f] { std::fclose(f); };
-  struct stat st;
-  if (::fstat(::fileno(f), &st) != 0) {
-    return absl::UnavailableError(
-        absl::StrCat("embedding snapshot ", path, ": ", ErrnoText()));
-  }
+  ASSIGN_OR_RETURN(OpenFile snapshot, OpenSnapshot(path));
+  std::FILE* f = snapshot.file.get();
   Reader in(f);
   EmbeddingSnapshotHeader header;
   int64_t header_bytes = 0, record_bytes = 0;
-  RETURN_IF_ERROR(
-      ReadPrefix(in, path, st.st_size, &header, &header_bytes, &record_bytes));
+  RETURN_IF_ERROR(ReadPrefix(in, path, snapshot.size, &header, &header_bytes,
+                             &record_bytes));
   return header;
 }
 
