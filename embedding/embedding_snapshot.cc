@@ -32,6 +32,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "common/checksum.h"
 #include "common/status.h"
 #include "embedding/embedding_table.h"
@@ -519,6 +520,28 @@ void PruneEmbeddingSnapshots(const std::string& dir, int epoch) {
       std::filesystem::remove(EmbeddingSnapshotPath(dir, e), ec);
     }
   }
+}
+
+absl::StatusOr<EmbeddingSnapshotStats> SaveEmbeddingSnapshot(
+    const EmbeddingTable& table, const std::string& dir, int epoch,
+    int64_t step) {
+  const absl::Time start = absl::Now();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::UnavailableError(absl::StrCat(
+        "embedding table ", table.config().name,
+        ": cannot create the snapshot directory ", dir, ": ", ec.message()));
+  }
+  const std::string path = EmbeddingSnapshotPath(dir, epoch);
+  RETURN_IF_ERROR(table.Save(step, path));
+  PruneEmbeddingSnapshots(dir, epoch);
+  EmbeddingSnapshotStats out;
+  out.rows = table.stats().rows_touched;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  out.bytes = ec ? 0 : static_cast<int64_t>(bytes);
+  out.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  return out;
 }
 
 absl::Status EmbeddingTable::Save(int64_t step, const std::string& path) const {

@@ -129,6 +129,13 @@ struct EmbeddingSnapshotHeader {
 absl::StatusOr<EmbeddingSnapshotHeader> ReadEmbeddingSnapshotHeader(
     const std::string& path);
 
+// What a snapshot wrote.
+struct EmbeddingSnapshotStats {
+  int64_t rows = 0;    // Rows written (those created so far).
+  int64_t bytes = 0;   // Snapshot files' bytes.
+  double seconds = 0;  // Time taken.
+};
+
 // A run's snapshots of one table in `dir` (one directory per table and run)
 // are DIR/epoch-E.emb.
 std::string EmbeddingSnapshotPath(const std::string& dir, int epoch);
@@ -217,6 +224,14 @@ class EmbeddingTable {
   const NodeId node_end_;
   std::unique_ptr<Impl> impl_;
 };
+
+// Makes `dir` if needed, writes `table` as of `step` there as the snapshot of
+// `epoch` (EmbeddingTable::Save) and prunes the older ones: what a holder of
+// a table does at a checkpoint. UNAVAILABLE if `dir` cannot be made; Save's
+// errors otherwise. Not for concurrent calls on one directory.
+absl::StatusOr<EmbeddingSnapshotStats> SaveEmbeddingSnapshot(
+    const EmbeddingTable& table, const std::string& dir, int epoch,
+    int64_t step);
 
 }  // namespace shardgnn
 

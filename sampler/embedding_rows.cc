@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
-#include <filesystem>
 #include <thread>
 #include <utility>
 
@@ -72,22 +71,7 @@ class LocalRows final : public LearnableRows {
       return absl::FailedPreconditionError(
           "the embedding table in this process has no snapshot directory");
     }
-    const auto t0 = Clock::now();
-    std::error_code ec;
-    std::filesystem::create_directories(snapshot_dir_, ec);
-    if (ec) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot create ", snapshot_dir_, ": ", ec.message()));
-    }
-    const std::string path = EmbeddingSnapshotPath(snapshot_dir_, epoch);
-    RETURN_IF_ERROR(table_->Save(step, path));
-    PruneEmbeddingSnapshots(snapshot_dir_, epoch);
-    EmbeddingSnapshotStats out;
-    out.rows = table_->stats().rows_touched;
-    const auto bytes = std::filesystem::file_size(path, ec);
-    out.bytes = ec ? 0 : static_cast<int64_t>(bytes);
-    out.seconds = SecondsSince(t0);
-    return out;
+    return SaveEmbeddingSnapshot(*table_, snapshot_dir_, epoch, step);
   }
 
   absl::Status Restore(int epoch, int64_t step) override {

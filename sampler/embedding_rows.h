@@ -54,13 +54,6 @@ struct LearnableRowsStats {
   double push_wait_seconds = 0;
 };
 
-// What a snapshot wrote, summed over the table's holders.
-struct EmbeddingSnapshotStats {
-  int64_t rows = 0;    // Rows written (those created so far).
-  int64_t bytes = 0;   // Snapshot files' bytes.
-  double seconds = 0;  // The longest holder's time.
-};
-
 class LearnableRows {
  public:
   virtual ~LearnableRows() = default;
@@ -93,7 +86,8 @@ class LearnableRows {
   // (embedding/embedding_table.h, EmbeddingTable::Save): every trainer's
   // pushes of the steps before `step` applied and none beyond, so each
   // trainer has Flush()ed before. FAILED_PRECONDITION if a holder keeps no
-  // snapshots (a server without --embedding-dir).
+  // snapshots (a server without --embedding-dir). The figures are summed
+  // over the holders (seconds: the longest holder's).
   virtual absl::StatusOr<EmbeddingSnapshotStats> Snapshot(int epoch,
                                                           int64_t step) = 0;
   // Puts every holder's table back to the snapshot of `epoch` taken at

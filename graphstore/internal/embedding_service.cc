@@ -1,7 +1,6 @@
 #include "graphstore/internal/embedding_service.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <utility>
 #include <vector>
 
@@ -199,22 +198,11 @@ absl::Status EmbeddingService::Snapshot(
   ASSIGN_OR_RETURN(const std::string dir,
                    SnapshotDir(req.table(), req.run_id()));
   absl::MutexLock lock(&snapshot_mu_);  // One writer of a directory.
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return absl::UnavailableError(absl::StrCat("embedding table ", req.table(),
-                                               ": cannot create the snapshot "
-                                               "directory ",
-                                               dir, ": ", ec.message()));
-  }
-  const absl::Time start = absl::Now();
-  const std::string path = EmbeddingSnapshotPath(dir, req.epoch());
-  RETURN_IF_ERROR(table->Save(req.step(), path));
-  resp->set_rows(table->stats().rows_touched);
-  const auto bytes = std::filesystem::file_size(path, ec);
-  resp->set_bytes(ec ? 0 : static_cast<int64_t>(bytes));
-  resp->set_seconds(absl::ToDoubleSeconds(absl::Now() - start));
-  PruneEmbeddingSnapshots(dir, req.epoch());
+  ASSIGN_OR_RETURN(EmbeddingSnapshotStats saved,
+                   SaveEmbeddingSnapshot(*table, dir, req.epoch(), req.step()));
+  resp->set_rows(saved.rows);
+  resp->set_bytes(saved.bytes);
+  resp->set_seconds(saved.seconds);
   return absl::OkStatus();
 }
 
