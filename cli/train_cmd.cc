@@ -144,22 +144,24 @@ absl::StatusOr<std::unique_ptr<std::ofstream>> OpenMetrics(
 // if given, else this machine's cores shared among the trainers on it:
 // `local_world_size` if positive (the launch variables' count, torchrun's
 // LOCAL_WORLD_SIZE or Slurm's tasks on this node), else LOCAL_WORLD_SIZE (1
-// when unset).
+// when unset). With --sampler-threads 0 the sampling threads are chosen
+// from measurement, from one up to the same share.
 absl::StatusOr<TrainOptions> TrainOptionsFor(const TrainFlags& flags,
                                              int local_world_size = 0) {
   ASSIGN_OR_RETURN(TrainOptions options, ToTrainOptions(flags.training));
-  if (options.torch_threads <= 0) {
-    int local = 1;
-    if (local_world_size > 0) {
-      local = local_world_size;
-    } else if (const char* value = std::getenv("LOCAL_WORLD_SIZE")) {
-      if (!absl::SimpleAtoi(value, &local) || local < 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "LOCAL_WORLD_SIZE '", value, "' is not a positive integer"));
-      }
+  int local = 1;
+  if (local_world_size > 0) {
+    local = local_world_size;
+  } else if (const char* value = std::getenv("LOCAL_WORLD_SIZE")) {
+    if (!absl::SimpleAtoi(value, &local) || local < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "LOCAL_WORLD_SIZE '", value, "' is not a positive integer"));
     }
-    options.torch_threads = ComputeThreadsShare(local);
   }
+  if (options.torch_threads <= 0)
+    options.torch_threads = ComputeThreadsShare(local);
+  if (flags.training.sampler_threads == 0)
+    options.max_sampler_threads = ComputeThreadsShare(local);
   return options;
 }
 

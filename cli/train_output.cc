@@ -39,6 +39,9 @@ nlohmann::ordered_json EpochJson(const EpochStats& s) {
   j["sampled_edges"] = s.sampled_edges;
   j["minor_faults"] = s.minor_faults;
   j["eval_minor_faults"] = s.eval_minor_faults;
+  j["sampler_threads"] = s.sampler_threads;
+  if (!s.sampler_threads_change.empty())
+    j["sampler_threads_change"] = s.sampler_threads_change;
   if (s.embedding_rows_pulled > 0) {
     j["embedding_rows_pulled"] = s.embedding_rows_pulled;
     j["embedding_rows_pushed"] = s.embedding_rows_pushed;
@@ -83,8 +86,20 @@ nlohmann::ordered_json PerformanceJson(const TrainResult& result,
   process["blas_threads"] = BlasThreads();
   process["omp_wait_policy"] = EnvOrEmpty("OMP_WAIT_POLICY");
   process["openblas_thread_timeout"] = EnvOrEmpty("OPENBLAS_THREAD_TIMEOUT");
-  process["sampler_threads"] =
-      training.prefetch > 0 ? training.sampler_threads : 0;
+  // The loader's threads at the end; how they were chosen.
+  process["sampler_threads"] = result.sampler_threads;
+  process["sampler_threads_chosen"] =
+      training.prefetch > 0 && training.sampler_threads == 0 ? "measured"
+                                                             : "flag";
+  {
+    nlohmann::ordered_json changes = nlohmann::ordered_json::array();
+    for (const EpochStats& e : all) {
+      if (e.sampler_threads_change.empty()) continue;
+      changes.push_back(
+          {{"after_epoch", e.epoch}, {"why", e.sampler_threads_change}});
+    }
+    process["sampler_threads_changes"] = changes;
+  }
   process["prefetch"] = training.prefetch;
   nlohmann::ordered_json time;
   time["epochs_measured"] = all.size() - first;
@@ -268,6 +283,10 @@ std::function<void(const EpochStats&)> EpochReporter(int epochs,
         s.sample_busy_seconds - s.fetch_seconds, s.fetch_seconds,
         s.compute_seconds - s.sync_seconds, s.sync_seconds, s.sample_seconds,
         s.eval_seconds, embeddings.c_str(), snapshot.c_str());
+    if (!s.sampler_threads_change.empty()) {
+      std::printf("  sampler threads from epoch %d: %s\n", s.epoch + 1,
+                  s.sampler_threads_change.c_str());
+    }
     if (*first_loss < 0) {
       *first_loss = s.loss;
     } else if (!*warned && s.loss > 2 * *first_loss + 0.1) {
@@ -330,6 +349,20 @@ void PrintSettings(const TrainOptions& o, const std::string& features,
       o.patience > 0 ? absl::StrCat(" (patience ", o.patience, ")").c_str()
                      : "");
   std::printf("shardgnn train: %s\n", features.c_str());
+  std::string sampling = "sampling on the training thread (--prefetch 0)";
+  if (o.prefetch > 0) {
+    sampling = absl::StrCat(o.sampler_threads, " sampling thread",
+                            o.sampler_threads == 1 ? "" : "s");
+    if (o.max_sampler_threads > o.sampler_threads) {
+      absl::StrAppend(&sampling,
+                      " (more while the steps wait for batches, up "
+                      "to ",
+                      o.max_sampler_threads, ")");
+    }
+    absl::StrAppend(&sampling, ", ", o.prefetch, " batches ahead");
+  }
+  std::printf("shardgnn train: %d compute threads, %s\n", o.torch_threads,
+              sampling.c_str());
   std::fflush(stdout);
 }
 

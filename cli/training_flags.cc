@@ -1,5 +1,6 @@
 #include "cli/training_flags.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "CLI/CLI.hpp"
@@ -83,7 +84,9 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
                   "Minibatches sampled ahead of the trainer (0 = none)")
       ->capture_default_str();
   cmd->add_option("--sampler-threads", f->sampler_threads,
-                  "Background sampling threads per trainer")
+                  "Background sampling threads per trainer (0 = chosen from "
+                  "measurement: one, more while the steps wait for batches, "
+                  "up to this machine's cores per trainer)")
       ->capture_default_str();
   cmd->add_option(
          "--threads", f->threads,
@@ -348,7 +351,12 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
       f.weight_decay >= 0 ? f.weight_decay : (link ? 0.0 : 5e-4);
   options.seed = f.seed;
   options.prefetch = f.prefetch;
-  options.sampler_threads = f.sampler_threads;
+  // 0: TrainOptionsFor (cli/train_cmd.cc) sets the range of the choice.
+  options.sampler_threads = std::max(1, f.sampler_threads);
+  if (f.sampler_threads < 0)
+    return absl::InvalidArgumentError("--sampler-threads must not be negative");
+  if (f.prefetch < 0)
+    return absl::InvalidArgumentError("--prefetch must not be negative");
   options.torch_threads = f.threads;
   if (f.epochs < 1)
     return absl::InvalidArgumentError("--epochs must be at least 1");

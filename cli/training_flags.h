@@ -43,8 +43,9 @@ struct TrainingFlags {
   double lr = 0;             // 0: the model's default.
   double weight_decay = -1;  // Negative: the task's default.
   uint64_t seed = 0;
-  int prefetch = 4;         // Batches sampled ahead of the trainer.
-  int sampler_threads = 1;  // Background sampling threads per trainer.
+  int prefetch = 4;  // Batches sampled ahead of the trainer.
+  // Background sampling threads per trainer; 0 = chosen from measurement.
+  int sampler_threads = 0;
   int threads = 0;       // Compute threads; 0 = the cores / LOCAL_WORLD_SIZE.
   int64_t cache_mb = 0;  // Feature cache per trainer.
   std::string cache_policy = "static";

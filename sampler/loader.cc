@@ -70,9 +70,12 @@ void PrefetchLoader::Stop() {
 void PrefetchLoader::StartEpoch(int64_t epoch) {
   Stop();
   order_ = seeds_;
-  uint64_t state = MixSeed(options_.shuffle_seed, static_cast<uint64_t>(epoch));
-  for (size_t i = order_.size(); i > 1; --i)
-    std::swap(order_[i - 1], order_[UniformBelow(&state, i)]);
+  if (options_.shuffle) {
+    uint64_t state =
+        MixSeed(options_.shuffle_seed, static_cast<uint64_t>(epoch));
+    for (size_t i = order_.size(); i > 1; --i)
+      std::swap(order_[i - 1], order_[UniformBelow(&state, i)]);
+  }
   epoch_seed_ = MixSeed(options_.sample_seed, static_cast<uint64_t>(epoch));
   consumed_ = 0;
   {
@@ -90,6 +93,12 @@ void PrefetchLoader::StartEpoch(int64_t epoch) {
     for (int w = 0; w < options_.workers; ++w)
       workers_.emplace_back([this] { Work(); });
   }
+}
+
+void PrefetchLoader::set_workers(int workers) {
+  // Read by Recycle under mu_ (the pool's bound) while workers run.
+  std::lock_guard<std::mutex> lock(mu_);
+  options_.workers = std::max(1, workers);
 }
 
 std::vector<int64_t> PrefetchLoader::BatchSeeds(int64_t index) const {

@@ -7,7 +7,8 @@
 // edges, sampler/link_batcher.h).
 //
 // Each epoch visits the items in a seeded shuffled order (Fisher-Yates with
-// common/sampling.h's generator and seed MixSeed(shuffle_seed, epoch)); batch i
+// common/sampling.h's generator and seed MixSeed(shuffle_seed, epoch); with
+// `shuffle` false, in the order given); batch i
 // takes the next batch_size seeds and is sampled with
 // MixSeed(MixSeed(sample_seed, epoch), i), so the batches are the same whatever
 // the number of threads and whether prefetching is on. `steps_per_epoch` fixes
@@ -50,6 +51,8 @@ struct LoaderOptions {
   int prefetch =
       4;  // Batches ready ahead of the consumer; 0 = no background threads.
   int workers = 1;  // Background sampling threads (when prefetch > 0).
+  // false: every epoch visits the items in the order given (evaluation).
+  bool shuffle = true;
   uint64_t shuffle_seed = 0;
   uint64_t sample_seed = 0;
   std::chrono::milliseconds max_wait{std::chrono::minutes(10)};
@@ -99,6 +102,10 @@ class PrefetchLoader {
   void Stop();
 
   int64_t steps_per_epoch() const { return steps_; }
+  // The background threads from the next StartEpoch on (at least 1); the
+  // batches are the same whatever the number.
+  void set_workers(int workers);
+  int workers() const { return options_.workers; }
   LoaderStats stats() const;
 
  private:

@@ -26,6 +26,7 @@
 #include "trainer/internal/checkpoint.h"
 #include "trainer/internal/models.h"
 #include "trainer/internal/parameters_file.h"
+#include "trainer/internal/pipeline_tuner.h"
 #include "trainer/internal/task.h"
 
 namespace shardgnn {
@@ -434,8 +435,22 @@ class Run {
     }
 
     result.steps_per_epoch = loader_->steps_per_epoch();
+    internal::PipelineTuner tuner(options_.sampler_threads,
+                                  options_.max_sampler_threads);
+    loader_->set_workers(tuner.threads());
     for (int epoch = state.epoch + 1; epoch <= options_.epochs; ++epoch) {
       ASSIGN_OR_RETURN(EpochStats stats, TrainEpoch(epoch, &optimizer, params));
+      if (options_.prefetch > 0) {
+        stats.sampler_threads = loader_->workers();
+        // Speed only: the batches are the same with any number of threads.
+        internal::PipelineEpoch ran;
+        ran.steps = stats.steps;
+        ran.step_seconds = stats.compute_seconds + stats.sample_seconds;
+        ran.wait_seconds = stats.sample_seconds;
+        ran.sample_seconds = stats.sample_busy_seconds;
+        loader_->set_workers(tuner.Observe(ran));
+        stats.sampler_threads_change = tuner.reason();
+      }
       if (!std::isfinite(stats.loss)) {
         return absl::FailedPreconditionError(absl::StrCat(
             "training diverged in epoch ", epoch, ": the loss is ", stats.loss,
@@ -443,6 +458,8 @@ class Run {
       }
       const auto eval_start = Clock::now();
       const int64_t eval_faults = MinorFaults();
+      task_->set_sampler_threads(options_.prefetch > 0 ? loader_->workers()
+                                                       : 1);
       ASSIGN_OR_RETURN(internal::TaskEvaluation valid,
                        task_->Evaluate(*model_, internal::EvalSplit::kValid,
                                        *valid_sampler_, {}));
@@ -513,6 +530,7 @@ class Run {
         break;
       }
     }
+    result.sampler_threads = options_.prefetch > 0 ? loader_->workers() : 0;
     // With learned embeddings the table has moved on past the best epoch
     // (its rows are not snapshotted yet): the model stays at the last
     // epoch, matching the rows it is tested with.

@@ -166,6 +166,11 @@ struct EpochStats {
   // The tables' snapshot taken with this epoch's checkpoint (rank 0; 0: none).
   double embedding_snapshot_seconds = 0.0;
   int64_t embedding_snapshot_bytes = 0;
+  // The loader's background sampling threads in this epoch, and (when
+  // chosen by measurement, TrainOptions::max_sampler_threads) why the next
+  // epoch runs another number (empty: it does not).
+  int sampler_threads = 0;
+  std::string sampler_threads_change;
 };
 
 struct TrainOptions {
@@ -195,7 +200,12 @@ struct TrainOptions {
   // (sampler/loader.h; the GraphSource must be thread-safe, as the interface
   // requires). 0 samples on the training thread. Results do not depend on it.
   int prefetch = 4;
-  int sampler_threads = 1;  // Background sampling threads when prefetch > 0.
+  // Background sampling threads when prefetch > 0. With max_sampler_threads
+  // above it, the number is chosen from measurement between the two after
+  // every epoch (trainer/internal/pipeline_tuner.h): more while the steps
+  // wait for batches. Results do not depend on it.
+  int sampler_threads = 1;
+  int max_sampler_threads = 0;
   // Compute threads for this process: LibTorch's intra-op pool and OpenBLAS
   // (trainer/compute_env.h SetComputeThreads); 0 = every core of the machine.
   // (The CLI decides a share when several trainers run on one machine.)
@@ -281,6 +291,8 @@ struct TrainResult {
   std::vector<EpochStats> epochs;
   bool stopped_early = false;  // By `patience`.
   int64_t steps_per_epoch = 0;
+  // The loader's sampling threads at the end (TrainOptions::sampler_threads).
+  int sampler_threads = 0;
   double checkpoint_seconds = 0.0;  // Writing checkpoints, all epochs.
   int64_t checkpoint_bytes = 0;     // Size of one checkpoint file.
   // With learned embeddings: the last snapshot of the tables taken with the

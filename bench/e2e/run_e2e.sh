@@ -32,7 +32,7 @@ run_e2e.sh: end-to-end benchmark, in-process vs 2 servers + 1 / 2 trainers.
   --epochs E            epochs per run; the first is warm-up (3)
   --dropouts LIST       dropout rates, comma-separated (0.5,0)
   --threads T           LibTorch intra-op threads per trainer (0 = default)
-  --sampler-threads S   sampler threads per trainer (1)
+  --sampler-threads S   sampler threads per trainer (0: chosen from measurement)
   --prefetch P          minibatches prefetched (4)
   --configs LIST        subset of a,b,c,bcalls,bgrpc (a,b,c,bcalls); bcalls
                         is (b) with --no-shared-memory: features through
@@ -56,7 +56,7 @@ work=/tmp/shardgnn-e2e
 nodes=1000000 avg_degree=20 features=128 classes=32 split=0.1,0.1,0.8
 extra=""
 task=node
-epochs=3 dropouts=0.5,0 threads=0 sampler_threads=1 prefetch=4 configs=a,b,c,bcalls
+epochs=3 dropouts=0.5,0 threads=0 sampler_threads=0 prefetch=4 configs=a,b,c,bcalls
 while (($#)); do
   case "$1" in
     --shardgnn) shardgnn="$2"; shift 2 ;;

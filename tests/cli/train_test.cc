@@ -467,11 +467,21 @@ TEST(TrainInProcessTest, ComputeThreadsShareTheMachine) {
     }
     auto [code, output] = RunShardgnn(args, {{"LOCAL_WORLD_SIZE", c.local}});
     ASSERT_EQ(code, 0) << output;
+    // The run's first lines say how its threads were chosen.
+    EXPECT_THAT(output,
+                HasSubstr(absl::StrCat("shardgnn train: ", c.want,
+                                       " compute threads, 1 sampling thread")))
+        << output;
     ASSERT_OK_AND_ASSIGN(std::string text,
                          ReadFileToString(out + "/summary.json"));
     nlohmann::json summary = nlohmann::json::parse(text);
     EXPECT_EQ(summary["process"]["torch_threads"].get<int>(), c.want);
     EXPECT_EQ(summary["process"]["blas_threads"].get<int>(), c.want);
+    // Sampling threads: chosen from measurement (no --sampler-threads), one
+    // to start; a one-epoch run is all warm-up, so no change.
+    EXPECT_EQ(summary["process"]["sampler_threads_chosen"], "measured");
+    EXPECT_EQ(summary["process"]["sampler_threads"], 1);
+    EXPECT_TRUE(summary["process"]["sampler_threads_changes"].empty());
   }
   auto [code, output] = RunShardgnn({"-q", "train", "--dataset", cora,
                                      "--epochs", "1", "--out", dir.Sub("bad")},

@@ -90,6 +90,46 @@ TEST_F(LoaderTest, EpochVisitsEverySeedOnceInAShuffledOrder) {
   EXPECT_NE(first, seeds_);
 }
 
+TEST_F(LoaderTest, WithoutShuffleEveryEpochVisitsTheItemsInTheirOrder) {
+  LoaderOptions options;
+  options.batch_size = 64;
+  options.shuffle = false;
+  ASSERT_OK_AND_ASSIGN(auto loader,
+                       PrefetchLoader::Create(sampler_.get(), seeds_, options));
+  for (int64_t epoch : {0, 3}) {
+    std::vector<NodeId> seen;
+    for (const auto& b : Epoch(*loader, epoch))
+      seen.insert(seen.end(), b.seeds.begin(), b.seeds.end());
+    EXPECT_EQ(seen, seeds_) << "epoch " << epoch;
+  }
+}
+
+TEST_F(LoaderTest, ChangingTheWorkersBetweenEpochsKeepsTheBatches) {
+  LoaderOptions options;
+  options.batch_size = 32;
+  options.prefetch = 2;
+  options.shuffle_seed = 3;
+  options.sample_seed = 4;
+  ASSERT_OK_AND_ASSIGN(auto one,
+                       PrefetchLoader::Create(sampler_.get(), seeds_, options));
+  ASSERT_OK_AND_ASSIGN(auto varied,
+                       PrefetchLoader::Create(sampler_.get(), seeds_, options));
+  for (int64_t epoch : {1, 2, 3}) {
+    varied->set_workers(static_cast<int>(epoch));  // 1, 2, 3 threads.
+    EXPECT_EQ(varied->workers(), epoch);
+    auto a = Epoch(*one, epoch);
+    auto b = Epoch(*varied, epoch);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].seeds, b[i].seeds);
+      EXPECT_EQ(a[i].input_nodes, b[i].input_nodes);
+      EXPECT_EQ(a[i].features, b[i].features);
+    }
+  }
+  varied->set_workers(0);
+  EXPECT_EQ(varied->workers(), 1);
+}
+
 TEST_F(LoaderTest, FixedStepsPadAndTrim) {
   LoaderOptions options;
   options.batch_size = 100;

@@ -278,6 +278,70 @@ TEST_F(TrainerTest, SameSeedGivesTheSameRun) {
   EXPECT_NE(a.epochs[0].loss, c.epochs[0].loss);
 }
 
+// A source whose neighbor sampling takes a network round trip (25 ms a call),
+// as a storage server on another host would: one sampling thread cannot keep
+// up with the small model's steps.
+class SlowSource : public GraphSource {
+ public:
+  explicit SlowSource(const GraphSource* inner) : inner_(inner) {}
+  int64_t num_nodes() const override { return inner_->num_nodes(); }
+  int64_t feature_dim() const override { return inner_->feature_dim(); }
+  absl::Status SampleNeighbors(absl::Span<const NodeId> nodes, int fanout,
+                               bool replace, uint64_t seed,
+                               SampledNeighbors* out) const override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    return inner_->SampleNeighbors(nodes, fanout, replace, seed, out);
+  }
+  absl::Status FetchFeatures(absl::Span<const NodeId> nodes,
+                             float* out) const override {
+    return inner_->FetchFeatures(nodes, out);
+  }
+  absl::Status FetchLabels(absl::Span<const NodeId> nodes,
+                           int64_t* out) const override {
+    return inner_->FetchLabels(nodes, out);
+  }
+  absl::Status FetchDegrees(absl::Span<const NodeId> nodes,
+                            int64_t* out) const override {
+    return inner_->FetchDegrees(nodes, out);
+  }
+
+ private:
+  const GraphSource* inner_;
+};
+
+TEST_F(TrainerTest, SamplerThreadsGrowWhileStepsWaitAndLeaveResultsAlone) {
+  SlowSource slow(source_.get());
+  TrainOptions options = SbmOptions(ModelKind::kSage);
+  options.epochs = 4;
+  options.sampler_threads = 1;
+  ASSERT_OK_AND_ASSIGN(TrainResult fixed, Train(slow, graph_.splits, options));
+  options.max_sampler_threads = 4;
+  ASSERT_OK_AND_ASSIGN(TrainResult tuned, Train(slow, graph_.splits, options));
+  ASSERT_EQ(tuned.epochs.size(), 4u);
+  // Epoch 1 is the warm-up; epoch 2's steps waited for batches, so epoch 3
+  // runs with more threads.
+  EXPECT_EQ(tuned.epochs[0].sampler_threads, 1);
+  EXPECT_TRUE(tuned.epochs[0].sampler_threads_change.empty());
+  EXPECT_EQ(tuned.epochs[1].sampler_threads, 1);
+  EXPECT_NE(tuned.epochs[1].sampler_threads_change.find("waited"),
+            std::string::npos)
+      << tuned.epochs[1].sampler_threads_change;
+  EXPECT_GT(tuned.epochs[2].sampler_threads, 1);
+  EXPECT_LE(tuned.sampler_threads, 4);
+  EXPECT_EQ(fixed.sampler_threads, 1);
+  for (const EpochStats& e : fixed.epochs) {
+    EXPECT_EQ(e.sampler_threads, 1);
+    EXPECT_TRUE(e.sampler_threads_change.empty());
+  }
+  // The same batches, so the same run.
+  for (size_t e = 0; e < 4; ++e) {
+    EXPECT_EQ(tuned.epochs[e].loss, fixed.epochs[e].loss) << "epoch " << e + 1;
+    EXPECT_EQ(tuned.epochs[e].val_acc, fixed.epochs[e].val_acc);
+  }
+  EXPECT_EQ(tuned.parameters_checksum, fixed.parameters_checksum);
+  EXPECT_EQ(tuned.test_acc, fixed.test_acc);
+}
+
 TEST_F(TrainerTest, FixedStepsPerEpochPadAndTrim) {
   TrainOptions options = SbmOptions(ModelKind::kSage);
   options.epochs = 1;

@@ -1,11 +1,12 @@
 // Node classification (trainer/internal/task.h): seed nodes and their labels,
 // cross-entropy, accuracy; the final test sampled or by layer-wise inference.
 #include <algorithm>
-#include <future>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "common/sampling.h"
 #include "common/status.h"
+#include "sampler/loader.h"
 #include "trainer/gradient_sync.h"
 #include "trainer/internal/task.h"
 
@@ -72,9 +73,9 @@ class NodeTask : public Task {
   }
 
   // Fraction of labeled nodes predicted correctly, and their mean loss
-  // (summed over ranks with a sync). The next batch is sampled (and its
-  // features fetched) on a helper thread while the model runs on the current
-  // one.
+  // (summed over ranks with a sync). The batches are sampled (and their
+  // features fetched) ahead by a loader's background threads while the model
+  // runs, as in training; each split's loader is kept, with its buffers.
   absl::StatusOr<TaskEvaluation> Evaluate(
       GnnModel& model, EvalSplit split, const NeighborSampler& sampler,
       const std::function<void(int64_t, int64_t)>& progress) override {
@@ -83,51 +84,41 @@ class NodeTask : public Task {
     torch::NoGradGuard no_grad;
     model.eval();
     double counts[3] = {0.0, 0.0, 0.0};  // correct, labeled, loss sum
-    const uint64_t seed = MixSeed(c_.options->seed, kEvalSampleStream);
-    const size_t step = static_cast<size_t>(c_.options->eval_batch_size);
-    const auto batches_total =
-        static_cast<int64_t>((nodes.size() + step - 1) / step);
-    // Two batches, one sampled while the other is evaluated; members, so that
-    // every evaluation reuses their buffers (no fresh memory per epoch).
-    MiniBatch* batches = eval_batches_;
-    auto sample = [&](size_t begin, MiniBatch* batch) {
-      const size_t end = std::min(nodes.size(), begin + step);
-      return sampler.Sample(
-          absl::MakeConstSpan(nodes).subspan(begin, end - begin),
-          MixSeed(seed, begin), batch);
-    };
-    std::future<absl::Status> next;
-    if (progress) progress(0, batches_total);
-    if (!nodes.empty())
-      next = std::async(std::launch::async, sample, 0, &batches[0]);
-    for (size_t begin = 0, k = 0; begin < nodes.size(); begin += step, ++k) {
-      // (On an error return the destructor of a pending future waits for its
-      // sampling, which ends: every remote call has a deadline.)
-      RETURN_IF_ERROR(next.get());
-      MiniBatch& batch = batches[k % 2];
-      if (begin + step < nodes.size()) {
-        next = std::async(std::launch::async, sample, begin + step,
-                          &batches[(k + 1) % 2]);
+    if (!nodes.empty()) {
+      ASSIGN_OR_RETURN(PrefetchLoader * loader,
+                       EvalLoader(split, nodes, sampler));
+      const int64_t batches_total = loader->steps_per_epoch();
+      if (progress) progress(0, batches_total);
+      // The same batches at every evaluation (epoch 0 of a loader that does
+      // not shuffle).
+      loader->StartEpoch(0);
+      MiniBatch batch;
+      for (int64_t k = 1;; ++k) {
+        // (An error return stops the loader's threads, which end: every
+        // remote call has a deadline.)
+        ASSIGN_OR_RETURN(const bool more, loader->Next(&batch));
+        if (!more) break;
+        if (c_.rows != nullptr) RETURN_IF_ERROR(c_.rows->Pull(batch, false));
+        BatchTensors t =
+            ToTensors(batch, c_.options->model.kind, c_.transform, c_.rows);
+        torch::Tensor labels = LabelsOf(batch);
+        torch::Tensor logits = model.Forward(t.blocks, t.x);
+        torch::Tensor mask = labels.ge(0);
+        counts[0] +=
+            logits.argmax(1).eq(labels).logical_and(mask).sum().item<double>();
+        const double labeled = mask.sum().item<double>();
+        counts[1] += labeled;
+        if (progress) progress(k, batches_total);
+        if (labeled > 0) {
+          counts[2] += torch::nn::functional::cross_entropy(
+                           logits, labels,
+                           torch::nn::functional::CrossEntropyFuncOptions()
+                               .ignore_index(-1)
+                               .reduction(torch::kSum))
+                           .item<double>();
+        }
       }
-      if (c_.rows != nullptr) RETURN_IF_ERROR(c_.rows->Pull(batch, false));
-      BatchTensors t =
-          ToTensors(batch, c_.options->model.kind, c_.transform, c_.rows);
-      torch::Tensor labels = LabelsOf(batch);
-      torch::Tensor logits = model.Forward(t.blocks, t.x);
-      torch::Tensor mask = labels.ge(0);
-      counts[0] +=
-          logits.argmax(1).eq(labels).logical_and(mask).sum().item<double>();
-      const double labeled = mask.sum().item<double>();
-      counts[1] += labeled;
-      if (progress) progress(static_cast<int64_t>(k) + 1, batches_total);
-      if (labeled > 0) {
-        counts[2] += torch::nn::functional::cross_entropy(
-                         logits, labels,
-                         torch::nn::functional::CrossEntropyFuncOptions()
-                             .ignore_index(-1)
-                             .reduction(torch::kSum))
-                         .item<double>();
-      }
+      loader->Stop();
     }
     if (c_.sync != nullptr)
       RETURN_IF_ERROR(c_.sync->AllreduceSum(absl::MakeSpan(counts, 3)));
@@ -167,9 +158,41 @@ class NodeTask : public Task {
   }
 
  private:
+  // The loader of `split`'s nodes with `sampler`, kept for its buffers (made
+  // again only when the sampler or the number of threads changes): as many
+  // threads as training uses now, a batch ahead per thread (a thread samples
+  // only batches within `prefetch` of the consumer), so at most threads + 1
+  // batches are alive.
+  absl::StatusOr<PrefetchLoader*> EvalLoader(EvalSplit split,
+                                             const std::vector<NodeId>& nodes,
+                                             const NeighborSampler& sampler) {
+    EvalLoaderSlot& slot = eval_loaders_[split == EvalSplit::kValid ? 0 : 1];
+    const int threads = std::max(1, sampler_threads_);
+    if (slot.loader == nullptr || slot.sampler != &sampler ||
+        slot.loader->workers() != threads) {
+      const TrainOptions& o = *c_.options;
+      LoaderOptions loading;
+      loading.batch_size = o.eval_batch_size;
+      loading.shuffle = false;
+      loading.sample_seed = MixSeed(o.seed, kEvalSampleStream);
+      loading.workers = threads;
+      loading.prefetch = threads;
+      slot.loader.reset();
+      ASSIGN_OR_RETURN(slot.loader,
+                       PrefetchLoader::Create(&sampler, nodes, loading));
+      slot.sampler = &sampler;
+    }
+    return slot.loader.get();
+  }
+
+  struct EvalLoaderSlot {
+    const NeighborSampler* sampler = nullptr;
+    std::unique_ptr<PrefetchLoader> loader;
+  };
+
   TaskContext c_;
   int64_t num_classes_ = 0;
-  MiniBatch eval_batches_[2];  // Evaluate's, kept for their buffers.
+  EvalLoaderSlot eval_loaders_[2];  // Validation, test.
 };
 
 }  // namespace

@@ -103,12 +103,18 @@ class Task {
   // adds its figures to *f.
   virtual torch::Tensor Loss(GnnModel& model, MiniBatch& batch,
                              StepFigures* f) = 0;
+  // The background sampling threads evaluation may use: the training
+  // loader's current count (trainer/internal/pipeline_tuner.h).
+  void set_sampler_threads(int threads) { sampler_threads_ = threads; }
   // A split's figures with a sampling evaluation (summed over ranks).
   virtual absl::StatusOr<TaskEvaluation> Evaluate(
       GnnModel& model, EvalSplit split, const NeighborSampler& sampler,
       const std::function<void(int64_t, int64_t)>& progress) = 0;
   // The test figures over full neighborhoods (layer-wise inference).
   virtual absl::StatusOr<TaskEvaluation> EvaluateExact(GnnModel& model) = 0;
+
+ protected:
+  int sampler_threads_ = 1;
 };
 
 // Layer-wise inference over full neighborhoods for an exact test (both
