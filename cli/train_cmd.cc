@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "CLI/CLI.hpp"
@@ -35,6 +36,7 @@
 #include "common/sampling.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
+#include "graphstore/client.h"
 #include "nlohmann/json.hpp"
 #include "partition/partition_book.h"
 #include "sampler/cached_graph_source.h"
@@ -163,6 +165,67 @@ absl::StatusOr<TrainOptions> TrainOptionsFor(const TrainFlags& flags,
   if (flags.training.sampler_threads == 0)
     options.max_sampler_threads = ComputeThreadsShare(local);
   return options;
+}
+
+// The storage servers' minor page faults and CPU seconds so far, summed over
+// `servers` (every address the run was given); nullopt if one does not
+// answer (its calls give up after 2 s: a dead server delays an epoch line no
+// longer).
+struct ServersUsage {
+  int64_t minor_faults = 0;
+  double cpu_seconds = 0;
+};
+std::optional<ServersUsage> UsageOf(
+    const std::vector<std::unique_ptr<GraphStoreClient>>& servers) {
+  ServersUsage sum;
+  for (const auto& server : servers) {
+    absl::StatusOr<ServerStats> stats = server->Stats();
+    if (!stats.ok()) return std::nullopt;
+    sum.minor_faults += stats->minor_faults;
+    sum.cpu_seconds += stats->cpu_seconds;
+  }
+  return sum;
+}
+
+// `report` with each epoch's server_minor_faults and server_cpu_seconds: the
+// servers' since the previous epoch ended (the first: since training
+// started), also kept in *record by epoch (unset where a server did not
+// answer, or was restarted in between).
+absl::StatusOr<std::function<void(const EpochStats&)>> WithServerUsage(
+    const ClusterFlags& cluster, const std::vector<std::string>& addresses,
+    std::function<void(const EpochStats&)> report,
+    std::shared_ptr<std::vector<std::optional<ServersUsage>>> record) {
+  GraphStoreClientOptions options;
+  RETURN_IF_ERROR(ApplySecurityFlags(cluster.security, &options));
+  options.call_timeout = absl::Seconds(2);
+  options.overall_timeout = absl::Seconds(2);
+  auto servers =
+      std::make_shared<std::vector<std::unique_ptr<GraphStoreClient>>>();
+  for (const std::string& address : addresses) {
+    ASSIGN_OR_RETURN(std::unique_ptr<GraphStoreClient> client,
+                     GraphStoreClient::Connect(address, options));
+    servers->push_back(std::move(client));
+  }
+  auto last = std::make_shared<std::optional<ServersUsage>>(UsageOf(*servers));
+  return [servers, report = std::move(report), record,
+          last](const EpochStats& s) {
+    EpochStats with = s;
+    const std::optional<ServersUsage> now = UsageOf(*servers);
+    std::optional<ServersUsage> used;
+    if (now && *last && now->minor_faults >= (*last)->minor_faults &&
+        now->cpu_seconds >= (*last)->cpu_seconds) {
+      used = ServersUsage{now->minor_faults - (*last)->minor_faults,
+                          now->cpu_seconds - (*last)->cpu_seconds};
+      with.server_minor_faults = used->minor_faults;
+      with.server_cpu_seconds = used->cpu_seconds;
+    }
+    *last = now;
+    if (s.epoch >= 1) {
+      record->resize(std::max(record->size(), static_cast<size_t>(s.epoch)));
+      (*record)[static_cast<size_t>(s.epoch - 1)] = used;
+    }
+    report(with);
+  };
 }
 
 // <out>/report.html; a report that cannot be written is a warning, not a
@@ -594,6 +657,9 @@ absl::Status RunTrain(const TrainFlags& flags) {
   const bool leader = dist.rank == 0;
   ASSIGN_OR_RETURN(std::unique_ptr<std::ofstream> metrics,
                    OpenMetrics(flags.out_dir, leader));
+  // The leader's record of the servers' faults and CPU time in each epoch.
+  auto server_usage =
+      std::make_shared<std::vector<std::optional<ServersUsage>>>();
   if (leader) {
     std::printf(
         "shardgnn train: %d trainer(s), %zu servers, partition %s, %zu train / "
@@ -606,7 +672,11 @@ absl::Status RunTrain(const TrainFlags& flags) {
         link ? "edges" : "nodes",
         static_cast<long long>(options.steps_per_epoch));
     PrintSettings(options, features, options.steps_per_epoch);
-    options.on_epoch = EpochReporter(options.epochs, metrics.get());
+    ASSIGN_OR_RETURN(
+        options.on_epoch,
+        WithServerUsage(flags.cluster, addresses,
+                        EpochReporter(options.epochs, metrics.get()),
+                        server_usage));
     ReportSteps(flags.training.progress_seconds, &options);
   }
 
@@ -637,6 +707,13 @@ absl::Status RunTrain(const TrainFlags& flags) {
     if (leader) PrintEmbeddings(*embeddings, "on the storage servers");
   }
   ASSIGN_OR_RETURN(TrainResult result, Train(*source, splits, options, &sync));
+  for (EpochStats& e : result.epochs) {
+    const auto at = static_cast<size_t>(e.epoch - 1);
+    if (e.epoch >= 1 && at < server_usage->size() && (*server_usage)[at]) {
+      e.server_minor_faults = (*server_usage)[at]->minor_faults;
+      e.server_cpu_seconds = (*server_usage)[at]->cpu_seconds;
+    }
+  }
   if (leader) {
     PrintResult(result, options.exact_test);
     if (!flags.out_dir.empty()) {

@@ -39,6 +39,10 @@ nlohmann::ordered_json EpochJson(const EpochStats& s) {
   j["sampled_edges"] = s.sampled_edges;
   j["minor_faults"] = s.minor_faults;
   j["eval_minor_faults"] = s.eval_minor_faults;
+  if (s.server_minor_faults >= 0)
+    j["server_minor_faults"] = s.server_minor_faults;
+  if (s.server_cpu_seconds >= 0) j["server_cpu_seconds"] = s.server_cpu_seconds;
+  j["cpu_seconds"] = s.cpu_seconds;
   j["sampler_threads"] = s.sampler_threads;
   if (!s.sampler_threads_change.empty())
     j["sampler_threads_change"] = s.sampler_threads_change;
@@ -78,6 +82,7 @@ nlohmann::ordered_json PerformanceJson(const TrainResult& result,
     mean.sync_seconds += all[i].sync_seconds / n;
     mean.sample_seconds += all[i].sample_seconds / n;
     mean.eval_seconds += all[i].eval_seconds / n;
+    mean.cpu_seconds += all[i].cpu_seconds / n;
   }
   double step_seconds = mean.epoch_seconds - mean.eval_seconds;
   nlohmann::ordered_json process;
@@ -119,6 +124,29 @@ nlohmann::ordered_json PerformanceJson(const TrainResult& result,
       steps > 0 ? static_cast<double>(faults) / static_cast<double>(steps)
                 : 0.0;
   time["eval_minor_faults"] = static_cast<double>(eval_faults) / n;
+  // This process's CPU time per epoch (validation included).
+  time["cpu_seconds"] = mean.cpu_seconds;
+  // The storage servers' (all of them) per step of an epoch, its
+  // validation included; only when the leader measured every epoch counted.
+  {
+    int64_t server_faults = 0, server_steps = 0;
+    double server_cpu = 0;
+    bool measured = all.size() > first;
+    for (size_t i = first; i < all.size(); ++i) {
+      if (all[i].server_minor_faults < 0 || all[i].server_cpu_seconds < 0)
+        measured = false;
+      server_faults += all[i].server_minor_faults;
+      server_cpu += all[i].server_cpu_seconds;
+      server_steps += all[i].steps;
+    }
+    if (measured && server_steps > 0) {
+      time["server_minor_faults_per_step"] =
+          static_cast<double>(server_faults) /
+          static_cast<double>(server_steps);
+      // Per epoch (validation included): the cores the servers took.
+      time["server_cpu_seconds"] = server_cpu / n;
+    }
+  }
   time["train_seeds_per_epoch"] = train_seeds;
   time["seeds_per_second"] =
       step_seconds > 0 ? static_cast<double>(train_seeds) / step_seconds : 0.0;

@@ -1,5 +1,5 @@
-// The peak resident set and the minor page faults of this process, for
-// summaries and reports.
+// The peak resident set, the minor page faults and the CPU time of this
+// process, for summaries and reports.
 #ifndef SHARDGNN_COMMON_PEAK_RSS_H_
 #define SHARDGNN_COMMON_PEAK_RSS_H_
 
@@ -23,6 +23,18 @@ inline int64_t MinorFaults() {
   struct rusage usage {};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return -1;
   return static_cast<int64_t>(usage.ru_minflt);
+}
+
+// CPU time this process used so far, user + system, every thread (getrusage);
+// -1 if unknown.
+inline double CpuSeconds() {
+  struct rusage usage {};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return -1;
+  auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) +
+           1e-6 * static_cast<double>(t.tv_usec);
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 }  // namespace shardgnn

@@ -1,6 +1,7 @@
 #include "graphstore/client.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <random>
@@ -611,6 +612,17 @@ absl::StatusOr<ServerStats> GraphStoreClient::Stats() {
                                  auto* r) { return s->Stats(c, q, r); }));
   ServerStats out;
   out.uptime_seconds = resp.uptime_seconds();
+  if (resp.minor_faults() < 0) {
+    return absl::DataLossError(
+        absl::StrCat(address(), ": Stats answered negative minor_faults ",
+                     resp.minor_faults()));
+  }
+  out.minor_faults = resp.minor_faults();
+  if (!std::isfinite(resp.cpu_seconds()) || resp.cpu_seconds() < 0) {
+    return absl::DataLossError(absl::StrCat(
+        address(), ": Stats answered cpu_seconds ", resp.cpu_seconds()));
+  }
+  out.cpu_seconds = resp.cpu_seconds();
   for (const auto& m : resp.methods()) {
     out.methods.push_back({m.method(), m.calls(), m.errors(),
                            m.latency_sum_us(), m.latency_p50_us(),

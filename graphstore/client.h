@@ -120,6 +120,8 @@ struct ServerMethodStats {
 struct ServerStats {
   std::vector<ServerMethodStats> methods;
   double uptime_seconds = 0;
+  int64_t minor_faults = 0;  // The server process's, so far.
+  double cpu_seconds = 0;    // Its CPU time so far (user + system).
 };
 
 class GraphStoreClient {

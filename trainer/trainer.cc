@@ -439,6 +439,7 @@ class Run {
                                   options_.max_sampler_threads);
     loader_->set_workers(tuner.threads());
     for (int epoch = state.epoch + 1; epoch <= options_.epochs; ++epoch) {
+      const double cpu_start = CpuSeconds();
       ASSIGN_OR_RETURN(EpochStats stats, TrainEpoch(epoch, &optimizer, params));
       if (options_.prefetch > 0) {
         stats.sampler_threads = loader_->workers();
@@ -473,6 +474,7 @@ class Run {
       }
       stats.eval_seconds = SecondsSince(eval_start);
       stats.eval_minor_faults = MinorFaults() - eval_faults;
+      stats.cpu_seconds = CpuSeconds() - cpu_start;
       stats.epoch_seconds += stats.eval_seconds;
       // The best epoch: the highest validation score (accuracy, or AUC),
       // ties (frequent: a few hundred validation nodes give a coarse, noisy

@@ -156,6 +156,9 @@ struct EpochStats {
   // reuse its buffers (issue 17).
   int64_t minor_faults = 0;
   int64_t eval_minor_faults = 0;
+  // This process's CPU time (user + system, every thread) over the epoch's
+  // steps and validation: against epoch_seconds, the cores it kept busy.
+  double cpu_seconds = 0.0;
   // Learnable embeddings (TrainOptions::embeddings), over the epoch's
   // training steps: rows pulled and pushed, seconds in pulls (waits for the
   // owners' step clocks included) and waiting for earlier pushes.
@@ -171,6 +174,12 @@ struct EpochStats {
   // epoch runs another number (empty: it does not).
   int sampler_threads = 0;
   std::string sampler_threads_change;
+  // Minor page faults of the storage servers (all of them, whichever
+  // trainers they served) from the previous epoch's end to this one's; -1:
+  // not measured (in process, or not the leader). Set by the CLI's leader.
+  int64_t server_minor_faults = -1;
+  // Their CPU time (user + system) over the same span; -1: not measured.
+  double server_cpu_seconds = -1;
 };
 
 struct TrainOptions {

@@ -99,8 +99,19 @@ TEST_F(RunTest, TrainsCoraEndToEndAndLeavesNoChildren) {
     ASSERT_TRUE(j.is_object()) << "bad metrics line: " << line;
     EXPECT_EQ(j["epoch"], ++epoch);
     EXPECT_GT(j["loss"].get<double>(), 0);
+    // The storage servers' fresh pages in the epoch, asked of them (issue
+    // 17); the first epoch's include their buffers' first use.
+    ASSERT_TRUE(j.contains("server_minor_faults")) << line;
+    EXPECT_GE(j["server_minor_faults"].get<int64_t>(), 0) << line;
+    if (epoch == 1) EXPECT_GT(j["server_minor_faults"].get<int64_t>(), 0);
+    EXPECT_GT(j["cpu_seconds"].get<double>(), 0) << line;
+    ASSERT_TRUE(j.contains("server_cpu_seconds")) << line;
+    EXPECT_GT(j["server_cpu_seconds"].get<double>(), 0) << line;
   }
   EXPECT_EQ(epoch, 10);
+  EXPECT_GE(summary["epoch_time"]["server_minor_faults_per_step"].get<double>(),
+            0.0);
+  EXPECT_GT(summary["epoch_time"]["server_cpu_seconds"].get<double>(), 0.0);
 
   ExpectNoneLeft(children);
 }

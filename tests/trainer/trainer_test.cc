@@ -327,6 +327,7 @@ TEST_F(TrainerTest, SamplerThreadsGrowWhileStepsWaitAndLeaveResultsAlone) {
             std::string::npos)
       << tuned.epochs[1].sampler_threads_change;
   EXPECT_GT(tuned.epochs[2].sampler_threads, 1);
+  EXPECT_GT(tuned.epochs[0].cpu_seconds, 0.0);
   EXPECT_LE(tuned.sampler_threads, 4);
   EXPECT_EQ(fixed.sampler_threads, 1);
   for (const EpochStats& e : fixed.epochs) {
