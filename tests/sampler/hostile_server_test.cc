@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -77,6 +78,7 @@ class HostileService final : public proto::GraphStore::Service {
                      proto::GetDegreesResponse*)>
       degrees;
   std::function<void(proto::GetSplitResponse*)> split;
+  std::function<void(proto::StatsResponse*)> stats;
 
   grpc::Status Info(grpc::ServerContext*, const proto::InfoRequest*,
                     proto::InfoResponse* resp) override {
@@ -114,6 +116,11 @@ class HostileService final : public proto::GraphStore::Service {
   grpc::Status GetSplit(grpc::ServerContext*, const proto::GetSplitRequest*,
                         proto::GetSplitResponse* resp) override {
     if (split) split(resp);
+    return grpc::Status::OK;
+  }
+  grpc::Status Stats(grpc::ServerContext*, const proto::StatsRequest*,
+                     proto::StatsResponse* resp) override {
+    if (stats) stats(resp);
     return grpc::Status::OK;
   }
 };
@@ -167,6 +174,32 @@ class HostileServerTest : public ::testing::Test {
   HostileServer server_;
   HostileService& service_ = server_.service;
 };
+
+// A run's leader records the servers' Stats every epoch (issue 17): figures
+// no process can have are refused, naming the server.
+TEST_F(HostileServerTest, StatsWithImpossibleUsageAreDataLoss) {
+  GraphStoreClientOptions options;
+  options.max_attempts = 1;
+  ASSERT_OK_AND_ASSIGN(auto client,
+                       GraphStoreClient::Connect(server_.address(), options));
+  service_.stats = [](proto::StatsResponse* resp) {
+    resp->set_minor_faults(12);
+    resp->set_cpu_seconds(0.5);
+  };
+  ASSERT_OK_AND_ASSIGN(ServerStats fine, client->Stats());
+  EXPECT_EQ(fine.minor_faults, 12);
+  EXPECT_EQ(fine.cpu_seconds, 0.5);
+  service_.stats = [](proto::StatsResponse* resp) {
+    resp->set_minor_faults(-5);
+  };
+  ExpectDataLoss(client->Stats().status(), "minor_faults -5");
+  for (double bad : {-1.0, std::nan(""), HUGE_VAL}) {
+    service_.stats = [bad](proto::StatsResponse* resp) {
+      resp->set_cpu_seconds(bad);
+    };
+    ExpectDataLoss(client->Stats().status(), "cpu_seconds");
+  }
+}
 
 // The ASan finding of issue 12: counts that add up to the neighbor array's
 // length but include a negative one made the merge copy out of bounds.
