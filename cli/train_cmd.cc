@@ -29,6 +29,8 @@
 #include "cli/commands.h"
 #include "cli/run_report.h"
 #include "cli/security_flags.h"
+#include "cli/server_usage.h"
+#include "cli/train_embeddings.h"
 #include "cli/train_output.h"
 #include "cli/training_flags.h"
 #include "common/file_util.h"
@@ -167,67 +169,6 @@ absl::StatusOr<TrainOptions> TrainOptionsFor(const TrainFlags& flags,
   return options;
 }
 
-// The storage servers' minor page faults and CPU seconds so far, summed over
-// `servers` (every address the run was given); nullopt if one does not
-// answer (its calls give up after 2 s: a dead server delays an epoch line no
-// longer).
-struct ServersUsage {
-  int64_t minor_faults = 0;
-  double cpu_seconds = 0;
-};
-std::optional<ServersUsage> UsageOf(
-    const std::vector<std::unique_ptr<GraphStoreClient>>& servers) {
-  ServersUsage sum;
-  for (const auto& server : servers) {
-    absl::StatusOr<ServerStats> stats = server->Stats();
-    if (!stats.ok()) return std::nullopt;
-    sum.minor_faults += stats->minor_faults;
-    sum.cpu_seconds += stats->cpu_seconds;
-  }
-  return sum;
-}
-
-// `report` with each epoch's server_minor_faults and server_cpu_seconds: the
-// servers' since the previous epoch ended (the first: since training
-// started), also kept in *record by epoch (unset where a server did not
-// answer, or was restarted in between).
-absl::StatusOr<std::function<void(const EpochStats&)>> WithServerUsage(
-    const ClusterFlags& cluster, const std::vector<std::string>& addresses,
-    std::function<void(const EpochStats&)> report,
-    std::shared_ptr<std::vector<std::optional<ServersUsage>>> record) {
-  GraphStoreClientOptions options;
-  RETURN_IF_ERROR(ApplySecurityFlags(cluster.security, &options));
-  options.call_timeout = absl::Seconds(2);
-  options.overall_timeout = absl::Seconds(2);
-  auto servers =
-      std::make_shared<std::vector<std::unique_ptr<GraphStoreClient>>>();
-  for (const std::string& address : addresses) {
-    ASSIGN_OR_RETURN(std::unique_ptr<GraphStoreClient> client,
-                     GraphStoreClient::Connect(address, options));
-    servers->push_back(std::move(client));
-  }
-  auto last = std::make_shared<std::optional<ServersUsage>>(UsageOf(*servers));
-  return [servers, report = std::move(report), record,
-          last](const EpochStats& s) {
-    EpochStats with = s;
-    const std::optional<ServersUsage> now = UsageOf(*servers);
-    std::optional<ServersUsage> used;
-    if (now && *last && now->minor_faults >= (*last)->minor_faults &&
-        now->cpu_seconds >= (*last)->cpu_seconds) {
-      used = ServersUsage{now->minor_faults - (*last)->minor_faults,
-                          now->cpu_seconds - (*last)->cpu_seconds};
-      with.server_minor_faults = used->minor_faults;
-      with.server_cpu_seconds = used->cpu_seconds;
-    }
-    *last = now;
-    if (s.epoch >= 1) {
-      record->resize(std::max(record->size(), static_cast<size_t>(s.epoch)));
-      (*record)[static_cast<size_t>(s.epoch - 1)] = used;
-    }
-    report(with);
-  };
-}
-
 // <out>/report.html; a report that cannot be written is a warning, not a
 // failed run.
 void WriteReport(const std::string& out_dir) {
@@ -265,148 +206,6 @@ absl::Status WriteModelConfig(const TrainFlags& flags,
   }
   return WriteFileAtomic(JoinPath(flags.out_dir, kModelConfigFile),
                          ModelConfigToJson(config));
-}
-
-// The run's first lines say what the learned embeddings are.
-void PrintEmbeddings(const LearnableRows& rows, const char* where) {
-  const EmbeddingTableConfig& c = rows.config();
-  std::printf(
-      "shardgnn train: learned embeddings: %lld wide, held %s, %s updates, "
-      "%s lr %g, initial N(0, %g)\n",
-      static_cast<long long>(c.dim), where,
-      EmbeddingSyncName(rows.staleness()).c_str(),
-      EmbeddingOptimizerName(c.optimizer), c.lr, c.init_std * c.init_std);
-  std::fflush(stdout);
-}
-
-// After the run, on the leader: the learned table written to
-// <out>/learned_embeddings.npy (original node order with `orig_ids`, see
-// WriteLearnedEmbeddings) and the figures for summary.json["embeddings"],
-// with each server's (`remote`, if any).
-absl::StatusOr<nlohmann::ordered_json> FinishEmbeddings(
-    LearnableRows& rows, const TrainResult& result, int64_t num_nodes,
-    const std::vector<NodeId>& orig_ids, const std::string& out_dir,
-    const RemoteGraphSource* remote) {
-  const int64_t steps =
-      result.steps_per_epoch * static_cast<int64_t>(result.epochs.size());
-  const std::string path = JoinPath(out_dir, "learned_embeddings.npy");
-  const auto t0 = std::chrono::steady_clock::now();
-  RETURN_IF_ERROR(
-      WriteLearnedEmbeddings(rows, num_nodes, steps, orig_ids, path));
-  const double write_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-          .count();
-  std::printf(
-      "shardgnn train: learned embeddings [%lld, %lld] written to %s "
-      "(%.1f s)\n",
-      static_cast<long long>(num_nodes), static_cast<long long>(rows.dim()),
-      path.c_str(), write_seconds);
-  const EmbeddingTableConfig& c = rows.config();
-  double train_seconds = 0, pull_seconds = 0, push_wait = 0;
-  int64_t pulled = 0, pushed = 0;
-  for (const EpochStats& e : result.epochs) {
-    train_seconds += e.epoch_seconds;
-    pull_seconds += e.embedding_pull_seconds;
-    push_wait += e.embedding_push_wait_seconds;
-    pulled += e.embedding_rows_pulled;
-    pushed += e.embedding_rows_pushed;
-  }
-  auto per_second = [&](int64_t n) {
-    return train_seconds > 0 ? static_cast<double>(n) / train_seconds : 0.0;
-  };
-  nlohmann::ordered_json j;
-  j["dim"] = c.dim;
-  j["ignore_features"] = false;  // Set by the caller.
-  j["sync"] = EmbeddingSyncName(rows.staleness());
-  j["optimizer"] = EmbeddingOptimizerName(c.optimizer);
-  j["lr"] = c.lr;
-  j["init_std"] = c.init_std;
-  j["file"] = "learned_embeddings.npy";
-  j["node_order"] =
-      orig_ids.empty() && remote != nullptr ? "partition" : "original";
-  // This trainer's training steps (not evaluation).
-  j["rows_pulled"] = pulled;
-  j["rows_pushed"] = pushed;
-  j["rows_pulled_per_second"] = per_second(pulled);
-  j["rows_pushed_per_second"] = per_second(pushed);
-  j["pull_seconds"] = pull_seconds;
-  j["push_wait_seconds"] = push_wait;
-  // The last snapshot taken with the checkpoints (all holders).
-  j["snapshot"] = {{"rows", result.embedding_snapshot_rows},
-                   {"bytes", result.embedding_snapshot_bytes}};
-  if (remote != nullptr) {
-    const int parts = remote->book().num_parts();
-    std::vector<nlohmann::ordered_json> servers(static_cast<size_t>(parts));
-    RETURN_IF_ERROR(remote->ForEachOwner(
-        {}, /*all_parts=*/true,
-        [&](int part, GraphStoreClient& server, absl::Span<const NodeId>,
-            absl::Span<const size_t>) -> absl::Status {
-          ASSIGN_OR_RETURN(auto tables, server.EmbeddingStats());
-          for (const auto& t : tables) {
-            if (t.name != c.name) continue;
-            const EmbeddingTableStats& st = t.stats;
-            servers[static_cast<size_t>(part)] = {
-                {"part", part},
-                {"address", server.address()},
-                {"rows_touched", st.rows_touched},
-                {"rows_pulled", st.rows_pulled},
-                {"rows_pushed", st.rows_pushed},
-                {"pulls", st.pulls},
-                {"pushes", st.pushes},
-                {"applied_steps", t.applied_steps},
-                {"pull_wait_seconds", st.pull_wait_seconds},
-                {"mean_staleness", st.pulls > 0
-                                       ? static_cast<double>(st.staleness_sum) /
-                                             static_cast<double>(st.pulls)
-                                       : 0.0}};
-          }
-          return absl::OkStatus();
-        }));
-    j["servers"] = servers;
-  }
-  return j;
-}
-
-// A run ID every trainer shares (rank 0 draws it; the others learn it through
-// an allreduce), so that a server holding a table of an earlier run replaces
-// it rather than continue from its rows. A resumed run takes it back from
-// the run directory's embedding_run.json (WriteEmbeddingRunFile): the
-// servers' snapshots are filed under it.
-absl::StatusOr<std::string> AgreeOnRunId(GradientSync* sync, bool leader,
-                                         const std::string& out_dir,
-                                         bool resume) {
-  constexpr uint32_t kHalf = (1u << 26) - 1;
-  double id[2] = {0.0, 0.0};
-  if (leader) {
-    bool known = false;
-    if (resume && !out_dir.empty()) {
-      auto run = ReadEmbeddingRunFile(out_dir);
-      if (run.ok()) {
-        std::vector<std::string> halves = absl::StrSplit(run->run_id, '-');
-        uint32_t a = 0, b = 0;
-        if (halves.size() != 2 || !absl::SimpleAtoi(halves[0], &a) ||
-            !absl::SimpleAtoi(halves[1], &b) || a > kHalf || b > kHalf) {
-          return absl::DataLossError(
-              absl::StrCat(JoinPath(out_dir, kEmbeddingRunFile), ": run_id \"",
-                           run->run_id, "\" is not two numbers joined by '-'"));
-        }
-        id[0] = a;
-        id[1] = b;
-        known = true;
-      } else if (!absl::IsNotFound(run.status())) {
-        return run.status();
-      }
-    }
-    if (!known) {
-      std::random_device random;
-      // Two 26-bit halves: exact in a double, summed with zeros.
-      id[0] = static_cast<double>(random() & kHalf);
-      id[1] = static_cast<double>(random() & kHalf);
-    }
-  }
-  RETURN_IF_ERROR(sync->AllreduceSum(absl::MakeSpan(id, 2)));
-  return absl::StrCat(static_cast<uint64_t>(id[0]), "-",
-                      static_cast<uint64_t>(id[1]));
 }
 
 // --dataset: one process, the whole graph in memory, no RPC and no process

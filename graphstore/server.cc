@@ -889,9 +889,10 @@ void TuneAllocatorForServing() {
   // ... and with it the dynamic trim threshold, which then stays at 128 KiB:
   // glibc would give back the top of a heap after nearly every big answer and
   // fault it in again for the next (about 1,200 minor faults per training
-  // step on the 200k reference graph). The MemoryTrimmer gives memory back
-  // once calls stop or resident memory grows.
-  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  // step on the 200k reference graph). 8 MiB keeps a few answers' worth; 64
+  // MiB kept too much after a flood (LoadBenchSmokeAllAttacks). The
+  // MemoryTrimmer gives memory back once calls stop or resident memory grows.
+  mallopt(M_TRIM_THRESHOLD, 8 << 20);
 }
 
 void GraphStoreServer::Shutdown(absl::Time deadline) {

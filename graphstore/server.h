@@ -160,9 +160,10 @@ struct GraphStoreServerOptions {
 // feature batches) are mapped and unmapped on their own, instead of glibc
 // raising its mmap threshold to the largest block freed and keeping them in
 // its heaps: a burst of big answers (a flood) then leaves no lasting RSS.
-// Smaller blocks stay in the heaps between calls (trim threshold 64 MiB), so
-// that steady serving reuses its memory instead of faulting it in afresh;
-// the server's MemoryTrimmer returns it when calls stop or RSS grows.
+// Smaller blocks stay in the heaps between calls (trim threshold 8 MiB), so
+// that steady serving reuses its memory instead of faulting it in afresh,
+// while a heap keeps at most 8 MiB free at its top after a flood; the
+// server's MemoryTrimmer returns the rest when calls stop or RSS grows.
 void TuneAllocatorForServing();
 
 // Calls and errors over the server's lifetime (for the shutdown summary).
