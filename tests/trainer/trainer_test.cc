@@ -278,39 +278,10 @@ TEST_F(TrainerTest, SameSeedGivesTheSameRun) {
   EXPECT_NE(a.epochs[0].loss, c.epochs[0].loss);
 }
 
-// A source whose neighbor sampling takes a network round trip (25 ms a call),
-// as a storage server on another host would: one sampling thread cannot keep
-// up with the small model's steps.
-class SlowSource : public GraphSource {
- public:
-  explicit SlowSource(const GraphSource* inner) : inner_(inner) {}
-  int64_t num_nodes() const override { return inner_->num_nodes(); }
-  int64_t feature_dim() const override { return inner_->feature_dim(); }
-  absl::Status SampleNeighbors(absl::Span<const NodeId> nodes, int fanout,
-                               bool replace, uint64_t seed,
-                               SampledNeighbors* out) const override {
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    return inner_->SampleNeighbors(nodes, fanout, replace, seed, out);
-  }
-  absl::Status FetchFeatures(absl::Span<const NodeId> nodes,
-                             float* out) const override {
-    return inner_->FetchFeatures(nodes, out);
-  }
-  absl::Status FetchLabels(absl::Span<const NodeId> nodes,
-                           int64_t* out) const override {
-    return inner_->FetchLabels(nodes, out);
-  }
-  absl::Status FetchDegrees(absl::Span<const NodeId> nodes,
-                            int64_t* out) const override {
-    return inner_->FetchDegrees(nodes, out);
-  }
-
- private:
-  const GraphSource* inner_;
-};
-
 TEST_F(TrainerTest, SamplerThreadsGrowWhileStepsWaitAndLeaveResultsAlone) {
-  SlowSource slow(source_.get());
+  // One sampling thread cannot keep up with the small model's steps when
+  // every call takes a round trip to a far server.
+  testing::SlowSource slow(source_.get(), std::chrono::milliseconds(25));
   TrainOptions options = SbmOptions(ModelKind::kSage);
   options.epochs = 4;
   options.sampler_threads = 1;
