@@ -224,9 +224,14 @@ absl::Status RunPipeline(const RunFlags& flags) {
       options.name = flags.replicas == 1 ? absl::StrCat("storage server ", p)
                                          : absl::StrCat("storage server ", p,
                                                         " replica ", replica);
-      options.argv = {self,          "serve",      "--partition",
-                      partition_dir, "--part",     std::to_string(p),
-                      "--listen",    "127.0.0.1:0"};
+      // A port below the ephemeral range, not port 0: if the server dies,
+      // no outgoing connection can take its port before it is restarted on
+      // the same address (RestartServer).
+      ASSIGN_OR_RETURN(int port, PickFreeLoopbackPort());
+      options.argv = {self,          "serve",
+                      "--partition", partition_dir,
+                      "--part",      std::to_string(p),
+                      "--listen",    absl::StrCat("127.0.0.1:", port)};
       if (!flags.disk) options.argv.push_back("--memory");
       if (flags.training.learn_embeddings > 0) {
         options.argv.push_back("--embedding-dir");

@@ -5,31 +5,63 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 
 namespace shardgnn {
+namespace {
 
-absl::StatusOr<int> PickFreeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) {
-    return absl::InternalError(
-        absl::StrCat("socket() failed: ", std::strerror(errno)));
-  }
+// Binds 127.0.0.1:port (0: the kernel chooses) and returns the port bound, or
+// -1 if it is taken.
+int BindAndRelease(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
   socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    return absl::InternalError("could not find a free port on 127.0.0.1");
+  int bound = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    bound = ntohs(addr.sin_port);
   }
   close(fd);
-  return ntohs(addr.sin_port);
+  return bound;
+}
+
+// The lowest port the kernel hands to outgoing connections (32768 unless the
+// machine is configured otherwise).
+int EphemeralRangeLow() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0, high = 0;
+  if (in >> low >> high && low > 0 && low <= 65535) return low;
+  return 32768;
+}
+
+}  // namespace
+
+absl::StatusOr<int> PickFreeLoopbackPort() {
+  const int end = EphemeralRangeLow();
+  const int begin = std::max(1024, end / 2);
+  if (end - begin >= 256) {
+    std::random_device device;
+    std::mt19937 rng(device() ^ static_cast<unsigned>(getpid()));
+    std::uniform_int_distribution<int> pick(begin, end - 1);
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      const int port = BindAndRelease(pick(rng));
+      if (port > 0) return port;
+    }
+  }
+  const int port = BindAndRelease(0);
+  if (port > 0) return port;
+  return absl::InternalError(absl::StrCat(
+      "could not find a free port on 127.0.0.1: ", std::strerror(errno)));
 }
 
 }  // namespace shardgnn

@@ -1,5 +1,6 @@
 // Free loopback ports, for services that cannot bind port 0 themselves (c10d's
-// TCPStore master is given its port up front by whoever starts the trainers).
+// TCPStore master is given its port up front by whoever starts the trainers)
+// and for servers that must come back on the address they had.
 #ifndef SHARDGNN_COMMON_PORTS_H_
 #define SHARDGNN_COMMON_PORTS_H_
 
@@ -7,9 +8,13 @@
 
 namespace shardgnn {
 
-// A TCP port that was free on 127.0.0.1 a moment ago (bound to port 0 and
-// released). Another process could take it in between; callers that can bind
-// port 0 directly should do that instead.
+// A TCP port that was free on 127.0.0.1 a moment ago (bound and released),
+// picked at random below the kernel's ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range): no outgoing connection of any
+// process is given such a port, so it stays free between the pick and the
+// bind, and while a server on it is down and restarted. Only another caller
+// picking the same way could take it. Falls back to a kernel-chosen port when
+// the range leaves no room below it.
 absl::StatusOr<int> PickFreeLoopbackPort();
 
 }  // namespace shardgnn

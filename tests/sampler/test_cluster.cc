@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/npy.h"
+#include "common/ports.h"
 #include "common/status.h"
 #include "datasets/generators.h"
 #include "graphstore/shard_store.h"
@@ -55,7 +56,12 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> ServePart(
                    ShardStore::Open(options));
   GraphStoreServerOptions server_options;
   server_options.num_threads = 2;
-  server_options.listen_address = listen_address;
+  if (listen_address.empty()) {
+    ASSIGN_OR_RETURN(int port, PickFreeLoopbackPort());
+    server_options.listen_address = absl::StrCat("127.0.0.1:", port);
+  } else {
+    server_options.listen_address = listen_address;
+  }
   server_options.embedding_snapshot_dir = embedding_dir;
   return GraphStoreServer::Start(
       std::shared_ptr<const ShardStore>(std::move(store)), server_options);
@@ -72,7 +78,7 @@ absl::StatusOr<std::unique_ptr<TestCluster>> TestCluster::Start(
   for (int p = 0; p < cluster->manifest_.num_parts; ++p) {
     ASSIGN_OR_RETURN(
         auto server,
-        ServePart(partition_dir, p, in_memory, "127.0.0.1:0",
+        ServePart(partition_dir, p, in_memory, "",
                   embedding_dir.empty()
                       ? ""
                       : JoinPath(embedding_dir, absl::StrCat("part-", p))));

@@ -40,7 +40,8 @@ absl::StatusOr<RelabelledGraph> RelabelForPartition(
     const Dataset& dataset, const std::string& partition_dir);
 
 // One GraphStoreServer per part of a partition directory, each over its own
-// ShardStore (memory or disk mode), bound to 127.0.0.1:0.
+// ShardStore (memory or disk mode), on a loopback port below the ephemeral
+// range (common/ports.h), so a restarted server gets its address back.
 class TestCluster {
  public:
   // With `embedding_dir`, server p keeps embedding snapshots in
@@ -69,10 +70,12 @@ class TestCluster {
 
 // A GraphStoreServer over part `part` of `partition_dir` (another server for
 // the same part, or one for a part of another partition), bound to
-// `listen_address` (a restarted replica binds its old one).
+// `listen_address` (a restarted replica binds its old one); by default a
+// loopback port below the ephemeral range, which no outgoing connection can
+// take while the server is down.
 absl::StatusOr<std::unique_ptr<GraphStoreServer>> ServePart(
     const std::string& partition_dir, int part, bool in_memory,
-    const std::string& listen_address = "127.0.0.1:0",
+    const std::string& listen_address = "",
     const std::string& embedding_dir = "");
 
 // Where a remote source reads feature rows from; the failover and hedging
