@@ -492,6 +492,20 @@ absl::StatusOr<SampledNeighbors> GraphStoreClient::SampleNeighbors(
   return out;
 }
 
+std::shared_ptr<internal::FeaturePortClient>
+GraphStoreClient::FeaturePortForCall() {
+  bool ask_info = false;
+  std::shared_ptr<internal::FeaturePortClient> port =
+      impl_->FeaturePortForCall(&ask_info);
+  if (ask_info) {
+    // Errors here change nothing: the call then goes over gRPC, which
+    // reports them if the server is really gone.
+    (void)Info();
+    port = impl_->feature_port();
+  }
+  return port;
+}
+
 absl::Status GraphStoreClient::GetFeatures(absl::Span<const NodeId> ids,
                                            int64_t feature_dim, float* out,
                                            absl::Span<const size_t> rows) {
@@ -500,15 +514,7 @@ absl::Status GraphStoreClient::GetFeatures(absl::Span<const NodeId> ids,
                                                    " destination rows for ",
                                                    ids.size(), " IDs"));
   }
-  bool ask_info = false;
-  std::shared_ptr<internal::FeaturePortClient> port =
-      impl_->FeaturePortForCall(&ask_info);
-  if (ask_info) {
-    // Errors here change nothing: this call then goes over gRPC, which
-    // reports them if the server is really gone.
-    (void)Info();
-    port = impl_->feature_port();
-  }
+  std::shared_ptr<internal::FeaturePortClient> port = FeaturePortForCall();
   if (port != nullptr) {
     bool transport_failed = false;
     absl::Status s = port->Fetch(
@@ -697,6 +703,27 @@ absl::Status GraphStoreClient::PullEmbeddings(const EmbeddingTableConfig& table,
     return absl::InvalidArgumentError(
         absl::StrCat("PullEmbeddings: ", rows.size(), " row positions for ",
                      ids.size(), " IDs"));
+  }
+  if (std::shared_ptr<internal::FeaturePortClient> port =
+          FeaturePortForCall()) {
+    internal::FeaturePortClient::PullSpec spec;
+    spec.table = table.name;
+    spec.run_id = table.run_id;
+    spec.dim = table.dim;
+    spec.step = step;
+    spec.staleness = staleness;
+    spec.max_wait = wait;
+    bool transport_failed = false;
+    absl::Status s = port->Pull(
+        spec, ids, out, rows.empty() ? nullptr : rows.data(),
+        absl::Now() + wait + impl_->options().call_timeout, &transport_failed);
+    if (s.ok()) return s;
+    if (!transport_failed) {
+      return impl_->CallError(s.code(), "PullEmbeddings", s.message());
+    }
+    // Unreachable port: gRPC, as for GetFeatures. One that does not serve
+    // pulls (an older server) still serves features.
+    if (!absl::IsUnimplemented(s)) impl_->DropFeaturePort(port.get());
   }
   proto::PullEmbeddingsRequest req;
   req.set_table(table.name);

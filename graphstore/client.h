@@ -10,9 +10,10 @@
 // ("127.0.0.1:4567: UNAVAILABLE: ..."), so a trainer talking to many servers
 // says which one failed.
 //
-// GetFeatures(ids, feature_dim, out, rows) goes over the server's feature
-// port (graphstore/internal/feature_port.h) once Info() has reported one and
-// options.use_feature_port is set; it has the same deadline. If the port
+// GetFeatures(ids, feature_dim, out, rows) and PullEmbeddings go over the
+// server's feature port (graphstore/internal/feature_port.h) once Info() has
+// reported one and options.use_feature_port is set; they have the same
+// deadline. If the port
 // cannot be reached (or its connection breaks), that call and the ones after
 // it use gRPC; after options.feature_port_retry a call asks Info() again and
 // goes back to the port it reports (a server restarted on a new port).
@@ -58,6 +59,9 @@
 #include "graphstore/shard_store.h"
 
 namespace shardgnn {
+namespace internal {
+class FeaturePortClient;
+}  // namespace internal
 
 struct GraphStoreClientOptions {
   absl::Duration call_timeout = absl::Seconds(5);  // Per attempt.
@@ -224,6 +228,9 @@ class GraphStoreClient {
 
  private:
   class Impl;
+  // The server's feature port if this call should use it (asking Info()
+  // again once options.feature_port_retry has passed), else null.
+  std::shared_ptr<internal::FeaturePortClient> FeaturePortForCall();
   GraphStoreClient(std::string address, std::unique_ptr<Impl> impl);
   std::string address_;
   std::unique_ptr<Impl> impl_;

@@ -62,7 +62,8 @@ enum Method {
   kPushEmbeddingGradients,
   kEmbeddingStats,
   kSnapshotEmbeddings,
-  kFeaturePort,  // GetFeatures over the feature port, not gRPC.
+  kFeaturePort,      // GetFeatures over the feature port, not gRPC.
+  kFeaturePortPull,  // PullEmbeddings over the feature port.
   kNumMethods
 };
 constexpr const char* kMethodNames[kNumMethods] = {"Info",
@@ -78,7 +79,8 @@ constexpr const char* kMethodNames[kNumMethods] = {"Info",
                                                    "PushEmbeddingGradients",
                                                    "EmbeddingStats",
                                                    "SnapshotEmbeddings",
-                                                   "FeaturePort"};
+                                                   "FeaturePort",
+                                                   "FeaturePortPull"};
 
 int64_t PayloadBytes(const google::protobuf::Message& m) {
   return static_cast<int64_t>(m.ByteSizeLong());
@@ -137,6 +139,8 @@ class GraphStoreServer::Service final
     serving_.store(true, std::memory_order_release);
   }
   internal::MethodStats* feature_port_stats() { return &stats_[kFeaturePort]; }
+  internal::MethodStats* pull_stats() { return &stats_[kFeaturePortPull]; }
+  internal::EmbeddingService* embeddings() { return &embeddings_; }
   internal::ConnectionStats* grpc_connection_stats() {
     return &grpc_connections_;
   }
@@ -150,10 +154,13 @@ class GraphStoreServer::Service final
   internal::ServerMetricsSources MetricsSources() const {
     internal::ServerMetricsSources sources;
     for (int m = 0; m < kNumMethods; ++m) {
-      if (m != kFeaturePort) sources.grpc_methods.push_back(&stats_[m]);
+      if (m != kFeaturePort && m != kFeaturePortPull) {
+        sources.grpc_methods.push_back(&stats_[m]);
+      }
     }
     sources.grpc_connections = &grpc_connections_;
     sources.feature_port_requests = &stats_[kFeaturePort];
+    sources.feature_port_pulls = &stats_[kFeaturePortPull];
     sources.feature_port_connections = &feature_port_connections_;
     return sources;
   }
@@ -865,7 +872,8 @@ absl::Status GraphStoreServer::Serve(std::shared_ptr<const ShardStore> store) {
       auto port = internal::FeaturePortServer::Start(
           host_, options_.feature_port, store, limits,
           service_->feature_port_stats(),
-          service_->feature_port_connection_stats(), options_.auth_token);
+          service_->feature_port_connection_stats(), options_.auth_token,
+          service_->embeddings(), service_->pull_stats());
       if (port.ok()) {
         feature_port_ = std::move(port).value();
         service_->SetFeaturePort(feature_port_->port());

@@ -2,7 +2,8 @@
 // second into one storage server's table from 1, 2 and 4 concurrent pushing
 // clients (each its own trainer of the table, its own gRPC channel), and the
 // same pushes applied to an EmbeddingTable in this process (no RPC); also
-// pulls per second. Prints one JSON object.
+// pulls per second, over the server's feature port and over gRPC, side by
+// side. Prints one JSON object.
 //
 //   embedding_bench --server HOST:PORT [--dim 64] [--batch 1024]
 //                   [--seconds 3] [--optimizer adam] [--table-dir DIR]
@@ -158,12 +159,18 @@ int Main(int argc, char** argv) {
     config.optimizer = *optimizer;
     config.num_trainers = clients;
     config.run_id = absl::StrCat("bench-", clients);
-    std::vector<std::unique_ptr<GraphStoreClient>> conns;
+    // conns pull over the feature port (if the server has one), grpc_conns
+    // over gRPC.
+    std::vector<std::unique_ptr<GraphStoreClient>> conns, grpc_conns;
     for (int c = 0; c < clients; ++c) {
-      auto conn = GraphStoreClient::Connect(f.server);
-      Check(conn.status(), "connecting");
-      Check((*conn)->Info().status(), "Info");
-      conns.push_back(std::move(conn).value());
+      for (bool port : {true, false}) {
+        GraphStoreClientOptions options;
+        options.use_feature_port = port;
+        auto conn = GraphStoreClient::Connect(f.server, options);
+        Check(conn.status(), "connecting");
+        Check((*conn)->Info().status(), "Info");
+        (port ? conns : grpc_conns).push_back(std::move(conn).value());
+      }
     }
     Check(conns[0]->CreateEmbeddingTable(config), "CreateEmbeddingTable");
     Rate push =
@@ -176,23 +183,35 @@ int Main(int argc, char** argv) {
         });
     push.rows_per_second = push.calls_per_second * static_cast<double>(f.batch);
     std::vector<float> rows(static_cast<size_t>(f.batch * f.dim));
-    Rate pull =
-        Measure(clients, f.seconds, [&](int c, int64_t, uint64_t* state) {
-          thread_local std::vector<float> buffer;
-          std::vector<NodeId> ids = Rows(state, start, end, f.batch);
-          buffer.resize(ids.size() * f.dim);
-          Check(conns[static_cast<size_t>(c)]->PullEmbeddings(
-                    config, ids, 0, -1, absl::ZeroDuration(), buffer.data()),
-                "PullEmbeddings");
-        });
-    pull.rows_per_second = pull.calls_per_second * static_cast<double>(f.batch);
-    server.push_back({{"clients", clients},
-                      {"pushes_per_second", push.calls_per_second},
-                      {"pushed_rows_per_second", push.rows_per_second},
-                      {"push_ms", push.mean_call_ms},
-                      {"pulls_per_second", pull.calls_per_second},
-                      {"pulled_rows_per_second", pull.rows_per_second},
-                      {"pull_ms", pull.mean_call_ms}});
+    auto measure_pulls =
+        [&](std::vector<std::unique_ptr<GraphStoreClient>>& over) {
+          Rate pull =
+              Measure(clients, f.seconds, [&](int c, int64_t, uint64_t* state) {
+                thread_local std::vector<float> buffer;
+                std::vector<NodeId> ids = Rows(state, start, end, f.batch);
+                buffer.resize(ids.size() * f.dim);
+                Check(over[static_cast<size_t>(c)]->PullEmbeddings(
+                          config, ids, 0, -1, absl::ZeroDuration(),
+                          buffer.data()),
+                      "PullEmbeddings");
+              });
+          pull.rows_per_second =
+              pull.calls_per_second * static_cast<double>(f.batch);
+          return pull;
+        };
+    const Rate pull = measure_pulls(conns);
+    const Rate grpc_pull = measure_pulls(grpc_conns);
+    server.push_back(
+        {{"clients", clients},
+         {"pushes_per_second", push.calls_per_second},
+         {"pushed_rows_per_second", push.rows_per_second},
+         {"push_ms", push.mean_call_ms},
+         {"pulls_per_second", pull.calls_per_second},
+         {"pulled_rows_per_second", pull.rows_per_second},
+         {"pull_ms", pull.mean_call_ms},
+         {"pulls_over", conns[0]->UsesFeaturePort() ? "feature port" : "gRPC"},
+         {"grpc_pulls_per_second", grpc_pull.calls_per_second},
+         {"grpc_pull_ms", grpc_pull.mean_call_ms}});
     std::fprintf(stderr, "embedding_bench: %d client(s): %.0f pushes/s\n",
                  clients, push.calls_per_second);
   }

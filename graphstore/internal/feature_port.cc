@@ -17,8 +17,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/notification.h"
 #include "common/auth.h"
 #include "common/status.h"
+#include "graphstore/internal/embedding_service.h"
 
 namespace shardgnn::internal {
 namespace {
@@ -158,7 +160,8 @@ absl::Status TransferV(int fd, iovec* iov, int count, bool send,
 absl::StatusOr<std::unique_ptr<FeaturePortServer>> FeaturePortServer::Start(
     const std::string& host, int port, std::shared_ptr<const ShardStore> store,
     FeaturePortLimits limits, MethodStats* stats,
-    ConnectionStats* connection_stats, std::string auth_token) {
+    ConnectionStats* connection_stats, std::string auth_token,
+    EmbeddingService* embeddings, MethodStats* pull_stats) {
   auto listener = Listener::Bind(host, port, "feature port");
   if (!listener.ok()) return listener.status();
   auto server = std::unique_ptr<FeaturePortServer>(new FeaturePortServer());
@@ -169,6 +172,8 @@ absl::StatusOr<std::unique_ptr<FeaturePortServer>> FeaturePortServer::Start(
   server->stats_ = stats;
   server->connection_stats_ = connection_stats;
   server->auth_token_ = std::move(auth_token);
+  server->embeddings_ = embeddings;
+  server->pull_stats_ = pull_stats;
   server->listener_->Start([s = server.get()](int fd, const std::string& peer) {
     return s->Admit(fd, peer);
   });
@@ -217,9 +222,29 @@ void FeaturePortServer::ReapLocked() {
   }
 }
 
-void FeaturePortServer::Serve(Connection* conn) {
+struct FeaturePortServer::Buffers {
   std::vector<NodeId> ids;
   std::vector<char> rows;
+  proto::PullEmbeddingsRequest pull;
+  proto::PullEmbeddingsResponse pulled;
+
+  // Keeps no large buffer while idle.
+  void Trim() {
+    if (ids.capacity() * sizeof(NodeId) > kKeptBufferBytes) {
+      std::vector<NodeId>().swap(ids);
+    }
+    if (rows.capacity() > kKeptBufferBytes) std::vector<char>().swap(rows);
+    if (pull.node_ids().capacity() > kKeptBufferBytes) {
+      std::string().swap(*pull.mutable_node_ids());
+    }
+    if (pulled.rows().capacity() > kKeptBufferBytes) {
+      std::string().swap(*pulled.mutable_rows());
+    }
+  }
+};
+
+void FeaturePortServer::Serve(Connection* conn) {
+  Buffers buffers;
   const bool admitted = auth_token_.empty() || Authenticate(conn->fd);
   while (admitted) {
     // Idle between requests: wait for the next one up to the idle timeout.
@@ -227,11 +252,8 @@ void FeaturePortServer::Serve(Connection* conn) {
     const int64_t ms = absl::ToInt64Milliseconds(limits_.idle_timeout);
     int r = poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, INT_MAX)));
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0 || !Answer(conn->fd, &ids, &rows)) break;
-    // Keep no large buffer while idle.
-    if (ids.capacity() * sizeof(NodeId) > kKeptBufferBytes) {
-      std::vector<NodeId>().swap(ids);
-    }
+    if (r <= 0 || !Answer(conn->fd, &buffers)) break;
+    buffers.Trim();
   }
   // The client sees end of file now; the fd is closed when reaped.
   shutdown(conn->fd, SHUT_RDWR);
@@ -242,12 +264,14 @@ void FeaturePortServer::Serve(Connection* conn) {
   conn->done = true;
 }
 
-bool FeaturePortServer::Answer(int fd, std::vector<NodeId>* ids,
-                               std::vector<char>* rows) {
+bool FeaturePortServer::Answer(int fd, Buffers* buffers) {
   FeatureRequestHeader h;
   if (!ReadFull(fd, &h, sizeof(h))) {
     return false;  // Closed, shut down, or stalled mid-header.
   }
+  if (h.magic == kEmbeddingPullMagic) return AnswerPull(fd, h, buffers);
+  std::vector<NodeId>* ids = &buffers->ids;
+  std::vector<char>* rows = &buffers->rows;
   const auto start = std::chrono::steady_clock::now();
   auto record = [&](absl::StatusCode code, size_t bytes_out) {
     if (stats_ == nullptr) return;
@@ -336,8 +360,86 @@ bool FeaturePortServer::Answer(int fd, std::vector<NodeId>* ids,
     iovec piece = {rows->data(), count * row_bytes};
     ok = ok && WriteFullV(fd, &piece, 1);
   }
-  if (rows->capacity() > kKeptBufferBytes) std::vector<char>().swap(*rows);
   return ok;
+}
+
+bool FeaturePortServer::AnswerPull(int fd, const FeatureRequestHeader& h,
+                                   Buffers* buffers) {
+  const auto start = std::chrono::steady_clock::now();
+  MethodStats* stats = pull_stats_ != nullptr ? pull_stats_ : stats_;
+  int64_t bytes_in = sizeof(h);
+  auto record = [&](absl::StatusCode code, size_t bytes_out) {
+    if (stats == nullptr) return;
+    std::chrono::duration<double, std::micro> us =
+        std::chrono::steady_clock::now() - start;
+    stats->Record(
+        us.count(), code, bytes_in,
+        static_cast<int64_t>(sizeof(FeatureResponseHeader) + bytes_out));
+  };
+  // Framing errors: answer, then close.
+  auto refuse = [&](const absl::Status& why) {
+    record(why.code(), why.message().size());
+    SendResponse(fd, why, nullptr, 0);
+    return false;
+  };
+  EmbeddingPullHeader p;
+  if (!ReadFull(fd, &p, sizeof(p))) return false;
+  bytes_in += sizeof(p);
+  if (h.num_ids > static_cast<uint64_t>(limits_.max_ids_per_call)) {
+    return refuse(absl::InvalidArgumentError(absl::StrCat(
+        "embedding pull of ", h.num_ids, " IDs exceeds the limit of ",
+        limits_.max_ids_per_call, " IDs per call")));
+  }
+  if (p.table_bytes > kMaxEmbeddingNameBytes ||
+      p.run_id_bytes > kMaxEmbeddingNameBytes) {
+    return refuse(absl::InvalidArgumentError(
+        absl::StrCat("embedding pull names a table of ", p.table_bytes,
+                     " bytes and a run ID of ", p.run_id_bytes,
+                     " bytes; at most ", kMaxEmbeddingNameBytes, " each")));
+  }
+  proto::PullEmbeddingsRequest& req = buffers->pull;
+  std::string* table = req.mutable_table();
+  std::string* run_id = req.mutable_run_id();
+  std::string* ids = req.mutable_node_ids();
+  table->resize(p.table_bytes);
+  run_id->resize(p.run_id_bytes);
+  ids->resize(h.num_ids * sizeof(NodeId));
+  if (!ReadFull(fd, table->data(), table->size()) ||
+      !ReadFull(fd, run_id->data(), run_id->size()) ||
+      !ReadFull(fd, ids->data(), ids->size())) {
+    return false;
+  }
+  bytes_in +=
+      static_cast<int64_t>(table->size() + run_id->size() + ids->size());
+  if (embeddings_ == nullptr) {
+    const absl::Status status = absl::UnimplementedError(
+        "this feature port does not serve embedding pulls");
+    record(status.code(), status.message().size());
+    return SendResponse(fd, status, nullptr, 0);
+  }
+  req.set_step(p.step);
+  req.set_staleness(p.staleness);
+  req.set_max_wait_ms(p.max_wait_ms);
+  // The client's deadline, within the I/O timeout: a pull waiting for the
+  // step clock holds this connection's thread no longer.
+  const absl::Duration timeout =
+      p.timeout_ms > 0
+          ? std::min(absl::Milliseconds(p.timeout_ms), limits_.io_timeout)
+          : limits_.io_timeout;
+  proto::PullEmbeddingsResponse& resp = buffers->pulled;
+  resp.Clear();
+  absl::Status status;
+  absl::Notification answered;
+  embeddings_->Pull(&req, absl::Now() + timeout, &resp,
+                    [&status, &answered](absl::Status s) {
+                      status = std::move(s);
+                      answered.Notify();
+                    });
+  answered.WaitForNotification();
+  const std::string& rows = resp.rows();
+  record(status.code(), status.ok() ? rows.size() : status.message().size());
+  if (!status.ok()) return SendResponse(fd, status, nullptr, 0);
+  return SendResponse(fd, status, rows.data(), rows.size());
 }
 
 bool FeaturePortServer::Authenticate(int fd) {
@@ -576,25 +678,66 @@ absl::Status FeaturePortClient::Fetch(absl::Span<const NodeId> ids,
                                       int64_t feature_dim, float* out,
                                       const size_t* rows, absl::Time deadline,
                                       bool* transport_failed) {
+  return Request(Prefix(), ids, feature_dim, out, rows, deadline,
+                 transport_failed);
+}
+
+absl::Status FeaturePortClient::Pull(const PullSpec& spec,
+                                     absl::Span<const NodeId> ids, float* out,
+                                     const size_t* rows, absl::Time deadline,
+                                     bool* transport_failed) {
+  *transport_failed = false;
+  if (spec.table.size() > kMaxEmbeddingNameBytes ||
+      spec.run_id.size() > kMaxEmbeddingNameBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("embedding table name or run ID over ",
+                     kMaxEmbeddingNameBytes, " bytes"));
+  }
+  EmbeddingPullHeader p;
+  p.step = spec.step;
+  p.staleness = spec.staleness;
+  if (spec.max_wait > absl::ZeroDuration()) {
+    p.max_wait_ms =
+        std::max<int64_t>(1, absl::ToInt64Milliseconds(spec.max_wait));
+  }
+  p.timeout_ms =
+      std::max<int64_t>(1, absl::ToInt64Milliseconds(deadline - absl::Now()));
+  p.table_bytes = static_cast<uint32_t>(spec.table.size());
+  p.run_id_bytes = static_cast<uint32_t>(spec.run_id.size());
+  Prefix prefix;
+  prefix.magic = kEmbeddingPullMagic;
+  prefix.extra.append(reinterpret_cast<const char*>(&p), sizeof(p));
+  prefix.extra += spec.table;
+  prefix.extra += spec.run_id;
+  absl::Status s =
+      Request(prefix, ids, spec.dim, out, rows, deadline, transport_failed);
+  // A server that pulls only over gRPC: as good as no port.
+  if (absl::IsUnimplemented(s)) *transport_failed = true;
+  return s;
+}
+
+absl::Status FeaturePortClient::Request(const Prefix& prefix,
+                                        absl::Span<const NodeId> ids,
+                                        int64_t width, float* out,
+                                        const size_t* rows, absl::Time deadline,
+                                        bool* transport_failed) {
   bool reused = false;
-  absl::Status s = FetchOnce(ids, feature_dim, out, rows, deadline,
-                             /*pooled=*/true, &reused, transport_failed);
+  absl::Status s = RequestOnce(prefix, ids, width, out, rows, deadline,
+                               /*pooled=*/true, &reused, transport_failed);
   if (*transport_failed && reused) {
     // A pooled connection may have been closed by the server since its last
-    // use (a restart, an idle cut): one more try on a new connection. A
-    // fetch is idempotent, so the first try's partial work does not matter.
-    s = FetchOnce(ids, feature_dim, out, rows, deadline, /*pooled=*/false,
-                  &reused, transport_failed);
+    // use (a restart, an idle cut): one more try on a new connection. Both
+    // requests only read, so the first try's partial work does not matter.
+    s = RequestOnce(prefix, ids, width, out, rows, deadline, /*pooled=*/false,
+                    &reused, transport_failed);
   }
   return s;
 }
 
-absl::Status FeaturePortClient::FetchOnce(absl::Span<const NodeId> ids,
-                                          int64_t feature_dim, float* out,
-                                          const size_t* rows,
-                                          absl::Time deadline, bool pooled,
-                                          bool* reused,
-                                          bool* transport_failed) {
+absl::Status FeaturePortClient::RequestOnce(
+    const Prefix& prefix, absl::Span<const NodeId> ids, int64_t feature_dim,
+    float* out, const size_t* rows, absl::Time deadline, bool pooled,
+    bool* reused, bool* transport_failed) {
   *transport_failed = false;
   absl::StatusOr<int> acquired = Acquire(deadline, pooled, reused);
   if (!acquired.ok()) {
@@ -614,11 +757,13 @@ absl::Status FeaturePortClient::FetchOnce(absl::Span<const NodeId> ids,
     return s;
   };
   FeatureRequestHeader request;
+  request.magic = prefix.magic;
   request.num_ids = ids.size();
-  iovec send_iov[2] = {
+  iovec send_iov[3] = {
       {&request, sizeof(request)},
+      {const_cast<char*>(prefix.extra.data()), prefix.extra.size()},
       {const_cast<NodeId*>(ids.data()), ids.size() * sizeof(NodeId)}};
-  absl::Status s = TransferV(fd, send_iov, 2, /*send=*/true, deadline);
+  absl::Status s = TransferV(fd, send_iov, 3, /*send=*/true, deadline);
   if (!s.ok()) return broken(s);
   FeatureResponseHeader h;
   iovec header_iov = {&h, sizeof(h)};

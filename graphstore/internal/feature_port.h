@@ -1,5 +1,6 @@
-// The feature port: a plain-TCP side channel that serves GetFeatures next to
-// the gRPC service, for the one call whose responses are megabytes.
+// The feature port: a plain-TCP side channel that serves GetFeatures and
+// PullEmbeddings next to the gRPC service, the calls whose responses are
+// megabytes of rows.
 //
 // Why: a 1024-row batch of 128 floats (512 KiB) costs gRPC about twice the
 // CPU of the bytes themselves (HTTP/2 framing, and hand-offs between gRPC's
@@ -14,8 +15,17 @@
 //   response: FeatureResponseHeader, then payload_bytes bytes: the rows
 //             (float32, row-major [num_ids, feature_dim]) when code is 0,
 //             else a UTF-8 error message and code is an absl::StatusCode.
-// A request the server cannot frame (bad magic, too many IDs) gets an error
-// response and the connection is closed; any other error leaves it open.
+// A learned-embedding pull (PullEmbeddings of proto/graphstore.proto, with the
+// same checks, waits and answers; graphstore/internal/embedding_service.h):
+//   request:  FeatureRequestHeader{kEmbeddingPullMagic, 0, num_ids},
+//             EmbeddingPullHeader, table_bytes bytes of the table's name,
+//             run_id_bytes bytes of the run ID, then num_ids int64 node IDs.
+//   response: as above; the rows are the table's ([num_ids, dim]).
+// A server without learnable tables answers it UNIMPLEMENTED (the client then
+// pulls over gRPC).
+// A request the server cannot frame (bad magic, too many IDs, names longer
+// than kMaxEmbeddingNameBytes) gets an error response and the connection is
+// closed; any other error leaves it open.
 //
 // Authentication, when the server has a token (GraphStoreServerOptions::
 // auth_token), before the first request of a connection:
@@ -34,8 +44,8 @@
 // with one clear message instead of waiting for each other. The handshake
 // must finish within 10 s (or the I/O timeout if shorter).
 //
-// Everything else (sampling, labels, info, health, stats) stays on gRPC, and
-// a client falls back to gRPC's GetFeatures when the port cannot be reached.
+// Everything else (sampling, labels, info, health, stats, pushes) stays on
+// gRPC, and a client falls back to gRPC when the port cannot be reached.
 #ifndef SHARDGNN_GRAPHSTORE_INTERNAL_FEATURE_PORT_H_
 #define SHARDGNN_GRAPHSTORE_INTERNAL_FEATURE_PORT_H_
 
@@ -66,6 +76,8 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 inline constexpr uint32_t kFeatureRequestMagic = 0x31514653;   // "SFQ1"
 inline constexpr uint32_t kFeatureResponseMagic = 0x31524653;  // "SFR1"
 
+inline constexpr uint32_t kEmbeddingPullMagic = 0x31454653;  // "SFE1"
+
 inline constexpr uint32_t kAuthHelloMagic = 0x31484653;      // "SFH1"
 inline constexpr uint32_t kAuthChallengeMagic = 0x31434653;  // "SFC1"
 inline constexpr uint32_t kAuthProofMagic = 0x31504653;      // "SFP1"
@@ -84,8 +96,24 @@ struct FeatureResponseHeader {
   int32_t code = 0;  // absl::StatusCode; 0 = OK.
   uint64_t payload_bytes = 0;
 };
+// Follows a kEmbeddingPullMagic header. The fields of PullEmbeddingsRequest,
+// and timeout_ms: how long the client waits for the answer (the gRPC call's
+// deadline), at most the server's I/O timeout.
+struct EmbeddingPullHeader {
+  int64_t step = 0;
+  int64_t max_wait_ms = 0;
+  int64_t timeout_ms = 0;
+  int32_t staleness = 0;
+  uint32_t table_bytes = 0;
+  uint32_t run_id_bytes = 0;
+  uint32_t reserved = 0;
+};
+inline constexpr uint32_t kMaxEmbeddingNameBytes = 1024;
 static_assert(sizeof(FeatureRequestHeader) == 16);
 static_assert(sizeof(FeatureResponseHeader) == 16);
+static_assert(sizeof(EmbeddingPullHeader) == 40);
+
+class EmbeddingService;
 
 struct FeaturePortLimits {
   int64_t max_ids_per_call = int64_t{1} << 20;
@@ -114,12 +142,15 @@ class FeaturePortServer {
   // records every request (and every refused handshake, as an error);
   // `connection_stats`, if not null, must outlive it too and counts its
   // connections. With a non-empty `auth_token`, connections are served only
-  // after the challenge-response above.
+  // after the challenge-response above. `embeddings`, if not null, must
+  // outlive the server and answers embedding pulls (recorded in
+  // `pull_stats`, if not null, instead of `stats`).
   static absl::StatusOr<std::unique_ptr<FeaturePortServer>> Start(
       const std::string& host, int port,
       std::shared_ptr<const ShardStore> store, FeaturePortLimits limits,
       MethodStats* stats, ConnectionStats* connection_stats,
-      std::string auth_token = {});
+      std::string auth_token = {}, EmbeddingService* embeddings = nullptr,
+      MethodStats* pull_stats = nullptr);
   ~FeaturePortServer();  // Shutdown(now) if not shut down yet.
   FeaturePortServer(const FeaturePortServer&) = delete;
   FeaturePortServer& operator=(const FeaturePortServer&) = delete;
@@ -147,8 +178,12 @@ class FeaturePortServer {
   // The server's side of the handshake; false (after an error response
   // where one is due) if the connection must close.
   bool Authenticate(int fd);
+  // A connection's buffers, kept between its requests.
+  struct Buffers;
   // Answers one framed request; false if the connection must close.
-  bool Answer(int fd, std::vector<NodeId>* ids, std::vector<char>* rows);
+  bool Answer(int fd, Buffers* buffers);
+  // Answers an embedding pull whose header `h` has been read.
+  bool AnswerPull(int fd, const FeatureRequestHeader& h, Buffers* buffers);
   void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::shared_ptr<const ShardStore> store_;
@@ -156,6 +191,8 @@ class FeaturePortServer {
   MethodStats* stats_ = nullptr;
   ConnectionStats* connection_stats_ = nullptr;
   std::string auth_token_;
+  EmbeddingService* embeddings_ = nullptr;
+  MethodStats* pull_stats_ = nullptr;
   std::unique_ptr<Listener> listener_;
   int port_ = 0;
   absl::Mutex mu_;
@@ -190,10 +227,39 @@ class FeaturePortClient {
                      float* out, const size_t* rows, absl::Time deadline,
                      bool* transport_failed);
 
+  // An embedding pull: writes the row of table `table` (of run `run_id`,
+  // `dim` wide) of ids[i] to out + (rows ? rows[i] : i) * dim, as
+  // GraphStoreClient::PullEmbeddings. `max_wait` > 0 bounds the server's
+  // wait for the step clock (FAILED_PRECONDITION when not reached).
+  // Errors and *transport_failed as for Fetch; a server that does not serve
+  // pulls here is UNIMPLEMENTED with *transport_failed set.
+  struct PullSpec {
+    std::string table, run_id;
+    int64_t dim = 0;
+    int64_t step = 0;
+    int staleness = 0;
+    absl::Duration max_wait;
+  };
+  absl::Status Pull(const PullSpec& spec, absl::Span<const NodeId> ids,
+                    float* out, const size_t* rows, absl::Time deadline,
+                    bool* transport_failed);
+
  private:
-  absl::Status FetchOnce(absl::Span<const NodeId> ids, int64_t feature_dim,
-                         float* out, const size_t* rows, absl::Time deadline,
-                         bool pooled, bool* reused, bool* transport_failed);
+  // What a request sends before its IDs: the header's magic and the bytes
+  // between the header and the IDs.
+  struct Prefix {
+    uint32_t magic = kFeatureRequestMagic;
+    std::string extra;
+  };
+  // Sends one request (retrying once on a new connection if a pooled one
+  // turns out broken) and reads its rows, `width` floats each.
+  absl::Status Request(const Prefix& prefix, absl::Span<const NodeId> ids,
+                       int64_t width, float* out, const size_t* rows,
+                       absl::Time deadline, bool* transport_failed);
+  absl::Status RequestOnce(const Prefix& prefix, absl::Span<const NodeId> ids,
+                           int64_t width, float* out, const size_t* rows,
+                           absl::Time deadline, bool pooled, bool* reused,
+                           bool* transport_failed);
   // An idle connection (*reused) if `pooled` and there is one, else a new
   // one.
   absl::StatusOr<int> Acquire(absl::Time deadline, bool pooled, bool* reused);

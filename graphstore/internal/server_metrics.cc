@@ -238,6 +238,14 @@ std::vector<MetricFamily> Collect(const ServerMetricsSources& sources) {
                      "its answer ready to send (sending not included)",
                      {sources.feature_port_requests}, /*by_method=*/false,
                      &out);
+  if (sources.feature_port_pulls != nullptr) {
+    AddRequestFamilies("shardgnn_feature_port_pull",
+                       "Embedding pulls over the feature port",
+                       "Embedding pulls over the feature port: time from a "
+                       "request's header to its answer ready to send (the "
+                       "wait for the step clock included)",
+                       {sources.feature_port_pulls}, /*by_method=*/false, &out);
+  }
   const ConnectionStats& fp = *sources.feature_port_connections;
   AddConnectionFamilies("shardgnn_feature_port", "feature port", fp,
                         fp.open.load(), &out);
