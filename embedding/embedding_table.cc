@@ -528,7 +528,16 @@ absl::Status EmbeddingTable::Impl::HoldPush(int trainer, int64_t step,
         " steps are complete; a synchronous trainer pulls a step (waiting for "
         "the steps before it) before it pushes it"));
   }
-  std::vector<HeldPush>& slots = held_[step];
+  auto it = held_.find(step);
+  if (it == held_.end()) {
+    std::vector<HeldPush> reused;
+    if (!spare_slots_.empty()) {
+      reused = std::move(spare_slots_.back());
+      spare_slots_.pop_back();
+    }
+    it = held_.emplace(step, std::move(reused)).first;
+  }
+  std::vector<HeldPush>& slots = it->second;
   slots.resize(static_cast<size_t>(config_.num_trainers));
   HeldPush& slot = slots[static_cast<size_t>(trainer)];
   slot.held = true;
@@ -552,8 +561,13 @@ absl::Status EmbeddingTable::Impl::HoldPush(int trainer, int64_t step,
         first->second.size() != static_cast<size_t>(config_.num_trainers)) {
       break;
     }
-    for (const HeldPush& h : first->second) ApplyPush(h.ids, h.grads);
+    for (HeldPush& h : first->second) {
+      ApplyPush(h.ids, h.grads);
+      h.held = false;
+    }
     const int64_t done = first->first + 1;
+    if (spare_slots_.size() < 2)
+      spare_slots_.push_back(std::move(first->second));
     held_.erase(first);
     std::lock_guard<std::mutex> clock_lock(clock_mu_);
     for (int64_t& n : next_step_) n = done;

@@ -244,6 +244,9 @@ class EmbeddingTable::Impl {
   };
   std::mutex held_mu_;
   std::map<int64_t, std::vector<HeldPush>> held_ ABSL_GUARDED_BY(held_mu_);
+  // The slots of an applied step, kept (with their vectors' capacity) for a
+  // later step: no fresh megabytes per step.
+  std::vector<std::vector<HeldPush>> spare_slots_ ABSL_GUARDED_BY(held_mu_);
   std::vector<int64_t> next_held_ ABSL_GUARDED_BY(held_mu_);
 
   mutable std::mutex clock_mu_;

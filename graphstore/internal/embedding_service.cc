@@ -406,11 +406,15 @@ absl::Status EmbeddingService::Push(
         " IDs of dimension ", table->dim(), " (expected ", n * table->dim(),
         "; do all trainers use the same --learn-embeddings?)"));
   }
-  std::vector<NodeId> ids;
-  RETURN_IF_ERROR(wire::Unpack(wire::View(req.node_ids()), "node_ids", &ids));
-  std::vector<float> grads;
+  // Read in place: a push carries megabytes of gradients every step.
+  std::vector<NodeId> id_copy;
+  absl::Span<const NodeId> ids;
   RETURN_IF_ERROR(
-      wire::Unpack(wire::View(req.gradients()), "gradients", &grads));
+      wire::ViewOrCopy(wire::View(req.node_ids()), "node_ids", &id_copy, &ids));
+  std::vector<float> grad_copy;
+  absl::Span<const float> grads;
+  RETURN_IF_ERROR(wire::ViewOrCopy(wire::View(req.gradients()), "gradients",
+                                   &grad_copy, &grads));
   RETURN_IF_ERROR(table->Push(req.trainer(), req.step(), ids, grads));
   resp->set_applied_steps(table->applied_steps());
   absl::MutexLock lock(&wait_mu_);

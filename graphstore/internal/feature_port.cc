@@ -30,6 +30,9 @@ constexpr uint64_t kMaxErrorBytes = 64 << 10;
 // Largest buffer a server connection keeps between requests; larger answers
 // are gathered and sent in pieces of this size.
 constexpr size_t kKeptBufferBytes = 1 << 20;
+// A connection idle this long gives back its pull buffers: longer than a
+// trainer's validation, during which its training pulls pause.
+constexpr int kPullBuffersIdleMs = 10000;
 // A connection attempt gives up after this (then the caller uses gRPC).
 constexpr absl::Duration kConnectTimeout = absl::Seconds(1);
 // The server's bound on a connection's authentication handshake.
@@ -228,12 +231,19 @@ struct FeaturePortServer::Buffers {
   proto::PullEmbeddingsRequest pull;
   proto::PullEmbeddingsResponse pulled;
 
-  // Keeps no large buffer while idle.
+  // After every request: keeps no large feature buffer (rows are gathered
+  // in pieces; only the IDs can be large).
   void Trim() {
     if (ids.capacity() * sizeof(NodeId) > kKeptBufferBytes) {
       std::vector<NodeId>().swap(ids);
     }
     if (rows.capacity() > kKeptBufferBytes) std::vector<char>().swap(rows);
+  }
+  // A pull's rows come whole from the table, so its buffers are kept while
+  // the connection is busy (a trainer pulls every step: fresh pages for
+  // every answer cost the server thousands of page faults per step) and
+  // given back once it has been idle for kPullBuffersIdleMs.
+  void TrimPull() {
     if (pull.node_ids().capacity() > kKeptBufferBytes) {
       std::string().swap(*pull.mutable_node_ids());
     }
@@ -254,6 +264,7 @@ void FeaturePortServer::Serve(Connection* conn) {
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0 || !Answer(conn->fd, &buffers)) break;
     buffers.Trim();
+    if (poll(&p, 1, kPullBuffersIdleMs) == 0) buffers.TrimPull();
   }
   // The client sees end of file now; the fd is closed when reaped.
   shutdown(conn->fd, SHUT_RDWR);
