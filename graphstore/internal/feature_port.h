@@ -132,9 +132,12 @@ struct FeaturePortLimits {
 };
 
 // Serves `store`'s rows on HOST:PORT. Thread-safe; one thread per
-// connection plus an accepting thread (listener.h). Rows are gathered and
-// sent in pieces of at most 1 MiB, and a connection keeps no buffer larger
-// than that between requests, so idle connections hold next to no memory.
+// connection plus an accepting thread (listener.h). Feature rows are
+// gathered and sent in pieces of at most 1 MiB, and a connection keeps no
+// feature buffer larger than that between requests. An embedding pull's
+// answer comes whole from its table; its buffers are kept while the
+// connection is busy (a trainer pulls every step) and given back after 10 s
+// without a request. Idle connections hold next to no memory.
 class FeaturePortServer {
  public:
   // Binds `host` (as in the gRPC listen address; port 0 picks a free port)
