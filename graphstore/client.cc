@@ -767,6 +767,24 @@ absl::Status GraphStoreClient::PullEmbeddings(const EmbeddingTableConfig& table,
 absl::Status GraphStoreClient::PushEmbeddingGradients(
     const EmbeddingTableConfig& table, int trainer, int64_t step,
     absl::Span<const NodeId> ids, absl::Span<const float> gradients) {
+  if (std::shared_ptr<internal::FeaturePortClient> port =
+          FeaturePortForCall()) {
+    internal::FeaturePortClient::PushSpec spec;
+    spec.table = table.name;
+    spec.run_id = table.run_id;
+    spec.trainer = trainer;
+    spec.step = step;
+    bool transport_failed = false;
+    absl::Status s = port->Push(spec, ids, gradients,
+                                absl::Now() + impl_->options().call_timeout,
+                                &transport_failed);
+    if (s.ok()) return s;
+    if (!transport_failed) {
+      return impl_->CallError(s.code(), "PushEmbeddingGradients", s.message());
+    }
+    // As for pulls: gRPC, and the port dropped unless it is merely older.
+    if (!absl::IsUnimplemented(s)) impl_->DropFeaturePort(port.get());
+  }
   proto::PushEmbeddingGradientsRequest req;
   req.set_table(table.name);
   req.set_run_id(table.run_id);

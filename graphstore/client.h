@@ -10,10 +10,10 @@
 // ("127.0.0.1:4567: UNAVAILABLE: ..."), so a trainer talking to many servers
 // says which one failed.
 //
-// GetFeatures(ids, feature_dim, out, rows) and PullEmbeddings go over the
-// server's feature port (graphstore/internal/feature_port.h) once Info() has
-// reported one and options.use_feature_port is set; they have the same
-// deadline. If the port
+// GetFeatures(ids, feature_dim, out, rows), PullEmbeddings and
+// PushEmbeddingGradients go over the server's feature port
+// (graphstore/internal/feature_port.h) once Info() has reported one and
+// options.use_feature_port is set; they have the same deadline. If the port
 // cannot be reached (or its connection breaks), that call and the ones after
 // it use gRPC; after options.feature_port_retry a call asks Info() again and
 // goes back to the port it reports (a server restarted on a new port).
@@ -212,7 +212,8 @@ class GraphStoreClient {
                               int staleness, absl::Duration wait, float* out,
                               absl::Span<const size_t> rows = {});
   // Pushes `trainer`'s gradient rows of `step` (ids.size() * dim floats);
-  // retried on UNAVAILABLE (a repeated step is ignored by the server).
+  // retried on UNAVAILABLE (a repeated step is ignored by the server), and
+  // over gRPC when the feature port breaks.
   absl::Status PushEmbeddingGradients(const EmbeddingTableConfig& table,
                                       int trainer, int64_t step,
                                       absl::Span<const NodeId> ids,

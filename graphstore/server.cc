@@ -64,6 +64,7 @@ enum Method {
   kSnapshotEmbeddings,
   kFeaturePort,      // GetFeatures over the feature port, not gRPC.
   kFeaturePortPull,  // PullEmbeddings over the feature port.
+  kFeaturePortPush,  // PushEmbeddingGradients over the feature port.
   kNumMethods
 };
 constexpr const char* kMethodNames[kNumMethods] = {"Info",
@@ -80,7 +81,8 @@ constexpr const char* kMethodNames[kNumMethods] = {"Info",
                                                    "EmbeddingStats",
                                                    "SnapshotEmbeddings",
                                                    "FeaturePort",
-                                                   "FeaturePortPull"};
+                                                   "FeaturePortPull",
+                                                   "FeaturePortPush"};
 
 int64_t PayloadBytes(const google::protobuf::Message& m) {
   return static_cast<int64_t>(m.ByteSizeLong());
@@ -138,14 +140,19 @@ class GraphStoreServer::Service final
     store_ = std::move(store);
     serving_.store(true, std::memory_order_release);
   }
-  internal::MethodStats* feature_port_stats() { return &stats_[kFeaturePort]; }
-  internal::MethodStats* pull_stats() { return &stats_[kFeaturePortPull]; }
-  internal::EmbeddingService* embeddings() { return &embeddings_; }
+  // What the feature port counts its requests in and answers embedding
+  // requests with.
+  internal::FeaturePortHooks feature_port_hooks() {
+    internal::FeaturePortHooks hooks;
+    hooks.features = &stats_[kFeaturePort];
+    hooks.pulls = &stats_[kFeaturePortPull];
+    hooks.pushes = &stats_[kFeaturePortPush];
+    hooks.connections = &feature_port_connections_;
+    hooks.embeddings = &embeddings_;
+    return hooks;
+  }
   internal::ConnectionStats* grpc_connection_stats() {
     return &grpc_connections_;
-  }
-  internal::ConnectionStats* feature_port_connection_stats() {
-    return &feature_port_connections_;
   }
 
   // The counters the metrics read (internal/server_metrics.h), and the
@@ -154,13 +161,14 @@ class GraphStoreServer::Service final
   internal::ServerMetricsSources MetricsSources() const {
     internal::ServerMetricsSources sources;
     for (int m = 0; m < kNumMethods; ++m) {
-      if (m != kFeaturePort && m != kFeaturePortPull) {
+      if (m != kFeaturePort && m != kFeaturePortPull && m != kFeaturePortPush) {
         sources.grpc_methods.push_back(&stats_[m]);
       }
     }
     sources.grpc_connections = &grpc_connections_;
     sources.feature_port_requests = &stats_[kFeaturePort];
     sources.feature_port_pulls = &stats_[kFeaturePortPull];
+    sources.feature_port_pushes = &stats_[kFeaturePortPush];
     sources.feature_port_connections = &feature_port_connections_;
     return sources;
   }
@@ -871,9 +879,7 @@ absl::Status GraphStoreServer::Serve(std::shared_ptr<const ShardStore> store) {
       limits.idle_timeout = options_.idle_timeout;
       auto port = internal::FeaturePortServer::Start(
           host_, options_.feature_port, store, limits,
-          service_->feature_port_stats(),
-          service_->feature_port_connection_stats(), options_.auth_token,
-          service_->embeddings(), service_->pull_stats());
+          service_->feature_port_hooks(), options_.auth_token);
       if (port.ok()) {
         feature_port_ = std::move(port).value();
         service_->SetFeaturePort(feature_port_->port());

@@ -1,6 +1,6 @@
 // The feature port: a plain-TCP side channel that serves GetFeatures and
-// PullEmbeddings next to the gRPC service, the calls whose responses are
-// megabytes of rows.
+// learned-embedding pulls and pushes next to the gRPC service: the calls that
+// carry megabytes of rows.
 //
 // Why: a 1024-row batch of 128 floats (512 KiB) costs gRPC about twice the
 // CPU of the bytes themselves (HTTP/2 framing, and hand-offs between gRPC's
@@ -21,8 +21,15 @@
 //             EmbeddingPullHeader, table_bytes bytes of the table's name,
 //             run_id_bytes bytes of the run ID, then num_ids int64 node IDs.
 //   response: as above; the rows are the table's ([num_ids, dim]).
-// A server without learnable tables answers it UNIMPLEMENTED (the client then
-// pulls over gRPC).
+// A learned-embedding push (PushEmbeddingGradients, answered the same way):
+//   request:  FeatureRequestHeader{kEmbeddingPushMagic, 0, num_ids},
+//             EmbeddingPushHeader, table_bytes bytes of the table's name,
+//             run_id_bytes bytes of the run ID, num_ids int64 node IDs, then
+//             gradient_bytes bytes of float32 gradients ([num_ids, dim]).
+//   response: as above; when code is 0 the payload is the table's applied
+//             steps (one int64).
+// A server without learnable tables answers both UNIMPLEMENTED (the client
+// then pulls and pushes over gRPC).
 // A request the server cannot frame (bad magic, too many IDs, names longer
 // than kMaxEmbeddingNameBytes) gets an error response and the connection is
 // closed; any other error leaves it open.
@@ -44,8 +51,9 @@
 // with one clear message instead of waiting for each other. The handshake
 // must finish within 10 s (or the I/O timeout if shorter).
 //
-// Everything else (sampling, labels, info, health, stats, pushes) stays on
-// gRPC, and a client falls back to gRPC when the port cannot be reached.
+// Everything else (sampling, labels, info, health, stats, table creation and
+// snapshots) stays on gRPC, and a client falls back to gRPC when the port
+// cannot be reached.
 #ifndef SHARDGNN_GRAPHSTORE_INTERNAL_FEATURE_PORT_H_
 #define SHARDGNN_GRAPHSTORE_INTERNAL_FEATURE_PORT_H_
 
@@ -77,6 +85,7 @@ inline constexpr uint32_t kFeatureRequestMagic = 0x31514653;   // "SFQ1"
 inline constexpr uint32_t kFeatureResponseMagic = 0x31524653;  // "SFR1"
 
 inline constexpr uint32_t kEmbeddingPullMagic = 0x31454653;  // "SFE1"
+inline constexpr uint32_t kEmbeddingPushMagic = 0x31474653;  // "SFG1"
 
 inline constexpr uint32_t kAuthHelloMagic = 0x31484653;      // "SFH1"
 inline constexpr uint32_t kAuthChallengeMagic = 0x31434653;  // "SFC1"
@@ -108,10 +117,23 @@ struct EmbeddingPullHeader {
   uint32_t run_id_bytes = 0;
   uint32_t reserved = 0;
 };
+// Follows a kEmbeddingPushMagic header: the fields of
+// PushEmbeddingGradientsRequest, and the length of its gradients.
+struct EmbeddingPushHeader {
+  int64_t step = 0;
+  uint64_t gradient_bytes = 0;
+  int32_t trainer = 0;
+  uint32_t table_bytes = 0;
+  uint32_t run_id_bytes = 0;
+  uint32_t reserved = 0;
+};
 inline constexpr uint32_t kMaxEmbeddingNameBytes = 1024;
+// Longest error message a client reads; longer ones are cut.
+inline constexpr uint64_t kMaxFeaturePortErrorBytes = 64 << 10;
 static_assert(sizeof(FeatureRequestHeader) == 16);
 static_assert(sizeof(FeatureResponseHeader) == 16);
 static_assert(sizeof(EmbeddingPullHeader) == 40);
+static_assert(sizeof(EmbeddingPushHeader) == 32);
 
 class EmbeddingService;
 
@@ -131,29 +153,37 @@ struct FeaturePortLimits {
   absl::Duration idle_timeout = absl::Minutes(5);
 };
 
+// What a feature port counts its requests in, and what answers embedding
+// requests. Every pointer may be null; those that are not must outlive the
+// server.
+struct FeaturePortHooks {
+  // Every feature request, and every refused handshake (as an error).
+  MethodStats* features = nullptr;
+  // Embedding pulls and pushes (in `features` when null).
+  MethodStats* pulls = nullptr;
+  MethodStats* pushes = nullptr;
+  ConnectionStats* connections = nullptr;
+  // Answers embedding pulls and pushes; null: they are UNIMPLEMENTED.
+  EmbeddingService* embeddings = nullptr;
+};
+
 // Serves `store`'s rows on HOST:PORT. Thread-safe; one thread per
 // connection plus an accepting thread (listener.h). Feature rows are
 // gathered and sent in pieces of at most 1 MiB, and a connection keeps no
 // feature buffer larger than that between requests. An embedding pull's
-// answer comes whole from its table; its buffers are kept while the
-// connection is busy (a trainer pulls every step) and given back after 10 s
-// without a request. Idle connections hold next to no memory.
+// answer comes whole from its table and a push is read whole; their buffers
+// are kept while the connection is busy (a trainer pulls and pushes every
+// step) and given back after 10 s without a request. Idle connections hold
+// next to no memory.
 class FeaturePortServer {
  public:
   // Binds `host` (as in the gRPC listen address; port 0 picks a free port)
-  // and starts accepting. `stats`, if not null, must outlive the server and
-  // records every request (and every refused handshake, as an error);
-  // `connection_stats`, if not null, must outlive it too and counts its
-  // connections. With a non-empty `auth_token`, connections are served only
-  // after the challenge-response above. `embeddings`, if not null, must
-  // outlive the server and answers embedding pulls (recorded in
-  // `pull_stats`, if not null, instead of `stats`).
+  // and starts accepting. With a non-empty `auth_token`, connections are
+  // served only after the challenge-response above.
   static absl::StatusOr<std::unique_ptr<FeaturePortServer>> Start(
       const std::string& host, int port,
       std::shared_ptr<const ShardStore> store, FeaturePortLimits limits,
-      MethodStats* stats, ConnectionStats* connection_stats,
-      std::string auth_token = {}, EmbeddingService* embeddings = nullptr,
-      MethodStats* pull_stats = nullptr);
+      FeaturePortHooks hooks, std::string auth_token = {});
   ~FeaturePortServer();  // Shutdown(now) if not shut down yet.
   FeaturePortServer(const FeaturePortServer&) = delete;
   FeaturePortServer& operator=(const FeaturePortServer&) = delete;
@@ -185,17 +215,19 @@ class FeaturePortServer {
   struct Buffers;
   // Answers one framed request; false if the connection must close.
   bool Answer(int fd, Buffers* buffers);
-  // Answers an embedding pull whose header `h` has been read.
+  // Answer an embedding pull or push whose header `h` has been read.
   bool AnswerPull(int fd, const FeatureRequestHeader& h, Buffers* buffers);
+  bool AnswerPush(int fd, const FeatureRequestHeader& h, Buffers* buffers);
+  absl::Status CheckEmbeddingFraming(const char* what,
+                                     const FeatureRequestHeader& h,
+                                     uint32_t table_bytes,
+                                     uint32_t run_id_bytes) const;
   void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::shared_ptr<const ShardStore> store_;
   FeaturePortLimits limits_;
-  MethodStats* stats_ = nullptr;
-  ConnectionStats* connection_stats_ = nullptr;
+  FeaturePortHooks hooks_;
   std::string auth_token_;
-  EmbeddingService* embeddings_ = nullptr;
-  MethodStats* pull_stats_ = nullptr;
   std::unique_ptr<Listener> listener_;
   int port_ = 0;
   absl::Mutex mu_;
@@ -247,22 +279,47 @@ class FeaturePortClient {
                     float* out, const size_t* rows, absl::Time deadline,
                     bool* transport_failed);
 
+  // An embedding push: trainer `trainer`'s gradients of `step` for `ids`
+  // (row-major, gradients.size() / ids.size() wide) to table `table` of run
+  // `run_id`, as GraphStoreClient::PushEmbeddingGradients. Pushes are
+  // idempotent per trainer and step (the table acknowledges a repeat without
+  // applying it), so a broken pooled connection is retried like a fetch.
+  // Errors and *transport_failed as for Pull.
+  struct PushSpec {
+    std::string table, run_id;
+    int trainer = 0;
+    int64_t step = 0;
+  };
+  absl::Status Push(const PushSpec& spec, absl::Span<const NodeId> ids,
+                    absl::Span<const float> gradients, absl::Time deadline,
+                    bool* transport_failed);
+
  private:
-  // What a request sends before its IDs: the header's magic and the bytes
-  // between the header and the IDs.
+  // What a request sends besides its header and IDs: the header's magic,
+  // the bytes between the header and the IDs, and the bytes after the IDs.
   struct Prefix {
     uint32_t magic = kFeatureRequestMagic;
     std::string extra;
+    absl::Span<const char> trailer;
+  };
+  // Where an answer's payload goes: `count` pieces of `piece_bytes` each,
+  // piece i to out + (places ? places[i] : i) * piece_bytes. Rows of floats
+  // unless `rows` is false (a push's answer).
+  struct Destination {
+    char* out = nullptr;
+    const size_t* places = nullptr;
+    size_t count = 0;
+    size_t piece_bytes = 0;
+    bool rows = true;
   };
   // Sends one request (retrying once on a new connection if a pooled one
-  // turns out broken) and reads its rows, `width` floats each.
+  // turns out broken) and reads its answer into `to`.
   absl::Status Request(const Prefix& prefix, absl::Span<const NodeId> ids,
-                       int64_t width, float* out, const size_t* rows,
-                       absl::Time deadline, bool* transport_failed);
+                       const Destination& to, absl::Time deadline,
+                       bool* transport_failed);
   absl::Status RequestOnce(const Prefix& prefix, absl::Span<const NodeId> ids,
-                           int64_t width, float* out, const size_t* rows,
-                           absl::Time deadline, bool pooled, bool* reused,
-                           bool* transport_failed);
+                           const Destination& to, absl::Time deadline,
+                           bool pooled, bool* reused, bool* transport_failed);
   // An idle connection (*reused) if `pooled` and there is one, else a new
   // one.
   absl::StatusOr<int> Acquire(absl::Time deadline, bool pooled, bool* reused);

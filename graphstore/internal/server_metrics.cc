@@ -246,6 +246,14 @@ std::vector<MetricFamily> Collect(const ServerMetricsSources& sources) {
                        "wait for the step clock included)",
                        {sources.feature_port_pulls}, /*by_method=*/false, &out);
   }
+  if (sources.feature_port_pushes != nullptr) {
+    AddRequestFamilies(
+        "shardgnn_feature_port_push", "Embedding pushes over the feature port",
+        "Embedding pushes over the feature port: time from a "
+        "request's header to its gradients applied (or held "
+        "for the step)",
+        {sources.feature_port_pushes}, /*by_method=*/false, &out);
+  }
   const ConnectionStats& fp = *sources.feature_port_connections;
   AddConnectionFamilies("shardgnn_feature_port", "feature port", fp,
                         fp.open.load(), &out);

@@ -55,8 +55,9 @@ struct ServerMetricsSources {
   std::vector<const MethodStats*> grpc_methods;  // Labelled by name().
   const ConnectionStats* grpc_connections = nullptr;
   const MethodStats* feature_port_requests = nullptr;
-  // Embedding pulls over the feature port; null: none.
+  // Embedding pulls and pushes over the feature port; null: none.
   const MethodStats* feature_port_pulls = nullptr;
+  const MethodStats* feature_port_pushes = nullptr;
   const ConnectionStats* feature_port_connections = nullptr;
   // Called on the exporter's thread; must be thread-safe.
   std::function<ServerMetricsState()> state;

@@ -1,8 +1,8 @@
 // The feature port's server side (graphstore/internal/feature_port.h) on
 // arbitrary bytes from a client: a real server on a loopback port over a
 // real shard, with a learnable table (run "fuzz", table "node", 4 wide) for
-// embedding pulls; each input is sent on a new connection, which is then
-// closed for writing and drained. The server must answer or close, never
+// embedding pulls and pushes; each input is sent on a new connection, which is
+// then closed for writing and drained. The server must answer or close, never
 // crash. Pulls that wait for the table's clock end by the I/O timeout.
 #include <sys/socket.h>
 #include <unistd.h>
@@ -48,9 +48,10 @@ shardgnn::internal::FeaturePortServer& Server() {
   static shardgnn::internal::FeaturePortServer* server = [] {
     shardgnn::internal::FeaturePortLimits limits;
     limits.io_timeout = absl::Milliseconds(500);
+    shardgnn::internal::FeaturePortHooks hooks;
+    hooks.embeddings = Embeddings();
     auto s = shardgnn::internal::FeaturePortServer::Start(
-        "127.0.0.1", 0, shardgnn::fuzz::TestShard(), limits, nullptr, nullptr,
-        "", Embeddings());
+        "127.0.0.1", 0, shardgnn::fuzz::TestShard(), limits, hooks);
     if (!s.ok()) {
       std::fprintf(stderr, "%s\n", s.status().ToString().c_str());
       std::abort();

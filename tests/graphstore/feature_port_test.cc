@@ -20,6 +20,7 @@
 
 #include "graphstore/client.h"
 #include "graphstore/server.h"
+#include "tests/graphstore/server_testing.h"
 #include "tests/graphstore/test_shards.h"
 #include "tests/testing/ports.h"
 #include "tests/testing/status_matchers.h"
@@ -28,8 +29,10 @@
 namespace shardgnn {
 namespace {
 
+using testing::ConnectToLoopback;
 using ::testing::HasSubstr;
 using testing::MakeTestGraph;
+using testing::MethodCalls;
 using testing::TempDir;
 using testing::TestGraph;
 using testing::WriteTestShards;
@@ -37,29 +40,7 @@ using testing::WriteTestShards;
 constexpr int64_t kNodes = 400;
 constexpr int64_t kDim = 16;
 
-int64_t Calls(const ServerStats& stats, const std::string& method,
-              bool errors = false) {
-  for (const auto& m : stats.methods) {
-    if (m.method == method) return errors ? m.errors : m.calls;
-  }
-  return -1;
-}
-
 // A loopback socket connected to `port`.
-int ConnectTo(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  timeval timeout{10, 0};  // A broken server fails the test, not hangs it.
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  return fd;
-}
 
 // Serves part 1 of a 2-part fixture; the parameter is memory mode.
 class FeaturePortTest : public ::testing::TestWithParam<bool> {
@@ -110,8 +91,8 @@ class FeaturePortTest : public ::testing::TestWithParam<bool> {
   // Checks how many fetches the server answered on each path.
   void ExpectFetchCalls(int64_t port, int64_t grpc) {
     ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
-    EXPECT_EQ(Calls(stats, "FeaturePort"), port);
-    EXPECT_EQ(Calls(stats, "GetFeatures"), grpc);
+    EXPECT_EQ(MethodCalls(stats, "FeaturePort"), port);
+    EXPECT_EQ(MethodCalls(stats, "GetFeatures"), grpc);
   }
 
   TempDir dir_;
@@ -179,9 +160,9 @@ TEST_P(FeaturePortTest, ServerErrorsKeepTheirStatusAndTheConnection) {
   ExpectFetch(Owned());
   ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
   // Four requests; the server failed two (DATA_LOSS is the client's finding).
-  EXPECT_EQ(Calls(stats, "FeaturePort"), 4);
-  EXPECT_EQ(Calls(stats, "FeaturePort", /*errors=*/true), 2);
-  EXPECT_EQ(Calls(stats, "GetFeatures"), 0);
+  EXPECT_EQ(MethodCalls(stats, "FeaturePort"), 4);
+  EXPECT_EQ(MethodCalls(stats, "FeaturePort", /*errors=*/true), 2);
+  EXPECT_EQ(MethodCalls(stats, "GetFeatures"), 0);
 }
 
 TEST_P(FeaturePortTest, MalformedRequestsGetAnErrorAndTheServerLivesOn) {
@@ -201,7 +182,7 @@ TEST_P(FeaturePortTest, MalformedRequestsGetAnErrorAndTheServerLivesOn) {
     return message;
   };
   {  // Not our protocol: an error, then the server closes.
-    int fd = ConnectTo(port);
+    int fd = ConnectToLoopback(port);
     ASSERT_GE(fd, 0);
     const char junk[] = "GET / HTTP/1.1\r\n";
     ASSERT_EQ(send(fd, junk, 16, 0), 16);
@@ -215,7 +196,7 @@ TEST_P(FeaturePortTest, MalformedRequestsGetAnErrorAndTheServerLivesOn) {
     close(fd);
   }
   {  // Over the ID limit: an error naming it, then the server closes.
-    int fd = ConnectTo(port);
+    int fd = ConnectToLoopback(port);
     ASSERT_GE(fd, 0);
     internal::FeatureRequestHeader request;
     request.num_ids = 101;
@@ -229,7 +210,7 @@ TEST_P(FeaturePortTest, MalformedRequestsGetAnErrorAndTheServerLivesOn) {
     close(fd);
   }
   {  // A request cut short by the client going away.
-    int fd = ConnectTo(port);
+    int fd = ConnectToLoopback(port);
     ASSERT_GE(fd, 0);
     internal::FeatureRequestHeader request;
     request.num_ids = 10;
@@ -250,13 +231,12 @@ TEST_P(FeaturePortTest, MalformedRequestsGetAnErrorAndTheServerLivesOn) {
 TEST_P(FeaturePortTest, StalledRequestIsCutIdleConnectionIsKept) {
   internal::FeaturePortLimits limits;
   limits.io_timeout = absl::Milliseconds(200);
-  ASSERT_OK_AND_ASSIGN(auto port,
-                       internal::FeaturePortServer::Start(
-                           "127.0.0.1", 0, store_, limits, /*stats=*/nullptr,
-                           /*connection_stats=*/nullptr));
+  ASSERT_OK_AND_ASSIGN(
+      auto port, internal::FeaturePortServer::Start("127.0.0.1", 0, store_,
+                                                    limits, /*hooks=*/{}));
   const NodeId first = metas_[1].node_start;
   {  // Half a request, then silence: the server hangs up.
-    int fd = ConnectTo(port->port());
+    int fd = ConnectToLoopback(port->port());
     ASSERT_GE(fd, 0);
     internal::FeatureRequestHeader request;
     request.num_ids = 10;
@@ -269,7 +249,7 @@ TEST_P(FeaturePortTest, StalledRequestIsCutIdleConnectionIsKept) {
     close(fd);
   }
   {  // Idle for longer than the timeout, then a request: answered.
-    int fd = ConnectTo(port->port());
+    int fd = ConnectToLoopback(port->port());
     ASSERT_GE(fd, 0);
     absl::SleepFor(absl::Milliseconds(600));
     internal::FeatureRequestHeader request;
@@ -322,7 +302,7 @@ TEST_P(FeaturePortTest, SixteenThreadsFetchConcurrently) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
   ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
-  EXPECT_EQ(Calls(stats, "FeaturePort"), 16 * 200);
+  EXPECT_EQ(MethodCalls(stats, "FeaturePort"), 16 * 200);
 }
 
 TEST_P(FeaturePortTest, ShutdownWithOpenConnectionsIsPrompt) {
@@ -493,7 +473,7 @@ TEST_P(FeaturePortTest, IdleConnectionsHoldNoLargeBuffers) {
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = Owned()[i % Owned().size()];
   std::vector<int> fds;
   for (int c = 0; c < 4; ++c) {  // 4 x (3.2 MB of IDs + 25.6 MB of rows).
-    int fd = ConnectTo(server_->feature_port());
+    int fd = ConnectToLoopback(server_->feature_port());
     ASSERT_GE(fd, 0);
     ASSERT_EQ(RequestAndDiscard(fd, ids), 0);
     fds.push_back(fd);

@@ -17,6 +17,7 @@
 #include "graphstore/client.h"
 #include "graphstore/internal/feature_port.h"
 #include "graphstore/server.h"
+#include "tests/graphstore/server_testing.h"
 #include "tests/graphstore/test_shards.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -24,8 +25,10 @@
 namespace shardgnn {
 namespace {
 
+using testing::ConnectToLoopback;
 using ::testing::HasSubstr;
 using testing::MakeTestGraph;
+using testing::MethodCalls;
 using ::testing::Not;
 using testing::TempDir;
 using testing::TestGraph;
@@ -35,30 +38,6 @@ constexpr int64_t kNodes = 200;
 constexpr int64_t kDim = 8;
 constexpr char kToken[] = "9f3c1e0b7a5d4c2e8f6a1b3d5c7e9f0a";
 constexpr char kOtherToken[] = "0000111122223333444455556666777788889999";
-
-int64_t Errors(const ServerStats& stats, const std::string& method) {
-  for (const auto& m : stats.methods) {
-    if (m.method == method) return m.errors;
-  }
-  return -1;
-}
-
-// A loopback socket connected to `port`, with a receive timeout so that a
-// broken server fails the test instead of hanging it.
-int ConnectTo(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  timeval timeout{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  return fd;
-}
 
 // Serves part 0 of a 1-part fixture from memory.
 class ServerAuthTest : public ::testing::Test {
@@ -167,9 +146,9 @@ TEST_F(ServerAuthTest, EveryCallButHealthNeedsTheToken) {
   ASSERT_OK(right->GetLabels(ids).status());
   ASSERT_OK_AND_ASSIGN(ServerStats stats, right->Stats());
   // The refused calls were counted as errors, the right ones not.
-  EXPECT_EQ(Errors(stats, "Info"), 3);
-  EXPECT_EQ(Errors(stats, "GetFeatures"), 2);
-  EXPECT_EQ(Errors(stats, "Health"), 0);
+  EXPECT_EQ(MethodCalls(stats, "Info", /*errors=*/true), 3);
+  EXPECT_EQ(MethodCalls(stats, "GetFeatures", /*errors=*/true), 2);
+  EXPECT_EQ(MethodCalls(stats, "Health", /*errors=*/true), 0);
 }
 
 TEST_F(ServerAuthTest, ServerWithoutTokenRefusesCallsCarryingOne) {
@@ -246,7 +225,7 @@ TEST_F(ServerAuthTest, FeaturePortRefusesPlainRequestsAndForgedProofs) {
   StartServer(kToken);
   const NodeId first = 3;
   {
-    int fd = ConnectTo(server_->feature_port());
+    int fd = ConnectToLoopback(server_->feature_port());
     ASSERT_GE(fd, 0);
     internal::FeatureRequestHeader request;
     request.num_ids = 1;
@@ -265,7 +244,7 @@ TEST_F(ServerAuthTest, FeaturePortRefusesPlainRequestsAndForgedProofs) {
     close(fd);
   }
   {
-    int fd = ConnectTo(server_->feature_port());
+    int fd = ConnectToLoopback(server_->feature_port());
     ASSERT_GE(fd, 0);
     internal::FeatureRequestHeader hello;
     hello.magic = internal::kAuthHelloMagic;

@@ -513,13 +513,25 @@ class CraftedFeaturePort {
       int conn = accept(fd_, nullptr, nullptr);
       if (conn < 0) return;  // The listener was shut down.
       internal::FeatureRequestHeader h;
+      // A push's header and names before its IDs, gradients after them:
+      // read whole, so that closing does not reset the connection.
+      internal::EmbeddingPushHeader push;
+      std::string names, gradients;
       std::vector<int64_t> ids;
-      if (ReadAll(conn, &h, sizeof(h)) && h.num_ids < (1 << 20)) {
-        ids.resize(h.num_ids);
-        if (ReadAll(conn, ids.data(), ids.size() * sizeof(int64_t))) {
-          std::string out = respond_(h.num_ids);
-          (void)!send(conn, out.data(), out.size(), MSG_NOSIGNAL);
-        }
+      bool ok = ReadAll(conn, &h, sizeof(h)) && h.num_ids < (1 << 20);
+      if (ok && h.magic == internal::kEmbeddingPushMagic) {
+        ok = ReadAll(conn, &push, sizeof(push)) &&
+             push.gradient_bytes < (1 << 26) && push.table_bytes < 4096 &&
+             push.run_id_bytes < 4096;
+        names.resize(ok ? push.table_bytes + push.run_id_bytes : 0);
+        gradients.resize(ok ? push.gradient_bytes : 0);
+        ok = ok && ReadAll(conn, names.data(), names.size());
+      }
+      ids.resize(ok ? h.num_ids : 0);
+      if (ok && ReadAll(conn, ids.data(), ids.size() * sizeof(int64_t)) &&
+          ReadAll(conn, gradients.data(), gradients.size())) {
+        std::string out = respond_(h.num_ids);
+        (void)!send(conn, out.data(), out.size(), MSG_NOSIGNAL);
       }
       close(conn);
     }
@@ -585,6 +597,37 @@ TEST_F(HostileFeaturePortTest, RowsOfTheWrongWidthAreDataLoss) {
   std::vector<size_t> rows = {2, 0, 1};
   ExpectDataLoss(client->GetFeatures({0, 1, 2}, 4, out.data(), rows), "wide");
   EXPECT_EQ(out, std::vector<float>(3 * 4, -1));
+}
+
+TEST_F(HostileFeaturePortTest, PushAnswersOtherThanAppliedStepsAreDataLoss) {
+  EmbeddingTableConfig table;
+  table.name = "node";
+  table.run_id = "run";
+  table.dim = 4;
+  const std::vector<float> gradients = {1, 2, 3, 4};
+  {  // Half an answer.
+    CraftedFeaturePort port([](uint64_t) {
+      return Frame(internal::kFeatureResponseMagic, 0, 4, "abcd");
+    });
+    ASSERT_GT(port.port(), 0);
+    auto client = ClientUsing(port);
+    ASSERT_NE(client, nullptr);
+    ExpectDataLoss(client->PushEmbeddingGradients(table, 0, 0, {0}, gradients),
+                   "expected 8");
+  }
+  {  // Steps that cannot be.
+    CraftedFeaturePort port([](uint64_t) {
+      const int64_t applied = -5;
+      return Frame(internal::kFeatureResponseMagic, 0, sizeof(applied),
+                   std::string(reinterpret_cast<const char*>(&applied),
+                               sizeof(applied)));
+    });
+    ASSERT_GT(port.port(), 0);
+    auto client = ClientUsing(port);
+    ASSERT_NE(client, nullptr);
+    ExpectDataLoss(client->PushEmbeddingGradients(table, 0, 0, {0}, gradients),
+                   "-5 applied steps");
+  }
 }
 
 TEST_F(HostileFeaturePortTest, BadMagicIsDataLoss) {

@@ -412,11 +412,14 @@ TEST_P(ServerMetricsTest, CountsWhatRealCallsDid) {
   EXPECT_EQ(scrape.Get("shardgnn_feature_port_connections"), 1);
   EXPECT_EQ(scrape.Get("shardgnn_feature_port_connections_accepted_total"), 1);
   EXPECT_EQ(scrape.Get("shardgnn_feature_port_connections_rejected_total"), 0);
-  // Embedding pulls over the port have families of their own (none here),
-  // and are not gRPC methods.
+  // Embedding pulls and pushes over the port have families of their own
+  // (none here), and are not gRPC methods.
   EXPECT_EQ(scrape.Get("shardgnn_feature_port_pull_requests_total"), 0);
+  EXPECT_EQ(scrape.Get("shardgnn_feature_port_push_requests_total"), 0);
   EXPECT_FALSE(scrape.Has("shardgnn_grpc_requests_total",
                           {{"method", "FeaturePortPull"}}));
+  EXPECT_FALSE(scrape.Has("shardgnn_grpc_requests_total",
+                          {{"method", "FeaturePortPush"}}));
 
   // The shard and the process.
   EXPECT_EQ(scrape.Get("shardgnn_server_serving", {{"part", part}}), 1);

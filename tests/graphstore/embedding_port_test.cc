@@ -1,15 +1,15 @@
-// Learned-embedding pulls over the feature port (graphstore/internal/
-// feature_port.h): a real server on loopback ports over a real shard, the
-// same rows, waits and errors as PullEmbeddings over gRPC.
-#include <arpa/inet.h>
+// Learned-embedding pulls and pushes over the feature port (graphstore/
+// internal/feature_port.h): a real server on loopback ports over a real
+// shard, the same rows, waits, updates and errors as PullEmbeddings and
+// PushEmbeddingGradients over gRPC.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -21,6 +21,7 @@
 #include "graphstore/client.h"
 #include "graphstore/internal/feature_port.h"
 #include "graphstore/server.h"
+#include "tests/graphstore/server_testing.h"
 #include "tests/graphstore/test_shards.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -28,8 +29,10 @@
 namespace shardgnn {
 namespace {
 
+using testing::ConnectToLoopback;
 using ::testing::HasSubstr;
 using testing::MakeTestGraph;
+using testing::MethodCalls;
 using testing::TempDir;
 using testing::TestGraph;
 using testing::WriteTestShards;
@@ -38,17 +41,9 @@ constexpr int64_t kNodes = 400;
 constexpr int64_t kFeatureDim = 16;
 constexpr int64_t kDim = 8;
 
-int64_t Calls(const ServerStats& stats, const std::string& method,
-              bool errors = false) {
-  for (const auto& m : stats.methods) {
-    if (m.method == method) return errors ? m.errors : m.calls;
-  }
-  return -1;
-}
-
-// Serves part 1 of a 2-part fixture; one client pulls over the feature port,
-// the other over gRPC.
-class EmbeddingPullPortTest : public ::testing::Test {
+// Serves part 1 of a 2-part fixture; one client pulls and pushes over the
+// feature port, the other over gRPC.
+class EmbeddingPortTest : public ::testing::Test {
  protected:
   void SetUp() override {
     graph_ = MakeTestGraph(kNodes, kFeatureDim);
@@ -90,7 +85,7 @@ class EmbeddingPullPortTest : public ::testing::Test {
     std::iota(ids.begin(), ids.end(), metas_[1].node_start);
     return ids;
   }
-  // Trainer 0's gradient of `step` for every other owned node.
+  // Trainer 0's gradient of `step` for every other owned node, over gRPC.
   void Push(int64_t step) {
     std::vector<NodeId> ids;
     for (NodeId id : Owned()) {
@@ -103,6 +98,36 @@ class EmbeddingPullPortTest : public ::testing::Test {
     ASSERT_OK(
         grpc_client_->PushEmbeddingGradients(config_, 0, step, ids, gradients));
   }
+  // Every owned row of the table at `step`, pulled by `client`.
+  std::vector<float> Table(GraphStoreClient* client, int64_t step) {
+    std::vector<NodeId> ids = Owned();
+    std::vector<float> rows(ids.size() * kDim);
+    EXPECT_OK(client->PullEmbeddings(config_, ids, step, 0, absl::Seconds(2),
+                                     rows.data()));
+    return rows;
+  }
+  // A hand-made request on a new connection; the server's code and message,
+  // the message ending in " [closed]" if the server then closed.
+  std::pair<absl::StatusCode, std::string> SendRaw(const std::string& bytes) {
+    int fd = ConnectToLoopback(server_->feature_port());
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(bytes.size()));
+    internal::FeatureResponseHeader r;
+    std::string message;
+    if (recv(fd, &r, sizeof(r), MSG_WAITALL) == sizeof(r)) {
+      message.resize(std::min<uint64_t>(r.payload_bytes, 4096));
+      recv(fd, message.data(), message.size(), MSG_WAITALL);
+    }
+    // Closed: end of file at once; open: nothing to read.
+    pollfd readable{fd, POLLIN, 0};
+    char more;
+    const bool closed =
+        poll(&readable, 1, 1000) == 1 && recv(fd, &more, 1, 0) == 0;
+    close(fd);
+    return std::make_pair(static_cast<absl::StatusCode>(r.code),
+                          message + (closed ? " [closed]" : ""));
+  }
 
   TempDir dir_;
   TestGraph graph_;
@@ -113,7 +138,7 @@ class EmbeddingPullPortTest : public ::testing::Test {
   std::unique_ptr<GraphStoreClient> port_client_, grpc_client_;
 };
 
-TEST_F(EmbeddingPullPortTest, RowsEqualGrpcPullsBitForBit) {
+TEST_F(EmbeddingPortTest, RowsEqualGrpcPullsBitForBit) {
   Start();
   Push(0);
   std::vector<NodeId> ids = Owned();
@@ -150,11 +175,11 @@ TEST_F(EmbeddingPullPortTest, RowsEqualGrpcPullsBitForBit) {
                                          contiguous.data()));
 
   ASSERT_OK_AND_ASSIGN(ServerStats stats, grpc_client_->Stats());
-  EXPECT_EQ(Calls(stats, "FeaturePortPull"), 3);
-  EXPECT_EQ(Calls(stats, "PullEmbeddings"), 1);
+  EXPECT_EQ(MethodCalls(stats, "FeaturePortPull"), 3);
+  EXPECT_EQ(MethodCalls(stats, "PullEmbeddings"), 1);
 }
 
-TEST_F(EmbeddingPullPortTest, ClockWaitsAndErrorsAreTheGrpcOnes) {
+TEST_F(EmbeddingPortTest, ClockWaitsAndErrorsAreTheGrpcOnes) {
   Start();
   std::vector<NodeId> ids = Owned();
   std::vector<float> out(ids.size() * kDim);
@@ -217,11 +242,11 @@ TEST_F(EmbeddingPullPortTest, ClockWaitsAndErrorsAreTheGrpcOnes) {
   EXPECT_TRUE(port_client_->UsesFeaturePort());  // Errors are not breakage.
   ASSERT_OK_AND_ASSIGN(ServerStats stats, grpc_client_->Stats());
   // Six pulls; the server failed four (DATA_LOSS is the client's finding).
-  EXPECT_EQ(Calls(stats, "FeaturePortPull"), 6);
-  EXPECT_EQ(Calls(stats, "FeaturePortPull", /*errors=*/true), 4);
+  EXPECT_EQ(MethodCalls(stats, "FeaturePortPull"), 6);
+  EXPECT_EQ(MethodCalls(stats, "FeaturePortPull", /*errors=*/true), 4);
 }
 
-TEST_F(EmbeddingPullPortTest, WithATokenPullsAuthenticateFirst) {
+TEST_F(EmbeddingPortTest, WithATokenPullsAuthenticateFirst) {
   Start(std::string(32, 'k'));
   Push(0);
   std::vector<NodeId> ids = Owned();
@@ -231,46 +256,29 @@ TEST_F(EmbeddingPullPortTest, WithATokenPullsAuthenticateFirst) {
   ASSERT_OK(grpc_client_->PullEmbeddings(config_, ids, 1, 0, absl::Seconds(2),
                                          b.data()));
   EXPECT_EQ(a, b);
+  // A push over the authenticated port moves the rows.
+  const std::vector<float> gradients(ids.size() * kDim, 0.5f);
+  ASSERT_OK(
+      port_client_->PushEmbeddingGradients(config_, 0, 1, ids, gradients));
+  EXPECT_NE(Table(grpc_client_.get(), 2), b);
   ASSERT_OK_AND_ASSIGN(ServerStats stats, grpc_client_->Stats());
-  EXPECT_EQ(Calls(stats, "FeaturePortPull"), 1);
+  EXPECT_EQ(MethodCalls(stats, "FeaturePortPull"), 1);
+  EXPECT_EQ(MethodCalls(stats, "FeaturePortPush"), 1);
+  EXPECT_EQ(MethodCalls(stats, "PushEmbeddingGradients"), 1);  // Push(0).
 }
 
 // Hand-made requests: framing the server cannot trust is answered and the
 // connection closed; the server goes on serving.
-TEST_F(EmbeddingPullPortTest, MalformedPullsAreRefusedAndTheServerLivesOn) {
+TEST_F(EmbeddingPortTest, MalformedPullsAreRefusedAndTheServerLivesOn) {
   Start();
   auto send_pull = [&](uint64_t num_ids, internal::EmbeddingPullHeader p,
                        const std::string& names) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(server_->feature_port()));
-    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    timeval timeout{10, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
     internal::FeatureRequestHeader h;
     h.magic = internal::kEmbeddingPullMagic;
     h.num_ids = num_ids;
     std::string bytes(reinterpret_cast<const char*>(&h), sizeof(h));
     bytes.append(reinterpret_cast<const char*>(&p), sizeof(p));
-    bytes += names;
-    EXPECT_EQ(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL),
-              static_cast<ssize_t>(bytes.size()));
-    internal::FeatureResponseHeader r;
-    std::string message;
-    if (recv(fd, &r, sizeof(r), MSG_WAITALL) == sizeof(r)) {
-      message.resize(std::min<uint64_t>(r.payload_bytes, 4096));
-      recv(fd, message.data(), message.size(), MSG_WAITALL);
-    }
-    // Closed: end of file at once; open: nothing to read.
-    pollfd readable{fd, POLLIN, 0};
-    char more;
-    const bool closed =
-        poll(&readable, 1, 1000) == 1 && recv(fd, &more, 1, 0) == 0;
-    close(fd);
-    return std::make_pair(static_cast<absl::StatusCode>(r.code),
-                          message + (closed ? " [closed]" : ""));
+    return SendRaw(bytes + names);
   };
   internal::EmbeddingPullHeader p;
   p.table_bytes = 1u << 30;  // Would size a 1 GiB string.
@@ -294,6 +302,144 @@ TEST_F(EmbeddingPullPortTest, MalformedPullsAreRefusedAndTheServerLivesOn) {
   std::vector<float> out(ids.size() * kDim);
   EXPECT_OK(port_client_->PullEmbeddings(config_, ids, 0, 0, absl::Seconds(1),
                                          out.data()));
+}
+
+// The same pushes, over the port to one server and over gRPC to another
+// serving the same shard: the same table after every step, bit for bit.
+TEST_F(EmbeddingPortTest, PushesEqualGrpcPushesBitForBit) {
+  Start();
+  ASSERT_OK_AND_ASSIGN(auto twin, GraphStoreServer::Start(store_, {}));
+  GraphStoreClientOptions grpc_only;
+  grpc_only.use_feature_port = false;
+  ASSERT_OK_AND_ASSIGN(auto twin_client,
+                       GraphStoreClient::Connect(twin->address(), grpc_only));
+  ASSERT_OK(twin_client->CreateEmbeddingTable(config_));
+  std::mt19937_64 rng(11);
+  const std::vector<NodeId> owned = Owned();
+  for (int64_t step = 0; step < 4; ++step) {
+    // A few hundred IDs with repeats (summed by the table), and an empty
+    // push at step 2.
+    std::vector<NodeId> ids;
+    if (step != 2) {
+      for (int i = 0; i < 300; ++i) ids.push_back(owned[rng() % owned.size()]);
+    }
+    std::vector<float> gradients(ids.size() * kDim);
+    std::normal_distribution<float> normal;
+    for (float& g : gradients) g = normal(rng);
+    ASSERT_OK(
+        port_client_->PushEmbeddingGradients(config_, 0, step, ids, gradients));
+    ASSERT_OK(
+        twin_client->PushEmbeddingGradients(config_, 0, step, ids, gradients));
+    EXPECT_EQ(Table(grpc_client_.get(), step + 1),
+              Table(twin_client.get(), step + 1))
+        << "after step " << step;
+  }
+  // A repeated step is acknowledged and not applied again, as over gRPC.
+  const std::vector<float> before = Table(grpc_client_.get(), 4);
+  const std::vector<float> gradients(owned.size() * kDim, 1.0f);
+  ASSERT_OK(
+      port_client_->PushEmbeddingGradients(config_, 0, 3, owned, gradients));
+  EXPECT_EQ(Table(grpc_client_.get(), 4), before);
+
+  ASSERT_OK_AND_ASSIGN(ServerStats stats, grpc_client_->Stats());
+  EXPECT_EQ(MethodCalls(stats, "FeaturePortPush"), 5);
+  EXPECT_EQ(MethodCalls(stats, "FeaturePortPush", /*errors=*/true), 0);
+  EXPECT_EQ(MethodCalls(stats, "PushEmbeddingGradients"), 0);
+  ASSERT_OK_AND_ASSIGN(stats, twin_client->Stats());
+  EXPECT_EQ(MethodCalls(stats, "FeaturePortPush"), 0);
+  EXPECT_EQ(MethodCalls(stats, "PushEmbeddingGradients"), 4);
+}
+
+// Every push the table refuses is refused over the port with gRPC's code and
+// message, leaves the table unchanged and the connection in use.
+TEST_F(EmbeddingPortTest, PushErrorsAreTheGrpcOnesAndChangeNothing) {
+  Start();
+  const std::vector<float> initial = Table(grpc_client_.get(), 0);
+  const NodeId v = Owned()[3];
+  const std::vector<float> row(kDim, 0.25f);
+  struct Bad {
+    std::string what;
+    EmbeddingTableConfig config;
+    int trainer;
+    int64_t step;
+    std::vector<NodeId> ids;
+    std::vector<float> gradients;
+  };
+  EmbeddingTableConfig unknown = config_;
+  unknown.name = "item";
+  std::vector<float> nan_row = row;
+  nan_row[2] = std::nanf("");
+  const std::vector<Bad> bad = {
+      {"narrower rows", config_, 0, 0, {v}, std::vector<float>(kDim - 1, 1)},
+      {"a row of another part", config_, 0, 0, {metas_[0].node_start}, row},
+      {"a NaN gradient", config_, 0, 0, {v}, nan_row},
+      {"a step ahead", config_, 0, 5, {v}, row},
+      {"an unknown trainer", config_, 3, 0, {v}, row},
+      {"an unknown table", unknown, 0, 0, {v}, row},
+  };
+  for (const Bad& b : bad) {
+    absl::Status port = port_client_->PushEmbeddingGradients(
+        b.config, b.trainer, b.step, b.ids, b.gradients);
+    absl::Status grpc = grpc_client_->PushEmbeddingGradients(
+        b.config, b.trainer, b.step, b.ids, b.gradients);
+    EXPECT_FALSE(port.ok()) << b.what;
+    EXPECT_EQ(port, grpc) << b.what;
+  }
+  EXPECT_TRUE(port_client_->UsesFeaturePort());  // Errors are not breakage.
+  EXPECT_EQ(Table(grpc_client_.get(), 0), initial);
+  ASSERT_OK_AND_ASSIGN(ServerStats stats, grpc_client_->Stats());
+  EXPECT_EQ(MethodCalls(stats, "FeaturePortPush"), 6);
+  EXPECT_EQ(MethodCalls(stats, "FeaturePortPush", /*errors=*/true), 6);
+  // And the same connection then pushes.
+  ASSERT_OK(port_client_->PushEmbeddingGradients(config_, 0, 0, {v}, row));
+  EXPECT_NE(Table(grpc_client_.get(), 1), initial);
+}
+
+// Hand-made pushes whose framing the server cannot trust are answered and
+// the connection closed, before anything is sized by them.
+TEST_F(EmbeddingPortTest, MalformedPushesAreRefusedAndTheServerLivesOn) {
+  Start();
+  auto send_push = [&](uint64_t num_ids, internal::EmbeddingPushHeader p,
+                       const std::string& rest) {
+    internal::FeatureRequestHeader h;
+    h.magic = internal::kEmbeddingPushMagic;
+    h.num_ids = num_ids;
+    std::string bytes(reinterpret_cast<const char*>(&h), sizeof(h));
+    bytes.append(reinterpret_cast<const char*>(&p), sizeof(p));
+    return SendRaw(bytes + rest);
+  };
+  internal::EmbeddingPushHeader p;
+  p.gradient_bytes = uint64_t{1} << 40;  // Would size a 1 TiB string.
+  auto [code, message] = send_push(1, p, "");
+  EXPECT_EQ(code, absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(message, HasSubstr("exceeds the 256.0 MiB message limit"));
+  EXPECT_THAT(message, HasSubstr("[closed]"));
+  p = {};
+  p.run_id_bytes = 1u << 31;
+  std::tie(code, message) = send_push(1, p, "");
+  EXPECT_EQ(code, absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(message, HasSubstr("at most 1024"));
+  EXPECT_THAT(message, HasSubstr("[closed]"));
+  p = {};
+  std::tie(code, message) = send_push(uint64_t{1} << 40, p, "");
+  EXPECT_EQ(code, absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(message, HasSubstr("exceeds the limit of 1000"));
+  // Well framed, gradients of 3 bytes: the table's error, connection open.
+  const NodeId v = Owned()[0];
+  p.table_bytes = 4;
+  p.run_id_bytes = 5;
+  p.gradient_bytes = 3;
+  std::tie(code, message) = send_push(
+      1, p,
+      "noderun-a" + std::string(reinterpret_cast<const char*>(&v), sizeof(v)) +
+          "abc");
+  EXPECT_EQ(code, absl::StatusCode::kInvalidArgument) << message;
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("[closed]")));
+
+  const std::vector<float> initial = Table(grpc_client_.get(), 0);
+  ASSERT_OK(port_client_->PushEmbeddingGradients(
+      config_, 0, 0, {v}, std::vector<float>(kDim, 1.0f)));
+  EXPECT_NE(Table(grpc_client_.get(), 1), initial);
 }
 
 }  // namespace

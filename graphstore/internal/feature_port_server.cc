@@ -1,0 +1,496 @@
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/notification.h"
+#include "common/auth.h"
+#include "graphstore/internal/embedding_service.h"
+#include "graphstore/internal/feature_port.h"
+#include "graphstore/internal/socket_io.h"
+
+namespace shardgnn::internal {
+namespace {
+
+// Largest buffer a server connection keeps between requests; larger answers
+// are gathered and sent in pieces of this size.
+constexpr size_t kKeptBufferBytes = 1 << 20;
+// A connection idle this long gives back its embedding buffers: longer than
+// a trainer's validation, during which its training pulls and pushes pause.
+constexpr int kEmbeddingBuffersIdleMs = 10000;
+// The server's bound on a connection's authentication handshake.
+constexpr absl::Duration kHandshakeTimeout = absl::Seconds(10);
+
+// Sends the response header and, when `status` is OK, `bytes` bytes of
+// `rows`; otherwise its message (cut to kMaxFeaturePortErrorBytes).
+bool SendResponse(int fd, const absl::Status& status, const void* rows,
+                  size_t bytes) {
+  FeatureResponseHeader h;
+  h.code = static_cast<int32_t>(status.code());
+  std::string message(status.message().substr(0, kMaxFeaturePortErrorBytes));
+  iovec iov[2];
+  iov[0] = {&h, sizeof(h)};
+  if (status.ok()) {
+    iov[1] = {const_cast<void*>(rows), bytes};
+  } else {
+    iov[1] = {message.data(), message.size()};
+  }
+  h.payload_bytes = iov[1].iov_len;
+  return WriteFullV(fd, iov, 2);
+}
+
+// Reads `n` bytes into `s` (its kept capacity is reused).
+bool ReadInto(int fd, std::string* s, size_t n) {
+  s->resize(n);
+  return ReadFull(fd, s->data(), n);
+}
+
+// Times one request from the moment its header was read and records it in
+// `stats` (if not null) once answered.
+class RequestTimer {
+ public:
+  explicit RequestTimer(MethodStats* stats)
+      : stats_(stats), start_(std::chrono::steady_clock::now()) {}
+  // `bytes_out` is the payload after the response header.
+  void Record(absl::StatusCode code, int64_t bytes_in, size_t bytes_out) const {
+    if (stats_ == nullptr) return;
+    const std::chrono::duration<double, std::micro> us =
+        std::chrono::steady_clock::now() - start_;
+    stats_->Record(
+        us.count(), code, bytes_in,
+        static_cast<int64_t>(sizeof(FeatureResponseHeader) + bytes_out));
+  }
+
+ private:
+  MethodStats* stats_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<FeaturePortServer>> FeaturePortServer::Start(
+    const std::string& host, int port, std::shared_ptr<const ShardStore> store,
+    FeaturePortLimits limits, FeaturePortHooks hooks, std::string auth_token) {
+  auto listener = Listener::Bind(host, port, "feature port");
+  if (!listener.ok()) return listener.status();
+  auto server = std::unique_ptr<FeaturePortServer>(new FeaturePortServer());
+  server->listener_ = std::move(listener).value();
+  server->port_ = server->listener_->port();
+  server->store_ = std::move(store);
+  server->limits_ = limits;
+  server->hooks_ = hooks;
+  if (server->hooks_.pulls == nullptr) server->hooks_.pulls = hooks.features;
+  if (server->hooks_.pushes == nullptr) server->hooks_.pushes = hooks.features;
+  server->auth_token_ = std::move(auth_token);
+  server->listener_->Start([s = server.get()](int fd, const std::string& peer) {
+    return s->Admit(fd, peer);
+  });
+  return server;
+}
+
+bool FeaturePortServer::Admit(int fd, const std::string& peer) {
+  absl::MutexLock lock(&mu_);
+  ReapLocked();
+  auto reject = [this] {
+    if (hooks_.connections != nullptr) {
+      hooks_.connections->rejected.fetch_add(1, std::memory_order_relaxed);
+    }
+    return false;  // The client falls back to gRPC.
+  };
+  if (stopped_ ||
+      static_cast<int>(connections_.size()) >= limits_.max_connections) {
+    return reject();
+  }
+  const auto from_peer =
+      std::count_if(connections_.begin(), connections_.end(),
+                    [&](const Connection& c) { return c.peer == peer; });
+  if (from_peer >= limits_.max_connections_per_ip) return reject();
+  if (hooks_.connections != nullptr) {
+    hooks_.connections->accepted.fetch_add(1, std::memory_order_relaxed);
+    hooks_.connections->open.fetch_add(1, std::memory_order_relaxed);
+  }
+  SetNoDelay(fd);
+  SetIoTimeout(fd, limits_.io_timeout);
+  Connection& conn = connections_.emplace_back();
+  conn.fd = fd;
+  conn.peer = peer;
+  conn.thread = std::thread([this, c = &conn] { Serve(c); });
+  return true;
+}
+
+void FeaturePortServer::ReapLocked() {
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    if (!it->done) {
+      ++it;
+      continue;
+    }
+    it->thread.join();
+    close(it->fd);
+    it = connections_.erase(it);
+  }
+}
+
+struct FeaturePortServer::Buffers {
+  std::vector<NodeId> ids;
+  std::vector<char> rows;
+  proto::PullEmbeddingsRequest pull;
+  proto::PullEmbeddingsResponse pulled;
+  proto::PushEmbeddingGradientsRequest push;
+
+  // After every request: keeps no large feature buffer (rows are gathered
+  // in pieces; only the IDs can be large).
+  void Trim() {
+    if (ids.capacity() * sizeof(NodeId) > kKeptBufferBytes) {
+      std::vector<NodeId>().swap(ids);
+    }
+    if (rows.capacity() > kKeptBufferBytes) std::vector<char>().swap(rows);
+  }
+  // A pull's rows come whole from the table and a push is read whole, so
+  // their buffers are kept while the connection is busy (a trainer pulls
+  // and pushes every step: fresh pages for every one cost the server
+  // thousands of page faults per step) and given back once it has been idle
+  // for kEmbeddingBuffersIdleMs.
+  void TrimEmbedding() {
+    for (std::string* b : {pull.mutable_node_ids(), pulled.mutable_rows(),
+                           push.mutable_node_ids(), push.mutable_gradients()}) {
+      if (b->capacity() > kKeptBufferBytes) std::string().swap(*b);
+    }
+  }
+};
+
+void FeaturePortServer::Serve(Connection* conn) {
+  Buffers buffers;
+  const bool admitted = auth_token_.empty() || Authenticate(conn->fd);
+  while (admitted) {
+    // Idle between requests: wait for the next one up to the idle timeout.
+    pollfd p{conn->fd, POLLIN, 0};
+    const int64_t ms = absl::ToInt64Milliseconds(limits_.idle_timeout);
+    int r = poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, INT_MAX)));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0 || !Answer(conn->fd, &buffers)) break;
+    buffers.Trim();
+    if (poll(&p, 1, kEmbeddingBuffersIdleMs) == 0) buffers.TrimEmbedding();
+  }
+  // The client sees end of file now; the fd is closed when reaped.
+  shutdown(conn->fd, SHUT_RDWR);
+  if (hooks_.connections != nullptr) {
+    hooks_.connections->open.fetch_sub(1, std::memory_order_relaxed);
+  }
+  absl::MutexLock lock(&mu_);
+  conn->done = true;
+}
+
+bool FeaturePortServer::Answer(int fd, Buffers* buffers) {
+  FeatureRequestHeader h;
+  if (!ReadFull(fd, &h, sizeof(h))) {
+    return false;  // Closed, shut down, or stalled mid-header.
+  }
+  if (h.magic == kEmbeddingPullMagic) return AnswerPull(fd, h, buffers);
+  if (h.magic == kEmbeddingPushMagic) return AnswerPush(fd, h, buffers);
+  std::vector<NodeId>* ids = &buffers->ids;
+  std::vector<char>* rows = &buffers->rows;
+  const RequestTimer timer(hooks_.features);
+  auto record = [&](absl::StatusCode code, size_t bytes_out) {
+    timer.Record(code, static_cast<int64_t>(sizeof(h) + ids->size() * 8),
+                 bytes_out);
+  };
+  // Framing errors: answer, then close (the rest of the stream is unknown).
+  if (h.magic == kAuthHelloMagic) {
+    ids->clear();
+    record(absl::StatusCode::kUnauthenticated, 0);
+    SendResponse(fd,
+                 absl::UnauthenticatedError(
+                     "this feature port's server runs without an auth token, "
+                     "but the client offers one; start the server with the "
+                     "clients' --auth-token-file"),
+                 nullptr, 0);
+    return false;
+  }
+  if (h.magic != kFeatureRequestMagic) {
+    ids->clear();
+    record(absl::StatusCode::kInvalidArgument, 0);
+    SendResponse(fd,
+                 absl::InvalidArgumentError(
+                     "not a shardgnn feature request (bad magic number)"),
+                 nullptr, 0);
+    return false;
+  }
+  if (h.num_ids > static_cast<uint64_t>(limits_.max_ids_per_call)) {
+    ids->clear();
+    record(absl::StatusCode::kInvalidArgument, 0);
+    SendResponse(fd,
+                 absl::InvalidArgumentError(absl::StrCat(
+                     "batch of ", h.num_ids, " IDs exceeds the limit of ",
+                     limits_.max_ids_per_call, " IDs per call")),
+                 nullptr, 0);
+    return false;
+  }
+  ids->resize(h.num_ids);
+  if (!ReadFull(fd, ids->data(), ids->size() * sizeof(NodeId))) return false;
+
+  const int64_t dim = store_->Meta().feature_dim;
+  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  const int64_t bytes = static_cast<int64_t>(ids->size() * row_bytes);
+  absl::Status status;
+  if (bytes > limits_.max_message_bytes - 1024) {
+    status = absl::ResourceExhaustedError(absl::StrFormat(
+        "%d feature rows of %d floats are %.1f MiB, over the %.1f MiB message "
+        "limit; request fewer IDs per call",
+        ids->size(), dim, bytes / 1048576.0,
+        limits_.max_message_bytes / 1048576.0));
+  } else {
+    status = store_->CheckOwned(*ids);
+  }
+  // The rows go out in pieces of at most kKeptBufferBytes (at least a row).
+  const size_t piece_rows =
+      row_bytes == 0 ? ids->size()
+                     : std::max<size_t>(1, kKeptBufferBytes / row_bytes);
+  const size_t first_rows = std::min(piece_rows, ids->size());
+  auto gather = [&](size_t from, size_t count) {
+    try {
+      rows->resize(count * row_bytes);
+      return store_->GetFeatures(absl::MakeConstSpan(*ids).subspan(from, count),
+                                 reinterpret_cast<float*>(rows->data()));
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError("GetFeatures: out of memory");
+    }
+  };
+  if (status.ok()) status = gather(0, first_rows);
+  const size_t out =
+      status.ok() ? static_cast<size_t>(bytes) : status.message().size();
+  record(status.code(), out);
+  if (!status.ok()) return SendResponse(fd, status, nullptr, 0);
+  FeatureResponseHeader response;
+  response.payload_bytes = static_cast<uint64_t>(bytes);
+  iovec iov[2] = {{&response, sizeof(response)},
+                  {rows->data(), first_rows * row_bytes}};
+  bool ok = WriteFullV(fd, iov, 2);
+  for (size_t from = first_rows; ok && from < ids->size(); from += piece_rows) {
+    const size_t count = std::min(piece_rows, ids->size() - from);
+    // The header promised the rows: a failure now can only close the
+    // connection (the client then fetches over gRPC, which reports it).
+    if (!gather(from, count).ok()) ok = false;
+    iovec piece = {rows->data(), count * row_bytes};
+    ok = ok && WriteFullV(fd, &piece, 1);
+  }
+  return ok;
+}
+
+// The framing an embedding request shares, checked before anything is sized
+// by it: the number of IDs and the lengths of the names.
+absl::Status FeaturePortServer::CheckEmbeddingFraming(
+    const char* what, const FeatureRequestHeader& h, uint32_t table_bytes,
+    uint32_t run_id_bytes) const {
+  if (h.num_ids > static_cast<uint64_t>(limits_.max_ids_per_call)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "embedding ", what, " of ", h.num_ids, " IDs exceeds the limit of ",
+        limits_.max_ids_per_call, " IDs per call"));
+  }
+  if (table_bytes > kMaxEmbeddingNameBytes ||
+      run_id_bytes > kMaxEmbeddingNameBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("embedding ", what, " names a table of ", table_bytes,
+                     " bytes and a run ID of ", run_id_bytes,
+                     " bytes; at most ", kMaxEmbeddingNameBytes, " each"));
+  }
+  return absl::OkStatus();
+}
+
+bool FeaturePortServer::AnswerPull(int fd, const FeatureRequestHeader& h,
+                                   Buffers* buffers) {
+  const RequestTimer timer(hooks_.pulls);
+  int64_t bytes_in = sizeof(h);
+  // Framing errors: answer, then close.
+  auto refuse = [&](const absl::Status& why) {
+    timer.Record(why.code(), bytes_in, why.message().size());
+    SendResponse(fd, why, nullptr, 0);
+    return false;
+  };
+  EmbeddingPullHeader p;
+  if (!ReadFull(fd, &p, sizeof(p))) return false;
+  bytes_in += sizeof(p);
+  const absl::Status framing =
+      CheckEmbeddingFraming("pull", h, p.table_bytes, p.run_id_bytes);
+  if (!framing.ok()) return refuse(framing);
+  proto::PullEmbeddingsRequest& req = buffers->pull;
+  if (!ReadInto(fd, req.mutable_table(), p.table_bytes) ||
+      !ReadInto(fd, req.mutable_run_id(), p.run_id_bytes) ||
+      !ReadInto(fd, req.mutable_node_ids(), h.num_ids * sizeof(NodeId))) {
+    return false;
+  }
+  bytes_in += static_cast<int64_t>(p.table_bytes + p.run_id_bytes +
+                                   req.node_ids().size());
+  absl::Status status;
+  proto::PullEmbeddingsResponse& resp = buffers->pulled;
+  resp.Clear();
+  if (hooks_.embeddings == nullptr) {
+    status = absl::UnimplementedError(
+        "this feature port does not serve embedding pulls");
+  } else {
+    req.set_step(p.step);
+    req.set_staleness(p.staleness);
+    req.set_max_wait_ms(p.max_wait_ms);
+    // The client's deadline, within the I/O timeout: a pull waiting for the
+    // step clock holds this connection's thread no longer.
+    const absl::Duration timeout =
+        p.timeout_ms > 0
+            ? std::min(absl::Milliseconds(p.timeout_ms), limits_.io_timeout)
+            : limits_.io_timeout;
+    absl::Notification answered;
+    hooks_.embeddings->Pull(&req, absl::Now() + timeout, &resp,
+                            [&status, &answered](absl::Status s) {
+                              status = std::move(s);
+                              answered.Notify();
+                            });
+    answered.WaitForNotification();
+  }
+  const std::string& rows = resp.rows();
+  timer.Record(status.code(), bytes_in,
+               status.ok() ? rows.size() : status.message().size());
+  return SendResponse(fd, status, rows.data(), rows.size());
+}
+
+bool FeaturePortServer::AnswerPush(int fd, const FeatureRequestHeader& h,
+                                   Buffers* buffers) {
+  const RequestTimer timer(hooks_.pushes);
+  int64_t bytes_in = sizeof(h);
+  auto refuse = [&](const absl::Status& why) {
+    timer.Record(why.code(), bytes_in, why.message().size());
+    SendResponse(fd, why, nullptr, 0);
+    return false;
+  };
+  EmbeddingPushHeader p;
+  if (!ReadFull(fd, &p, sizeof(p))) return false;
+  bytes_in += sizeof(p);
+  absl::Status framing =
+      CheckEmbeddingFraming("push", h, p.table_bytes, p.run_id_bytes);
+  if (framing.ok() &&
+      p.gradient_bytes > static_cast<uint64_t>(limits_.max_message_bytes)) {
+    framing = absl::InvalidArgumentError(absl::StrFormat(
+        "embedding push of %d bytes of gradients exceeds the %.1f MiB message "
+        "limit",
+        p.gradient_bytes, limits_.max_message_bytes / 1048576.0));
+  }
+  if (!framing.ok()) return refuse(framing);
+  proto::PushEmbeddingGradientsRequest& req = buffers->push;
+  if (!ReadInto(fd, req.mutable_table(), p.table_bytes) ||
+      !ReadInto(fd, req.mutable_run_id(), p.run_id_bytes) ||
+      !ReadInto(fd, req.mutable_node_ids(), h.num_ids * sizeof(NodeId)) ||
+      !ReadInto(fd, req.mutable_gradients(), p.gradient_bytes)) {
+    return false;
+  }
+  bytes_in += static_cast<int64_t>(p.table_bytes + p.run_id_bytes +
+                                   req.node_ids().size() + p.gradient_bytes);
+  absl::Status status;
+  int64_t applied_steps = 0;
+  if (hooks_.embeddings == nullptr) {
+    status = absl::UnimplementedError(
+        "this feature port does not serve embedding pushes");
+  } else {
+    req.set_trainer(p.trainer);
+    req.set_step(p.step);
+    proto::PushEmbeddingGradientsResponse resp;
+    status = hooks_.embeddings->Push(req, &resp);
+    applied_steps = resp.applied_steps();
+  }
+  timer.Record(status.code(), bytes_in,
+               status.ok() ? sizeof(applied_steps) : status.message().size());
+  return SendResponse(fd, status, &applied_steps, sizeof(applied_steps));
+}
+
+bool FeaturePortServer::Authenticate(int fd) {
+  SetIoTimeout(fd, std::min(limits_.io_timeout, kHandshakeTimeout));
+  auto refuse = [&](absl::Status why) {
+    if (hooks_.features != nullptr) {
+      hooks_.features->Record(0, why.code(), 0, 0);
+    }
+    SendResponse(fd, why, nullptr, 0);
+    return false;
+  };
+  FeatureRequestHeader hello;
+  if (!ReadFull(fd, &hello, sizeof(hello))) return false;
+  if (hello.magic == kFeatureRequestMagic) {
+    return refuse(absl::UnauthenticatedError(
+        "this feature port requires the auth token (--auth-token-file); the "
+        "client has none"));
+  }
+  if (hello.magic != kAuthHelloMagic || hello.num_ids != kAuthNonceBytes) {
+    return refuse(absl::InvalidArgumentError(
+        "not a shardgnn feature port handshake (bad magic number)"));
+  }
+  std::string client_nonce(kAuthNonceBytes, '\0');
+  if (!ReadFull(fd, client_nonce.data(), client_nonce.size())) return false;
+  absl::StatusOr<std::string> server_nonce = RandomBytes(kAuthNonceBytes);
+  if (!server_nonce.ok()) return refuse(server_nonce.status());
+  FeatureResponseHeader challenge;
+  challenge.magic = kAuthChallengeMagic;
+  challenge.payload_bytes = kAuthNonceBytes;
+  iovec out[2] = {{&challenge, sizeof(challenge)},
+                  {server_nonce->data(), server_nonce->size()}};
+  if (!WriteFullV(fd, out, 2)) return false;
+  FeatureRequestHeader proof_header;
+  std::string proof(kHmacBytes, '\0');
+  if (!ReadFull(fd, &proof_header, sizeof(proof_header))) return false;
+  if (proof_header.magic != kAuthProofMagic ||
+      proof_header.num_ids != kHmacBytes) {
+    return refuse(absl::InvalidArgumentError(
+        "not a shardgnn feature port handshake (expected the proof)"));
+  }
+  if (!ReadFull(fd, proof.data(), proof.size())) return false;
+  const std::string expected = HmacSha256(
+      auth_token_, absl::StrCat(kAuthClientLabel, *server_nonce, client_nonce));
+  if (!ConstantTimeEquals(proof, expected)) {
+    return refuse(absl::UnauthenticatedError(
+        "wrong auth token (the client's --auth-token-file differs from the "
+        "server's)"));
+  }
+  std::string server_proof = HmacSha256(
+      auth_token_, absl::StrCat(kAuthServerLabel, client_nonce, *server_nonce));
+  FeatureResponseHeader accept;
+  accept.magic = kAuthAcceptMagic;
+  accept.payload_bytes = server_proof.size();
+  iovec accepted[2] = {{&accept, sizeof(accept)},
+                       {server_proof.data(), server_proof.size()}};
+  if (!WriteFullV(fd, accepted, 2)) return false;
+  SetIoTimeout(fd, limits_.io_timeout);
+  return true;
+}
+
+void FeaturePortServer::BeginShutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  if (listener_ != nullptr) listener_->Stop();
+  absl::MutexLock lock(&mu_);
+  // Requests already read are answered; reads of new ones see end of file.
+  for (Connection& c : connections_) shutdown(c.fd, SHUT_RD);
+}
+
+void FeaturePortServer::Shutdown(absl::Time deadline) {
+  BeginShutdown();
+  absl::MutexLock lock(&mu_);
+  if (joined_) return;
+  joined_ = true;
+  auto all_done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return std::all_of(connections_.begin(), connections_.end(),
+                       [](const Connection& c) { return c.done; });
+  };
+  if (!mu_.AwaitWithDeadline(absl::Condition(&all_done), deadline)) {
+    for (Connection& c : connections_) shutdown(c.fd, SHUT_RDWR);
+    mu_.Await(absl::Condition(&all_done));
+  }
+  ReapLocked();
+}
+
+FeaturePortServer::~FeaturePortServer() { Shutdown(absl::Now()); }
+
+}  // namespace shardgnn::internal
