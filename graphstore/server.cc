@@ -22,6 +22,7 @@
 #include "common/auth.h"
 #include "common/peak_rss.h"
 #include "common/status.h"
+#include "graphstore/internal/call_runner.h"
 #include "graphstore/internal/connection_limits.h"
 #include "graphstore/internal/embedding_service.h"
 #include "graphstore/internal/feature_port.h"
@@ -41,12 +42,6 @@ namespace shardgnn {
 namespace {
 
 constexpr char kServerVersion[] = "shardgnn 0.1.0";
-
-grpc::Status ToGrpc(const absl::Status& s) {
-  if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()),
-                      std::string(s.message()));
-}
 
 enum Method {
   kInfo,
@@ -84,13 +79,6 @@ constexpr const char* kMethodNames[kNumMethods] = {"Info",
                                                    "FeaturePortPull",
                                                    "FeaturePortPush"};
 
-int64_t PayloadBytes(const google::protobuf::Message& m) {
-  return static_cast<int64_t>(m.ByteSizeLong());
-}
-int64_t PayloadBytes(const grpc::ByteBuffer& b) {
-  return static_cast<int64_t>(b.Length());
-}
-
 // Memory-mode calls below these sizes run on gRPC's thread (a memcpy or a
 // few thousand samples: cheaper than a hand-off); larger ones, and every
 // disk-mode call, go to the work queue.
@@ -108,27 +96,14 @@ class GraphStoreServer::Service final
   explicit Service(const GraphStoreServerOptions& options)
       : options_(options),
         start_(absl::Now()),
-        embeddings_(EmbeddingLimits(options)) {
-    internal::WorkQueueOptions queue;
-    queue.num_workers =
-        options.num_threads > 0
-            ? options.num_threads
-            : std::max(2,
-                       static_cast<int>(std::thread::hardware_concurrency()));
-    // One address may hold all workers but one, so another address's call
-    // always finds a worker within one call of its own.
-    queue.max_running_per_key = std::max(1, queue.num_workers - 1);
-    queue.max_queued_per_key = options.max_queued_per_ip;
-    queue.max_queued = std::max(4096, options.max_queued_per_ip);
-    queue_ = std::make_unique<internal::WorkQueue>(queue);
-    for (const char* name : kMethodNames) stats_.emplace_back(name);
-    if (!options.auth_token.empty()) {
-      expected_authorization_ = absl::StrCat("Bearer ", options.auth_token);
-    }
-  }
+        runner_(std::vector<const char*>(std::begin(kMethodNames),
+                                         std::end(kMethodNames)),
+                kHealth, options.auth_token, QueueOptions(options),
+                [this] { return LoadedStore() != nullptr; }),
+        embeddings_(EmbeddingLimits(options)) {}
 
   // Runs the queued work to the end and joins the workers.
-  void StopWorkers() { queue_.reset(); }
+  void StopWorkers() { runner_.StopWorkers(); }
   // Answers the pulls waiting for an embedding table's step clock.
   void CancelWaitingPulls() { embeddings_.CancelWaiting(); }
 
@@ -144,9 +119,9 @@ class GraphStoreServer::Service final
   // requests with.
   internal::FeaturePortHooks feature_port_hooks() {
     internal::FeaturePortHooks hooks;
-    hooks.features = &stats_[kFeaturePort];
-    hooks.pulls = &stats_[kFeaturePortPull];
-    hooks.pushes = &stats_[kFeaturePortPush];
+    hooks.features = &runner_.stats(kFeaturePort);
+    hooks.pulls = &runner_.stats(kFeaturePortPull);
+    hooks.pushes = &runner_.stats(kFeaturePortPush);
     hooks.connections = &feature_port_connections_;
     hooks.embeddings = &embeddings_;
     return hooks;
@@ -162,24 +137,21 @@ class GraphStoreServer::Service final
     internal::ServerMetricsSources sources;
     for (int m = 0; m < kNumMethods; ++m) {
       if (m != kFeaturePort && m != kFeaturePortPull && m != kFeaturePortPush) {
-        sources.grpc_methods.push_back(&stats_[m]);
+        sources.grpc_methods.push_back(&runner_.all_stats()[m]);
       }
     }
     sources.grpc_connections = &grpc_connections_;
-    sources.feature_port_requests = &stats_[kFeaturePort];
-    sources.feature_port_pulls = &stats_[kFeaturePortPull];
-    sources.feature_port_pushes = &stats_[kFeaturePortPush];
+    sources.feature_port_requests = &runner_.all_stats()[kFeaturePort];
+    sources.feature_port_pulls = &runner_.all_stats()[kFeaturePortPull];
+    sources.feature_port_pushes = &runner_.all_stats()[kFeaturePortPush];
     sources.feature_port_connections = &feature_port_connections_;
     return sources;
   }
   internal::ServerMetricsState MetricsState() {
     internal::ServerMetricsState state;
-    {
-      absl::MutexLock lock(&mu_);
-      state.calls_in_flight = in_flight_;
-      state.serving = !draining_;
-    }
-    if (queue_ != nullptr) state.calls_queued = queue_->queued();
+    state.calls_in_flight = runner_.in_flight();
+    state.serving = !runner_.draining();
+    state.calls_queued = runner_.queued();
     state.uptime_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
     const ShardStore* store = LoadedStore();
     state.serving = state.serving && store != nullptr;
@@ -200,18 +172,11 @@ class GraphStoreServer::Service final
 
   // Turns new calls away with UNAVAILABLE and waits until the calls already
   // admitted have finished or `deadline` passes. Returns true if drained.
-  bool Drain(absl::Time deadline) {
-    absl::MutexLock lock(&mu_);
-    draining_ = true;
-    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return in_flight_ == 0;
-    };
-    return mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
-  }
+  bool Drain(absl::Time deadline) { return runner_.Drain(deadline); }
 
   ServerTotals Totals() const {
     ServerTotals t;
-    for (const auto& m : stats_) {
+    for (const auto& m : runner_.all_stats()) {
       t.calls += m.calls();
       t.errors += m.errors();
       t.bytes_out += m.bytes_out();
@@ -222,7 +187,7 @@ class GraphStoreServer::Service final
   grpc::ServerUnaryReactor* Info(grpc::CallbackServerContext* ctx,
                                  const proto::InfoRequest* req,
                                  proto::InfoResponse* resp) override {
-    return Run(ctx, kInfo, req, resp, /*inline_work=*/true, [this, resp] {
+    return runner_.Run(ctx, kInfo, req, resp, /*heavy=*/true, [this, resp] {
       const ShardMeta& m = store_->Meta();
       resp->set_part_id(m.part_id);
       resp->set_num_parts(m.num_parts);
@@ -259,7 +224,7 @@ class GraphStoreServer::Service final
       proto::SampleNeighborsResponse* resp) override {
     const int64_t n = static_cast<int64_t>(req->node_ids().size() / 8);
     const int64_t samples = n * std::max(req->fanout(), 32);
-    return Run(
+    return runner_.Run(
         ctx, kSampleNeighbors, req, resp, Heavy(samples >= kInlineSamples),
         [this, req, resp]() -> absl::Status {
           ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
@@ -303,7 +268,7 @@ class GraphStoreServer::Service final
                                   ? 0
                                   : static_cast<int64_t>(req->Length() / 8) *
                                         store->Meta().feature_dim * 4;
-    return Run(
+    return runner_.Run(
         ctx, kGetFeatures, req, resp, Heavy(bytes_out >= kInlineBytes),
         [this, req, resp]() -> absl::Status {
           proto::NodeIdsRequest request;
@@ -333,7 +298,7 @@ class GraphStoreServer::Service final
   grpc::ServerUnaryReactor* GetLabels(grpc::CallbackServerContext* ctx,
                                       const proto::NodeIdsRequest* req,
                                       proto::GetLabelsResponse* resp) override {
-    return Run(
+    return runner_.Run(
         ctx, kGetLabels, req, resp,
         Heavy(static_cast<int64_t>(req->node_ids().size()) >= kInlineBytes),
         [this, req, resp]() -> absl::Status {
@@ -348,7 +313,7 @@ class GraphStoreServer::Service final
   grpc::ServerUnaryReactor* GetDegrees(
       grpc::CallbackServerContext* ctx, const proto::NodeIdsRequest* req,
       proto::GetDegreesResponse* resp) override {
-    return Run(
+    return runner_.Run(
         ctx, kGetDegrees, req, resp,
         Heavy(static_cast<int64_t>(req->node_ids().size()) >= kInlineBytes),
         [this, req, resp]() -> absl::Status {
@@ -363,29 +328,30 @@ class GraphStoreServer::Service final
   grpc::ServerUnaryReactor* GetSplit(grpc::CallbackServerContext* ctx,
                                      const proto::GetSplitRequest* req,
                                      proto::GetSplitResponse* resp) override {
-    return Run(ctx, kGetSplit, req, resp, Heavy(true),
-               [this, req, resp]() -> absl::Status {
-                 const auto& counts = store_->Meta().split_counts;
-                 auto it = counts.find(req->name());
-                 const int64_t bytes = it == counts.end() ? 0 : it->second * 8;
-                 if (bytes > options_.max_message_bytes - 1024) {
-                   return absl::ResourceExhaustedError(absl::StrFormat(
-                       "split '%s' of %d nodes is %.1f MiB, over the %.1f MiB "
-                       "message limit",
-                       req->name(), it->second, bytes / 1048576.0,
-                       options_.max_message_bytes / 1048576.0));
-                 }
-                 ASSIGN_OR_RETURN(std::vector<NodeId> ids,
-                                  store_->GetSplit(req->name()));
-                 wire::Pack<NodeId>(ids, resp->mutable_node_ids());
-                 return absl::OkStatus();
-               });
+    return runner_.Run(
+        ctx, kGetSplit, req, resp, Heavy(true),
+        [this, req, resp]() -> absl::Status {
+          const auto& counts = store_->Meta().split_counts;
+          auto it = counts.find(req->name());
+          const int64_t bytes = it == counts.end() ? 0 : it->second * 8;
+          if (bytes > options_.max_message_bytes - 1024) {
+            return absl::ResourceExhaustedError(absl::StrFormat(
+                "split '%s' of %d nodes is %.1f MiB, over the %.1f MiB "
+                "message limit",
+                req->name(), it->second, bytes / 1048576.0,
+                options_.max_message_bytes / 1048576.0));
+          }
+          ASSIGN_OR_RETURN(std::vector<NodeId> ids,
+                           store_->GetSplit(req->name()));
+          wire::Pack<NodeId>(ids, resp->mutable_node_ids());
+          return absl::OkStatus();
+        });
   }
 
   grpc::ServerUnaryReactor* Health(grpc::CallbackServerContext* ctx,
                                    const proto::HealthRequest* req,
                                    proto::HealthResponse* resp) override {
-    return Run(ctx, kHealth, req, resp, true, [this, resp] {
+    return runner_.Run(ctx, kHealth, req, resp, true, [this, resp] {
       resp->set_serving(LoadedStore() != nullptr);
       return absl::OkStatus();
     });
@@ -394,8 +360,8 @@ class GraphStoreServer::Service final
   grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* ctx,
                                   const proto::StatsRequest* req,
                                   proto::StatsResponse* resp) override {
-    return Run(ctx, kStats, req, resp, true, [this, resp] {
-      for (const auto& m : stats_) {
+    return runner_.Run(ctx, kStats, req, resp, true, [this, resp] {
+      for (const auto& m : runner_.all_stats()) {
         proto::MethodStats* out = resp->add_methods();
         out->set_method(m.name());
         out->set_calls(m.calls());
@@ -419,16 +385,16 @@ class GraphStoreServer::Service final
       const proto::CreateEmbeddingTableRequest* req,
       proto::CreateEmbeddingTableResponse* resp) override {
     // A restore reads a snapshot file: off the callback thread.
-    return Run(ctx, kCreateEmbeddingTable, req, resp,
-               /*heavy=*/req->restore(), [this, req, resp] {
-                 return embeddings_.Create(store_->Meta(), *req, resp);
-               });
+    return runner_.Run(ctx, kCreateEmbeddingTable, req, resp,
+                       /*heavy=*/req->restore(), [this, req, resp] {
+                         return embeddings_.Create(store_->Meta(), *req, resp);
+                       });
   }
 
   grpc::ServerUnaryReactor* PullEmbeddings(
       grpc::CallbackServerContext* ctx, const proto::PullEmbeddingsRequest* req,
       proto::PullEmbeddingsResponse* resp) override {
-    return RunDeferred(
+    return runner_.RunDeferred(
         ctx, kPullEmbeddings, req, resp,
         [this, ctx, req, resp](std::function<void(absl::Status)> done) {
           embeddings_.Pull(req, absl::FromChrono(ctx->deadline()), resp,
@@ -442,28 +408,46 @@ class GraphStoreServer::Service final
       proto::PushEmbeddingGradientsResponse* resp) override {
     // Inline: a push never waits, and the pulls waiting for it must not
     // queue it behind other work.
-    return Run(ctx, kPushEmbeddingGradients, req, resp, /*heavy=*/false,
-               [this, req, resp] { return embeddings_.Push(*req, resp); });
+    return runner_.Run(
+        ctx, kPushEmbeddingGradients, req, resp, /*heavy=*/false,
+        [this, req, resp] { return embeddings_.Push(*req, resp); });
   }
 
   grpc::ServerUnaryReactor* EmbeddingStats(
       grpc::CallbackServerContext* ctx, const proto::EmbeddingStatsRequest* req,
       proto::EmbeddingStatsResponse* resp) override {
-    return Run(ctx, kEmbeddingStats, req, resp, /*heavy=*/false, [this, resp] {
-      embeddings_.Stats(resp);
-      return absl::OkStatus();
-    });
+    return runner_.Run(ctx, kEmbeddingStats, req, resp, /*heavy=*/false,
+                       [this, resp] {
+                         embeddings_.Stats(resp);
+                         return absl::OkStatus();
+                       });
   }
 
   grpc::ServerUnaryReactor* SnapshotEmbeddings(
       grpc::CallbackServerContext* ctx,
       const proto::SnapshotEmbeddingsRequest* req,
       proto::SnapshotEmbeddingsResponse* resp) override {
-    return Run(ctx, kSnapshotEmbeddings, req, resp, /*heavy=*/true,
-               [this, req, resp] { return embeddings_.Snapshot(*req, resp); });
+    return runner_.Run(
+        ctx, kSnapshotEmbeddings, req, resp, /*heavy=*/true,
+        [this, req, resp] { return embeddings_.Snapshot(*req, resp); });
   }
 
  private:
+  static internal::WorkQueueOptions QueueOptions(
+      const GraphStoreServerOptions& options) {
+    internal::WorkQueueOptions queue;
+    queue.num_workers =
+        options.num_threads > 0
+            ? options.num_threads
+            : std::max(2,
+                       static_cast<int>(std::thread::hardware_concurrency()));
+    // One address may hold all workers but one, so another address's call
+    // always finds a worker within one call of its own.
+    queue.max_running_per_key = std::max(1, queue.num_workers - 1);
+    queue.max_queued_per_key = options.max_queued_per_ip;
+    queue.max_queued = std::max(4096, options.max_queued_per_ip);
+    return queue;
+  }
   static internal::EmbeddingServiceLimits EmbeddingLimits(
       const GraphStoreServerOptions& options) {
     internal::EmbeddingServiceLimits limits;
@@ -523,153 +507,14 @@ class GraphStoreServer::Service final
     return ids;
   }
 
-  // The one place calls are authenticated (GraphStoreServerOptions::
-  // auth_token): OK, or UNAUTHENTICATED saying what is wrong (never the
-  // token). Health is open to all.
-  absl::Status Authenticate(const grpc::CallbackServerContext& ctx,
-                            Method method) const {
-    if (method == kHealth) return absl::OkStatus();
-    const auto& metadata = ctx.client_metadata();
-    auto it = metadata.find("authorization");
-    if (options_.auth_token.empty()) {
-      if (it == metadata.end()) return absl::OkStatus();
-      return absl::UnauthenticatedError(
-          "this server runs without an auth token, but the call carries one; "
-          "start the server with the clients' --auth-token-file");
-    }
-    if (it == metadata.end()) {
-      return absl::UnauthenticatedError(
-          "this server requires an auth token (--auth-token-file); the call "
-          "carries none");
-    }
-    if (!ConstantTimeEquals(
-            absl::string_view(it->second.data(), it->second.size()),
-            expected_authorization_)) {
-      return absl::UnauthenticatedError(
-          "wrong auth token (the client's --auth-token-file differs from the "
-          "server's)");
-    }
-    return absl::OkStatus();
-  }
-
-  // Whether a call may start: authenticated, not draining, the shard loaded
-  // (Health excepted); if so, counts it in flight (the caller's finish
-  // uncounts it). Otherwise the status to answer with.
-  absl::Status Admit(const grpc::CallbackServerContext& ctx, Method method) {
-    RETURN_IF_ERROR(Authenticate(ctx, method));
-    absl::MutexLock lock(&mu_);
-    if (draining_) return absl::UnavailableError("server is shutting down");
-    if (method != kHealth && LoadedStore() == nullptr) {
-      // Clients retry this as they would a refused connection.
-      return absl::UnavailableError("server is still loading its shard");
-    }
-    ++in_flight_;
-    return absl::OkStatus();
-  }
-
-  // Runs `work` (inline for cheap calls, else on the work queue under the
-  // client's address), turns any exception into a status, records stats and
-  // finishes the call. A full queue answers UNAVAILABLE ("server busy").
-  template <typename Req, typename Resp, typename Work>
-  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx, Method method,
-                                const Req* req, Resp* resp, bool heavy,
-                                Work work) {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    if (absl::Status admitted = Admit(*ctx, method); !admitted.ok()) {
-      stats_[method].Record(0, admitted.code(), PayloadBytes(*req), 0);
-      reactor->Finish(ToGrpc(admitted));
-      return reactor;
-    }
-    auto task = [this, ctx, method, req, resp, reactor, work]() mutable {
-      auto start = std::chrono::steady_clock::now();
-      absl::Status status;
-      try {
-        // A call that waited in the queue past its deadline (or whose
-        // client left) is not worth the work.
-        status = ctx->IsCancelled()
-                     ? absl::CancelledError("cancelled while queued")
-                     : work();
-      } catch (const std::bad_alloc&) {
-        status = absl::ResourceExhaustedError(
-            absl::StrCat(kMethodNames[method], ": out of memory"));
-      } catch (const std::exception& e) {
-        status = absl::InternalError(
-            absl::StrCat(kMethodNames[method], ": ", e.what()));
-      } catch (...) {
-        status = absl::InternalError(
-            absl::StrCat(kMethodNames[method], ": unknown exception"));
-      }
-      if (!status.ok()) resp->Clear();  // Message or ByteBuffer.
-      std::chrono::duration<double, std::micro> us =
-          std::chrono::steady_clock::now() - start;
-      stats_[method].Record(us.count(), status.code(), PayloadBytes(*req),
-                            PayloadBytes(*resp));
-      reactor->Finish(ToGrpc(status));
-      absl::MutexLock lock(&mu_);
-      --in_flight_;
-    };
-    if (!heavy) {
-      task();
-      return reactor;
-    }
-    absl::Status queued = queue_->Submit(
-        internal::PeerKeyOfGrpcPeer(ctx->peer()), std::move(task));
-    if (!queued.ok()) {
-      stats_[method].Record(0, queued.code(), PayloadBytes(*req), 0);
-      reactor->Finish(ToGrpc(queued));
-      absl::MutexLock lock(&mu_);
-      --in_flight_;
-    }
-    return reactor;
-  }
-
-  // Run for a call answered later: `work` gets a `done` to call exactly once
-  // with the outcome, from any thread (embedding pulls waiting for the step
-  // clock hold no thread meanwhile).
-  template <typename Req, typename Resp, typename Work>
-  grpc::ServerUnaryReactor* RunDeferred(grpc::CallbackServerContext* ctx,
-                                        Method method, const Req* req,
-                                        Resp* resp, Work work) {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    if (absl::Status admitted = Admit(*ctx, method); !admitted.ok()) {
-      stats_[method].Record(0, admitted.code(), PayloadBytes(*req), 0);
-      reactor->Finish(ToGrpc(admitted));
-      return reactor;
-    }
-    const auto start = std::chrono::steady_clock::now();
-    auto done = [this, method, req, resp, reactor, start](absl::Status status) {
-      if (!status.ok()) resp->Clear();
-      std::chrono::duration<double, std::micro> us =
-          std::chrono::steady_clock::now() - start;
-      stats_[method].Record(us.count(), status.code(), PayloadBytes(*req),
-                            PayloadBytes(*resp));
-      reactor->Finish(ToGrpc(status));
-      absl::MutexLock lock(&mu_);
-      --in_flight_;
-    };
-    try {
-      work(std::function<void(absl::Status)>(done));
-    } catch (const std::exception& e) {
-      // Before `done` was handed on: nothing else answers the call.
-      done(absl::InternalError(
-          absl::StrCat(kMethodNames[method], ": ", e.what())));
-    }
-    return reactor;
-  }
-
   std::shared_ptr<const ShardStore> store_;  // Set once, by Serve().
   std::atomic<bool> serving_{false};         // Published store_.
   GraphStoreServerOptions options_;
-  std::string expected_authorization_;  // "Bearer TOKEN", if a token is set.
   absl::Time start_;
-  std::deque<internal::MethodStats> stats_;  // Not movable: no vector.
   // Counted by the gRPC port's Listener and by the feature port.
   internal::ConnectionStats grpc_connections_;
   internal::ConnectionStats feature_port_connections_;
-  std::unique_ptr<internal::WorkQueue> queue_;
-  absl::Mutex mu_;
-  bool draining_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  internal::CallRunner runner_;
   std::atomic<int> feature_port_{0};
   internal::EmbeddingService embeddings_;
 };

@@ -1,0 +1,195 @@
+// The trainer's options that need no LibTorch: names of kinds and norms,
+// model defaults, steps per epoch, and the feature normalization chosen from
+// a sample of the graph (trainer/trainer.h).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/sampling.h"
+#include "common/status.h"
+#include "trainer/trainer.h"
+
+namespace shardgnn {
+
+absl::StatusOr<ModelKind> ParseModelKind(const std::string& name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  if (lower == "sage" || lower == "graphsage") return ModelKind::kSage;
+  if (lower == "gcn") return ModelKind::kGcn;
+  if (lower == "gat") return ModelKind::kGat;
+  if (lower == "mlp") return ModelKind::kMlp;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown model '", name, "' (expected sage, gcn, gat or mlp)"));
+}
+
+const char* ModelKindName(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::kSage:
+      return "sage";
+    case ModelKind::kGcn:
+      return "gcn";
+    case ModelKind::kGat:
+      return "gat";
+    case ModelKind::kMlp:
+      return "mlp";
+  }
+  return "?";
+}
+
+const char* TaskKindName(TaskKind kind) {
+  return kind == TaskKind::kLink ? "link" : "node";
+}
+
+absl::StatusOr<TaskKind> ParseTaskKind(const std::string& name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  if (lower == "node") return TaskKind::kNode;
+  if (lower == "link") return TaskKind::kLink;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown task '", name, "' (expected node or link)"));
+}
+
+const char* LinkDecoderName(LinkDecoder decoder) {
+  return decoder == LinkDecoder::kMlp ? "mlp" : "dot";
+}
+
+absl::StatusOr<LinkDecoder> ParseLinkDecoder(const std::string& name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  if (lower == "dot") return LinkDecoder::kDot;
+  if (lower == "mlp") return LinkDecoder::kMlp;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown link decoder '", name, "' (expected dot or mlp)"));
+}
+
+const char* FeatureNormName(FeatureNorm norm) {
+  switch (norm) {
+    case FeatureNorm::kNone:
+      return "none";
+    case FeatureNorm::kRow:
+      return "row";
+    case FeatureNorm::kStandardize:
+      return "standardize";
+  }
+  return "?";
+}
+
+absl::StatusOr<FeatureNorm> ParseFeatureNorm(const std::string& name) {
+  for (FeatureNorm norm :
+       {FeatureNorm::kNone, FeatureNorm::kRow, FeatureNorm::kStandardize}) {
+    if (name == FeatureNormName(norm)) return norm;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown feature scaling '",
+                                                 name,
+                                                 "' (expected none, row or "
+                                                 "standardize)"));
+}
+
+ModelDefaults DefaultsFor(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::kGat:
+      // Velickovic et al. 2018: 8 heads of 8, dropout 0.6 on inputs and
+      // attention, lr 0.005. Wider heads overfit small graphs within epochs.
+      return {8, 8, 0.6, 0.6, 0.005};
+    case ModelKind::kSage:
+    case ModelKind::kGcn:
+    case ModelKind::kMlp:
+      break;
+  }
+  return {256, 8, 0.5, 0.6, 0.01};
+}
+
+std::vector<int> DefaultEvalFanouts(const std::vector<int>& fanouts) {
+  std::vector<int> eval = fanouts;
+  for (int& f : eval) {
+    if (f > 0) f = f > std::numeric_limits<int>::max() / 2 ? f : 2 * f;
+  }
+  return eval;
+}
+
+int64_t StepsPerEpoch(int64_t num_seeds, int64_t batch_size,
+                      int64_t min_steps) {
+  if (batch_size < 1) return 0;
+  return std::max((num_seeds + batch_size - 1) / batch_size, min_steps);
+}
+
+absl::StatusOr<FeatureNormChoice> ChooseFeatureNorm(const GraphSource& source,
+                                                    bool automatic,
+                                                    FeatureNorm requested,
+                                                    uint64_t seed,
+                                                    int64_t sample_size) {
+  FeatureNormChoice choice;
+  choice.automatic = automatic;
+  choice.transform.norm = requested;
+  if (!automatic && requested != FeatureNorm::kStandardize) {
+    choice.reason = "as requested";
+    return choice;
+  }
+  const int64_t n = source.num_nodes();
+  const int64_t dim = source.feature_dim();
+  if (n < 1 || dim < 1)
+    return absl::InvalidArgumentError("the graph has no node features");
+  // Evenly spaced nodes from a seeded offset: spread over every part and the
+  // same on every trainer.
+  const int64_t k = std::max<int64_t>(1, std::min(n, sample_size));
+  const int64_t stride = n / k;
+  const int64_t offset =
+      static_cast<int64_t>(MixSeed(seed, 0) % static_cast<uint64_t>(stride));
+  // In chunks, so that wide features never need a large buffer or call.
+  constexpr int64_t kChunk = 256;
+  std::vector<NodeId> ids;
+  std::vector<float> rows;
+  std::vector<double> sum(dim, 0.0), sum_sq(dim, 0.0);
+  float lo = std::numeric_limits<float>::infinity();
+  float hi = -std::numeric_limits<float>::infinity();
+  for (int64_t begin = 0; begin < k; begin += kChunk) {
+    const int64_t count = std::min(kChunk, k - begin);
+    ids.resize(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) ids[i] = offset + (begin + i) * stride;
+    rows.resize(static_cast<size_t>(count * dim));
+    RETURN_IF_ERROR(source.FetchFeatures(ids, rows.data()));
+    for (int64_t i = 0; i < count; ++i) {
+      const float* row = rows.data() + i * dim;
+      for (int64_t c = 0; c < dim; ++c) {
+        const float v = row[c];
+        if (!std::isfinite(v)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("node ", ids[i], " has a non-finite feature value (",
+                           v, ") in column ", c, "; fix the input data"));
+        }
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+        sum[c] += v;
+        sum_sq[c] += static_cast<double>(v) * v;
+      }
+    }
+  }
+  choice.sampled_nodes = k;
+  choice.min_value = lo;
+  choice.max_value = hi;
+  if (automatic) {
+    choice.transform.norm =
+        lo >= 0 ? FeatureNorm::kRow : FeatureNorm::kStandardize;
+    choice.reason =
+        absl::StrCat(lo >= 0 ? "non-negative" : "signed", " features (range [",
+                     lo, ", ", hi, "] over ", k, " sampled nodes)");
+  } else {
+    choice.reason =
+        absl::StrCat("as requested; statistics from ", k, " sampled nodes");
+  }
+  if (choice.transform.norm == FeatureNorm::kStandardize) {
+    choice.transform.shift.resize(dim);
+    choice.transform.scale.resize(dim);
+    for (int64_t c = 0; c < dim; ++c) {
+      const double mean = sum[c] / static_cast<double>(k);
+      const double var = std::max(0.0, sum_sq[c] / k - mean * mean);
+      const double sd = std::sqrt(var);
+      choice.transform.shift[c] = static_cast<float>(mean);
+      choice.transform.scale[c] = sd > 1e-6 ? static_cast<float>(1.0 / sd) : 1;
+    }
+  }
+  return choice;
+}
+
+}  // namespace shardgnn
