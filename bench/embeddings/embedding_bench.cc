@@ -1,9 +1,9 @@
 // The per-row update cost of a learned embedding table (issue 15): pushes per
 // second into one storage server's table from 1, 2 and 4 concurrent pushing
 // clients (each its own trainer of the table, its own gRPC channel), and the
-// same pushes applied to an EmbeddingTable in this process (no RPC); also
-// pulls per second, over the server's feature port and over gRPC, side by
-// side. Prints one JSON object.
+// same pushes applied to an EmbeddingTable in this process (no RPC); pushes
+// and pulls over the server's feature port (when it has one) and over gRPC
+// only, side by side. Prints one JSON object.
 //
 //   embedding_bench --server HOST:PORT [--dim 64] [--batch 1024]
 //                   [--seconds 3] [--optimizer adam] [--table-dir DIR]
@@ -172,16 +172,24 @@ int Main(int argc, char** argv) {
         (port ? conns : grpc_conns).push_back(std::move(conn).value());
       }
     }
-    Check(conns[0]->CreateEmbeddingTable(config), "CreateEmbeddingTable");
-    Rate push =
-        Measure(clients, f.seconds, [&](int c, int64_t step, uint64_t* state) {
-          std::vector<NodeId> ids = Rows(state, start, end, f.batch);
-          Check(conns[static_cast<size_t>(c)]->PushEmbeddingGradients(
-                    config, c, step, ids,
-                    absl::MakeConstSpan(grads).subspan(0, ids.size() * f.dim)),
-                "PushEmbeddingGradients");
-        });
-    push.rows_per_second = push.calls_per_second * static_cast<double>(f.batch);
+    auto measure_pushes =
+        [&](std::vector<std::unique_ptr<GraphStoreClient>>& over,
+            const EmbeddingTableConfig& table) {
+          Check(over[0]->CreateEmbeddingTable(table), "CreateEmbeddingTable");
+          Rate push = Measure(
+              clients, f.seconds, [&](int c, int64_t step, uint64_t* state) {
+                std::vector<NodeId> ids = Rows(state, start, end, f.batch);
+                Check(over[static_cast<size_t>(c)]->PushEmbeddingGradients(
+                          table, c, step, ids,
+                          absl::MakeConstSpan(grads).subspan(
+                              0, ids.size() * f.dim)),
+                      "PushEmbeddingGradients");
+              });
+          push.rows_per_second =
+              push.calls_per_second * static_cast<double>(f.batch);
+          return push;
+        };
+    const Rate push = measure_pushes(conns, config);
     std::vector<float> rows(static_cast<size_t>(f.batch * f.dim));
     auto measure_pulls =
         [&](std::vector<std::unique_ptr<GraphStoreClient>>& over) {
@@ -201,6 +209,10 @@ int Main(int argc, char** argv) {
         };
     const Rate pull = measure_pulls(conns);
     const Rate grpc_pull = measure_pulls(grpc_conns);
+    // Last: a table of its own replaces the one the pulls read.
+    EmbeddingTableConfig grpc_config = config;
+    grpc_config.run_id = absl::StrCat("bench-grpc-", clients);
+    const Rate grpc_push = measure_pushes(grpc_conns, grpc_config);
     server.push_back(
         {{"clients", clients},
          {"pushes_per_second", push.calls_per_second},
@@ -209,11 +221,16 @@ int Main(int argc, char** argv) {
          {"pulls_per_second", pull.calls_per_second},
          {"pulled_rows_per_second", pull.rows_per_second},
          {"pull_ms", pull.mean_call_ms},
-         {"pulls_over", conns[0]->UsesFeaturePort() ? "feature port" : "gRPC"},
+         {"over", conns[0]->UsesFeaturePort() ? "feature port" : "gRPC"},
+         {"grpc_pushes_per_second", grpc_push.calls_per_second},
+         {"grpc_push_ms", grpc_push.mean_call_ms},
          {"grpc_pulls_per_second", grpc_pull.calls_per_second},
          {"grpc_pull_ms", grpc_pull.mean_call_ms}});
-    std::fprintf(stderr, "embedding_bench: %d client(s): %.0f pushes/s\n",
-                 clients, push.calls_per_second);
+    std::fprintf(stderr,
+                 "embedding_bench: %d client(s): %.0f pushes/s (gRPC %.0f), "
+                 "%.0f pulls/s (gRPC %.0f)\n",
+                 clients, push.calls_per_second, grpc_push.calls_per_second,
+                 pull.calls_per_second, grpc_pull.calls_per_second);
   }
   out["server"] = server;
 
