@@ -20,6 +20,28 @@ namespace {
 // A connection attempt gives up after this (then the caller uses gRPC).
 constexpr absl::Duration kConnectTimeout = absl::Seconds(1);
 
+// What follows an embedding request's header: `header` (an
+// EmbeddingPullHeader or EmbeddingPushHeader, the names' lengths set here),
+// the table name and the run ID. INVALID_ARGUMENT for names the server
+// would refuse.
+template <typename Header>
+absl::StatusOr<std::string> EmbeddingExtra(Header header,
+                                           const std::string& table,
+                                           const std::string& run_id) {
+  if (table.size() > kMaxEmbeddingNameBytes ||
+      run_id.size() > kMaxEmbeddingNameBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("embedding table name or run ID over ",
+                     kMaxEmbeddingNameBytes, " bytes"));
+  }
+  header.table_bytes = static_cast<uint32_t>(table.size());
+  header.run_id_bytes = static_cast<uint32_t>(run_id.size());
+  std::string extra(reinterpret_cast<const char*>(&header), sizeof(header));
+  extra += table;
+  extra += run_id;
+  return extra;
+}
+
 }  // namespace
 
 FeaturePortClient::FeaturePortClient(std::string host, int port,
@@ -184,12 +206,6 @@ absl::Status FeaturePortClient::Pull(const PullSpec& spec,
                                      const size_t* rows, absl::Time deadline,
                                      bool* transport_failed) {
   *transport_failed = false;
-  if (spec.table.size() > kMaxEmbeddingNameBytes ||
-      spec.run_id.size() > kMaxEmbeddingNameBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("embedding table name or run ID over ",
-                     kMaxEmbeddingNameBytes, " bytes"));
-  }
   EmbeddingPullHeader p;
   p.step = spec.step;
   p.staleness = spec.staleness;
@@ -199,13 +215,9 @@ absl::Status FeaturePortClient::Pull(const PullSpec& spec,
   }
   p.timeout_ms =
       std::max<int64_t>(1, absl::ToInt64Milliseconds(deadline - absl::Now()));
-  p.table_bytes = static_cast<uint32_t>(spec.table.size());
-  p.run_id_bytes = static_cast<uint32_t>(spec.run_id.size());
   Prefix prefix;
   prefix.magic = kEmbeddingPullMagic;
-  prefix.extra.append(reinterpret_cast<const char*>(&p), sizeof(p));
-  prefix.extra += spec.table;
-  prefix.extra += spec.run_id;
+  ASSIGN_OR_RETURN(prefix.extra, EmbeddingExtra(p, spec.table, spec.run_id));
   Destination to;
   to.out = reinterpret_cast<char*>(out);
   to.places = rows;
@@ -223,23 +235,13 @@ absl::Status FeaturePortClient::Push(const PushSpec& spec,
                                      absl::Time deadline,
                                      bool* transport_failed) {
   *transport_failed = false;
-  if (spec.table.size() > kMaxEmbeddingNameBytes ||
-      spec.run_id.size() > kMaxEmbeddingNameBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("embedding table name or run ID over ",
-                     kMaxEmbeddingNameBytes, " bytes"));
-  }
   EmbeddingPushHeader p;
   p.step = spec.step;
   p.trainer = spec.trainer;
   p.gradient_bytes = gradients.size() * sizeof(float);
-  p.table_bytes = static_cast<uint32_t>(spec.table.size());
-  p.run_id_bytes = static_cast<uint32_t>(spec.run_id.size());
   Prefix prefix;
   prefix.magic = kEmbeddingPushMagic;
-  prefix.extra.append(reinterpret_cast<const char*>(&p), sizeof(p));
-  prefix.extra += spec.table;
-  prefix.extra += spec.run_id;
+  ASSIGN_OR_RETURN(prefix.extra, EmbeddingExtra(p, spec.table, spec.run_id));
   prefix.trailer = absl::MakeConstSpan(
       reinterpret_cast<const char*>(gradients.data()), p.gradient_bytes);
   int64_t applied_steps = 0;
