@@ -93,10 +93,17 @@ class Heartbeat {
     thread_.join();
   }
 
-  // Start reading the other ranks' counters (a collective is waiting).
+  // Start reading the other ranks' counters (a collective is waiting). A
+  // wait that starts gives every peer (and the store) a whole peer_timeout
+  // from now: what an earlier wait saw, maybe long ago, says nothing about
+  // the time since (this rank may have spent it in a long evaluation).
   void Watch() {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!watching_) answered_ = Clock::now();
+    if (!watching_) {
+      const auto now = Clock::now();
+      answered_ = now;
+      std::fill(changed_.begin(), changed_.end(), now);
+    }
     watching_ = true;
   }
   void Unwatch() {

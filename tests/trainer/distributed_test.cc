@@ -386,6 +386,22 @@ TEST_F(PeerProcessTest, BusyPeerIsWaitedFor) {
   ASSERT_OK(peer_->WaitForLine("step 4", milliseconds(10000)));
 }
 
+// A rank that spends longer than the peer timeout outside any collective (a
+// long evaluation of its own), then waits for a peer that is alive but later
+// still, waits for it: what the heartbeat saw during an earlier wait must
+// not count as the peer's silence since. (It did: a run's final test gave up
+// on a live trainer, "no sign of life for 34 s".)
+TEST_F(PeerProcessTest, ALongPauseOfOurOwnIsNotThePeersSilence) {
+  // Busy 3 s before its third and its fifth allreduce.
+  ASSERT_NO_FATAL_FAILURE(Start(3000));
+  for (int i = 0; i < 4; ++i) ASSERT_OK(Step()) << "step " << i + 1;
+  // Our own 2.5 s without a collective (the peer timeout is 2 s); the peer
+  // reaches step 5 about 0.5 s after we do.
+  std::this_thread::sleep_for(milliseconds(2500));
+  ASSERT_OK(Step()) << "step 5";
+  ASSERT_OK(peer_->WaitForLine("step 5", milliseconds(10000)));
+}
+
 // Runs `argv` with `env` on top of this process's environment until it exits
 // (killed after 120 s); its exit status and output.
 struct Exited {

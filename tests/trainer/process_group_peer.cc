@@ -3,8 +3,9 @@
 //
 //   process_group_peer RANK WORLD PORT BUSY_MS
 //
-// Before its third allreduce it is busy for BUSY_MS (a long step that keeps
-// its heartbeat). Prints "step N" after each allreduce.
+// Before its third allreduce, and again before its fifth, it is busy for
+// BUSY_MS (a long step that keeps its heartbeat). Prints "step N" after each
+// allreduce.
 //
 //   process_group_peer --env STEPS
 //
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (int step = 1;; ++step) {
-    if (step == 3) {
+    if (step == 3 || step == 5) {
       std::this_thread::sleep_for(
           std::chrono::milliseconds(std::atoi(argv[4])));
     }
