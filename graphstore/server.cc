@@ -7,533 +7,29 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <deque>
-#include <exception>
-#include <functional>
-#include <new>
-#include <thread>
-#include <vector>
+#include <string>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
-#include "common/auth.h"
-#include "common/peak_rss.h"
 #include "common/status.h"
-#include "graphstore/internal/call_runner.h"
 #include "graphstore/internal/connection_limits.h"
-#include "graphstore/internal/embedding_service.h"
 #include "graphstore/internal/feature_port.h"
-#include "graphstore/internal/features_codec.h"
 #include "graphstore/internal/listener.h"
 #include "graphstore/internal/memory_trimmer.h"
-#include "graphstore/internal/method_stats.h"
 #include "graphstore/internal/server_metrics.h"
+#include "graphstore/internal/service.h"
 #include "graphstore/internal/standard_services.h"
-#include "graphstore/internal/wire.h"
-#include "graphstore/internal/work_queue.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/server_posix.h"
-#include "proto/graphstore.grpc.pb.h"
 
 namespace shardgnn {
+
 namespace {
 
-constexpr char kServerVersion[] = "shardgnn 0.1.0";
-
-enum Method {
-  kInfo,
-  kSampleNeighbors,
-  kGetFeatures,
-  kGetLabels,
-  kGetDegrees,
-  kGetSplit,
-  kHealth,
-  kStats,
-  kCreateEmbeddingTable,
-  kPullEmbeddings,
-  kPushEmbeddingGradients,
-  kEmbeddingStats,
-  kSnapshotEmbeddings,
-  kFeaturePort,      // GetFeatures over the feature port, not gRPC.
-  kFeaturePortPull,  // PullEmbeddings over the feature port.
-  kFeaturePortPush,  // PushEmbeddingGradients over the feature port.
-  kNumMethods
-};
-constexpr const char* kMethodNames[kNumMethods] = {"Info",
-                                                   "SampleNeighbors",
-                                                   "GetFeatures",
-                                                   "GetLabels",
-                                                   "GetDegrees",
-                                                   "GetSplit",
-                                                   "Health",
-                                                   "Stats",
-                                                   "CreateEmbeddingTable",
-                                                   "PullEmbeddings",
-                                                   "PushEmbeddingGradients",
-                                                   "EmbeddingStats",
-                                                   "SnapshotEmbeddings",
-                                                   "FeaturePort",
-                                                   "FeaturePortPull",
-                                                   "FeaturePortPush"};
-
-// Memory-mode calls below these sizes run on gRPC's thread (a memcpy or a
-// few thousand samples: cheaper than a hand-off); larger ones, and every
-// disk-mode call, go to the work queue.
-constexpr int64_t kInlineSamples = 1 << 16;
-constexpr int64_t kInlineBytes = 1 << 20;
-
-}  // namespace
-
-// GetFeatures is a raw method: its megabyte responses are written straight
-// into a gRPC buffer (internal/features_codec.h) instead of through protobuf.
-class GraphStoreServer::Service final
-    : public proto::GraphStore::WithRawCallbackMethod_GetFeatures<
-          proto::GraphStore::CallbackService> {
- public:
-  explicit Service(const GraphStoreServerOptions& options)
-      : options_(options),
-        start_(absl::Now()),
-        runner_(std::vector<const char*>(std::begin(kMethodNames),
-                                         std::end(kMethodNames)),
-                kHealth, options.auth_token, QueueOptions(options),
-                [this] { return LoadedStore() != nullptr; }),
-        embeddings_(EmbeddingLimits(options)) {}
-
-  // Runs the queued work to the end and joins the workers.
-  void StopWorkers() { runner_.StopWorkers(); }
-  // Answers the pulls waiting for an embedding table's step clock.
-  void CancelWaitingPulls() { embeddings_.CancelWaiting(); }
-
-  // Info advertises `port` (0: none) as the feature port.
-  void SetFeaturePort(int port) { feature_port_ = port; }
-  // Starts answering calls from `store`; until then only Health answers
-  // (serving = false) and other calls get UNAVAILABLE. Called once.
-  void Serve(std::shared_ptr<const ShardStore> store) {
-    store_ = std::move(store);
-    serving_.store(true, std::memory_order_release);
-  }
-  // What the feature port counts its requests in and answers embedding
-  // requests with.
-  internal::FeaturePortHooks feature_port_hooks() {
-    internal::FeaturePortHooks hooks;
-    hooks.features = &runner_.stats(kFeaturePort);
-    hooks.pulls = &runner_.stats(kFeaturePortPull);
-    hooks.pushes = &runner_.stats(kFeaturePortPush);
-    hooks.connections = &feature_port_connections_;
-    hooks.embeddings = &embeddings_;
-    return hooks;
-  }
-  internal::ConnectionStats* grpc_connection_stats() {
-    return &grpc_connections_;
-  }
-
-  // The counters the metrics read (internal/server_metrics.h), and the
-  // figures a scrape asks for; state() is completed by the caller with what
-  // the service does not know (the part label before Serve, connections).
-  internal::ServerMetricsSources MetricsSources() const {
-    internal::ServerMetricsSources sources;
-    for (int m = 0; m < kNumMethods; ++m) {
-      if (m != kFeaturePort && m != kFeaturePortPull && m != kFeaturePortPush) {
-        sources.grpc_methods.push_back(&runner_.all_stats()[m]);
-      }
-    }
-    sources.grpc_connections = &grpc_connections_;
-    sources.feature_port_requests = &runner_.all_stats()[kFeaturePort];
-    sources.feature_port_pulls = &runner_.all_stats()[kFeaturePortPull];
-    sources.feature_port_pushes = &runner_.all_stats()[kFeaturePortPush];
-    sources.feature_port_connections = &feature_port_connections_;
-    return sources;
-  }
-  internal::ServerMetricsState MetricsState() {
-    internal::ServerMetricsState state;
-    state.calls_in_flight = runner_.in_flight();
-    state.serving = !runner_.draining();
-    state.calls_queued = runner_.queued();
-    state.uptime_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
-    const ShardStore* store = LoadedStore();
-    state.serving = state.serving && store != nullptr;
-    if (store == nullptr) return state;
-    const ShardMeta& meta = store->Meta();
-    state.part = meta.part_id;
-    state.in_memory = store->in_memory();
-    state.nodes = meta.node_end - meta.node_start;
-    state.edges = meta.num_edges;
-    if (auto shared = store->SharedFeatures()) {
-      state.shared_features_bytes = static_cast<int64_t>(shared->bytes);
-    }
-    const BlockCacheUsage cache = store->BlockCache();
-    state.block_cache_bytes = cache.bytes;
-    state.block_cache_capacity_bytes = cache.capacity;
-    return state;
-  }
-
-  // Turns new calls away with UNAVAILABLE and waits until the calls already
-  // admitted have finished or `deadline` passes. Returns true if drained.
-  bool Drain(absl::Time deadline) { return runner_.Drain(deadline); }
-
-  ServerTotals Totals() const {
-    ServerTotals t;
-    for (const auto& m : runner_.all_stats()) {
-      t.calls += m.calls();
-      t.errors += m.errors();
-      t.bytes_out += m.bytes_out();
-    }
-    return t;
-  }
-
-  grpc::ServerUnaryReactor* Info(grpc::CallbackServerContext* ctx,
-                                 const proto::InfoRequest* req,
-                                 proto::InfoResponse* resp) override {
-    return runner_.Run(ctx, kInfo, req, resp, /*heavy=*/true, [this, resp] {
-      const ShardMeta& m = store_->Meta();
-      resp->set_part_id(m.part_id);
-      resp->set_num_parts(m.num_parts);
-      resp->set_node_start(m.node_start);
-      resp->set_node_end(m.node_end);
-      resp->set_num_nodes_total(m.num_nodes_total);
-      resp->set_num_edges(m.num_edges);
-      resp->set_feature_dim(m.feature_dim);
-      resp->set_num_classes(m.num_classes);
-      for (const auto& [name, count] : m.split_counts) {
-        (*resp->mutable_split_counts())[name] = count;
-      }
-      resp->set_partition_id(m.partition_id);
-      resp->set_content_checksum(m.content_checksum);
-      resp->set_format_version(m.format_version);
-      resp->set_server_version(kServerVersion);
-      resp->set_in_memory(store_->in_memory());
-      if (auto shared = store_->SharedFeatures()) {
-        proto::SharedRegion* r = resp->mutable_shared_features();
-        r->set_pid(shared->pid);
-        r->set_fd(shared->fd);
-        r->set_token(shared->token);
-        r->set_bytes(shared->bytes);
-        r->set_boot_id(shared->boot_id);
-      }
-      resp->set_feature_port(static_cast<uint32_t>(feature_port_.load()));
-      return absl::OkStatus();
-    });
-  }
-
-  grpc::ServerUnaryReactor* SampleNeighbors(
-      grpc::CallbackServerContext* ctx,
-      const proto::SampleNeighborsRequest* req,
-      proto::SampleNeighborsResponse* resp) override {
-    const int64_t n = static_cast<int64_t>(req->node_ids().size() / 8);
-    const int64_t samples = n * std::max(req->fanout(), 32);
-    return runner_.Run(
-        ctx, kSampleNeighbors, req, resp, Heavy(samples >= kInlineSamples),
-        [this, req, resp]() -> absl::Status {
-          ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
-          if (req->fanout() < -1 || req->fanout() > options_.max_fanout) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                "fanout ", req->fanout(), " is outside [-1, ",
-                options_.max_fanout, "] (-1 means all neighbors)"));
-          }
-          // Counts and neighbors are 8 bytes each; keep 4 KiB spare.
-          const int64_t message_neighbors =
-              (options_.max_message_bytes - 4096) / 8 -
-              static_cast<int64_t>(ids.size());
-          const int64_t max_neighbors =
-              std::min(message_neighbors, options_.max_sampled_per_call);
-          const int64_t at_most = static_cast<int64_t>(ids.size()) *
-                                  std::max<int64_t>(req->fanout(), 0);
-          if (req->replace() && req->fanout() > 0 && at_most > max_neighbors) {
-            // Refused before any work; without replace, or for fanout -1,
-            // the store counts the true size first.
-            return TooManySamples(at_most, max_neighbors);
-          }
-          SampledNeighbors out;
-          absl::Status s =
-              store_->SampleNeighbors(ids, req->fanout(), req->replace(),
-                                      req->seed(), max_neighbors, &out);
-          if (absl::IsResourceExhausted(s)) {
-            return TooManySamples(-1, max_neighbors, s.message());
-          }
-          RETURN_IF_ERROR(s);
-          wire::Pack<int64_t>(out.counts, resp->mutable_counts());
-          wire::Pack<NodeId>(out.neighbors, resp->mutable_neighbors());
-          return absl::OkStatus();
-        });
-  }
-
-  grpc::ServerUnaryReactor* GetFeatures(grpc::CallbackServerContext* ctx,
-                                        const grpc::ByteBuffer* req,
-                                        grpc::ByteBuffer* resp) override {
-    const ShardStore* store = LoadedStore();
-    const int64_t bytes_out = store == nullptr
-                                  ? 0
-                                  : static_cast<int64_t>(req->Length() / 8) *
-                                        store->Meta().feature_dim * 4;
-    return runner_.Run(
-        ctx, kGetFeatures, req, resp, Heavy(bytes_out >= kInlineBytes),
-        [this, req, resp]() -> absl::Status {
-          proto::NodeIdsRequest request;
-          grpc::ByteBuffer copy(*req);  // Deserialize consumes its input.
-          if (!grpc::SerializationTraits<proto::NodeIdsRequest>::Deserialize(
-                   &copy, &request)
-                   .ok()) {
-            return absl::InvalidArgumentError(
-                "GetFeatures: request is not a NodeIdsRequest");
-          }
-          ASSIGN_OR_RETURN(std::vector<NodeId> ids,
-                           ReadIds(request.node_ids()));
-          const int64_t dim = store_->Meta().feature_dim;
-          const int64_t bytes = static_cast<int64_t>(ids.size()) * dim * 4;
-          if (bytes > options_.max_message_bytes - 1024) {
-            return absl::ResourceExhaustedError(absl::StrFormat(
-                "%d feature rows of %d floats are %.1f MiB, over the "
-                "%.1f MiB message limit; request fewer IDs per call",
-                ids.size(), dim, bytes / 1048576.0,
-                options_.max_message_bytes / 1048576.0));
-          }
-          RETURN_IF_ERROR(store_->CheckOwned(ids));
-          return internal::EncodeFeatures(*store_, ids, resp);
-        });
-  }
-
-  grpc::ServerUnaryReactor* GetLabels(grpc::CallbackServerContext* ctx,
-                                      const proto::NodeIdsRequest* req,
-                                      proto::GetLabelsResponse* resp) override {
-    return runner_.Run(
-        ctx, kGetLabels, req, resp,
-        Heavy(static_cast<int64_t>(req->node_ids().size()) >= kInlineBytes),
-        [this, req, resp]() -> absl::Status {
-          ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
-          std::vector<int64_t> labels(ids.size());
-          RETURN_IF_ERROR(store_->GetLabels(ids, labels.data()));
-          wire::Pack<int64_t>(labels, resp->mutable_labels());
-          return absl::OkStatus();
-        });
-  }
-
-  grpc::ServerUnaryReactor* GetDegrees(
-      grpc::CallbackServerContext* ctx, const proto::NodeIdsRequest* req,
-      proto::GetDegreesResponse* resp) override {
-    return runner_.Run(
-        ctx, kGetDegrees, req, resp,
-        Heavy(static_cast<int64_t>(req->node_ids().size()) >= kInlineBytes),
-        [this, req, resp]() -> absl::Status {
-          ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
-          std::vector<int64_t> degrees(ids.size());
-          RETURN_IF_ERROR(store_->GetDegrees(ids, degrees.data()));
-          wire::Pack<int64_t>(degrees, resp->mutable_degrees());
-          return absl::OkStatus();
-        });
-  }
-
-  grpc::ServerUnaryReactor* GetSplit(grpc::CallbackServerContext* ctx,
-                                     const proto::GetSplitRequest* req,
-                                     proto::GetSplitResponse* resp) override {
-    return runner_.Run(
-        ctx, kGetSplit, req, resp, Heavy(true),
-        [this, req, resp]() -> absl::Status {
-          const auto& counts = store_->Meta().split_counts;
-          auto it = counts.find(req->name());
-          const int64_t bytes = it == counts.end() ? 0 : it->second * 8;
-          if (bytes > options_.max_message_bytes - 1024) {
-            return absl::ResourceExhaustedError(absl::StrFormat(
-                "split '%s' of %d nodes is %.1f MiB, over the %.1f MiB "
-                "message limit",
-                req->name(), it->second, bytes / 1048576.0,
-                options_.max_message_bytes / 1048576.0));
-          }
-          ASSIGN_OR_RETURN(std::vector<NodeId> ids,
-                           store_->GetSplit(req->name()));
-          wire::Pack<NodeId>(ids, resp->mutable_node_ids());
-          return absl::OkStatus();
-        });
-  }
-
-  grpc::ServerUnaryReactor* Health(grpc::CallbackServerContext* ctx,
-                                   const proto::HealthRequest* req,
-                                   proto::HealthResponse* resp) override {
-    return runner_.Run(ctx, kHealth, req, resp, true, [this, resp] {
-      resp->set_serving(LoadedStore() != nullptr);
-      return absl::OkStatus();
-    });
-  }
-
-  grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* ctx,
-                                  const proto::StatsRequest* req,
-                                  proto::StatsResponse* resp) override {
-    return runner_.Run(ctx, kStats, req, resp, true, [this, resp] {
-      for (const auto& m : runner_.all_stats()) {
-        proto::MethodStats* out = resp->add_methods();
-        out->set_method(m.name());
-        out->set_calls(m.calls());
-        out->set_errors(m.errors());
-        out->set_latency_sum_us(m.latency_sum_us());
-        out->set_latency_p50_us(m.LatencyQuantileUs(0.5));
-        out->set_latency_p99_us(m.LatencyQuantileUs(0.99));
-        out->set_latency_max_us(m.latency_max_us());
-        out->set_bytes_in(m.bytes_in());
-        out->set_bytes_out(m.bytes_out());
-      }
-      resp->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
-      resp->set_minor_faults(std::max<int64_t>(0, MinorFaults()));
-      resp->set_cpu_seconds(std::max(0.0, CpuSeconds()));
-      return absl::OkStatus();
-    });
-  }
-
-  grpc::ServerUnaryReactor* CreateEmbeddingTable(
-      grpc::CallbackServerContext* ctx,
-      const proto::CreateEmbeddingTableRequest* req,
-      proto::CreateEmbeddingTableResponse* resp) override {
-    // A restore reads a snapshot file: off the callback thread.
-    return runner_.Run(ctx, kCreateEmbeddingTable, req, resp,
-                       /*heavy=*/req->restore(), [this, req, resp] {
-                         return embeddings_.Create(store_->Meta(), *req, resp);
-                       });
-  }
-
-  grpc::ServerUnaryReactor* PullEmbeddings(
-      grpc::CallbackServerContext* ctx, const proto::PullEmbeddingsRequest* req,
-      proto::PullEmbeddingsResponse* resp) override {
-    return runner_.RunDeferred(
-        ctx, kPullEmbeddings, req, resp,
-        [this, ctx, req, resp](std::function<void(absl::Status)> done) {
-          embeddings_.Pull(req, absl::FromChrono(ctx->deadline()), resp,
-                           std::move(done));
-        });
-  }
-
-  grpc::ServerUnaryReactor* PushEmbeddingGradients(
-      grpc::CallbackServerContext* ctx,
-      const proto::PushEmbeddingGradientsRequest* req,
-      proto::PushEmbeddingGradientsResponse* resp) override {
-    // Inline: a push never waits, and the pulls waiting for it must not
-    // queue it behind other work.
-    return runner_.Run(
-        ctx, kPushEmbeddingGradients, req, resp, /*heavy=*/false,
-        [this, req, resp] { return embeddings_.Push(*req, resp); });
-  }
-
-  grpc::ServerUnaryReactor* EmbeddingStats(
-      grpc::CallbackServerContext* ctx, const proto::EmbeddingStatsRequest* req,
-      proto::EmbeddingStatsResponse* resp) override {
-    return runner_.Run(ctx, kEmbeddingStats, req, resp, /*heavy=*/false,
-                       [this, resp] {
-                         embeddings_.Stats(resp);
-                         return absl::OkStatus();
-                       });
-  }
-
-  grpc::ServerUnaryReactor* SnapshotEmbeddings(
-      grpc::CallbackServerContext* ctx,
-      const proto::SnapshotEmbeddingsRequest* req,
-      proto::SnapshotEmbeddingsResponse* resp) override {
-    return runner_.Run(
-        ctx, kSnapshotEmbeddings, req, resp, /*heavy=*/true,
-        [this, req, resp] { return embeddings_.Snapshot(*req, resp); });
-  }
-
- private:
-  static internal::WorkQueueOptions QueueOptions(
-      const GraphStoreServerOptions& options) {
-    internal::WorkQueueOptions queue;
-    queue.num_workers =
-        options.num_threads > 0
-            ? options.num_threads
-            : std::max(2,
-                       static_cast<int>(std::thread::hardware_concurrency()));
-    // One address may hold all workers but one, so another address's call
-    // always finds a worker within one call of its own.
-    queue.max_running_per_key = std::max(1, queue.num_workers - 1);
-    queue.max_queued_per_key = options.max_queued_per_ip;
-    queue.max_queued = std::max(4096, options.max_queued_per_ip);
-    return queue;
-  }
-  static internal::EmbeddingServiceLimits EmbeddingLimits(
-      const GraphStoreServerOptions& options) {
-    internal::EmbeddingServiceLimits limits;
-    limits.max_ids_per_call = options.max_ids_per_call;
-    limits.max_table_bytes = options.max_embedding_bytes;
-    limits.snapshot_dir = options.embedding_snapshot_dir;
-    limits.table_dir = options.embedding_table_dir;
-    return limits;
-  }
-
-  // Memory mode never blocks (reads are memcpy from arrays), so its small
-  // calls run on gRPC's callback thread and skip two thread hand-offs; its
-  // large ones, and every disk-mode call (which may wait on I/O), run on the
-  // work queue, shared fairly among client addresses.
-  bool Heavy(bool large) const {
-    const ShardStore* store = LoadedStore();
-    return large || store == nullptr || !store->in_memory();
-  }
-
-  // The store once Serve() set it (work admitted by Run() may use store_
-  // directly); null while the server is loading.
-  const ShardStore* LoadedStore() const {
-    return serving_.load(std::memory_order_acquire) ? store_.get() : nullptr;
-  }
-
-  // RESOURCE_EXHAUSTED for a sample over `limit` neighbor IDs, naming the
-  // limit that applies (the per-call cap, or the message size).
-  absl::Status TooManySamples(int64_t at_most, int64_t limit,
-                              absl::string_view detail = "") const {
-    const std::string what =
-        at_most >= 0
-            ? absl::StrCat("a sample of up to ", at_most, " neighbor IDs")
-            : absl::StrCat("the sample (", detail, ")");
-    if (limit == options_.max_sampled_per_call) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          what, " is over the limit of ", limit,
-          " sampled neighbors per call (serve --max-sampled-per-call); "
-          "request fewer IDs or a smaller fanout"));
-    }
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "%s is over the %.1f MiB message limit; request fewer IDs or a "
-        "smaller fanout",
-        what, options_.max_message_bytes / 1048576.0));
-  }
-
-  // Decodes and bounds-checks a packed ID array.
-  absl::StatusOr<std::vector<NodeId>> ReadIds(const std::string& bytes) const {
-    RETURN_IF_ERROR(wire::CheckLength<NodeId>(wire::View(bytes), "node_ids"));
-    const int64_t n = static_cast<int64_t>(bytes.size() / sizeof(NodeId));
-    if (n > options_.max_ids_per_call) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("batch of ", n, " IDs exceeds the limit of ",
-                       options_.max_ids_per_call, " IDs per call"));
-    }
-    std::vector<NodeId> ids;
-    RETURN_IF_ERROR(wire::Unpack(wire::View(bytes), "node_ids", &ids));
-    return ids;
-  }
-
-  std::shared_ptr<const ShardStore> store_;  // Set once, by Serve().
-  std::atomic<bool> serving_{false};         // Published store_.
-  GraphStoreServerOptions options_;
-  absl::Time start_;
-  // Counted by the gRPC port's Listener and by the feature port.
-  internal::ConnectionStats grpc_connections_;
-  internal::ConnectionStats feature_port_connections_;
-  internal::CallRunner runner_;
-  std::atomic<int> feature_port_{0};
-  internal::EmbeddingService embeddings_;
-};
-
-absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
-    std::shared_ptr<const ShardStore> store,
-    const GraphStoreServerOptions& options) {
-  if (store == nullptr) {
-    return absl::InvalidArgumentError("GraphStoreServer: no store");
-  }
-  GraphStoreServerOptions labelled = options;
-  if (labelled.metrics_part < 0) labelled.metrics_part = store->Meta().part_id;
-  ASSIGN_OR_RETURN(std::unique_ptr<GraphStoreServer> server, Bind(labelled));
-  RETURN_IF_ERROR(server->Serve(std::move(store)));
-  return server;
-}
-
-absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Bind(
-    const GraphStoreServerOptions& options) {
+// The limits Bind() refuses before it binds anything.
+absl::Status CheckOptions(const GraphStoreServerOptions& options) {
   if (options.feature_port_connections < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("feature port connections ",
@@ -561,6 +57,27 @@ absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Bind(
         "feature_port_connections_per_ip, max_queued_per_ip and idle_timeout "
         "must be positive");
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
+    std::shared_ptr<const ShardStore> store,
+    const GraphStoreServerOptions& options) {
+  if (store == nullptr) {
+    return absl::InvalidArgumentError("GraphStoreServer: no store");
+  }
+  GraphStoreServerOptions labelled = options;
+  if (labelled.metrics_part < 0) labelled.metrics_part = store->Meta().part_id;
+  ASSIGN_OR_RETURN(std::unique_ptr<GraphStoreServer> server, Bind(labelled));
+  RETURN_IF_ERROR(server->Serve(std::move(store)));
+  return server;
+}
+
+absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Bind(
+    const GraphStoreServerOptions& options) {
+  RETURN_IF_ERROR(CheckOptions(options));
   std::string host = options.listen_address;
   size_t colon = host.rfind(':');
   int port = -1;

@@ -13,8 +13,9 @@
 // request is validated (byte lengths, ownership, batch, fanout and work
 // limits) and answered with a status; a handler never throws through gRPC
 // and the server never crashes on a request. With an auth token, every call
-// but Health is checked for it in one place (Service::Run) before any work;
-// with TLS, gRPC speaks TLS and the feature port is off (options below).
+// but Health is checked for it in one place (internal::CallRunner) before
+// any work; with TLS, gRPC speaks TLS and the feature port is off (options
+// below). The handlers are GraphStoreServer::Service (internal/service.h).
 //
 // The server also holds learnable node embeddings for training runs
 // (CreateEmbeddingTable, PullEmbeddings, PushEmbeddingGradients,

@@ -73,6 +73,15 @@ class RequestTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
+// Answers a request whose framing cannot be trusted with `why` and returns
+// false: the caller closes the connection.
+bool Refuse(int fd, const RequestTimer& timer, int64_t bytes_in,
+            const absl::Status& why) {
+  timer.Record(why.code(), bytes_in, why.message().size());
+  SendResponse(fd, why, nullptr, 0);
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<FeaturePortServer>> FeaturePortServer::Start(
@@ -307,18 +316,12 @@ bool FeaturePortServer::AnswerPull(int fd, const FeatureRequestHeader& h,
                                    Buffers* buffers) {
   const RequestTimer timer(hooks_.pulls);
   int64_t bytes_in = sizeof(h);
-  // Framing errors: answer, then close.
-  auto refuse = [&](const absl::Status& why) {
-    timer.Record(why.code(), bytes_in, why.message().size());
-    SendResponse(fd, why, nullptr, 0);
-    return false;
-  };
   EmbeddingPullHeader p;
   if (!ReadFull(fd, &p, sizeof(p))) return false;
   bytes_in += sizeof(p);
   const absl::Status framing =
       CheckEmbeddingFraming("pull", h, p.table_bytes, p.run_id_bytes);
-  if (!framing.ok()) return refuse(framing);
+  if (!framing.ok()) return Refuse(fd, timer, bytes_in, framing);
   proto::PullEmbeddingsRequest& req = buffers->pull;
   if (!ReadInto(fd, req.mutable_table(), p.table_bytes) ||
       !ReadInto(fd, req.mutable_run_id(), p.run_id_bytes) ||
@@ -361,11 +364,6 @@ bool FeaturePortServer::AnswerPush(int fd, const FeatureRequestHeader& h,
                                    Buffers* buffers) {
   const RequestTimer timer(hooks_.pushes);
   int64_t bytes_in = sizeof(h);
-  auto refuse = [&](const absl::Status& why) {
-    timer.Record(why.code(), bytes_in, why.message().size());
-    SendResponse(fd, why, nullptr, 0);
-    return false;
-  };
   EmbeddingPushHeader p;
   if (!ReadFull(fd, &p, sizeof(p))) return false;
   bytes_in += sizeof(p);
@@ -378,7 +376,7 @@ bool FeaturePortServer::AnswerPush(int fd, const FeatureRequestHeader& h,
         "limit",
         p.gradient_bytes, limits_.max_message_bytes / 1048576.0));
   }
-  if (!framing.ok()) return refuse(framing);
+  if (!framing.ok()) return Refuse(fd, timer, bytes_in, framing);
   proto::PushEmbeddingGradientsRequest& req = buffers->push;
   if (!ReadInto(fd, req.mutable_table(), p.table_bytes) ||
       !ReadInto(fd, req.mutable_run_id(), p.run_id_bytes) ||

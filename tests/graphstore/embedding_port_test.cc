@@ -106,6 +106,21 @@ class EmbeddingPortTest : public ::testing::Test {
                                      rows.data()));
     return rows;
   }
+  // A request header with `magic` and `num_ids`, the method's own header
+  // `p`, then `rest`, sent by SendRaw.
+  template <typename Header>
+  std::pair<absl::StatusCode, std::string> SendFramed(uint32_t magic,
+                                                      uint64_t num_ids,
+                                                      const Header& p,
+                                                      const std::string& rest) {
+    internal::FeatureRequestHeader h;
+    h.magic = magic;
+    h.num_ids = num_ids;
+    std::string bytes(reinterpret_cast<const char*>(&h), sizeof(h));
+    bytes.append(reinterpret_cast<const char*>(&p), sizeof(p));
+    return SendRaw(bytes + rest);
+  }
+
   // A hand-made request on a new connection; the server's code and message,
   // the message ending in " [closed]" if the server then closed.
   std::pair<absl::StatusCode, std::string> SendRaw(const std::string& bytes) {
@@ -273,12 +288,7 @@ TEST_F(EmbeddingPortTest, MalformedPullsAreRefusedAndTheServerLivesOn) {
   Start();
   auto send_pull = [&](uint64_t num_ids, internal::EmbeddingPullHeader p,
                        const std::string& names) {
-    internal::FeatureRequestHeader h;
-    h.magic = internal::kEmbeddingPullMagic;
-    h.num_ids = num_ids;
-    std::string bytes(reinterpret_cast<const char*>(&h), sizeof(h));
-    bytes.append(reinterpret_cast<const char*>(&p), sizeof(p));
-    return SendRaw(bytes + names);
+    return SendFramed(internal::kEmbeddingPullMagic, num_ids, p, names);
   };
   internal::EmbeddingPullHeader p;
   p.table_bytes = 1u << 30;  // Would size a 1 GiB string.
@@ -401,12 +411,7 @@ TEST_F(EmbeddingPortTest, MalformedPushesAreRefusedAndTheServerLivesOn) {
   Start();
   auto send_push = [&](uint64_t num_ids, internal::EmbeddingPushHeader p,
                        const std::string& rest) {
-    internal::FeatureRequestHeader h;
-    h.magic = internal::kEmbeddingPushMagic;
-    h.num_ids = num_ids;
-    std::string bytes(reinterpret_cast<const char*>(&h), sizeof(h));
-    bytes.append(reinterpret_cast<const char*>(&p), sizeof(p));
-    return SendRaw(bytes + rest);
+    return SendFramed(internal::kEmbeddingPushMagic, num_ids, p, rest);
   };
   internal::EmbeddingPushHeader p;
   p.gradient_bytes = uint64_t{1} << 40;  // Would size a 1 TiB string.

@@ -1,0 +1,436 @@
+#include "graphstore/internal/service.h"
+
+#include <algorithm>
+#include <functional>
+#include <iterator>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/peak_rss.h"
+#include "common/status.h"
+#include "graphstore/internal/features_codec.h"
+#include "graphstore/internal/wire.h"
+#include "graphstore/internal/work_queue.h"
+
+namespace shardgnn {
+namespace {
+
+constexpr char kServerVersion[] = "shardgnn 0.1.0";
+
+enum Method {
+  kInfo,
+  kSampleNeighbors,
+  kGetFeatures,
+  kGetLabels,
+  kGetDegrees,
+  kGetSplit,
+  kHealth,
+  kStats,
+  kCreateEmbeddingTable,
+  kPullEmbeddings,
+  kPushEmbeddingGradients,
+  kEmbeddingStats,
+  kSnapshotEmbeddings,
+  kFeaturePort,      // GetFeatures over the feature port, not gRPC.
+  kFeaturePortPull,  // PullEmbeddings over the feature port.
+  kFeaturePortPush,  // PushEmbeddingGradients over the feature port.
+  kNumMethods
+};
+constexpr const char* kMethodNames[kNumMethods] = {"Info",
+                                                   "SampleNeighbors",
+                                                   "GetFeatures",
+                                                   "GetLabels",
+                                                   "GetDegrees",
+                                                   "GetSplit",
+                                                   "Health",
+                                                   "Stats",
+                                                   "CreateEmbeddingTable",
+                                                   "PullEmbeddings",
+                                                   "PushEmbeddingGradients",
+                                                   "EmbeddingStats",
+                                                   "SnapshotEmbeddings",
+                                                   "FeaturePort",
+                                                   "FeaturePortPull",
+                                                   "FeaturePortPush"};
+
+// Memory-mode calls below these sizes run on gRPC's thread (a memcpy or a
+// few thousand samples: cheaper than a hand-off); larger ones, and every
+// disk-mode call, go to the work queue.
+constexpr int64_t kInlineSamples = 1 << 16;
+constexpr int64_t kInlineBytes = 1 << 20;
+
+internal::WorkQueueOptions QueueOptions(
+    const GraphStoreServerOptions& options) {
+  internal::WorkQueueOptions queue;
+  queue.num_workers =
+      options.num_threads > 0
+          ? options.num_threads
+          : std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+  // One address may hold all workers but one, so another address's call
+  // always finds a worker within one call of its own.
+  queue.max_running_per_key = std::max(1, queue.num_workers - 1);
+  queue.max_queued_per_key = options.max_queued_per_ip;
+  queue.max_queued = std::max(4096, options.max_queued_per_ip);
+  return queue;
+}
+internal::EmbeddingServiceLimits EmbeddingLimits(
+    const GraphStoreServerOptions& options) {
+  internal::EmbeddingServiceLimits limits;
+  limits.max_ids_per_call = options.max_ids_per_call;
+  limits.max_table_bytes = options.max_embedding_bytes;
+  limits.snapshot_dir = options.embedding_snapshot_dir;
+  limits.table_dir = options.embedding_table_dir;
+  return limits;
+}
+
+}  // namespace
+
+GraphStoreServer::Service::Service(const GraphStoreServerOptions& options)
+    : options_(options),
+      start_(absl::Now()),
+      runner_(std::vector<const char*>(std::begin(kMethodNames),
+                                       std::end(kMethodNames)),
+              kHealth, options.auth_token, QueueOptions(options),
+              [this] { return LoadedStore() != nullptr; }),
+      embeddings_(EmbeddingLimits(options)) {}
+
+internal::FeaturePortHooks GraphStoreServer::Service::feature_port_hooks() {
+  internal::FeaturePortHooks hooks;
+  hooks.features = &runner_.stats(kFeaturePort);
+  hooks.pulls = &runner_.stats(kFeaturePortPull);
+  hooks.pushes = &runner_.stats(kFeaturePortPush);
+  hooks.connections = &feature_port_connections_;
+  hooks.embeddings = &embeddings_;
+  return hooks;
+}
+
+internal::ServerMetricsSources GraphStoreServer::Service::MetricsSources()
+    const {
+  internal::ServerMetricsSources sources;
+  for (int m = 0; m < kNumMethods; ++m) {
+    if (m != kFeaturePort && m != kFeaturePortPull && m != kFeaturePortPush) {
+      sources.grpc_methods.push_back(&runner_.all_stats()[m]);
+    }
+  }
+  sources.grpc_connections = &grpc_connections_;
+  sources.feature_port_requests = &runner_.all_stats()[kFeaturePort];
+  sources.feature_port_pulls = &runner_.all_stats()[kFeaturePortPull];
+  sources.feature_port_pushes = &runner_.all_stats()[kFeaturePortPush];
+  sources.feature_port_connections = &feature_port_connections_;
+  return sources;
+}
+internal::ServerMetricsState GraphStoreServer::Service::MetricsState() {
+  internal::ServerMetricsState state;
+  state.calls_in_flight = runner_.in_flight();
+  state.serving = !runner_.draining();
+  state.calls_queued = runner_.queued();
+  state.uptime_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
+  const ShardStore* store = LoadedStore();
+  state.serving = state.serving && store != nullptr;
+  if (store == nullptr) return state;
+  const ShardMeta& meta = store->Meta();
+  state.part = meta.part_id;
+  state.in_memory = store->in_memory();
+  state.nodes = meta.node_end - meta.node_start;
+  state.edges = meta.num_edges;
+  if (auto shared = store->SharedFeatures()) {
+    state.shared_features_bytes = static_cast<int64_t>(shared->bytes);
+  }
+  const BlockCacheUsage cache = store->BlockCache();
+  state.block_cache_bytes = cache.bytes;
+  state.block_cache_capacity_bytes = cache.capacity;
+  return state;
+}
+
+ServerTotals GraphStoreServer::Service::Totals() const {
+  ServerTotals t;
+  for (const auto& m : runner_.all_stats()) {
+    t.calls += m.calls();
+    t.errors += m.errors();
+    t.bytes_out += m.bytes_out();
+  }
+  return t;
+}
+
+grpc::ServerUnaryReactor* GraphStoreServer::Service::Info(
+    grpc::CallbackServerContext* ctx, const proto::InfoRequest* req,
+    proto::InfoResponse* resp) {
+  return runner_.Run(ctx, kInfo, req, resp, /*heavy=*/true, [this, resp] {
+    const ShardMeta& m = store_->Meta();
+    resp->set_part_id(m.part_id);
+    resp->set_num_parts(m.num_parts);
+    resp->set_node_start(m.node_start);
+    resp->set_node_end(m.node_end);
+    resp->set_num_nodes_total(m.num_nodes_total);
+    resp->set_num_edges(m.num_edges);
+    resp->set_feature_dim(m.feature_dim);
+    resp->set_num_classes(m.num_classes);
+    for (const auto& [name, count] : m.split_counts) {
+      (*resp->mutable_split_counts())[name] = count;
+    }
+    resp->set_partition_id(m.partition_id);
+    resp->set_content_checksum(m.content_checksum);
+    resp->set_format_version(m.format_version);
+    resp->set_server_version(kServerVersion);
+    resp->set_in_memory(store_->in_memory());
+    if (auto shared = store_->SharedFeatures()) {
+      proto::SharedRegion* r = resp->mutable_shared_features();
+      r->set_pid(shared->pid);
+      r->set_fd(shared->fd);
+      r->set_token(shared->token);
+      r->set_bytes(shared->bytes);
+      r->set_boot_id(shared->boot_id);
+    }
+    resp->set_feature_port(static_cast<uint32_t>(feature_port_.load()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* GraphStoreServer::Service::SampleNeighbors(
+    grpc::CallbackServerContext* ctx, const proto::SampleNeighborsRequest* req,
+    proto::SampleNeighborsResponse* resp) {
+  const int64_t n = static_cast<int64_t>(req->node_ids().size() / 8);
+  const int64_t samples = n * std::max(req->fanout(), 32);
+  return runner_.Run(
+      ctx, kSampleNeighbors, req, resp, Heavy(samples >= kInlineSamples),
+      [this, req, resp]() -> absl::Status {
+        ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
+        if (req->fanout() < -1 || req->fanout() > options_.max_fanout) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("fanout ", req->fanout(), " is outside [-1, ",
+                           options_.max_fanout, "] (-1 means all neighbors)"));
+        }
+        // Counts and neighbors are 8 bytes each; keep 4 KiB spare.
+        const int64_t message_neighbors =
+            (options_.max_message_bytes - 4096) / 8 -
+            static_cast<int64_t>(ids.size());
+        const int64_t max_neighbors =
+            std::min(message_neighbors, options_.max_sampled_per_call);
+        const int64_t at_most = static_cast<int64_t>(ids.size()) *
+                                std::max<int64_t>(req->fanout(), 0);
+        if (req->replace() && req->fanout() > 0 && at_most > max_neighbors) {
+          // Refused before any work; without replace, or for fanout -1,
+          // the store counts the true size first.
+          return TooManySamples(at_most, max_neighbors);
+        }
+        SampledNeighbors out;
+        absl::Status s =
+            store_->SampleNeighbors(ids, req->fanout(), req->replace(),
+                                    req->seed(), max_neighbors, &out);
+        if (absl::IsResourceExhausted(s)) {
+          return TooManySamples(-1, max_neighbors, s.message());
+        }
+        RETURN_IF_ERROR(s);
+        wire::Pack<int64_t>(out.counts, resp->mutable_counts());
+        wire::Pack<NodeId>(out.neighbors, resp->mutable_neighbors());
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* GraphStoreServer::Service::GetFeatures(
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  const ShardStore* store = LoadedStore();
+  const int64_t bytes_out = store == nullptr
+                                ? 0
+                                : static_cast<int64_t>(req->Length() / 8) *
+                                      store->Meta().feature_dim * 4;
+  return runner_.Run(
+      ctx, kGetFeatures, req, resp, Heavy(bytes_out >= kInlineBytes),
+      [this, req, resp]() -> absl::Status {
+        proto::NodeIdsRequest request;
+        grpc::ByteBuffer copy(*req);  // Deserialize consumes its input.
+        if (!grpc::SerializationTraits<proto::NodeIdsRequest>::Deserialize(
+                 &copy, &request)
+                 .ok()) {
+          return absl::InvalidArgumentError(
+              "GetFeatures: request is not a NodeIdsRequest");
+        }
+        ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(request.node_ids()));
+        const int64_t dim = store_->Meta().feature_dim;
+        const int64_t bytes = static_cast<int64_t>(ids.size()) * dim * 4;
+        if (bytes > options_.max_message_bytes - 1024) {
+          return absl::ResourceExhaustedError(absl::StrFormat(
+              "%d feature rows of %d floats are %.1f MiB, over the "
+              "%.1f MiB message limit; request fewer IDs per call",
+              ids.size(), dim, bytes / 1048576.0,
+              options_.max_message_bytes / 1048576.0));
+        }
+        RETURN_IF_ERROR(store_->CheckOwned(ids));
+        return internal::EncodeFeatures(*store_, ids, resp);
+      });
+}
+
+grpc::ServerUnaryReactor* GraphStoreServer::Service::GetLabels(
+    grpc::CallbackServerContext* ctx, const proto::NodeIdsRequest* req,
+    proto::GetLabelsResponse* resp) {
+  return runner_.Run(
+      ctx, kGetLabels, req, resp,
+      Heavy(static_cast<int64_t>(req->node_ids().size()) >= kInlineBytes),
+      [this, req, resp]() -> absl::Status {
+        ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
+        std::vector<int64_t> labels(ids.size());
+        RETURN_IF_ERROR(store_->GetLabels(ids, labels.data()));
+        wire::Pack<int64_t>(labels, resp->mutable_labels());
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* GraphStoreServer::Service::GetDegrees(
+    grpc::CallbackServerContext* ctx, const proto::NodeIdsRequest* req,
+    proto::GetDegreesResponse* resp) {
+  return runner_.Run(
+      ctx, kGetDegrees, req, resp,
+      Heavy(static_cast<int64_t>(req->node_ids().size()) >= kInlineBytes),
+      [this, req, resp]() -> absl::Status {
+        ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
+        std::vector<int64_t> degrees(ids.size());
+        RETURN_IF_ERROR(store_->GetDegrees(ids, degrees.data()));
+        wire::Pack<int64_t>(degrees, resp->mutable_degrees());
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* GraphStoreServer::Service::GetSplit(
+    grpc::CallbackServerContext* ctx, const proto::GetSplitRequest* req,
+    proto::GetSplitResponse* resp) {
+  return runner_.Run(
+      ctx, kGetSplit, req, resp, Heavy(true),
+      [this, req, resp]() -> absl::Status {
+        const auto& counts = store_->Meta().split_counts;
+        auto it = counts.find(req->name());
+        const int64_t bytes = it == counts.end() ? 0 : it->second * 8;
+        if (bytes > options_.max_message_bytes - 1024) {
+          return absl::ResourceExhaustedError(absl::StrFormat(
+              "split '%s' of %d nodes is %.1f MiB, over the %.1f MiB "
+              "message limit",
+              req->name(), it->second, bytes / 1048576.0,
+              options_.max_message_bytes / 1048576.0));
+        }
+        ASSIGN_OR_RETURN(std::vector<NodeId> ids,
+                         store_->GetSplit(req->name()));
+        wire::Pack<NodeId>(ids, resp->mutable_node_ids());
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* GraphStoreServer::Service::Health(
+    grpc::CallbackServerContext* ctx, const proto::HealthRequest* req,
+    proto::HealthResponse* resp) {
+  return runner_.Run(ctx, kHealth, req, resp, true, [this, resp] {
+    resp->set_serving(LoadedStore() != nullptr);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* GraphStoreServer::Service::Stats(
+    grpc::CallbackServerContext* ctx, const proto::StatsRequest* req,
+    proto::StatsResponse* resp) {
+  return runner_.Run(ctx, kStats, req, resp, true, [this, resp] {
+    for (const auto& m : runner_.all_stats()) {
+      proto::MethodStats* out = resp->add_methods();
+      out->set_method(m.name());
+      out->set_calls(m.calls());
+      out->set_errors(m.errors());
+      out->set_latency_sum_us(m.latency_sum_us());
+      out->set_latency_p50_us(m.LatencyQuantileUs(0.5));
+      out->set_latency_p99_us(m.LatencyQuantileUs(0.99));
+      out->set_latency_max_us(m.latency_max_us());
+      out->set_bytes_in(m.bytes_in());
+      out->set_bytes_out(m.bytes_out());
+    }
+    resp->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
+    resp->set_minor_faults(std::max<int64_t>(0, MinorFaults()));
+    resp->set_cpu_seconds(std::max(0.0, CpuSeconds()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* GraphStoreServer::Service::CreateEmbeddingTable(
+    grpc::CallbackServerContext* ctx,
+    const proto::CreateEmbeddingTableRequest* req,
+    proto::CreateEmbeddingTableResponse* resp) {
+  // A restore reads a snapshot file: off the callback thread.
+  return runner_.Run(ctx, kCreateEmbeddingTable, req, resp,
+                     /*heavy=*/req->restore(), [this, req, resp] {
+                       return embeddings_.Create(store_->Meta(), *req, resp);
+                     });
+}
+
+grpc::ServerUnaryReactor* GraphStoreServer::Service::PullEmbeddings(
+    grpc::CallbackServerContext* ctx, const proto::PullEmbeddingsRequest* req,
+    proto::PullEmbeddingsResponse* resp) {
+  return runner_.RunDeferred(
+      ctx, kPullEmbeddings, req, resp,
+      [this, ctx, req, resp](std::function<void(absl::Status)> done) {
+        embeddings_.Pull(req, absl::FromChrono(ctx->deadline()), resp,
+                         std::move(done));
+      });
+}
+
+grpc::ServerUnaryReactor* GraphStoreServer::Service::PushEmbeddingGradients(
+    grpc::CallbackServerContext* ctx,
+    const proto::PushEmbeddingGradientsRequest* req,
+    proto::PushEmbeddingGradientsResponse* resp) {
+  // Inline: a push never waits, and the pulls waiting for it must not
+  // queue it behind other work.
+  return runner_.Run(
+      ctx, kPushEmbeddingGradients, req, resp, /*heavy=*/false,
+      [this, req, resp] { return embeddings_.Push(*req, resp); });
+}
+
+grpc::ServerUnaryReactor* GraphStoreServer::Service::EmbeddingStats(
+    grpc::CallbackServerContext* ctx, const proto::EmbeddingStatsRequest* req,
+    proto::EmbeddingStatsResponse* resp) {
+  return runner_.Run(ctx, kEmbeddingStats, req, resp, /*heavy=*/false,
+                     [this, resp] {
+                       embeddings_.Stats(resp);
+                       return absl::OkStatus();
+                     });
+}
+
+grpc::ServerUnaryReactor* GraphStoreServer::Service::SnapshotEmbeddings(
+    grpc::CallbackServerContext* ctx,
+    const proto::SnapshotEmbeddingsRequest* req,
+    proto::SnapshotEmbeddingsResponse* resp) {
+  return runner_.Run(
+      ctx, kSnapshotEmbeddings, req, resp, /*heavy=*/true,
+      [this, req, resp] { return embeddings_.Snapshot(*req, resp); });
+}
+
+absl::Status GraphStoreServer::Service::TooManySamples(
+    int64_t at_most, int64_t limit, absl::string_view detail) const {
+  const std::string what =
+      at_most >= 0
+          ? absl::StrCat("a sample of up to ", at_most, " neighbor IDs")
+          : absl::StrCat("the sample (", detail, ")");
+  if (limit == options_.max_sampled_per_call) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, " is over the limit of ", limit,
+        " sampled neighbors per call (serve --max-sampled-per-call); "
+        "request fewer IDs or a smaller fanout"));
+  }
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "%s is over the %.1f MiB message limit; request fewer IDs or a "
+      "smaller fanout",
+      what, options_.max_message_bytes / 1048576.0));
+}
+
+// Decodes and bounds-checks a packed ID array.
+absl::StatusOr<std::vector<NodeId>> GraphStoreServer::Service::ReadIds(
+    const std::string& bytes) const {
+  RETURN_IF_ERROR(wire::CheckLength<NodeId>(wire::View(bytes), "node_ids"));
+  const int64_t n = static_cast<int64_t>(bytes.size() / sizeof(NodeId));
+  if (n > options_.max_ids_per_call) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch of ", n, " IDs exceeds the limit of ",
+                     options_.max_ids_per_call, " IDs per call"));
+  }
+  std::vector<NodeId> ids;
+  RETURN_IF_ERROR(wire::Unpack(wire::View(bytes), "node_ids", &ids));
+  return ids;
+}
+
+}  // namespace shardgnn
