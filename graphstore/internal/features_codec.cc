@@ -10,8 +10,10 @@
 namespace shardgnn::internal {
 namespace {
 
-constexpr uint8_t kDimTag = (1 << 3) | 0;       // Field 1, varint.
-constexpr uint8_t kFeaturesTag = (2 << 3) | 2;  // Field 2, length-delimited.
+constexpr uint8_t kDimTag = (1 << 3) | 0;        // Field 1, varint.
+constexpr uint8_t kFeaturesTag = (2 << 3) | 2;   // Field 2, length-delimited.
+constexpr uint8_t kCountsTag = (1 << 3) | 2;     // Field 1, length-delimited.
+constexpr uint8_t kNeighborsTag = (2 << 3) | 2;  // Field 2, length-delimited.
 
 size_t PutVarint(uint64_t v, uint8_t* p) {
   size_t n = 0;
@@ -126,6 +128,34 @@ absl::Status EncodeFeatures(const ShardStore& store,
   if (!s.ok()) return s;
   *out = grpc::ByteBuffer(&slice, 1);
   return absl::OkStatus();
+}
+
+void EncodeSampled(const SampledNeighbors& sampled, grpc::ByteBuffer* out) {
+  static_assert(sizeof(NodeId) == 8 && sizeof(int64_t) == 8);
+  const size_t counts = sampled.counts.size() * 8;
+  const size_t neighbors = sampled.neighbors.size() * 8;
+  uint8_t counts_header[16], neighbors_header[16];
+  size_t ch = 0, nh = 0;
+  if (counts != 0) {
+    counts_header[ch++] = kCountsTag;
+    ch += PutVarint(counts, counts_header + ch);
+  }
+  if (neighbors != 0) {
+    neighbors_header[nh++] = kNeighborsTag;
+    nh += PutVarint(neighbors, neighbors_header + nh);
+  }
+  // Filled before it is wrapped, as in EncodeFeatures.
+  grpc_slice raw = grpc_slice_malloc(ch + counts + nh + neighbors);
+  uint8_t* p = GRPC_SLICE_START_PTR(raw);
+  std::memcpy(p, counts_header, ch);
+  p += ch;
+  if (counts != 0) std::memcpy(p, sampled.counts.data(), counts);
+  p += counts;
+  std::memcpy(p, neighbors_header, nh);
+  p += nh;
+  if (neighbors != 0) std::memcpy(p, sampled.neighbors.data(), neighbors);
+  grpc::Slice slice(raw, grpc::Slice::STEAL_REF);
+  *out = grpc::ByteBuffer(&slice, 1);
 }
 
 absl::Status DecodeFeatures(const grpc::ByteBuffer& response, size_t num_ids,

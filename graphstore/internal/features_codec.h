@@ -1,4 +1,4 @@
-// The GetFeatures response without protobuf copies.
+// The GetFeatures and SampleNeighbors responses without protobuf copies.
 //
 // A feature batch is megabytes; building it as a GetFeaturesResponse costs a
 // zero-fill, a serialization copy on the server and a parse copy on the
@@ -6,6 +6,9 @@
 // (field 1 feature_dim varint, field 2 features bytes) directly between the
 // store and a gRPC ByteBuffer, so rows are copied once on each side. Any
 // standard GetFeaturesResponse parser reads what EncodeFeatures writes.
+// EncodeSampled does the same for a SampleNeighborsResponse (fields 1 counts
+// and 2 neighbors, int64 LE bytes): one copy from the sample into the slice,
+// where packing into protobuf strings took a zero-fill and two copies.
 #ifndef SHARDGNN_GRAPHSTORE_INTERNAL_FEATURES_CODEC_H_
 #define SHARDGNN_GRAPHSTORE_INTERNAL_FEATURES_CODEC_H_
 
@@ -13,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "common/sampled_neighbors.h"
 #include "common/types.h"
 #include "graphstore/shard_store.h"
 #include "grpcpp/support/byte_buffer.h"
@@ -23,6 +27,10 @@ namespace shardgnn::internal {
 absl::Status EncodeFeatures(const ShardStore& store,
                             absl::Span<const NodeId> ids,
                             grpc::ByteBuffer* out);
+
+// Writes `sampled` as a single-slice SampleNeighborsResponse (an empty
+// field is left out, as protobuf does).
+void EncodeSampled(const SampledNeighbors& sampled, grpc::ByteBuffer* out);
 
 // Parses a GetFeaturesResponse, checking it holds num_ids rows of
 // `feature_dim` floats, and copies row i to out + i * feature_dim, or to

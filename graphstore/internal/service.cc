@@ -60,6 +60,8 @@ constexpr const char* kMethodNames[kNumMethods] = {"Info",
 // disk-mode call, go to the work queue.
 constexpr int64_t kInlineSamples = 1 << 16;
 constexpr int64_t kInlineBytes = 1 << 20;
+// A thread keeps the buffers of its last sample up to this size.
+constexpr size_t kKeptSampleBytes = 4 << 20;
 
 internal::WorkQueueOptions QueueOptions(
     const GraphStoreServerOptions& options) {
@@ -189,17 +191,26 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::Info(
 }
 
 grpc::ServerUnaryReactor* GraphStoreServer::Service::SampleNeighbors(
-    grpc::CallbackServerContext* ctx, const proto::SampleNeighborsRequest* req,
-    proto::SampleNeighborsResponse* resp) {
-  const int64_t n = static_cast<int64_t>(req->node_ids().size() / 8);
-  const int64_t samples = n * std::max(req->fanout(), 32);
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+    grpc::ByteBuffer* resp) {
+  // Placed before the request is read: 8 bytes per ID, and up to 32
+  // samples each (the default fanouts are 10 and 20).
+  const int64_t samples = static_cast<int64_t>(req->Length() / 8) * 32;
   return runner_.Run(
       ctx, kSampleNeighbors, req, resp, Heavy(samples >= kInlineSamples),
       [this, req, resp]() -> absl::Status {
-        ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
-        if (req->fanout() < -1 || req->fanout() > options_.max_fanout) {
+        proto::SampleNeighborsRequest request;
+        grpc::ByteBuffer copy(*req);  // Deserialize consumes its input.
+        if (!grpc::SerializationTraits<
+                 proto::SampleNeighborsRequest>::Deserialize(&copy, &request)
+                 .ok()) {
           return absl::InvalidArgumentError(
-              absl::StrCat("fanout ", req->fanout(), " is outside [-1, ",
+              "SampleNeighbors: request is not a SampleNeighborsRequest");
+        }
+        ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(request.node_ids()));
+        if (request.fanout() < -1 || request.fanout() > options_.max_fanout) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("fanout ", request.fanout(), " is outside [-1, ",
                            options_.max_fanout, "] (-1 means all neighbors)"));
         }
         // Counts and neighbors are 8 bytes each; keep 4 KiB spare.
@@ -209,23 +220,27 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::SampleNeighbors(
         const int64_t max_neighbors =
             std::min(message_neighbors, options_.max_sampled_per_call);
         const int64_t at_most = static_cast<int64_t>(ids.size()) *
-                                std::max<int64_t>(req->fanout(), 0);
-        if (req->replace() && req->fanout() > 0 && at_most > max_neighbors) {
+                                std::max<int64_t>(request.fanout(), 0);
+        if (request.replace() && request.fanout() > 0 &&
+            at_most > max_neighbors) {
           // Refused before any work; without replace, or for fanout -1,
           // the store counts the true size first.
           return TooManySamples(at_most, max_neighbors);
         }
-        SampledNeighbors out;
+        // This thread's buffers from its last sample: a steady stream of
+        // samples touches no fresh memory (issue 17).
+        thread_local SampledNeighbors out;
         absl::Status s =
-            store_->SampleNeighbors(ids, req->fanout(), req->replace(),
-                                    req->seed(), max_neighbors, &out);
+            store_->SampleNeighbors(ids, request.fanout(), request.replace(),
+                                    request.seed(), max_neighbors, &out);
+        if (s.ok()) internal::EncodeSampled(out, resp);
+        if (out.neighbors.capacity() * sizeof(NodeId) > kKeptSampleBytes) {
+          out = SampledNeighbors();  // A rare large sample is not kept.
+        }
         if (absl::IsResourceExhausted(s)) {
           return TooManySamples(-1, max_neighbors, s.message());
         }
-        RETURN_IF_ERROR(s);
-        wire::Pack<int64_t>(out.counts, resp->mutable_counts());
-        wire::Pack<NodeId>(out.neighbors, resp->mutable_neighbors());
-        return absl::OkStatus();
+        return s;
       });
 }
 

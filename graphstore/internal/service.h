@@ -36,11 +36,13 @@
 
 namespace shardgnn {
 
-// GetFeatures is a raw method: its megabyte responses are written straight
-// into a gRPC buffer (internal/features_codec.h) instead of through protobuf.
+// GetFeatures and SampleNeighbors are raw methods: their large responses are
+// written straight into a gRPC buffer (internal/features_codec.h) instead of
+// through protobuf; their requests are parsed as protobuf messages.
 class GraphStoreServer::Service final
-    : public proto::GraphStore::WithRawCallbackMethod_GetFeatures<
-          proto::GraphStore::CallbackService> {
+    : public proto::GraphStore::WithRawCallbackMethod_SampleNeighbors<
+          proto::GraphStore::WithRawCallbackMethod_GetFeatures<
+              proto::GraphStore::CallbackService>> {
  public:
   explicit Service(const GraphStoreServerOptions& options);
 
@@ -79,10 +81,9 @@ class GraphStoreServer::Service final
   grpc::ServerUnaryReactor* Info(grpc::CallbackServerContext* ctx,
                                  const proto::InfoRequest* req,
                                  proto::InfoResponse* resp) override;
-  grpc::ServerUnaryReactor* SampleNeighbors(
-      grpc::CallbackServerContext* ctx,
-      const proto::SampleNeighborsRequest* req,
-      proto::SampleNeighborsResponse* resp) override;
+  grpc::ServerUnaryReactor* SampleNeighbors(grpc::CallbackServerContext* ctx,
+                                            const grpc::ByteBuffer* req,
+                                            grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* GetFeatures(grpc::CallbackServerContext* ctx,
                                         const grpc::ByteBuffer* req,
                                         grpc::ByteBuffer* resp) override;

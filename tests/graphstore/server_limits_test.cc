@@ -88,28 +88,22 @@ bool ClosedByServerWithin(int fd, absl::Duration timeout) {
   return false;
 }
 
-// The raw bytes of a GetFeatures answer (no protobuf parsing).
-grpc::Status RawGetFeatures(const std::string& address,
-                            const std::vector<NodeId>& ids,
-                            std::string* answer) {
+// Calls GraphStore method `method` with the request bytes `request` and
+// returns the raw bytes of its answer (no protobuf on either side).
+grpc::Status RawCall(const std::string& address, const std::string& method,
+                     const std::string& request, std::string* answer) {
   auto channel =
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   grpc::GenericStub stub(channel);
-  proto::NodeIdsRequest request;
-  request.set_node_ids(std::string(reinterpret_cast<const char*>(ids.data()),
-                                   ids.size() * sizeof(NodeId)));
-  grpc::ByteBuffer request_buffer;
-  bool own = false;
-  EXPECT_TRUE(grpc::SerializationTraits<proto::NodeIdsRequest>::Serialize(
-                  request, &request_buffer, &own)
-                  .ok());
+  grpc::Slice request_slice(request.data(), request.size());
+  grpc::ByteBuffer request_buffer(&request_slice, 1);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   grpc::CompletionQueue cq;
   grpc::ByteBuffer response;
   grpc::Status status;
-  auto rpc = stub.PrepareUnaryCall(
-      &ctx, "/shardgnn.proto.GraphStore/GetFeatures", request_buffer, &cq);
+  auto rpc = stub.PrepareUnaryCall(&ctx, "/shardgnn.proto.GraphStore/" + method,
+                                   request_buffer, &cq);
   rpc->StartCall();
   rpc->Finish(&response, &status, &status);
   void* tag = nullptr;
@@ -127,6 +121,20 @@ grpc::Status RawGetFeatures(const std::string& address,
     answer->append(reinterpret_cast<const char*>(s.begin()), s.size());
   }
   return status;
+}
+
+std::string IdBytes(const std::vector<NodeId>& ids) {
+  return std::string(reinterpret_cast<const char*>(ids.data()),
+                     ids.size() * sizeof(NodeId));
+}
+
+// The raw bytes of a GetFeatures answer.
+grpc::Status RawGetFeatures(const std::string& address,
+                            const std::vector<NodeId>& ids,
+                            std::string* answer) {
+  proto::NodeIdsRequest request;
+  request.set_node_ids(IdBytes(ids));
+  return RawCall(address, "GetFeatures", request.SerializeAsString(), answer);
 }
 
 // Part 1 of a 2-part fixture; the parameter is memory mode.
@@ -184,6 +192,39 @@ TEST_P(ServerLimitsTest, TinyFeatureAnswersAreExactBytes) {
   std::string want("\x08\x10\x12\x40", 4);
   want.append(reinterpret_cast<const char*>(graph_.Row(v)), kDim * 4);
   EXPECT_EQ(answer, want);
+}
+
+// SampleNeighbors answers are written without protobuf (features_codec.h):
+// the bytes are what protobuf would write, and a request that does not
+// parse is refused.
+TEST_P(ServerLimitsTest, SampleAnswersAreTheProtobufBytes) {
+  Start();
+  auto client = Client("127.0.0.1");
+  const std::vector<NodeId> ids = Ids(50);
+  proto::SampleNeighborsRequest request;
+  request.set_node_ids(IdBytes(ids));
+  request.set_fanout(3);
+  request.set_seed(7);
+  std::string answer;
+  ASSERT_TRUE(RawCall(server_->address(), "SampleNeighbors",
+                      request.SerializeAsString(), &answer)
+                  .ok());
+  ASSERT_OK_AND_ASSIGN(SampledNeighbors expected,
+                       client->SampleNeighbors(ids, 3, false, 7));
+  proto::SampleNeighborsResponse want;
+  want.set_counts(
+      std::string(reinterpret_cast<const char*>(expected.counts.data()),
+                  expected.counts.size() * 8));
+  want.set_neighbors(IdBytes(expected.neighbors));
+  EXPECT_GT(expected.neighbors.size(), 50u);
+  EXPECT_EQ(answer, want.SerializeAsString());
+
+  const grpc::Status bad = RawCall(server_->address(), "SampleNeighbors",
+                                   std::string("\x0a\xff\xff", 3), &answer);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(bad.error_message(), HasSubstr("not a SampleNeighborsRequest"));
+  // The server goes on serving.
+  EXPECT_OK(client->SampleNeighbors(ids, 3, false, 7).status());
 }
 
 // A few KB asking for tens of millions of samples (replace, huge fanout)

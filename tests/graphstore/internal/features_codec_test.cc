@@ -59,6 +59,39 @@ TEST(FeaturesCodecTest, EncodedResponseIsAStandardProtobufMessage) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// EncodeSampled writes what protobuf writes for the same response: any
+// client parses it, and the bytes are the canonical ones.
+TEST(FeaturesCodecTest, EncodedSampleIsTheProtobufSerialization) {
+  SampledNeighbors sampled;
+  sampled.counts = {2, 0, 1, 300};
+  for (int64_t i = 0; i < 303; ++i) {
+    sampled.neighbors.push_back(i * 1000003 - 7);  // Negative and wide IDs.
+  }
+  proto::SampleNeighborsResponse expected;
+  expected.set_counts(
+      std::string(reinterpret_cast<const char*>(sampled.counts.data()), 4 * 8));
+  expected.set_neighbors(std::string(
+      reinterpret_cast<const char*>(sampled.neighbors.data()), 303 * 8));
+  grpc::ByteBuffer buffer;
+  EncodeSampled(sampled, &buffer);
+  EXPECT_EQ(Flatten(buffer), expected.SerializeAsString());
+  proto::SampleNeighborsResponse parsed;
+  ASSERT_TRUE(parsed.ParseFromString(Flatten(buffer)));
+  EXPECT_EQ(parsed.counts(), expected.counts());
+  EXPECT_EQ(parsed.neighbors(), expected.neighbors());
+
+  // No neighbors (every node isolated), and nothing at all.
+  sampled.counts = {0, 0};
+  sampled.neighbors.clear();
+  EncodeSampled(sampled, &buffer);
+  expected.set_counts(std::string(16, '\0'));
+  expected.clear_neighbors();
+  EXPECT_EQ(Flatten(buffer), expected.SerializeAsString());
+  sampled.counts.clear();
+  EncodeSampled(sampled, &buffer);
+  EXPECT_EQ(Flatten(buffer), "");
+}
+
 TEST(FeaturesCodecTest, DecodesAcrossSlicesAndSkipsUnknownFields) {
   proto::GetFeaturesResponse msg;
   msg.set_feature_dim(3);
