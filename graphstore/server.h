@@ -4,8 +4,9 @@
 // run on gRPC's callback thread and skip a hand-off; large ones and every
 // disk-mode call go to a fixed pool of workers that client addresses take in
 // turn (internal/work_queue.h), so a slow disk read never blocks the network
-// and one client's heavy calls cannot starve another's. GetFeatures writes
-// its rows straight into the gRPC response buffer (no protobuf copy). Beside
+// and one client's heavy calls cannot starve another's. GetFeatures and
+// SampleNeighbors write their answers straight into the gRPC response
+// buffer (no protobuf copy). Beside
 // the gRPC port, the server also answers GetFeatures on a plain-TCP feature
 // port on the same host (internal/feature_port.h), which Info advertises and
 // clients use for their megabyte feature batches. Both ports accept through
