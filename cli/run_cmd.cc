@@ -18,6 +18,7 @@
 #include <functional>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -256,8 +257,30 @@ absl::Status RunPipeline(const RunFlags& flags) {
       supervisor.AddServer(std::move(server), p, options);
     }
     for (size_t i = 0; i < supervisor.servers().size(); ++i) {
-      ASSIGN_OR_RETURN(std::string line,
-                       WaitUntilReady(*supervisor.servers()[i]));
+      absl::StatusOr<std::string> ready =
+          WaitUntilReady(*supervisor.servers()[i]);
+      // Another process can bind the picked port before the server does
+      // (the port is free when picked, then released): start the server
+      // again on another, a few times.
+      for (int attempt = 0;
+           attempt < 3 && !ready.ok() &&
+           absl::StrContains(ready.status().message(), "already in use");
+           ++attempt) {
+        SubprocessOptions options = supervisor.server_options(i);
+        ASSIGN_OR_RETURN(int port, PickFreeLoopbackPort());
+        for (size_t a = 0; a + 1 < options.argv.size(); ++a) {
+          if (options.argv[a] == "--listen") {
+            options.argv[a + 1] = absl::StrCat("127.0.0.1:", port);
+          }
+        }
+        PrintLine("", absl::StrCat("shardgnn run: ", options.name,
+                                   "'s port was taken; starting it on ", port));
+        ASSIGN_OR_RETURN(auto server, Subprocess::Start(options));
+        supervisor.ReplaceServer(i, std::move(server), std::move(options));
+        ready = WaitUntilReady(*supervisor.servers()[i]);
+      }
+      RETURN_IF_ERROR(ready.status());
+      const std::string& line = *ready;
       std::string rest = line.substr(line.find("ready on ") + 9);
       addresses.push_back(rest.substr(0, rest.find(' ')));
       supervisor.SetServerAddress(i, addresses.back());

@@ -51,6 +51,16 @@ class Supervisor {
   // on its address, up to SetMaxServerRestarts() times in all.
   void AddServer(std::unique_ptr<Subprocess> p, int part,
                  SubprocessOptions options);
+  // Server `i`, which exited before it was ready, replaced by `p` started
+  // with `options` (another port).
+  void ReplaceServer(size_t i, std::unique_ptr<Subprocess> p,
+                     SubprocessOptions options) {
+    servers_[i] = std::move(p);
+    server_options_[i] = std::move(options);
+  }
+  const SubprocessOptions& server_options(size_t i) const {
+    return server_options_[i];
+  }
   void SetMaxServerRestarts(int n) { server_restarts_left_ = n; }
   // The causes of the server restarts so far, in order.
   const std::vector<std::string>& server_restarts() const {
