@@ -268,11 +268,7 @@ absl::Status RunPipeline(const RunFlags& flags) {
            ++attempt) {
         SubprocessOptions options = supervisor.server_options(i);
         ASSIGN_OR_RETURN(int port, PickFreeLoopbackPort());
-        for (size_t a = 0; a + 1 < options.argv.size(); ++a) {
-          if (options.argv[a] == "--listen") {
-            options.argv[a + 1] = absl::StrCat("127.0.0.1:", port);
-          }
-        }
+        SetListenAddress(absl::StrCat("127.0.0.1:", port), &options);
         PrintLine("", absl::StrCat("shardgnn run: ", options.name,
                                    "'s port was taken; starting it on ", port));
         ASSIGN_OR_RETURN(auto server, Subprocess::Start(options));

@@ -199,6 +199,12 @@ void Supervisor::StopAll() {
   for (auto& s : servers_) s->Terminate(milliseconds(5000));
 }
 
+void SetListenAddress(const std::string& address, SubprocessOptions* options) {
+  for (size_t a = 0; a + 1 < options->argv.size(); ++a) {
+    if (options->argv[a] == "--listen") options->argv[a + 1] = address;
+  }
+}
+
 // Starts server i again, listening on the address it had (so the trainers'
 // probes find it: sampler/internal/replica_set.h), if restarts are left;
 // true once it is ready. Meanwhile the trainers wait for it (--server-wait)
@@ -217,11 +223,7 @@ bool Supervisor::RestartServer(size_t i, int code, const std::string& where) {
                              "restart ",
                              server_restarts_.size(), ")"));
   SubprocessOptions options = server_options_[i];
-  for (size_t a = 0; a + 1 < options.argv.size(); ++a) {
-    if (options.argv[a] == "--listen") {
-      options.argv[a + 1] = server_addresses_[i];
-    }
-  }
+  SetListenAddress(server_addresses_[i], &options);
   auto started = Subprocess::Start(options);
   if (!started.ok()) {
     PrintLine("", absl::StrCat("shardgnn run: restarting ", servers_[i]->name(),

@@ -44,6 +44,10 @@ absl::StatusOr<std::string> WaitUntilReady(Subprocess& server);
 // from the children's reader threads.
 void PrintLine(const std::string& prefix, const std::string& line);
 
+// Points the storage server command in `options` (its "--listen ADDRESS"
+// pair) at `address`.
+void SetListenAddress(const std::string& address, SubprocessOptions* options);
+
 class Supervisor {
  public:
   // Server `p`, started with `options`, serves part `part`; the run goes on

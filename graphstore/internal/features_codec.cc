@@ -25,6 +25,15 @@ size_t PutVarint(uint64_t v, uint8_t* p) {
   return n;
 }
 
+// A field's tag and its varint (a value, or a length-delimited field's byte
+// count) at p, or nothing when it is 0 (proto3 leaves default fields out);
+// the bytes written, at most 11.
+size_t PutField(uint8_t tag, uint64_t v, uint8_t* p) {
+  if (v == 0) return 0;
+  p[0] = tag;
+  return 1 + PutVarint(v, p + 1);
+}
+
 // Sequential reads over the slices of a ByteBuffer (no copy until Copy()).
 class SliceReader {
  public:
@@ -106,15 +115,8 @@ absl::Status EncodeFeatures(const ShardStore& store,
   const int64_t dim = store.Meta().feature_dim;
   const size_t payload = ids.size() * static_cast<size_t>(dim) * 4;
   uint8_t header[32];
-  size_t h = 0;
-  if (dim != 0) {
-    header[h++] = kDimTag;
-    h += PutVarint(static_cast<uint64_t>(dim), header + h);
-  }
-  if (payload != 0) {
-    header[h++] = kFeaturesTag;
-    h += PutVarint(payload, header + h);
-  }
+  size_t h = PutField(kDimTag, static_cast<uint64_t>(dim), header);
+  h += PutField(kFeaturesTag, payload, header + h);
   // Fill the slice before wrapping it: a slice of at most
   // GRPC_SLICE_INLINED_SIZE (about 23) bytes holds its bytes inside the
   // grpc_slice struct itself, so a grpc::Slice made from it first would
@@ -135,15 +137,8 @@ void EncodeSampled(const SampledNeighbors& sampled, grpc::ByteBuffer* out) {
   const size_t counts = sampled.counts.size() * 8;
   const size_t neighbors = sampled.neighbors.size() * 8;
   uint8_t counts_header[16], neighbors_header[16];
-  size_t ch = 0, nh = 0;
-  if (counts != 0) {
-    counts_header[ch++] = kCountsTag;
-    ch += PutVarint(counts, counts_header + ch);
-  }
-  if (neighbors != 0) {
-    neighbors_header[nh++] = kNeighborsTag;
-    nh += PutVarint(neighbors, neighbors_header + nh);
-  }
+  const size_t ch = PutField(kCountsTag, counts, counts_header);
+  const size_t nh = PutField(kNeighborsTag, neighbors, neighbors_header);
   // Filled before it is wrapped, as in EncodeFeatures.
   grpc_slice raw = grpc_slice_malloc(ch + counts + nh + neighbors);
   uint8_t* p = GRPC_SLICE_START_PTR(raw);

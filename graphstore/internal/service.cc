@@ -278,34 +278,35 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::GetFeatures(
       });
 }
 
+template <typename Resp>
+grpc::ServerUnaryReactor* GraphStoreServer::Service::Int64PerId(
+    grpc::CallbackServerContext* ctx, int method,
+    const proto::NodeIdsRequest* req, Resp* resp, ReadInt64s read,
+    std::string* out) {
+  return runner_.Run(
+      ctx, method, req, resp,
+      Heavy(static_cast<int64_t>(req->node_ids().size()) >= kInlineBytes),
+      [this, req, read, out]() -> absl::Status {
+        ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
+        std::vector<int64_t> values(ids.size());
+        RETURN_IF_ERROR(((*store_).*read)(ids, values.data()));
+        wire::Pack<int64_t>(values, out);
+        return absl::OkStatus();
+      });
+}
+
 grpc::ServerUnaryReactor* GraphStoreServer::Service::GetLabels(
     grpc::CallbackServerContext* ctx, const proto::NodeIdsRequest* req,
     proto::GetLabelsResponse* resp) {
-  return runner_.Run(
-      ctx, kGetLabels, req, resp,
-      Heavy(static_cast<int64_t>(req->node_ids().size()) >= kInlineBytes),
-      [this, req, resp]() -> absl::Status {
-        ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
-        std::vector<int64_t> labels(ids.size());
-        RETURN_IF_ERROR(store_->GetLabels(ids, labels.data()));
-        wire::Pack<int64_t>(labels, resp->mutable_labels());
-        return absl::OkStatus();
-      });
+  return Int64PerId(ctx, kGetLabels, req, resp, &ShardStore::GetLabels,
+                    resp->mutable_labels());
 }
 
 grpc::ServerUnaryReactor* GraphStoreServer::Service::GetDegrees(
     grpc::CallbackServerContext* ctx, const proto::NodeIdsRequest* req,
     proto::GetDegreesResponse* resp) {
-  return runner_.Run(
-      ctx, kGetDegrees, req, resp,
-      Heavy(static_cast<int64_t>(req->node_ids().size()) >= kInlineBytes),
-      [this, req, resp]() -> absl::Status {
-        ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
-        std::vector<int64_t> degrees(ids.size());
-        RETURN_IF_ERROR(store_->GetDegrees(ids, degrees.data()));
-        wire::Pack<int64_t>(degrees, resp->mutable_degrees());
-        return absl::OkStatus();
-      });
+  return Int64PerId(ctx, kGetDegrees, req, resp, &ShardStore::GetDegrees,
+                    resp->mutable_degrees());
 }
 
 grpc::ServerUnaryReactor* GraphStoreServer::Service::GetSplit(

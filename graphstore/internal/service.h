@@ -142,6 +142,17 @@ class GraphStoreServer::Service final
   absl::Status TooManySamples(int64_t at_most, int64_t limit,
                               absl::string_view detail = "") const;
 
+  // GetLabels and GetDegrees: one int64 per requested ID, read from the store
+  // by `read` and packed into `*out` (a field of *resp).
+  using ReadInt64s = absl::Status (ShardStore::*)(absl::Span<const NodeId>,
+                                                  int64_t*) const;
+  template <typename Resp>
+  grpc::ServerUnaryReactor* Int64PerId(grpc::CallbackServerContext* ctx,
+                                       int method,
+                                       const proto::NodeIdsRequest* req,
+                                       Resp* resp, ReadInt64s read,
+                                       std::string* out);
+
   // Decodes and bounds-checks a packed ID array.
   absl::StatusOr<std::vector<NodeId>> ReadIds(const std::string& bytes) const;
 
