@@ -18,8 +18,9 @@ class App;
 
 namespace shardgnn::cli {
 
-// Flags whose default depends on the model (trainer.h DefaultsFor) hold a
-// value outside their range (0 or -1) until given.
+// Flags whose default depends on the model (trainer.h DefaultsFor: hidden,
+// heads, dropout, lr, epochs, patience) hold a value outside their range (0 or
+// -1) until given.
 struct TrainingFlags {
   std::string task = "node";                  // node or link.
   std::string decoder = "dot";                // Link tasks: dot or mlp.
@@ -27,8 +28,9 @@ struct TrainingFlags {
   std::string negative_sampling = "uniform";  // Link tasks: or degree.
   bool filter_negatives = false;              // Link tasks.
   std::string model = "sage";
-  int epochs = 20;
-  int patience = 0;  // Epochs without a better validation accuracy; 0 = off.
+  int epochs = -1;    // -1: the model's default.
+  int patience = -1;  // Epochs without a better validation accuracy; 0 = off,
+                      // -1: the model's default.
   int64_t min_steps_per_epoch = 10;
   // Optimizer steps per epoch, fixed (0: a pass over the train items); an
   // epoch of a large link task can be millions of edges.

@@ -76,13 +76,17 @@ struct ModelOptions {
 
 // The defaults for each model, from the models' papers and checked across the
 // bundled datasets (docs/benchmarks.md, bench/quality): hidden width, heads,
-// dropout and learning rate. Everything else keeps TrainOptions' defaults.
+// dropout, learning rate and the training schedule (the most epochs, and the
+// patience of early stopping on validation; 0 = none). Everything else keeps
+// TrainOptions' defaults.
 struct ModelDefaults {
   int64_t hidden;
   int heads;
   double dropout;
   double attn_dropout;
   double lr;
+  int epochs;
+  int patience;
 };
 ModelDefaults DefaultsFor(ModelKind kind);
 

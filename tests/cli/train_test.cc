@@ -292,6 +292,8 @@ TEST(TrainInProcessTest, StatesTheDefaultsItChoseAndCheckpointsAsAsked) {
               HasSubstr("model gat, 2 layers, hidden 8 x 8 heads, dropout "
                         "0.6, lr 0.005"));
   EXPECT_THAT(gat_output, HasSubstr("10 steps per epoch"));
+  // --epochs given, --patience the model's.
+  EXPECT_THAT(gat_output, HasSubstr("up to 3 epochs (patience 20)\n"));
   EXPECT_THAT(gat_output,
               HasSubstr("features: row (auto: non-negative features"));
   EXPECT_THAT(gat_output, HasSubstr("checkpoints: "));
@@ -315,6 +317,7 @@ TEST(TrainInProcessTest, StatesTheDefaultsItChoseAndCheckpointsAsAsked) {
                    "0", "--out", dir.Sub("sage")});
   ASSERT_EQ(sage, 0) << sage_output;
   EXPECT_THAT(sage_output, HasSubstr("model sage, 2 layers, hidden 32,"));
+  EXPECT_THAT(sage_output, HasSubstr("up to 2 epochs\n"));  // No patience.
   EXPECT_THAT(sage_output, HasSubstr("features: standardize (as requested"));
   EXPECT_THAT(sage_output, ::testing::Not(HasSubstr("checkpoints: ")));
   EXPECT_FALSE(std::filesystem::exists(dir.Sub("sage") + "/checkpoints"));
@@ -323,6 +326,61 @@ TEST(TrainInProcessTest, StatesTheDefaultsItChoseAndCheckpointsAsAsked) {
   summary = nlohmann::json::parse(text);
   EXPECT_EQ(summary["model"]["feature_norm"], "standardize");
   EXPECT_EQ(summary["checkpoints"]["bytes_per_trainer"], 0);
+}
+
+// The training schedule is the model's: GAT (half the learning rate, more
+// dropout) trains up to 100 epochs until 20 bring no better validation, SAGE
+// and GCN 20 epochs; a flag given wins over the model's default.
+TEST(TrainInProcessTest, TheScheduleIsTheModels) {
+  testing::TempDir dir;
+  const std::string data = dir.Sub("g");
+  auto [made, made_output] =
+      RunShardgnn({"-q", "dataset", "generate", "--nodes", "120", "--features",
+                   "4", "--classes", "2", "--seed", "1", "--out", data});
+  ASSERT_EQ(made, 0) << made_output;
+  auto train = [&](const std::string& name, std::vector<std::string> flags) {
+    std::vector<std::string> args = {"train",      "--dataset",
+                                     data,         "--checkpoint-every",
+                                     "0",          "--progress-seconds",
+                                     "0",          "--min-steps-per-epoch",
+                                     "1",          "--out",
+                                     dir.Sub(name)};
+    args.insert(args.end(), flags.begin(), flags.end());
+    return RunShardgnn(args);
+  };
+  auto summary_of = [&](const std::string& name) {
+    auto text = ReadFileToString(dir.Sub(name) + "/summary.json");
+    return text.ok() ? nlohmann::json::parse(*text) : nlohmann::json();
+  };
+
+  auto [gat, gat_output] = train("gat", {"--model", "gat"});
+  ASSERT_EQ(gat, 0) << gat_output;
+  EXPECT_THAT(gat_output, HasSubstr("up to 100 epochs (patience 20)\n"));
+  nlohmann::json summary = summary_of("gat");
+  const int run = summary["epochs_run"].get<int>();
+  const int best = summary["best_epoch"].get<int>();
+  EXPECT_GT(run, 20);  // At least patience epochs after the first.
+  EXPECT_LE(run, 100);
+  if (summary["stopped_early"].get<bool>()) {
+    EXPECT_EQ(run - best, 20) << gat_output;
+  } else {
+    EXPECT_EQ(run, 100) << gat_output;
+  }
+
+  auto [gcn, gcn_output] = train("gcn", {"--model", "gcn"});
+  ASSERT_EQ(gcn, 0) << gcn_output;
+  EXPECT_THAT(gcn_output, HasSubstr("up to 20 epochs\n"));
+  EXPECT_EQ(summary_of("gcn")["epochs_run"], 20);
+
+  auto [short_gat, short_output] =
+      train("short", {"--model", "gat", "--epochs", "4", "--patience", "0"});
+  ASSERT_EQ(short_gat, 0) << short_output;
+  EXPECT_THAT(short_output, HasSubstr("up to 4 epochs\n"));
+  EXPECT_EQ(summary_of("short")["epochs_run"], 4);
+
+  auto [bad, bad_output] = train("bad", {"--model", "gat", "--epochs", "0"});
+  EXPECT_NE(bad, 0);
+  EXPECT_THAT(bad_output, HasSubstr("--epochs must be at least 1"));
 }
 
 // Trainers that share a machine (torchrun's LOCAL_WORLD_SIZE) share its cores;
