@@ -110,7 +110,11 @@ class MemoryStore final : public ShardStore {
     if (total > max_neighbors) return TooMany(total, max_neighbors);
     out->counts.resize(ids.size());
     out->neighbors.clear();
-    out->neighbors.reserve(static_cast<size_t>(total));
+    if (out->neighbors.capacity() < static_cast<size_t>(total)) {
+      // With headroom: the server keeps these buffers for later samples
+      // (graphstore/internal/slice_pool.h), a little larger or smaller.
+      out->neighbors.reserve(static_cast<size_t>(total + total / 8));
+    }
     for (size_t i = 0; i < ids.size(); ++i) {
       size_t before = out->neighbors.size();
       int64_t local = ids[i] - Meta().node_start;

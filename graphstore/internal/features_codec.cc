@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "graphstore/internal/slice_pool.h"
 #include "grpc/slice.h"
 #include "grpcpp/support/slice.h"
 
@@ -117,11 +118,9 @@ absl::Status EncodeFeatures(const ShardStore& store,
   uint8_t header[32];
   size_t h = PutField(kDimTag, static_cast<uint64_t>(dim), header);
   h += PutField(kFeaturesTag, payload, header + h);
-  // Fill the slice before wrapping it: a slice of at most
-  // GRPC_SLICE_INLINED_SIZE (about 23) bytes holds its bytes inside the
-  // grpc_slice struct itself, so a grpc::Slice made from it first would
-  // carry a copy taken before the bytes were written.
-  grpc_slice raw = grpc_slice_malloc(h + payload);
+  // Fill the slice before wrapping it in a grpc::Slice (a slice type that
+  // holds its bytes inline would be copied before they were written).
+  grpc_slice raw = SlicePool::Shared().Take(h + payload);
   uint8_t* p = GRPC_SLICE_START_PTR(raw);
   std::memcpy(p, header, h);
   absl::Status s =
@@ -140,7 +139,7 @@ void EncodeSampled(const SampledNeighbors& sampled, grpc::ByteBuffer* out) {
   const size_t ch = PutField(kCountsTag, counts, counts_header);
   const size_t nh = PutField(kNeighborsTag, neighbors, neighbors_header);
   // Filled before it is wrapped, as in EncodeFeatures.
-  grpc_slice raw = grpc_slice_malloc(ch + counts + nh + neighbors);
+  grpc_slice raw = SlicePool::Shared().Take(ch + counts + nh + neighbors);
   uint8_t* p = GRPC_SLICE_START_PTR(raw);
   std::memcpy(p, counts_header, ch);
   p += ch;

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "graphstore/internal/slice_pool.h"
+
 namespace shardgnn::internal {
 namespace {
 
@@ -49,6 +51,12 @@ void MemoryTrimmer::Loop() {
     const bool grew =
         resident > low + kGrowthBytes && t - last_growth_trim >= interval;
     if (fell_idle || grew) {
+      // The answers' kept buffers go too once calls stop (while they go on,
+      // the pool's bound, at most kGrowthBytes, stays).
+      if (fell_idle) {
+        SlicePool::Shared().Release();
+        SampleBufferPool::Shared().Release();
+      }
       malloc_trim(0);
       // A trim that gave little back met memory in use: that is the new
       // floor. One that gave much back keeps the old floor, so memory

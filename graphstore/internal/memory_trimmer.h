@@ -3,7 +3,9 @@
 // Glibc keeps the memory of freed blocks in its heaps (and does not trim the
 // heaps of its per-thread arenas by itself), so a burst of big answers (a
 // flood, a big evaluation) leaves RSS at the burst's peak. Once a second this
-// trims (malloc_trim) when calls came and then stopped, or, while calls go
+// trims (malloc_trim; and, when calls stopped, the answers' kept buffers:
+// slice_pool.h) when
+// calls came and then stopped, or, while calls go
 // on, when resident memory grew by kGrowthBytes over its lowest level since
 // the last trim. A load whose memory keeps coming back would be trimmed over
 // and over (each time faulting its pages in again), so growth trims that

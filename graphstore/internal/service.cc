@@ -11,6 +11,7 @@
 #include "common/peak_rss.h"
 #include "common/status.h"
 #include "graphstore/internal/features_codec.h"
+#include "graphstore/internal/slice_pool.h"
 #include "graphstore/internal/wire.h"
 #include "graphstore/internal/work_queue.h"
 
@@ -60,8 +61,6 @@ constexpr const char* kMethodNames[kNumMethods] = {"Info",
 // disk-mode call, go to the work queue.
 constexpr int64_t kInlineSamples = 1 << 16;
 constexpr int64_t kInlineBytes = 1 << 20;
-// A thread keeps the buffers of its last sample up to this size.
-constexpr size_t kKeptSampleBytes = 4 << 20;
 
 internal::WorkQueueOptions QueueOptions(
     const GraphStoreServerOptions& options) {
@@ -227,16 +226,15 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::SampleNeighbors(
           // the store counts the true size first.
           return TooManySamples(at_most, max_neighbors);
         }
-        // This thread's buffers from its last sample: a steady stream of
-        // samples touches no fresh memory (issue 17).
-        thread_local SampledNeighbors out;
+        // Buffers of earlier samples: a steady stream of samples touches no
+        // fresh memory (issue 17).
+        internal::SampleBufferPool& pool = internal::SampleBufferPool::Shared();
+        SampledNeighbors out = pool.Take();
         absl::Status s =
             store_->SampleNeighbors(ids, request.fanout(), request.replace(),
                                     request.seed(), max_neighbors, &out);
         if (s.ok()) internal::EncodeSampled(out, resp);
-        if (out.neighbors.capacity() * sizeof(NodeId) > kKeptSampleBytes) {
-          out = SampledNeighbors();  // A rare large sample is not kept.
-        }
+        pool.Put(std::move(out));
         if (absl::IsResourceExhausted(s)) {
           return TooManySamples(-1, max_neighbors, s.message());
         }
