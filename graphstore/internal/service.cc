@@ -206,7 +206,9 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::SampleNeighbors(
           return absl::InvalidArgumentError(
               "SampleNeighbors: request is not a SampleNeighborsRequest");
         }
-        ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(request.node_ids()));
+        std::vector<NodeId> id_copy;
+        absl::Span<const NodeId> ids;
+        RETURN_IF_ERROR(ReadIds(request.node_ids(), &id_copy, &ids));
         if (request.fanout() < -1 || request.fanout() > options_.max_fanout) {
           return absl::InvalidArgumentError(
               absl::StrCat("fanout ", request.fanout(), " is outside [-1, ",
@@ -261,7 +263,9 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::GetFeatures(
           return absl::InvalidArgumentError(
               "GetFeatures: request is not a NodeIdsRequest");
         }
-        ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(request.node_ids()));
+        std::vector<NodeId> id_copy;
+        absl::Span<const NodeId> ids;
+        RETURN_IF_ERROR(ReadIds(request.node_ids(), &id_copy, &ids));
         const int64_t dim = store_->Meta().feature_dim;
         const int64_t bytes = static_cast<int64_t>(ids.size()) * dim * 4;
         if (bytes > options_.max_message_bytes - 1024) {
@@ -285,7 +289,9 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::Int64PerId(
       ctx, method, req, resp,
       Heavy(static_cast<int64_t>(req->node_ids().size()) >= kInlineBytes),
       [this, req, read, out]() -> absl::Status {
-        ASSIGN_OR_RETURN(std::vector<NodeId> ids, ReadIds(req->node_ids()));
+        std::vector<NodeId> id_copy;
+        absl::Span<const NodeId> ids;
+        RETURN_IF_ERROR(ReadIds(req->node_ids(), &id_copy, &ids));
         std::vector<int64_t> values(ids.size());
         RETURN_IF_ERROR(((*store_).*read)(ids, values.data()));
         wire::Pack<int64_t>(values, out);
@@ -433,8 +439,9 @@ absl::Status GraphStoreServer::Service::TooManySamples(
 }
 
 // Decodes and bounds-checks a packed ID array.
-absl::StatusOr<std::vector<NodeId>> GraphStoreServer::Service::ReadIds(
-    const std::string& bytes) const {
+absl::Status GraphStoreServer::Service::ReadIds(
+    const std::string& bytes, std::vector<NodeId>* copy,
+    absl::Span<const NodeId>* ids) const {
   RETURN_IF_ERROR(wire::CheckLength<NodeId>(wire::View(bytes), "node_ids"));
   const int64_t n = static_cast<int64_t>(bytes.size() / sizeof(NodeId));
   if (n > options_.max_ids_per_call) {
@@ -442,9 +449,7 @@ absl::StatusOr<std::vector<NodeId>> GraphStoreServer::Service::ReadIds(
         absl::StrCat("batch of ", n, " IDs exceeds the limit of ",
                      options_.max_ids_per_call, " IDs per call"));
   }
-  std::vector<NodeId> ids;
-  RETURN_IF_ERROR(wire::Unpack(wire::View(bytes), "node_ids", &ids));
-  return ids;
+  return wire::ViewOrCopy(wire::View(bytes), "node_ids", copy, ids);
 }
 
 }  // namespace shardgnn

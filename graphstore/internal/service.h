@@ -153,8 +153,10 @@ class GraphStoreServer::Service final
                                        Resp* resp, ReadInt64s read,
                                        std::string* out);
 
-  // Decodes and bounds-checks a packed ID array.
-  absl::StatusOr<std::vector<NodeId>> ReadIds(const std::string& bytes) const;
+  // Bounds-checks a packed ID array and reads it in place (*ids views
+  // `bytes`, which must outlive it) or, if misaligned, through *copy.
+  absl::Status ReadIds(const std::string& bytes, std::vector<NodeId>* copy,
+                       absl::Span<const NodeId>* ids) const;
 
   std::shared_ptr<const ShardStore> store_;  // Set once, by Serve().
   std::atomic<bool> serving_{false};         // Published store_.
