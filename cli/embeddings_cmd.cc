@@ -1,7 +1,7 @@
 // `shardgnn embeddings export RUN_DIR --out FILE.npy`: a run's learned node
 // embeddings (issue 15), read from the snapshots taken with its checkpoints,
 // in original node ID order: of a finished run, and of one stopped or killed
-// (the last epoch every holder snapshotted). No server is needed: the
+// (the last epoch whose snapshots cover every node). No server is needed: the
 // snapshots of `run`'s servers and of an in-process `train` are files in the
 // run directory (RUN_DIR/embedding_snapshots); those of servers started by
 // hand are in their --embedding-dir (--snapshots DIR, repeated).
@@ -45,6 +45,12 @@ struct Found {
   int epoch = 0;
   EmbeddingSnapshotHeader header;
 };
+
+// The directory a snapshot file is in: one holder's (a server's, or the
+// in-process table's).
+std::string HolderOf(const Found& f) {
+  return std::filesystem::path(f.path).parent_path().string();
+}
 
 // Rows of the tables a run's snapshots restore, each over its node range,
 // read as one table (for WriteLearnedEmbeddings). Pull only.
@@ -194,63 +200,87 @@ absl::Status Export(const ExportFlags& flags) {
 
   // Holders (one directory of snapshots each) and their epochs.
   std::map<std::string, std::set<int>> epochs_of;
+  NodeId total = 0;  // The end of the highest node range of any snapshot.
   for (const Found& f : mine) {
-    epochs_of[std::filesystem::path(f.path).parent_path().string()].insert(
-        f.epoch);
+    epochs_of[HolderOf(f)].insert(f.epoch);
+    total = std::max(total, f.header.node_end);
   }
-  int epoch = flags.epoch;
-  if (epoch < 0) {
-    // The latest epoch every holder has.
-    for (int e : epochs_of.begin()->second) {
-      bool everywhere = true;
-      for (const auto& [dir, epochs] : epochs_of) {
-        everywhere = everywhere && epochs.count(e) > 0;
+  // The snapshots of `e`, one per node range, or why they do not cover the
+  // nodes. Replicas of a part hold copies of the same rows: of those, the
+  // holder that snapshotted latest is read (a copy the run dropped when its
+  // replica failed stopped taking snapshots then).
+  auto files_of = [&](int e, std::vector<const Found*>* files) -> absl::Status {
+    files->clear();
+    for (const Found& f : mine) {
+      if (f.epoch == e) files->push_back(&f);
+    }
+    if (files->empty()) {
+      return absl::NotFoundError(
+          absl::StrCat("epoch ", e, " is not snapshotted in ", where));
+    }
+    auto latest = [&](const Found* f) {
+      return *epochs_of[HolderOf(*f)].rbegin();
+    };
+    std::sort(files->begin(), files->end(),
+              [&](const Found* a, const Found* b) {
+                if (a->header.node_start != b->header.node_start) {
+                  return a->header.node_start < b->header.node_start;
+                }
+                return latest(a) > latest(b);
+              });
+    files->erase(std::unique(files->begin(), files->end(),
+                             [](const Found* a, const Found* b) {
+                               return a->header.node_start ==
+                                          b->header.node_start &&
+                                      a->header.node_end == b->header.node_end;
+                             }),
+                 files->end());
+    // Together they must hold every node once, at one step.
+    NodeId next = 0;
+    for (const Found* f : *files) {
+      if (f->header.node_start != next) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the snapshots of epoch ", e, " do not cover the nodes: ", f->path,
+            " starts at node ", f->header.node_start, ", expected ", next));
       }
-      if (everywhere) epoch = std::max(epoch, e);
+      if (f->header.step != files->front()->header.step) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            f->path, " is of step ", f->header.step, ", ", files->front()->path,
+            " of step ", files->front()->header.step));
+      }
+      next = f->header.node_end;
     }
-  }
+    if (next != total) {
+      return absl::NotFoundError(
+          absl::StrCat("the snapshots of epoch ", e, " end at node ", next,
+                       ", others hold nodes up to ", total));
+    }
+    return absl::OkStatus();
+  };
+  int epoch = flags.epoch;
   std::vector<const Found*> chosen;
-  for (const auto& [dir, epochs] : epochs_of) {
-    if (epochs.count(epoch) == 0) {
-      std::vector<std::string> have;
-      for (int e : epochs) have.push_back(absl::StrCat(e));
-      return absl::NotFoundError(absl::StrCat(
-          epoch < 0 ? "no epoch is snapshotted by every holder"
-                    : absl::StrCat("epoch ", epoch, " is not snapshotted"),
-          ": ", dir, " has epoch(s) ", absl::StrJoin(have, ", ")));
+  if (epoch >= 0) {
+    RETURN_IF_ERROR(files_of(epoch, &chosen));
+  } else {
+    // The latest epoch whose snapshots cover every node.
+    std::set<int> all;
+    for (const auto& [dir, epochs] : epochs_of) {
+      all.insert(epochs.begin(), epochs.end());
+    }
+    for (auto it = all.rbegin(); it != all.rend() && epoch < 0; ++it) {
+      if (files_of(*it, &chosen).ok()) epoch = *it;
+    }
+    if (epoch < 0) {
+      std::vector<std::string> held;
+      for (const auto& [dir, epochs] : epochs_of) {
+        held.push_back(absl::StrCat(dir, ": ", absl::StrJoin(epochs, ", ")));
+      }
+      return absl::NotFoundError(
+          absl::StrCat("no epoch's snapshots cover every node (epochs held: ",
+                       absl::StrJoin(held, "; "), ")"));
     }
   }
-  for (const Found& f : mine) {
-    if (f.epoch == epoch) chosen.push_back(&f);
-  }
-  std::sort(chosen.begin(), chosen.end(), [](const Found* a, const Found* b) {
-    return a->header.node_start < b->header.node_start;
-  });
-  // Replicas of a part hold copies of the same rows: one of each is read.
-  chosen.erase(std::unique(chosen.begin(), chosen.end(),
-                           [](const Found* a, const Found* b) {
-                             return a->header.node_start ==
-                                        b->header.node_start &&
-                                    a->header.node_end == b->header.node_end;
-                           }),
-               chosen.end());
-  // Together they must hold every node once, at one step.
-  NodeId next = 0;
-  for (const Found* f : chosen) {
-    if (f->header.node_start != next) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("the snapshots of epoch ", epoch,
-                       " do not cover the nodes: ", f->path, " starts at node ",
-                       f->header.node_start, ", expected ", next));
-    }
-    if (f->header.step != chosen.front()->header.step) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          f->path, " is of step ", f->header.step, ", ", chosen.front()->path,
-          " of step ", chosen.front()->header.step));
-    }
-    next = f->header.node_end;
-  }
-  const int64_t num_nodes = next;
+  const int64_t num_nodes = total;
   if (run.ok() && run->num_nodes != num_nodes) {
     return absl::FailedPreconditionError(
         absl::StrCat("the snapshots hold ", num_nodes,
@@ -320,8 +350,8 @@ void AddEmbeddingsCommand(CLI::App& app, absl::Status* result) {
                   "the snapshots' node IDs back); default: the run's");
   cmd->add_option("--table", flags->table, "The table, if the run has several");
   cmd->add_option("--epoch", flags->epoch,
-                  "The epoch's snapshot (default: the latest every holder "
-                  "has)");
+                  "The epoch's snapshot (default: the latest whose "
+                  "snapshots cover every node)");
   cmd->callback([flags, result] { *result = Export(*flags); });
 }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "cli/train_output.h"
 #include "common/file_util.h"
 #include "common/status.h"
@@ -78,21 +79,36 @@ absl::StatusOr<nlohmann::ordered_json> FinishEmbeddings(
   j["rows_pushed_per_second"] = per_second(pushed);
   j["pull_seconds"] = pull_seconds;
   j["push_wait_seconds"] = push_wait;
+  // Copies (replicas of a part) this trainer stopped using when they failed.
+  j["copies_dropped"] = rows.stats().copies_dropped;
   // The last snapshot taken with the checkpoints (all holders).
   j["snapshot"] = {{"rows", result.embedding_snapshot_rows},
                    {"bytes", result.embedding_snapshot_bytes}};
   if (remote != nullptr) {
     const int parts = remote->book().num_parts();
     std::vector<nlohmann::ordered_json> servers(static_cast<size_t>(parts));
-    RETURN_IF_ERROR(remote->ForEachOwner(
-        {}, /*all_parts=*/true,
-        [&](int part, GraphStoreClient& server, absl::Span<const NodeId>,
+    // Of each part, the copy of the table with the most steps applied: a
+    // replica restarted mid-run holds none, or a dropped copy an older one
+    // (MakeRemoteRows).
+    std::vector<int64_t> best_steps(static_cast<size_t>(parts), -1);
+    std::vector<absl::Status> errors(static_cast<size_t>(parts));
+    absl::Mutex mu;
+    RETURN_IF_ERROR(remote->ForEachReplica(
+        {},
+        [&](int part, int, GraphStoreClient& server, absl::Span<const NodeId>,
             absl::Span<const size_t>) -> absl::Status {
-          ASSIGN_OR_RETURN(auto tables, server.EmbeddingStats());
-          for (const auto& t : tables) {
-            if (t.name != c.name) continue;
+          auto tables = server.EmbeddingStats();
+          absl::MutexLock lock(&mu);
+          const size_t p = static_cast<size_t>(part);
+          if (!tables.ok()) {
+            errors[p] = tables.status();
+            return absl::OkStatus();
+          }
+          for (const auto& t : *tables) {
+            if (t.name != c.name || t.applied_steps <= best_steps[p]) continue;
+            best_steps[p] = t.applied_steps;
             const EmbeddingTableStats& st = t.stats;
-            servers[static_cast<size_t>(part)] = {
+            servers[p] = {
                 {"part", part},
                 {"address", server.address()},
                 {"rows_touched", st.rows_touched},
@@ -109,6 +125,9 @@ absl::StatusOr<nlohmann::ordered_json> FinishEmbeddings(
           }
           return absl::OkStatus();
         }));
+    for (size_t p = 0; p < errors.size(); ++p) {
+      if (best_steps[p] < 0 && !errors[p].ok()) return errors[p];
+    }
     j["servers"] = servers;
   }
   return j;

@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/npy.h"
 #include "common/status.h"
+#include "sampler/internal/replica_set.h"
 #include "sampler/remote_graph_source.h"
 
 namespace shardgnn {
@@ -112,7 +113,12 @@ class RemoteRows final : public LearnableRows {
         trainer_(trainer),
         staleness_(staleness),
         wait_(wait),
-        sender_([this] { SendLoop(); }) {}
+        sender_([this] { SendLoop(); }) {
+    absl::MutexLock lock(&mu_);
+    for (int p = 0; p < source_->book().num_parts(); ++p) {
+      lost_.emplace_back(static_cast<size_t>(source_->num_replicas(p)), false);
+    }
+  }
 
   ~RemoteRows() override {
     {
@@ -137,14 +143,32 @@ class RemoteRows final : public LearnableRows {
     while (true) {
       const absl::Duration slice = std::max(
           std::min(kPullSlice, give_up - absl::Now()), absl::Milliseconds(1));
+      const RemoteGraphSource::ReplicaMask skip = Lost();
+      absl::Mutex gone_mu;
+      std::vector<GoneCopy> gone;
       absl::Status s = source_->ForEachOwner(
           nodes, /*all_parts=*/false,
-          [&](int part, GraphStoreClient& server, absl::Span<const NodeId> ids,
+          [&](int part, int replica, GraphStoreClient& server,
+              absl::Span<const NodeId> ids,
               absl::Span<const size_t> positions) -> absl::Status {
             // Each part's rows land straight in their places.
-            return server.PullEmbeddings(config_, ids, step, staleness_, slice,
-                                         out, positions);
-          });
+            absl::Status r = server.PullEmbeddings(
+                config_, ids, step, staleness_, slice, out, positions);
+            // A copy without the table (a replica restarted since, or one
+            // whose restore found no snapshot) is left; a dead one the
+            // replica set fails over from by itself.
+            if (absl::IsNotFound(r)) {
+              absl::MutexLock lock(&gone_mu);
+              gone.push_back({part, replica, r});
+            }
+            return r;
+          },
+          &skip);
+      if (!s.ok() && !gone.empty()) {
+        // Asked again of the copies left (each drop leaves one fewer).
+        for (const GoneCopy& g : gone) RETURN_IF_ERROR(DropCopy(g));
+        continue;
+      }
       if (s.ok()) break;
       // The server's "not yet" (PullEmbeddingsRequest.max_wait_ms).
       const bool not_yet =
@@ -214,9 +238,9 @@ class RemoteRows final : public LearnableRows {
     RETURN_IF_ERROR(FirstError());
     absl::Mutex figures_mu;
     EmbeddingSnapshotStats out;
-    RETURN_IF_ERROR(source_->ForEachReplica(
+    RETURN_IF_ERROR(ForEachCopy(
         {},
-        [&](int, GraphStoreClient& server, absl::Span<const NodeId>,
+        [&](int, int, GraphStoreClient& server, absl::Span<const NodeId>,
             absl::Span<const size_t>) -> absl::Status {
           ASSIGN_OR_RETURN(GraphStoreClient::EmbeddingSnapshotInfo info,
                            server.SnapshotEmbeddings(config_, epoch, step));
@@ -229,10 +253,22 @@ class RemoteRows final : public LearnableRows {
     return out;
   }
 
+  // Every copy is asked, dropped ones too: those that restore are equal to
+  // the others again; one that cannot (a replica restarted after the
+  // snapshot, with none of that epoch) no longer holds the run's table, and
+  // is dropped by every trainer at its first push or pull. (Every trainer
+  // joined the table before: trainer/trainer.cc agrees on the epoch with a
+  // collective first.)
   absl::Status Restore(int epoch, int64_t step) override {
     RETURN_IF_ERROR(FirstError());
-    return source_->ForEachReplica(
-        {}, [&](int, GraphStoreClient& server, absl::Span<const NodeId>,
+    {
+      absl::MutexLock lock(&mu_);
+      for (std::vector<bool>& copies : lost_) {
+        std::fill(copies.begin(), copies.end(), false);
+      }
+    }
+    return ForEachCopy(
+        {}, [&](int, int, GraphStoreClient& server, absl::Span<const NodeId>,
                 absl::Span<const size_t>) {
           return server.CreateEmbeddingTable(config_, epoch, step);
         });
@@ -248,6 +284,76 @@ class RemoteRows final : public LearnableRows {
   absl::Status FirstError() const {
     absl::MutexLock lock(&mu_);
     return error_;
+  }
+
+  // A copy of the table that failed a call, and how.
+  struct GoneCopy {
+    int part;
+    int replica;
+    absl::Status why;
+  };
+
+  RemoteGraphSource::ReplicaMask Lost() const {
+    absl::MutexLock lock(&mu_);
+    return lost_;
+  }
+
+  // Stops using `gone`'s copy when another copy of its part is still in use
+  // (a line on stderr); otherwise returns its error: the part's rows are lost
+  // with it, and the run rolls back to its last checkpoint.
+  absl::Status DropCopy(const GoneCopy& gone) {
+    absl::MutexLock lock(&mu_);
+    if (gone.replica < 0 || static_cast<size_t>(gone.part) >= lost_.size() ||
+        static_cast<size_t>(gone.replica) >= lost_[gone.part].size()) {
+      return gone.why;
+    }
+    std::vector<bool>& copies = lost_[static_cast<size_t>(gone.part)];
+    if (copies[static_cast<size_t>(gone.replica)]) return absl::OkStatus();
+    const int left =
+        static_cast<int>(std::count(copies.begin(), copies.end(), false)) - 1;
+    if (left <= 0) return gone.why;
+    copies[static_cast<size_t>(gone.replica)] = true;
+    ++stats_.copies_dropped;
+    const std::string address =
+        source_->replicas(gone.part)[static_cast<size_t>(gone.replica)].address;
+    std::fprintf(stderr,
+                 "shardgnn: embedding table %s: trainer %d leaves the copy of "
+                 "part %d's rows on %s (%s); the other %d replica(s) of the "
+                 "part hold them for the rest of the run\n",
+                 config_.name.c_str(), trainer_, gone.part, address.c_str(),
+                 std::string(gone.why.message()).c_str(), left);
+    return absl::OkStatus();
+  }
+
+  // Runs fn on every copy of each part this trainer still uses
+  // (RemoteGraphSource::ForEachReplica); a copy that fails as a gone one does
+  // (the replica failed, or holds no table: NOT_FOUND) is dropped
+  // (DropCopy), and the part's other copies go on.
+  absl::Status ForEachCopy(absl::Span<const NodeId> nodes,
+                           const RemoteGraphSource::OwnerCall& fn) {
+    const RemoteGraphSource::ReplicaMask skip = Lost();
+    absl::Mutex gone_mu;
+    std::vector<GoneCopy> gone;
+    absl::Status s = source_->ForEachReplica(
+        nodes,
+        [&](int part, int replica, GraphStoreClient& server,
+            absl::Span<const NodeId> ids,
+            absl::Span<const size_t> positions) -> absl::Status {
+          absl::Status r = fn(part, replica, server, ids, positions);
+          if (!r.ok() &&
+              (internal::IsReplicaFailure(r) || absl::IsNotFound(r))) {
+            absl::MutexLock lock(&gone_mu);
+            gone.push_back({part, replica, r});
+            return absl::OkStatus();
+          }
+          return r;
+        },
+        &skip);
+    for (const GoneCopy& g : gone) {
+      absl::Status dropped = DropCopy(g);
+      if (s.ok()) s = dropped;
+    }
+    return s;
   }
 
   // Sends the queued pushes in step order, each to every server at once.
@@ -268,9 +374,10 @@ class RemoteRows final : public LearnableRows {
       const size_t dim = static_cast<size_t>(config_.dim);
       part_grads_.resize(static_cast<size_t>(source_->book().num_parts()));
       // To every replica of each owning part: each holds a copy.
-      absl::Status s = source_->ForEachReplica(
+      absl::Status s = ForEachCopy(
           push.nodes,
-          [&](int part, GraphStoreClient& server, absl::Span<const NodeId> ids,
+          [&](int part, int, GraphStoreClient& server,
+              absl::Span<const NodeId> ids,
               absl::Span<const size_t> positions) -> absl::Status {
             std::vector<float>& grads = part_grads_[static_cast<size_t>(part)];
             grads.resize(ids.size() * dim);
@@ -307,6 +414,9 @@ class RemoteRows final : public LearnableRows {
   std::vector<PendingPush> free_ ABSL_GUARDED_BY(mu_);  // Sent, for reuse.
   // Each part's gradient rows of the push being sent (sender thread only).
   std::vector<std::vector<float>> part_grads_;
+  // The copies (replicas of a part) this trainer no longer uses,
+  // [part][replica]: gone from pushes, pulls and snapshots until a restore.
+  RemoteGraphSource::ReplicaMask lost_ ABSL_GUARDED_BY(mu_);
   bool sending_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
@@ -352,8 +462,10 @@ absl::StatusOr<std::unique_ptr<LearnableRows>> MakeRemoteRows(
                      ") for the embedding table"));
   }
   // Every replica of a part holds a copy of its rows.
+  // On every copy: one a trainer could not create the table on, another
+  // trainer might, and then wait for this one's pushes there.
   RETURN_IF_ERROR(source->ForEachReplica(
-      {}, [&](int, GraphStoreClient& server, absl::Span<const NodeId>,
+      {}, [&](int, int, GraphStoreClient& server, absl::Span<const NodeId>,
               absl::Span<const size_t>) {
         return server.CreateEmbeddingTable(config);
       }));

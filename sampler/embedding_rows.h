@@ -52,6 +52,9 @@ struct LearnableRowsStats {
   double pull_seconds = 0;   // In Pull, waits for the clock included.
   // Time Push and Flush waited for earlier pushes to be sent.
   double push_wait_seconds = 0;
+  // Copies of the table (replicas of a part) this trainer stopped using
+  // because they failed (MakeRemoteRows).
+  int64_t copies_dropped = 0;
 };
 
 class LearnableRows {
@@ -115,9 +118,25 @@ std::unique_ptr<LearnableRows> MakeLocalRows(
 // ForEachReplica), pulls to any live one. In `sync` the copies apply the same
 // pushes in the same order and stay equal, bit for bit; in `bounded:K` and
 // `async` pushes of different trainers may reach them in other orders, so
-// they may differ by float rounding. A replica that is down fails the push
-// (no failover for tables: the run rolls back to its last checkpoint, as for
-// a single server).
+// they may differ by float rounding.
+//
+// Failover: a copy that fails a push or a snapshot as a dead server does
+// (internal::IsReplicaFailure), or answers a push, pull or snapshot with
+// NOT_FOUND (a replica restarted since holds no table), is dropped by this
+// trainer for the rest of the run when another copy of its part is still in
+// use: it missed a push, so it is never read again (a line on stderr;
+// stats().copies_dropped). Every trainer drops it at its own next push, and
+// a restarted replica answers NOT_FOUND to every trainer, so the trainers
+// agree. The run goes on from the other copies and computes what it would
+// have (in `sync`, bit for bit). Losing the last copy of a part fails the
+// push, and the run rolls back to its last checkpoint, as with a single
+// server. Restore asks every copy, dropped ones too: a copy that restores is
+// used again; one without that epoch's snapshot is dropped. Creating the
+// table needs every copy (one left out there could be joined by another
+// trainer later, which would then wait for this one's pushes there). A copy
+// that fails one trainer's pushes but not another's (a network split between
+// them) is still used by the other trainer, whose pulls there then wait for
+// the first one's pushes until `wait` and fail: the run rolls back.
 absl::StatusOr<std::unique_ptr<LearnableRows>> MakeRemoteRows(
     const RemoteGraphSource* source, const EmbeddingTableConfig& config,
     int trainer, int staleness, absl::Duration wait = absl::Seconds(120));

@@ -612,13 +612,17 @@ RemoteStats RemoteGraphSource::stats() const {
 
 absl::Status RemoteGraphSource::ForEachOwner(absl::Span<const NodeId> nodes,
                                              bool all_parts,
-                                             const OwnerCall& fn) const {
+                                             const OwnerCall& fn,
+                                             const ReplicaMask* skip) const {
   ASSIGN_OR_RETURN(Groups groups, Group(nodes));
   auto run = [&](int p) -> absl::Status {
-    return parts_[static_cast<size_t>(p)]->Run(
+    const internal::ReplicaSet& set = *parts_[static_cast<size_t>(p)];
+    return set.Run(
         [&](GraphStoreClient& server) -> absl::Status {
-          return fn(p, server, groups.ids[p], groups.positions[p]);
-        });
+          return fn(p, set.IndexOf(server), server, groups.ids[p],
+                    groups.positions[p]);
+        },
+        skip != nullptr ? &(*skip)[static_cast<size_t>(p)] : nullptr);
   };
   std::vector<int> parts;
   for (int p = 0; p < book_.num_parts(); ++p) {
@@ -637,13 +641,18 @@ absl::Status RemoteGraphSource::ForEachOwner(absl::Span<const NodeId> nodes,
 }
 
 absl::Status RemoteGraphSource::ForEachReplica(absl::Span<const NodeId> nodes,
-                                               const OwnerCall& fn) const {
+                                               const OwnerCall& fn,
+                                               const ReplicaMask* skip) const {
   ASSIGN_OR_RETURN(Groups groups, Group(nodes));
   auto run = [&](int p) -> absl::Status {
     const internal::ReplicaSet& set = *parts_[static_cast<size_t>(p)];
     for (size_t r = 0; r < set.size(); ++r) {
-      RETURN_IF_ERROR(
-          fn(p, set.replica(r), groups.ids[p], groups.positions[p]));
+      if (skip != nullptr && (*skip)[static_cast<size_t>(p)].size() > r &&
+          (*skip)[static_cast<size_t>(p)][r]) {
+        continue;
+      }
+      RETURN_IF_ERROR(fn(p, static_cast<int>(r), set.replica(r), groups.ids[p],
+                         groups.positions[p]));
     }
     return absl::OkStatus();
   };

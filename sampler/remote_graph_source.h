@@ -148,25 +148,31 @@ class RemoteGraphSource : public GraphSource {
 
   RemoteStats stats() const;
 
-  // Learnable rows (sampler/embedding_rows.h): runs fn(part, server, ids,
-  // positions) for every part owning some of `nodes` (with `all_parts`,
-  // for every part, with no IDs for parts owning none), concurrently, each
-  // on a live server of its part (ReplicaSet::Run); `positions` are the IDs'
+  // Learnable rows (sampler/embedding_rows.h): runs fn(part, replica,
+  // server, ids, positions) for every part owning some of `nodes` (with
+  // `all_parts`, for every part, with no IDs for parts owning none),
+  // concurrently, each on a live server of its part (ReplicaSet::Run), never
+  // on a replica flagged in `skip` ([part][replica], if given); `replica` is
+  // the server's index among its part's replicas, `positions` the IDs'
   // indices in `nodes`. Returns the first error. INVALID_ARGUMENT for a node
   // outside the graph.
   using OwnerCall = std::function<absl::Status(
-      int part, GraphStoreClient& server, absl::Span<const NodeId> ids,
-      absl::Span<const size_t> positions)>;
+      int part, int replica, GraphStoreClient& server,
+      absl::Span<const NodeId> ids, absl::Span<const size_t> positions)>;
+  using ReplicaMask = std::vector<std::vector<bool>>;
   absl::Status ForEachOwner(absl::Span<const NodeId> nodes, bool all_parts,
-                            const OwnerCall& fn) const;
+                            const OwnerCall& fn,
+                            const ReplicaMask* skip = nullptr) const;
   // As ForEachOwner with all_parts, but fn runs on every replica of each part
-  // (parts concurrently, a part's replicas one after another), not on one
-  // live server: the writes every copy of a learned table must see (creates,
-  // pushes, snapshots, restores). Returns the first error (GraphStoreClient
-  // errors name the replica's address); a replica that is down fails the
-  // call, it is not skipped.
+  // not flagged in `skip` (parts concurrently, a part's replicas one after
+  // another), not on one live server: the writes every copy of a learned
+  // table must see (creates, pushes, snapshots, restores). Returns the first
+  // error (GraphStoreClient errors name the replica's address), which ends
+  // its part's round; a replica that is down fails the call, it is not
+  // skipped.
   absl::Status ForEachReplica(absl::Span<const NodeId> nodes,
-                              const OwnerCall& fn) const;
+                              const OwnerCall& fn,
+                              const ReplicaMask* skip = nullptr) const;
   // Servers of part p (its replicas).
   int num_replicas(int part) const {
     return static_cast<int>(parts_[static_cast<size_t>(part)]->size());

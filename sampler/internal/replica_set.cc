@@ -159,6 +159,13 @@ std::vector<ReplicaState> ReplicaSet::states() const {
   return states;
 }
 
+int ReplicaSet::IndexOf(const GraphStoreClient& client) const {
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    if (replicas_[i]->client.get() == &client) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 int ReplicaSet::Pick(const std::vector<bool>& tried) const {
   const size_t n = replicas_.size();
   const size_t start = static_cast<size_t>(next_.fetch_add(1) % n);
@@ -232,7 +239,8 @@ absl::Status ReplicaSet::AllDown(const absl::Status& last,
 }
 
 absl::Status ReplicaSet::WaitForLive(absl::Time* wait_start,
-                                     const absl::Status& last) const {
+                                     const absl::Status& last,
+                                     const std::vector<bool>* skipped) const {
   const absl::Time now = absl::Now();
   if (options_.server_wait <= absl::ZeroDuration()) {
     return AllDown(last, absl::ZeroDuration());
@@ -257,17 +265,31 @@ absl::Status ReplicaSet::WaitForLive(absl::Time* wait_start,
                         options_.probe_interval,
                         options_.server_wait - (absl::Now() - *wait_start))),
                     [&] {
-                      for (const auto& r : replicas_)
-                        if (r->up.load()) return true;
+                      for (size_t i = 0; i < replicas_.size(); ++i) {
+                        if (replicas_[i]->up.load() &&
+                            (skipped == nullptr || !(*skipped)[i])) {
+                          return true;
+                        }
+                      }
                       return stop_;
                     });
   return absl::OkStatus();
 }
 
 absl::Status ReplicaSet::Run(
-    const std::function<absl::Status(GraphStoreClient&)>& call) const {
+    const std::function<absl::Status(GraphStoreClient&)>& call,
+    const std::vector<bool>* skip) const {
   const size_t n = replicas_.size();
-  std::vector<bool> tried(n, false);
+  // Replicas tried this round; the skipped ones count as tried in every round.
+  const std::vector<bool> none(n, false);
+  const std::vector<bool>& skipped =
+      skip != nullptr && skip->size() == n ? *skip : none;
+  if (std::find(skipped.begin(), skipped.end(), false) == skipped.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("part ", part_, ": every replica (", addresses(),
+                     ") is left out of this call"));
+  }
+  std::vector<bool> tried = skipped;
   absl::Status last;
   absl::Time wait_start = absl::InfinitePast();
   bool failed_over = false;
@@ -275,8 +297,8 @@ absl::Status ReplicaSet::Run(
     const int i = Pick(tried);
     if (i < 0) {
       // Every replica failed this round.
-      RETURN_IF_ERROR(WaitForLive(&wait_start, last));
-      tried.assign(n, false);
+      RETURN_IF_ERROR(WaitForLive(&wait_start, last, &skipped));
+      tried = skipped;
       continue;
     }
     Replica& r = *replicas_[static_cast<size_t>(i)];

@@ -107,9 +107,11 @@ class ReplicaSet {
   // Runs `call` on a live replica, failing over as described above. `call`
   // must be safe to run again on another replica after it failed on one (it
   // writes its results only where a later run overwrites them). Runs on the
-  // calling thread; never hedged.
-  absl::Status Run(
-      const std::function<absl::Status(GraphStoreClient&)>& call) const;
+  // calling thread; never hedged. With `skip` (one flag per replica), the
+  // replicas flagged are never called (a learned table's copies a trainer
+  // stopped using: sampler/embedding_rows.h); FAILED_PRECONDITION if all are.
+  absl::Status Run(const std::function<absl::Status(GraphStoreClient&)>& call,
+                   const std::vector<bool>* skip = nullptr) const;
 
   // Whether a call now may be hedged: hedging is on and at least two
   // replicas are live. The caller passes the answer to Call, and prepares the
@@ -133,6 +135,8 @@ class ReplicaSet {
   int part() const { return part_; }
   size_t size() const { return replicas_.size(); }
   GraphStoreClient& replica(size_t i) const { return *replicas_[i]->client; }
+  // The index of `client` among the replicas, or -1.
+  int IndexOf(const GraphStoreClient& client) const;
   // The replicas' addresses, comma-separated.
   std::string addresses() const;
   std::vector<ReplicaState> states() const;
@@ -165,9 +169,10 @@ class ReplicaSet {
   absl::Status AllDown(const absl::Status& last, absl::Duration waited) const;
   // Every replica failed this round (the last error `last`): waits, up to
   // options.server_wait since *wait_start (set at the first wait), for one to
-  // come back. OK: try them all again; else the AllDown error.
-  absl::Status WaitForLive(absl::Time* wait_start,
-                           const absl::Status& last) const;
+  // come back (one not flagged in `skipped`, if given). OK: try them all
+  // again; else the AllDown error.
+  absl::Status WaitForLive(absl::Time* wait_start, const absl::Status& last,
+                           const std::vector<bool>* skipped = nullptr) const;
   // The hedged half of Call: the winning attempt's result in *result.
   absl::Status RunHedged(Attempt attempt, std::shared_ptr<void>* result,
                          std::string* answered_by) const;

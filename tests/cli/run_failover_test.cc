@@ -254,8 +254,10 @@ TEST_F(RunFailoverTest, AKilledServerRollsLearnedEmbeddingsBackToACheckpoint) {
   EXPECT_EQ(summary["test_acc"], reference["test_acc"]) << output;
 
   // Two replicas per part: each holds a copy of its part's rows (every push
-  // goes to both, a pull to either). One killed mid-run rolls the run back
-  // as above, and the run still ends as the single-server one.
+  // goes to both, a pull to either). One killed mid-run is left by the
+  // trainers (restarted by run, it holds no table and is not used again):
+  // the run goes on from the other copy without rolling back, and ends as the
+  // single-server one.
   auto replicated = [&](const std::string& out) {
     std::vector<std::string> a = args(out);
     for (size_t i = 0; i + 1 < a.size(); ++i) {
@@ -274,14 +276,21 @@ TEST_F(RunFailoverTest, AKilledServerRollsLearnedEmbeddingsBackToACheckpoint) {
   EXPECT_EQ(with_replicas["parameters_checksum"],
             reference["parameters_checksum"])
       << output;
+  EXPECT_EQ(with_replicas["restarts"], 0) << output;
+  EXPECT_THAT(output, Not(HasSubstr("from their last checkpoint"))) << output;
+  EXPECT_THAT(output, HasSubstr("leaves the copy of part 1's rows on"))
+      << output;
+  EXPECT_EQ(with_replicas["embeddings"]["copies_dropped"], 1) << output;
   // A pull waiting for the step clock is not a replica failing: no replica
   // is marked down for it (which stalled such runs for --server-wait).
   EXPECT_THAT(output, Not(HasSubstr("DEADLINE_EXCEEDED: PullEmbeddings")))
       << output;
-  // Four holders' snapshots, two copies of each part's rows: export reads one.
+  // Snapshots of four holders, one of which stopped taking them when its
+  // replica died: export reads the latest epoch of one copy of each part.
   testing::Finished exported = testing::RunShardgnn(
       {"embeddings", "export", out_dir_, "--out", dir_.Sub("replicas.npy")});
   EXPECT_EQ(exported.exit_status, 0) << exported.output;
+  EXPECT_THAT(exported.output, HasSubstr("epoch 6 (step "));
   EXPECT_THAT(exported.output, HasSubstr("from 2 snapshot file(s)"));
 }
 

@@ -429,6 +429,62 @@ TEST_F(EmbeddingSnapshotsOnServersTest, RestoreRollsBackEveryServer) {
               absl::StatusCode::kFailedPrecondition, "has pushed 0 steps");
 }
 
+// Several tables of one run (one per node type, once graphs have types) live
+// side by side on the servers: each with its own dimension, optimizer, step
+// clock and snapshots, none touching the others.
+TEST_F(EmbeddingSnapshotsOnServersTest, TablesOfOneRunAreIndependent) {
+  EmbeddingTableConfig node;
+  node.dim = 4;
+  node.optimizer = EmbeddingOptimizer::kAdam;
+  node.run_id = "two-tables";
+  EmbeddingTableConfig user = node;
+  user.name = "user";
+  user.dim = 8;
+  user.optimizer = EmbeddingOptimizer::kAdagrad;
+  ASSERT_OK_AND_ASSIGN(auto node_rows, MakeRemoteRows(remote_.get(), node, 0, 0,
+                                                      absl::Seconds(2)));
+  ASSERT_OK_AND_ASSIGN(auto user_rows, MakeRemoteRows(remote_.get(), user, 0, 0,
+                                                      absl::Seconds(2)));
+  const std::vector<float> user_initial = PullAll(*user_rows, 0);
+  for (int64_t s = 0; s < 3; ++s) PushAll(*node_rows, s);
+  ASSERT_OK(node_rows->Flush());
+  const std::vector<float> node_at_3 = PullAll(*node_rows, 3);
+  // The other table's rows and clock did not move: its step 0 is still the
+  // initial table, and its step 1 waits for its own push.
+  EXPECT_EQ(PullAll(*user_rows, 0), user_initial);
+  std::vector<float> out(all_.size() * 8);
+  EXPECT_EQ(user_rows->Pull(all_, 1, out.data()).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  PushAll(*user_rows, 0);
+  ASSERT_OK(user_rows->Flush());
+  ASSERT_OK(user_rows->Snapshot(1, 1).status());
+  ASSERT_OK(node_rows->Snapshot(1, 3).status());
+  const std::vector<float> user_at_1 = PullAll(*user_rows, 1);
+  EXPECT_NE(user_at_1, user_initial);
+  // Each server lists both, each at its own step.
+  GraphStoreClientOptions options;
+  options.call_timeout = absl::Seconds(5);
+  ASSERT_OK_AND_ASSIGN(auto client, GraphStoreClient::Connect(
+                                        cluster_->addresses()[0], options));
+  ASSERT_OK_AND_ASSIGN(auto tables, client->EmbeddingStats());
+  ASSERT_EQ(tables.size(), 2u);
+  for (const auto& t : tables) {
+    EXPECT_EQ(t.applied_steps, t.name == "user" ? 1 : 3) << t.name;
+    EXPECT_EQ(t.dim, t.name == "user" ? 8 : 4) << t.name;
+  }
+  // One table rolled back leaves the other where it is.
+  PushAll(*node_rows, 3);
+  ASSERT_OK(node_rows->Flush());
+  ASSERT_OK(node_rows->Restore(1, 3));
+  EXPECT_EQ(PullAll(*node_rows, 3), node_at_3);
+  EXPECT_EQ(PullAll(*user_rows, 1), user_at_1);
+  for (int p = 0; p < 2; ++p) {
+    const std::string dir = tmp_.Sub(absl::StrCat("embeddings/part-", p));
+    EXPECT_TRUE(std::filesystem::exists(dir + "/node/two-tables/epoch-1.emb"));
+    EXPECT_TRUE(std::filesystem::exists(dir + "/user/two-tables/epoch-1.emb"));
+  }
+}
+
 TEST_F(EmbeddingSnapshotsOnServersTest, UnsafeRunIdsNameNoFile) {
   EmbeddingTableConfig c;
   c.dim = 2;
