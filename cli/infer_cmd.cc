@@ -6,12 +6,20 @@
 // (torchrun's variables or --rank/--world-size), or (--dataset) from a dataset
 // directory in this one process. Rank 0 writes embeddings.npy, logits.npy,
 // predictions.npy and infer.json (accuracies, timings) to --out.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "common/file_util.h"
@@ -68,6 +76,80 @@ std::function<void(const InferProgress&)> ProgressPrinter() {
     std::fflush(stdout);
   };
 }
+
+// A run's learned node embeddings (ModelConfig::learned_file), mapped
+// read-only: the page cache holds the rows inference touches, however large
+// the table.
+class LearnedRowsFile {
+ public:
+  // Checks the file is float32 [num_nodes, dim] before mapping it.
+  static absl::StatusOr<std::unique_ptr<LearnedRowsFile>> Open(
+      const std::string& path, int64_t num_nodes, int64_t dim) {
+    ASSIGN_OR_RETURN(NpyHeader header, ReadNpyHeader(path));
+    if (header.dtype != NpyDtype::kFloat32 || header.shape.size() != 2 ||
+        header.shape[0] != num_nodes || header.shape[1] != dim) {
+      std::vector<std::string> shape;
+      for (int64_t d : header.shape) shape.push_back(absl::StrCat(d));
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, ": shape [", absl::StrJoin(shape, ", "),
+          "], expected float32 learned rows [", num_nodes, ", ", dim,
+          "] (one per node of the graph, as wide as the model's)"));
+    }
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return absl::NotFoundError(
+          absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+    }
+    const size_t bytes =
+        header.data_offset + static_cast<size_t>(num_nodes * dim) * 4;
+    void* map = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (map == MAP_FAILED) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(path, ": cannot map: ", std::strerror(errno)));
+    }
+    return std::unique_ptr<LearnedRowsFile>(
+        new LearnedRowsFile(map, bytes, header.data_offset, num_nodes, dim));
+  }
+  ~LearnedRowsFile() { ::munmap(map_, bytes_); }
+  LearnedRowsFile(const LearnedRowsFile&) = delete;
+  LearnedRowsFile& operator=(const LearnedRowsFile&) = delete;
+
+  // The rows of `nodes`, where node v's row is the file's row orig_ids[v]
+  // (v with no orig_ids).
+  absl::Status Rows(absl::Span<const NodeId> nodes,
+                    const std::vector<NodeId>& orig_ids, float* out) const {
+    const size_t row_bytes = static_cast<size_t>(dim_) * sizeof(float);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      NodeId v = nodes[i];
+      if (v >= 0 && !orig_ids.empty() &&
+          static_cast<size_t>(v) < orig_ids.size()) {
+        v = orig_ids[static_cast<size_t>(v)];
+      }
+      if (v < 0 || v >= num_nodes_) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "node ", nodes[i], " has no learned row (", num_nodes_, " rows)"));
+      }
+      std::memcpy(out + i * static_cast<size_t>(dim_),
+                  rows_ + static_cast<size_t>(v) * row_bytes, row_bytes);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  LearnedRowsFile(void* map, size_t bytes, size_t offset, int64_t num_nodes,
+                  int64_t dim)
+      : map_(map),
+        bytes_(bytes),
+        rows_(static_cast<const char*>(map) + offset),
+        num_nodes_(num_nodes),
+        dim_(dim) {}
+  void* map_;
+  size_t bytes_;
+  const char* rows_;
+  int64_t num_nodes_;
+  int64_t dim_;
+};
 
 absl::Status RunInfer(const InferFlags& flags) {
   TuneAllocatorForTraining();
@@ -162,6 +244,16 @@ absl::Status RunInfer(const InferFlags& flags) {
           ? JoinPath(flags.out_dir,
                      absl::StrCat(".scratch-rank-", options.rank))
           : flags.scratch_dir;
+  std::unique_ptr<LearnedRowsFile> learned;
+  if (config.learned_dim > 0) {
+    ASSIGN_OR_RETURN(learned, LearnedRowsFile::Open(
+                                  JoinPath(flags.run_dir, config.learned_file),
+                                  source->num_nodes(), config.learned_dim));
+    options.learned_rows = [&learned, &options](absl::Span<const NodeId> nodes,
+                                                float* out) {
+      return learned->Rows(nodes, options.orig_ids, out);
+    };
+  }
   const bool leader = options.rank == 0;
   if (leader) {
     options.on_progress = ProgressPrinter();

@@ -191,12 +191,15 @@ void ConfigureModelFile(const TrainFlags& flags, bool leader,
 absl::Status WriteModelConfig(const TrainFlags& flags,
                               const TrainOptions& options, int64_t in_dim) {
   if (options.model_path.empty()) return absl::OkStatus();
-  // A model over learned embeddings needs their table to run, which `infer`
-  // does not read yet: model.pt only.
-  if (options.embeddings != nullptr) return absl::OkStatus();
   ModelConfig config;
   config.model = options.model;
   config.in_dim = in_dim;
+  if (options.embeddings != nullptr) {
+    // The rows FinishEmbeddings wrote beside it.
+    config.learned_dim = options.embeddings->dim();
+    config.ignore_features = options.ignore_features;
+    config.learned_file = kLearnedEmbeddingsFile;
+  }
   config.num_classes = options.num_classes;
   config.fanouts = options.fanouts;
   config.task = options.task;

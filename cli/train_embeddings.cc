@@ -12,6 +12,7 @@
 #include "common/file_util.h"
 #include "common/status.h"
 #include "graphstore/client.h"
+#include "trainer/model_config.h"
 
 namespace shardgnn::cli {
 
@@ -37,7 +38,7 @@ absl::StatusOr<nlohmann::ordered_json> FinishEmbeddings(
     const RemoteGraphSource* remote) {
   const int64_t steps =
       result.steps_per_epoch * static_cast<int64_t>(result.epochs.size());
-  const std::string path = JoinPath(out_dir, "learned_embeddings.npy");
+  const std::string path = JoinPath(out_dir, kLearnedEmbeddingsFile);
   const auto t0 = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(
       WriteLearnedEmbeddings(rows, num_nodes, steps, orig_ids, path));
@@ -69,7 +70,7 @@ absl::StatusOr<nlohmann::ordered_json> FinishEmbeddings(
   j["optimizer"] = EmbeddingOptimizerName(c.optimizer);
   j["lr"] = c.lr;
   j["init_std"] = c.init_std;
-  j["file"] = "learned_embeddings.npy";
+  j["file"] = kLearnedEmbeddingsFile;
   j["node_order"] =
       orig_ids.empty() && remote != nullptr ? "partition" : "original";
   // This trainer's training steps (not evaluation).

@@ -309,11 +309,6 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
     absl::Status checked =
         EmbeddingConfigFor(f, /*num_trainers=*/1, "check", &staleness).status();
     if (!checked.ok()) return checked;
-    if (f.exact_test) {
-      return absl::InvalidArgumentError(
-          "--exact-test does not read learned embeddings yet; use the "
-          "sampled test");
-    }
   }
   auto task = ParseTaskKind(f.task);
   if (!task.ok()) return task.status();

@@ -135,8 +135,16 @@ absl::Status WriteInOriginalOrder(const std::string& path, NpyDtype dtype,
 }
 
 absl::Status CheckInputWidth(const GraphSource& source,
-                             const ModelConfig& config) {
-  if (source.feature_dim() == config.in_dim) return absl::OkStatus();
+                             const ModelConfig& config,
+                             const InferOptions& options) {
+  if (config.learned_dim > 0 && !options.learned_rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model takes learned node embeddings (",
+                     config.learned_dim, " wide) and none were given"));
+  }
+  if (config.ignore_features || source.feature_dim() == config.in_dim) {
+    return absl::OkStatus();
+  }
   return absl::InvalidArgumentError(
       absl::StrCat("the model takes ", config.in_dim,
                    " input features but the graph has ", source.feature_dim()));
@@ -218,6 +226,29 @@ class LayerwiseRun {
   }
 
  private:
+  // The first layer's input for `batch`'s input nodes, as training built it
+  // (trainer/internal/input_rows.h): the features, transformed, with the
+  // learned rows appended (or the learned rows alone).
+  absl::Status FirstLayerInput(MiniBatch& batch, torch::Tensor* x) {
+    const auto rows = static_cast<int64_t>(batch.input_nodes.size());
+    torch::Tensor features;
+    if (!config_.ignore_features) {
+      features = torch::from_blob(batch.features.data(), {rows, config_.in_dim},
+                                  torch::kFloat);
+      internal::ApplyInputTransform(transform_, features);
+    }
+    if (config_.learned_dim == 0) {
+      *x = features;
+      return absl::OkStatus();
+    }
+    torch::Tensor learned =
+        torch::empty({rows, config_.learned_dim}, torch::kFloat);
+    RETURN_IF_ERROR(
+        options_.learned_rows(batch.input_nodes, learned.data_ptr<float>()));
+    *x = config_.ignore_features ? learned : torch::cat({features, learned}, 1);
+    return absl::OkStatus();
+  }
+
   absl::Status Check() {
     n_ = source_.num_nodes();
     if (options_.world_size < 1 || options_.rank < 0 ||
@@ -232,7 +263,7 @@ class LayerwiseRun {
     }
     if (options_.chunk_nodes < 1)
       return absl::InvalidArgumentError("the chunk size must be positive");
-    RETURN_IF_ERROR(CheckInputWidth(source_, config_));
+    RETURN_IF_ERROR(CheckInputWidth(source_, config_, options_));
     if (options_.embedding_layer < 0 ||
         options_.embedding_layer > config_.model.num_layers) {
       return absl::InvalidArgumentError(
@@ -265,7 +296,7 @@ class LayerwiseRun {
     const int64_t rounds = (largest + chunk - 1) / chunk;
     SamplerOptions sampling;
     sampling.fanouts = {-1};
-    sampling.fetch_features = l == 0;
+    sampling.fetch_features = l == 0 && !config_.ignore_features;
     sampling.fetch_labels = false;
     sampling.fetch_degrees = internal::NeedsOf(config_.model.kind).degrees;
     ASSIGN_OR_RETURN(std::unique_ptr<NeighborSampler> sampler,
@@ -303,9 +334,7 @@ class LayerwiseRun {
         const auto rows = static_cast<int64_t>(batch.input_nodes.size());
         torch::Tensor x;
         if (l == 0) {
-          x = torch::from_blob(batch.features.data(), {rows, config_.in_dim},
-                               torch::kFloat);
-          internal::ApplyInputTransform(transform_, x);
+          RETURN_IF_ERROR(FirstLayerInput(batch, &x));
         } else {
           x = torch::empty({rows, in->cols()}, torch::kFloat);
           float* dst = x.data_ptr<float>();
@@ -535,7 +564,7 @@ absl::StatusOr<InferResult> Infer(
     const std::string& parameters_path,
     const std::map<std::string, std::vector<NodeId>>& splits,
     const InferOptions& options, GradientSync* sync) {
-  RETURN_IF_ERROR(CheckInputWidth(source, config));
+  RETURN_IF_ERROR(CheckInputWidth(source, config, options));
   if (!options.score_pairs.empty()) {
     if (config.task != TaskKind::kLink) {
       return absl::InvalidArgumentError(
@@ -548,7 +577,7 @@ absl::StatusOr<InferResult> Infer(
   try {
     SetComputeThreads(options.torch_threads);
     std::shared_ptr<internal::GnnModel> model = internal::MakeModel(
-        config.model, config.in_dim, config.num_classes, /*seed=*/0);
+        config.model, config.input_dim(), config.num_classes, /*seed=*/0);
     if (config.task == TaskKind::kLink)
       internal::AddPairDecoder(model.get(), config.decoder, config.num_classes,
                                /*seed=*/0);

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "common/types.h"
 #include "sampler/graph_source.h"
 #include "trainer/model_config.h"
@@ -75,6 +76,11 @@ struct InferOptions {
   // Link models: if set, every rank fills it with the scores of score_pairs
   // (in order), as scores.npy would hold them.
   std::vector<float>* pair_scores = nullptr;
+  // Models over learned node embeddings (ModelConfig::learned_dim > 0):
+  // writes the learned rows of `nodes` (the source's IDs) to
+  // out + i * learned_dim. Required for such models.
+  std::function<absl::Status(absl::Span<const NodeId> nodes, float* out)>
+      learned_rows;
   // Rank 0 only, after every round of chunks; may be empty.
   std::function<void(const InferProgress&)> on_progress;
 };
@@ -100,9 +106,10 @@ struct InferResult {
 };
 
 // Runs `config`'s model with the parameters in `parameters_path` (model.pt)
-// over every node of `source`. `sync` joins the ranks (null: world_size must
-// be 1); every rank calls Infer with the same arguments but its rank. Fails
-// on a model that does not match the graph (input width), unreadable
+// over every node of `source` (and, for a model over learned embeddings,
+// options.learned_rows). `sync` joins the ranks (null: world_size must be 1);
+// every rank calls Infer with the same arguments but its rank. Fails on a
+// model that does not match the graph (input width), unreadable
 // parameters, pairs to score naming nodes outside the graph (or a node
 // model given pairs), GraphSource errors, a full disk (naming the file), and
 // collective errors.

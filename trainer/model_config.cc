@@ -55,6 +55,11 @@ std::string ModelConfigToJson(const ModelConfig& config) {
   j["feature_shift"] = m.features.shift;
   j["feature_scale"] = m.features.scale;
   j["parameters"] = kModelParametersFile;
+  if (config.learned_dim > 0) {
+    j["learned_embeddings"] = {{"dim", config.learned_dim},
+                               {"ignore_features", config.ignore_features},
+                               {"file", config.learned_file}};
+  }
   return j.dump(2) + "\n";
 }
 
@@ -107,7 +112,8 @@ absl::StatusOr<ModelConfig> ModelConfigFromJson(const std::string& text,
     c.model.heads = static_cast<int>(JsonIntField(j, "heads", 1, 1024));
     c.model.dropout = j.at("dropout").get<double>();
     c.model.attn_dropout = j.at("attn_dropout").get<double>();
-    c.in_dim = JsonIntField(j, "in_dim", 1, kMaxJsonWidth);
+    // 0 for a graph without features, whose model takes learned rows only.
+    c.in_dim = JsonIntField(j, "in_dim", 0, kMaxJsonWidth);
     c.num_classes = JsonIntField(j, "num_classes", 1, kMaxJsonWidth);
     const nlohmann::json& fanouts = j.at("fanouts");
     if (!fanouts.is_array())
@@ -124,6 +130,31 @@ absl::StatusOr<ModelConfig> ModelConfigFromJson(const std::string& text,
     c.model.features.norm = *feature_norm;
     c.model.features.shift = FloatArray(j, "feature_shift");
     c.model.features.scale = FloatArray(j, "feature_scale");
+    if (j.contains("learned_embeddings")) {
+      const nlohmann::json& learned = j.at("learned_embeddings");
+      if (!learned.is_object())
+        throw std::invalid_argument("\"learned_embeddings\" is not an object");
+      c.learned_dim = JsonIntField(learned, "dim", 1, kMaxJsonWidth);
+      if (!learned.at("ignore_features").is_boolean()) {
+        throw std::invalid_argument(
+            "\"learned_embeddings.ignore_features\" is not true or false");
+      }
+      c.ignore_features = learned.at("ignore_features").get<bool>();
+      if (!learned.at("file").is_string())
+        throw std::invalid_argument("\"learned_embeddings.file\" is not text");
+      c.learned_file = learned.at("file").get<std::string>();
+      // A file of the run directory, nowhere else.
+      if (c.learned_file.empty() || c.learned_file[0] == '.' ||
+          c.learned_file.find('/') != std::string::npos) {
+        throw std::invalid_argument(
+            absl::StrCat("\"learned_embeddings.file\" \"", c.learned_file,
+                         "\" is not a file name of the run directory"));
+      }
+    }
+    if (c.input_dim() < 1) {
+      throw std::invalid_argument(
+          "the model takes no input (\"in_dim\" 0 and no learned rows)");
+    }
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": missing or malformed field: ", e.what()));
@@ -147,12 +178,12 @@ absl::StatusOr<ModelConfig> ModelConfigFromJson(const std::string& text,
 absl::StatusOr<ModelConfig> ReadModelConfig(const std::string& run_dir) {
   const std::string path = JoinPath(run_dir, kModelConfigFile);
   if (!std::filesystem::exists(path) &&
-      std::filesystem::exists(JoinPath(run_dir, "learned_embeddings.npy"))) {
+      std::filesystem::exists(JoinPath(run_dir, kLearnedEmbeddingsFile))) {
     return absl::FailedPreconditionError(absl::StrCat(
         run_dir,
-        ": the run learned node embeddings (--learn-embeddings); its model "
-        "takes them as input, and inference does not read them yet (the "
-        "learned rows are in learned_embeddings.npy)"));
+        ": the run learned node embeddings (--learn-embeddings) and was "
+        "trained by a shardgnn that did not describe such models for "
+        "inference (no model.json); train it again"));
   }
   if (!std::filesystem::exists(path)) {
     return absl::NotFoundError(absl::StrCat(

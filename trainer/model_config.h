@@ -17,6 +17,9 @@ namespace shardgnn {
 
 inline constexpr char kModelConfigFile[] = "model.json";
 inline constexpr char kModelParametersFile[] = "model.pt";
+// The learned node embeddings of a run that learned them (float32 [N, D],
+// original node ID order).
+inline constexpr char kLearnedEmbeddingsFile[] = "learned_embeddings.npy";
 
 struct ModelConfig {
   // Kind, layers, hidden width, heads and the input feature scaling (with its
@@ -31,13 +34,27 @@ struct ModelConfig {
   // scored by `decoder` (model.pt holds its parameters, decoder.*).
   TaskKind task = TaskKind::kNode;
   LinkDecoder decoder = LinkDecoder::kDot;
+  // Models over learned node embeddings (`--learn-embeddings`, issue 15):
+  // a node's input is its features (none with ignore_features), transformed
+  // as `model.features` says, with its learned row appended. The rows are
+  // the file `learned_file` of the run directory (float32 [N, learned_dim],
+  // in original node ID order). learned_dim 0: no learned rows.
+  int64_t learned_dim = 0;
+  bool ignore_features = false;
+  std::string learned_file;
+
+  // The first layer's input width.
+  int64_t input_dim() const {
+    return (ignore_features ? 0 : in_dim) + learned_dim;
+  }
 };
 
 std::string ModelConfigToJson(const ModelConfig& config);
 
 // Parses and checks model.json text (`path` names it in errors): the format
-// tag and version, a known kind, positive sizes within bounds, and feature
-// statistics as wide as in_dim. INVALID_ARGUMENT naming the file and field.
+// tag and version, a known kind, positive sizes within bounds, feature
+// statistics as wide as in_dim, and a learned rows file that is a plain name
+// in the run directory. INVALID_ARGUMENT naming the file and field.
 absl::StatusOr<ModelConfig> ModelConfigFromJson(const std::string& text,
                                                 const std::string& path);
 

@@ -82,11 +82,6 @@ absl::Status CheckOptions(const GraphSource& source,
         "the graph has no node features; learn embeddings instead "
         "(--learn-embeddings DIM)");
   }
-  if (options.embeddings != nullptr && options.exact_test) {
-    return absl::InvalidArgumentError(
-        "the exact test (layer-wise inference) does not read learned "
-        "embeddings yet; use the sampled test");
-  }
   if (options.patience < 0 || options.checkpoint_every < 0 ||
       options.min_steps_per_epoch < 0) {
     return absl::InvalidArgumentError(

@@ -26,6 +26,8 @@ run_failover.sh: what a dead or silent replica and a dead trainer cost a run.
   --hedge-ms H       the hedged scenario's --hedge-after-ms (20)
   --scenarios LIST   subset of healthy,kill,stop,stop_hedge,trainer (all)
   --small            20k nodes, 8 classes (a smoke run)
+  --extra "ARGS"     more flags for every run (e.g. "--learn-embeddings 64":
+                     the replicas then also hold copies of a learned table)
 EOF
 }
 
@@ -35,6 +37,7 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib.sh"
 work=/tmp/shardgnn-failover
 nodes=200000 classes=16 epochs=3 hedge_ms=20
 scenarios=healthy,kill,stop,stop_hedge,trainer
+extra=""
 while (($#)); do
   case "$1" in
     --shardgnn) shardgnn="$2"; shift 2 ;;
@@ -45,6 +48,7 @@ while (($#)); do
     --hedge-ms) hedge_ms="$2"; shift 2 ;;
     --scenarios) scenarios="$2"; shift 2 ;;
     --small) nodes=20000 classes=8; shift ;;
+    --extra) extra="$2"; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "run_failover.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -73,6 +77,8 @@ run_scenario() {
     --trainers 2 --no-shared-memory --epochs "${epochs}" --patience 0
     --work-dir "${work}/runs/work" --out "${out}")
   [[ "${name}" == stop_hedge ]] && cmd+=(--hedge-after-ms "${hedge_ms}")
+  # shellcheck disable=SC2206  # Word-split on purpose: several flags.
+  [[ -z "${extra}" ]] || cmd+=(${extra})
   log "(${name}) ${cmd[*]}"
   local t0; t0=$(date +%s.%N)
   "${cmd[@]}" > "${out}.log" 2>&1 &
@@ -142,10 +148,10 @@ print(round(max(0.1, 0.4*e[min(1, len(e)-1)]), 3))" \
 done
 
 python3 - "${work}/runs" "${nodes}" "${epochs}" "${hedge_ms}" \
-  "$(IFS=,; echo "${done_list[*]}")" <<'PY'
+  "$(IFS=,; echo "${done_list[*]}")" "${extra}" <<'PY'
 import json, os, sys
-runs, nodes, epochs, hedge_ms, names = sys.argv[1:6]
-out = {"nodes": int(nodes), "epochs": int(epochs), "replicas": 2,
+runs, nodes, epochs, hedge_ms, names, extra = sys.argv[1:7]
+out = {"nodes": int(nodes), "epochs": int(epochs), "replicas": 2, "extra": extra,
        "trainers": 2, "features": "through calls (--no-shared-memory)",
        "hedge_after_ms": float(hedge_ms), "cores": os.cpu_count(),
        "scenarios": {}}
@@ -162,6 +168,8 @@ for name in names.split(","):
         "hedges_sent": remote.get("hedges_sent"),
         "hedges_won": remote.get("hedges_won"),
         "restarts": s.get("restarts", 0),
+        "embedding_copies_dropped":
+            s.get("embeddings", {}).get("copies_dropped"),
         "test_acc": s["test_acc"],
         "parameters_checksum": s["parameters_checksum"],
     }

@@ -120,12 +120,42 @@ TEST_F(RunTest, LearnsEmbeddingsOnTheServersAndWritesThem) {
     EXPECT_THAT(bad.output, HasSubstr(error)) << bad.output;
   }
 
-  // Inference on such a run says why it cannot (not "unfinished run").
-  Finished infer = RunShardgnn(
-      {"infer", out, "--dataset", dir_.Sub("cora"), "--out", dir_.Sub("inf")});
-  EXPECT_NE(infer.exit_status, 0);
-  EXPECT_THAT(infer.output, HasSubstr("learned node embeddings"))
+  // Inference runs the model over the learned rows the run wrote (its
+  // model.json names them): every node's exact outputs, and a test accuracy
+  // near the run's sampled one (featureless: far above chance only with the
+  // learned rows).
+  // The bundled Cora the run imported.
+  std::string cora;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(work_dir_ + "/datasets")) {
+    cora = entry.path().string();
+  }
+  ASSERT_FALSE(cora.empty());
+  Finished infer =
+      RunShardgnn({"infer", out, "--dataset", cora, "--out", dir_.Sub("inf")});
+  ASSERT_EQ(infer.exit_status, 0) << infer.output;
+  auto inferred = nlohmann::json::parse(
+      std::ifstream(dir_.Sub("inf") + "/infer.json"), nullptr,
+      /*allow_exceptions=*/false);
+  ASSERT_TRUE(inferred.is_object()) << infer.output;
+  EXPECT_NEAR(inferred["test_acc"].get<double>(),
+              ReportedTestAccuracy(run.output), 0.1)
       << infer.output;
+  EXPECT_GT(inferred["test_acc"].get<double>(), 0.25) << infer.output;
+  ASSERT_OK_AND_ASSIGN(
+      NpyArray<int64_t> predicted,
+      ReadNpy<int64_t>(dir_.Sub("inf") + "/predictions.npy", 1));
+  EXPECT_EQ(predicted.data.size(), 2708u);
+  // Rows of another width than the model's are refused, naming the file.
+  ASSERT_OK(WriteNpy(out + "/learned_embeddings.npy",
+                     std::vector<int64_t>{2708, 3},
+                     std::vector<float>(2708 * 3)));
+  Finished wrong = RunShardgnn(
+      {"infer", out, "--dataset", cora, "--out", dir_.Sub("inf-wrong")});
+  EXPECT_NE(wrong.exit_status, 0);
+  EXPECT_THAT(wrong.output,
+              HasSubstr("learned_embeddings.npy: shape [2708, 3]"))
+      << wrong.output;
 }
 
 // A table in the training process (`train --dataset`) snapshots into the run
@@ -212,8 +242,6 @@ TEST_F(RunTest, EmbeddingFlagsAreChecked) {
        "--embedding-optimizer"},
       {{"--learn-embeddings", "8", "--embedding-lr", "-1"},
        "learned embeddings: "},
-      {{"--learn-embeddings", "8", "--exact-test"},
-       "--exact-test does not read learned embeddings"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"train", "--dataset",

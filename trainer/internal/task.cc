@@ -34,6 +34,17 @@ absl::StatusOr<InferResult> RunExactTest(
     const std::map<std::string, std::vector<NodeId>>& splits,
     InferOptions infer) {
   const TrainOptions& o = *context.options;
+  ModelConfig with_rows = config;
+  if (context.rows != nullptr) {
+    // The learned rows as the run ends (every training step's push applied,
+    // as the update mode allows), as evaluation batches pull them.
+    InputRows* rows = context.rows;
+    with_rows.learned_dim = rows->dim();
+    with_rows.ignore_features = rows->ignore_features();
+    infer.learned_rows = [rows](absl::Span<const NodeId> nodes, float* out) {
+      return rows->rows()->Pull(nodes, rows->step(), out);
+    };
+  }
   infer.rank = o.rank;
   infer.world_size = o.world_size;
   infer.chunk_nodes = o.eval_batch_size;
@@ -53,8 +64,8 @@ absl::StatusOr<InferResult> RunExactTest(
           : (std::filesystem::temp_directory_path() /
              absl::StrCat("shardgnn-exact-", getpid(), "-", o.rank))
                 .string();
-  absl::StatusOr<InferResult> inferred =
-      RunLayerwise(*context.source, model, config, splits, infer, context.sync);
+  absl::StatusOr<InferResult> inferred = RunLayerwise(
+      *context.source, model, with_rows, splits, infer, context.sync);
   // The directory too (a given one only if nothing else is in it).
   std::error_code ec;
   if (o.scratch_dir.empty()) {

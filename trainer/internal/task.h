@@ -119,7 +119,8 @@ class Task {
 
 // Layer-wise inference over full neighborhoods for an exact test (both
 // tasks' EvaluateExact): `infer` completed with the run's rank, world, chunk
-// size (eval_batch_size), threads, test progress (node rows over all layers)
+// size (eval_batch_size), threads, test progress (node rows over all layers),
+// the learned rows of context.rows (if any; `config` is completed with them)
 // and scratch directory (TrainOptions::scratch_dir, else a temporary one),
 // which is removed afterwards (a given one only if nothing else is in it).
 absl::StatusOr<InferResult> RunExactTest(
