@@ -143,9 +143,9 @@ class RemoteRows final : public LearnableRows {
     while (true) {
       const absl::Duration slice = std::max(
           std::min(kPullSlice, give_up - absl::Now()), absl::Milliseconds(1));
-      const RemoteGraphSource::ReplicaMask skip = Lost();
-      absl::Mutex gone_mu;
-      std::vector<GoneCopy> gone;
+      RemoteGraphSource::ReplicaMask lost;
+      const RemoteGraphSource::ReplicaMask* skip = Lost(&lost);
+      GoneCopies gone;
       absl::Status s = source_->ForEachOwner(
           nodes, /*all_parts=*/false,
           [&](int part, int replica, GraphStoreClient& server,
@@ -157,16 +157,13 @@ class RemoteRows final : public LearnableRows {
             // A copy without the table (a replica restarted since, or one
             // whose restore found no snapshot) is left; a dead one the
             // replica set fails over from by itself.
-            if (absl::IsNotFound(r)) {
-              absl::MutexLock lock(&gone_mu);
-              gone.push_back({part, replica, r});
-            }
+            if (absl::IsNotFound(r)) gone.Add({part, replica, r});
             return r;
           },
-          &skip);
+          skip);
       if (!s.ok() && !gone.empty()) {
         // Asked again of the copies left (each drop leaves one fewer).
-        for (const GoneCopy& g : gone) RETURN_IF_ERROR(DropCopy(g));
+        RETURN_IF_ERROR(DropCopies(gone));
         continue;
       }
       if (s.ok()) break;
@@ -266,6 +263,7 @@ class RemoteRows final : public LearnableRows {
       for (std::vector<bool>& copies : lost_) {
         std::fill(copies.begin(), copies.end(), false);
       }
+      any_lost_ = false;
     }
     return ForEachCopy(
         {}, [&](int, int, GraphStoreClient& server, absl::Span<const NodeId>,
@@ -293,9 +291,46 @@ class RemoteRows final : public LearnableRows {
     absl::Status why;
   };
 
-  RemoteGraphSource::ReplicaMask Lost() const {
+  // The copies one call found gone, collected from its per-part threads.
+  class GoneCopies {
+   public:
+    void Add(GoneCopy gone) {
+      absl::MutexLock lock(&mu_);
+      list_.push_back(std::move(gone));
+    }
+    bool empty() const {
+      absl::MutexLock lock(&mu_);
+      return list_.empty();
+    }
+    std::vector<GoneCopy> Take() {
+      absl::MutexLock lock(&mu_);
+      return std::move(list_);
+    }
+
+   private:
+    mutable absl::Mutex mu_;
+    std::vector<GoneCopy> list_ ABSL_GUARDED_BY(mu_);
+  };
+
+  // The copies this trainer left, as a mask for ForEachOwner/ForEachReplica:
+  // null while it left none (the common case: no copy, no scan), else
+  // `*mask`.
+  const RemoteGraphSource::ReplicaMask* Lost(
+      RemoteGraphSource::ReplicaMask* mask) const {
     absl::MutexLock lock(&mu_);
-    return lost_;
+    if (!any_lost_) return nullptr;
+    *mask = lost_;
+    return mask;
+  }
+
+  // DropCopy on each of `gone`; the first error.
+  absl::Status DropCopies(GoneCopies& gone) {
+    absl::Status first;
+    for (const GoneCopy& g : gone.Take()) {
+      absl::Status s = DropCopy(g);
+      if (first.ok()) first = s;
+    }
+    return first;
   }
 
   // Stops using `gone`'s copy when another copy of its part is still in use
@@ -313,6 +348,7 @@ class RemoteRows final : public LearnableRows {
         static_cast<int>(std::count(copies.begin(), copies.end(), false)) - 1;
     if (left <= 0) return gone.why;
     copies[static_cast<size_t>(gone.replica)] = true;
+    any_lost_ = true;
     ++stats_.copies_dropped;
     const std::string address =
         source_->replicas(gone.part)[static_cast<size_t>(gone.replica)].address;
@@ -331,9 +367,9 @@ class RemoteRows final : public LearnableRows {
   // (DropCopy), and the part's other copies go on.
   absl::Status ForEachCopy(absl::Span<const NodeId> nodes,
                            const RemoteGraphSource::OwnerCall& fn) {
-    const RemoteGraphSource::ReplicaMask skip = Lost();
-    absl::Mutex gone_mu;
-    std::vector<GoneCopy> gone;
+    RemoteGraphSource::ReplicaMask lost;
+    const RemoteGraphSource::ReplicaMask* skip = Lost(&lost);
+    GoneCopies gone;
     absl::Status s = source_->ForEachReplica(
         nodes,
         [&](int part, int replica, GraphStoreClient& server,
@@ -342,18 +378,14 @@ class RemoteRows final : public LearnableRows {
           absl::Status r = fn(part, replica, server, ids, positions);
           if (!r.ok() &&
               (internal::IsReplicaFailure(r) || absl::IsNotFound(r))) {
-            absl::MutexLock lock(&gone_mu);
-            gone.push_back({part, replica, r});
+            gone.Add({part, replica, r});
             return absl::OkStatus();
           }
           return r;
         },
-        &skip);
-    for (const GoneCopy& g : gone) {
-      absl::Status dropped = DropCopy(g);
-      if (s.ok()) s = dropped;
-    }
-    return s;
+        skip);
+    absl::Status dropped = DropCopies(gone);
+    return s.ok() ? dropped : s;
   }
 
   // Sends the queued pushes in step order, each to every server at once.
@@ -417,6 +449,7 @@ class RemoteRows final : public LearnableRows {
   // The copies (replicas of a part) this trainer no longer uses,
   // [part][replica]: gone from pushes, pulls and snapshots until a restore.
   RemoteGraphSource::ReplicaMask lost_ ABSL_GUARDED_BY(mu_);
+  bool any_lost_ ABSL_GUARDED_BY(mu_) = false;  // some copy in lost_
   bool sending_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
@@ -461,9 +494,9 @@ absl::StatusOr<std::unique_ptr<LearnableRows>> MakeRemoteRows(
         absl::StrCat("trainer ", trainer, " outside [0, ", config.num_trainers,
                      ") for the embedding table"));
   }
-  // Every replica of a part holds a copy of its rows.
-  // On every copy: one a trainer could not create the table on, another
-  // trainer might, and then wait for this one's pushes there.
+  // On every copy (each replica of a part holds one), strictly: a copy this
+  // trainer could not create the table on, another trainer might, and then
+  // wait there for this one's pushes.
   RETURN_IF_ERROR(source->ForEachReplica(
       {}, [&](int, int, GraphStoreClient& server, absl::Span<const NodeId>,
               absl::Span<const size_t>) {

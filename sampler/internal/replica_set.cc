@@ -280,16 +280,19 @@ absl::Status ReplicaSet::Run(
     const std::function<absl::Status(GraphStoreClient&)>& call,
     const std::vector<bool>* skip) const {
   const size_t n = replicas_.size();
-  // Replicas tried this round; the skipped ones count as tried in every round.
-  const std::vector<bool> none(n, false);
-  const std::vector<bool>& skipped =
-      skip != nullptr && skip->size() == n ? *skip : none;
-  if (std::find(skipped.begin(), skipped.end(), false) == skipped.end()) {
+  // The mask, when the caller leaves some replicas out (null on the common
+  // path: nothing left out, no scan).
+  const std::vector<bool>* skipped =
+      skip != nullptr && skip->size() == n ? skip : nullptr;
+  if (skipped != nullptr &&
+      std::find(skipped->begin(), skipped->end(), false) == skipped->end()) {
     return absl::FailedPreconditionError(
         absl::StrCat("part ", part_, ": every replica (", addresses(),
                      ") is left out of this call"));
   }
-  std::vector<bool> tried = skipped;
+  // Replicas tried this round; the skipped ones count as tried in every round.
+  std::vector<bool> tried =
+      skipped != nullptr ? *skipped : std::vector<bool>(n, false);
   absl::Status last;
   absl::Time wait_start = absl::InfinitePast();
   bool failed_over = false;
@@ -297,8 +300,12 @@ absl::Status ReplicaSet::Run(
     const int i = Pick(tried);
     if (i < 0) {
       // Every replica failed this round.
-      RETURN_IF_ERROR(WaitForLive(&wait_start, last, &skipped));
-      tried = skipped;
+      RETURN_IF_ERROR(WaitForLive(&wait_start, last, skipped));
+      if (skipped != nullptr) {
+        tried = *skipped;
+      } else {
+        std::fill(tried.begin(), tried.end(), false);
+      }
       continue;
     }
     Replica& r = *replicas_[static_cast<size_t>(i)];
