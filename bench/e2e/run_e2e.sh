@@ -43,6 +43,13 @@ run_e2e.sh: end-to-end benchmark, in-process vs 2 servers + 1 / 2 trainers.
                         prediction (throughput: positive edges per second)
   --extra "FLAGS"       training flags added to every run (e.g. to compare
                         a default with its former value side by side)
+  --pin T:S             cross-host emulation on one machine: the trainer runs
+                        on CPUs T and the storage servers on CPUs S (taskset
+                        lists, e.g. 1:0), so that the servers' work does not
+                        come out of the trainer's cores, as between machines;
+                        (a) runs on T alone, the servers are started apart
+                        (shardgnn serve) and the runs given --servers, and
+                        --threads defaults to the number of CPUs in T
   --small               20k nodes, 16 features, 8 classes, 2 epochs,
                         dropout 0.5 only (a smoke run, well under a minute)
 EOF
@@ -56,6 +63,7 @@ work=/tmp/shardgnn-e2e
 nodes=1000000 avg_degree=20 features=128 classes=32 split=0.1,0.1,0.8
 extra=""
 task=node
+pin=""
 epochs=3 dropouts=0.5,0 threads=0 sampler_threads=0 prefetch=4 configs=a,b,c,bcalls
 while (($#)); do
   case "$1" in
@@ -74,6 +82,7 @@ while (($#)); do
     --configs) configs="$2"; shift 2 ;;
     --extra) extra="$2"; shift 2 ;;
     --task) task="$2"; shift 2 ;;
+    --pin) pin="$2"; shift 2 ;;
     --small)
       nodes=20000 features=16 classes=8 epochs=2 dropouts=0.5
       shift ;;
@@ -82,6 +91,22 @@ while (($#)); do
   esac
 done
 require_shardgnn "${shardgnn}"
+trainer_cpus=""
+server_cpus=""
+if [[ -n "${pin}" ]]; then
+  if [[ ! "${pin}" =~ ^([0-9,-]+):([0-9,-]+)$ ]]; then
+    echo "run_e2e.sh: --pin '${pin}': expected TRAINER_CPUS:SERVER_CPUS" \
+      "(e.g. 1:0)" >&2
+    exit 2
+  fi
+  trainer_cpus="${BASH_REMATCH[1]}"
+  server_cpus="${BASH_REMATCH[2]}"
+  command -v taskset >/dev/null || {
+    echo "run_e2e.sh: --pin needs taskset (util-linux)" >&2; exit 2; }
+  if [[ "${threads}" == 0 ]]; then
+    threads=$(taskset -c "${trainer_cpus}" nproc)
+  fi
+fi
 command -v python3 >/dev/null || {
   echo "run_e2e.sh: python3 is needed to assemble the JSON" >&2; exit 2; }
 
@@ -102,13 +127,16 @@ prep_json="${runs}/prep.json"
 prepare_sbm "${dataset}" "${partition}" "${nodes}" "${avg_degree}" \
   "${features}" "${classes}" "${split}" "${prep_json}" "${edge_split}"
 
-# Peak RSS (VmHWM, bytes) of every process under $1 that serves or trains,
-# sampled each 0.5 s while $1 lives; written as "pid role bytes" lines to $2.
+# Peak RSS (VmHWM, bytes) of every process under $1 (and of the PIDs after
+# $2) that serves or trains, sampled each 0.5 s while $1 lives; written as
+# "pid role bytes" lines to $2.
 watch_rss() {
   local root="$1" out="$2"
+  shift 2
+  local others=("$@")
   declare -A peak role
   while kill -0 "${root}" 2>/dev/null; do
-    for pid in $(pgrep -P "${root}" 2>/dev/null) "${root}"; do
+    for pid in $(pgrep -P "${root}" 2>/dev/null) "${root}" "${others[@]}"; do
       local cmd hwm
       cmd=$(tr '\0' ' ' < "/proc/${pid}/cmdline" 2>/dev/null) || continue
       hwm=$(awk '/^VmHWM:/ {printf "%.0f\n", $2 * 1024}' "/proc/${pid}/status" \
@@ -136,18 +164,62 @@ train_flags=(--model sage --fanouts 15,10 --batch-size 1024 --hidden 256
 # shellcheck disable=SC2206
 [[ -n "${extra}" ]] && train_flags+=(${extra})
 
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# start_servers OUT: with --pin, the 2 storage servers of a run on the
+# server CPUs, fresh for each run; sets server_list and server_pids.
+start_servers() {
+  local out="$1" p port
+  server_list=""
+  server_pids=()
+  for p in 0 1; do
+    port=$(free_port)
+    taskset -c "${server_cpus}" "${shardgnn}" serve --partition "${partition}" \
+      --part "${p}" --memory --listen "127.0.0.1:${port}" \
+      > "${out}.server-${p}.log" 2>&1 &
+    server_pids+=($!)
+    server_list+="${server_list:+,}127.0.0.1:${port}"
+  done
+  for p in 0 1; do
+    for _ in $(seq 1 240); do
+      grep -q "ready on" "${out}.server-${p}.log" && continue 2
+      kill -0 "${server_pids[$p]}" 2>/dev/null || break
+      sleep 0.5
+    done
+    log "server ${p} did not start; the last lines of ${out}.server-${p}.log:"
+    tail -20 "${out}.server-${p}.log" >&2
+    exit 1
+  done
+}
+
+stop_servers() {
+  ((${#server_pids[@]} == 0)) && return 0
+  kill "${server_pids[@]}" 2>/dev/null || true
+  wait "${server_pids[@]}" 2>/dev/null || true
+  server_pids=()
+}
+
 # run_config CONFIG DROPOUT: one run; its directory is ${runs}/CONFIG-dDROPOUT.
 run_config() {
   local config="$1" dropout="$2" out="${runs}/$1-d$2"
-  rm -rf "${out}" "${out}.log" "${out}.rss"
-  local cmd
+  rm -rf "${out}" "${out}.log" "${out}.rss" "${out}".server-*.log
+  local cmd prefix=()
+  server_pids=()
+  [[ -n "${trainer_cpus}" ]] && prefix=(taskset -c "${trainer_cpus}")
   case "${config}" in
     a) mkdir -p "${out}"
-       cmd=("${shardgnn}" train --dataset "${dataset}" --out "${out}") ;;
+       cmd=("${prefix[@]}" "${shardgnn}" train --dataset "${dataset}"
+         --out "${out}") ;;
     b | c | bcalls | bgrpc)
       local trainers=1; [[ "${config}" == c ]] && trainers=2
-      cmd=("${shardgnn}" run --partition "${partition}"
+      cmd=("${prefix[@]}" "${shardgnn}" run --partition "${partition}"
         --trainers "${trainers}" --work-dir "${runs}/work" --out "${out}")
+      if [[ -n "${server_cpus}" ]]; then
+        start_servers "${out}"
+        cmd+=(--servers "${server_list}")
+      fi
       # (b) with every feature row through GetFeatures calls: the network
       # path, as between machines.
       [[ "${config}" == bcalls || "${config}" == bgrpc ]] &&
@@ -159,15 +231,17 @@ run_config() {
   "${cmd[@]}" "${train_flags[@]}" --dropout "${dropout}" \
     > "${out}.log" 2>&1 &
   local pid=$!
-  watch_rss "${pid}" "${out}.rss" &
+  watch_rss "${pid}" "${out}.rss" "${server_pids[@]}" &
   local watcher=$!
   if ! wait "${pid}"; then
     wait "${watcher}" || true
+    stop_servers
     log "(${config}) failed; the last lines of ${out}.log:"
     tail -20 "${out}.log" >&2
     exit 1
   fi
   wait "${watcher}" || true
+  stop_servers
   echo "$(seconds_since "${t0}")" > "${out}.wall"
   grep -E "^(\[trainer 0\] )?(epoch|test)" "${out}.log" >&2 || true
 }
@@ -189,9 +263,9 @@ for dropout in "${dropout_list[@]}"; do
 done
 
 python3 - "${runs}" "${dataset}" "${partition}" "${dropouts}" "${configs}" \
-  "${prep_json}" "${invocation}" <<'PY'
+  "${prep_json}" "${invocation}" "${pin}" <<'PY'
 import json, os, sys
-runs, dataset, partition, dropouts, configs, prep, command = sys.argv[1:8]
+runs, dataset, partition, dropouts, configs, prep, command, pin = sys.argv[1:9]
 names = {"a": "a_in_process", "b": "b_2servers_1trainer",
          "c": "c_2servers_2trainers",
          "bcalls": "b_2servers_1trainer_no_shared_memory",
@@ -207,6 +281,10 @@ result = {
     "task": "link" if dataset.endswith("-links") else "node",
     "by_dropout": {},
 }
+if pin:
+    trainer_cpus, server_cpus = pin.split(":")
+    result["pinned"] = {"trainer_cpus": trainer_cpus,
+                        "server_cpus": server_cpus}
 for dropout in dropouts.split(","):
     block = {}
     for c in configs.split(","):
