@@ -172,9 +172,10 @@ struct FeaturePortHooks {
 // gathered and sent in pieces of at most 1 MiB, and a connection keeps no
 // feature buffer larger than that between requests. An embedding pull's
 // answer comes whole from its table and a push is read whole; their buffers
-// are kept while the connection is busy (a trainer pulls and pushes every
-// step) and given back after 10 s without a request. Idle connections hold
-// next to no memory.
+// come from one pool the connections share (a trainer pulls and pushes every
+// step, over several connections: buffers of each connection's own would be
+// faulted in once per connection), at most 128 MiB kept, given back after
+// 10 s without a pull or push. Idle connections hold next to no memory.
 class FeaturePortServer {
  public:
   // Binds `host` (as in the gRPC listen address; port 0 picks a free port)
@@ -213,11 +214,13 @@ class FeaturePortServer {
   bool Authenticate(int fd);
   // A connection's buffers, kept between its requests.
   struct Buffers;
+  // The embedding messages, shared by the connections.
+  class EmbeddingBufferPool;
   // Answers one framed request; false if the connection must close.
   bool Answer(int fd, Buffers* buffers);
   // Answer an embedding pull or push whose header `h` has been read.
-  bool AnswerPull(int fd, const FeatureRequestHeader& h, Buffers* buffers);
-  bool AnswerPush(int fd, const FeatureRequestHeader& h, Buffers* buffers);
+  bool AnswerPull(int fd, const FeatureRequestHeader& h);
+  bool AnswerPush(int fd, const FeatureRequestHeader& h);
   absl::Status CheckEmbeddingFraming(const char* what,
                                      const FeatureRequestHeader& h,
                                      uint32_t table_bytes,
@@ -228,6 +231,7 @@ class FeaturePortServer {
   FeaturePortLimits limits_;
   FeaturePortHooks hooks_;
   std::string auth_token_;
+  std::unique_ptr<EmbeddingBufferPool> embedding_buffers_;
   std::unique_ptr<Listener> listener_;
   int port_ = 0;
   absl::Mutex mu_;

@@ -22,9 +22,14 @@ namespace {
 // Largest buffer a server connection keeps between requests; larger answers
 // are gathered and sent in pieces of this size.
 constexpr size_t kKeptBufferBytes = 1 << 20;
-// A connection idle this long gives back its embedding buffers: longer than
-// a trainer's validation, during which its training pulls and pushes pause.
-constexpr int kEmbeddingBuffersIdleMs = 10000;
+// After this long without a pull or push the pooled embedding buffers are
+// given back: longer than a trainer's validation, during which its training
+// pulls and pushes pause.
+constexpr int kSetIdleMs = 10000;
+// The pool's bounds: free buffers kept in all, and the largest set kept (a
+// rare huge pull does not pin its memory).
+constexpr size_t kEmbeddingPoolKeptBytes = size_t{128} << 20;
+constexpr size_t kEmbeddingPoolMaxSetBytes = size_t{64} << 20;
 // The server's bound on a connection's authentication handshake.
 constexpr absl::Duration kHandshakeTimeout = absl::Seconds(10);
 
@@ -95,6 +100,7 @@ absl::StatusOr<std::unique_ptr<FeaturePortServer>> FeaturePortServer::Start(
   server->store_ = std::move(store);
   server->limits_ = limits;
   server->hooks_ = hooks;
+  server->embedding_buffers_ = std::make_unique<EmbeddingBufferPool>();
   if (server->hooks_.pulls == nullptr) server->hooks_.pulls = hooks.features;
   if (server->hooks_.pushes == nullptr) server->hooks_.pushes = hooks.features;
   server->auth_token_ = std::move(auth_token);
@@ -146,12 +152,92 @@ void FeaturePortServer::ReapLocked() {
   }
 }
 
+// Bounded: at most kEmbeddingPoolKeptBytes of free sets, none over
+// kEmbeddingPoolMaxSetBytes. Thread-safe.
+class FeaturePortServer::EmbeddingBufferPool {
+ public:
+  // The messages of one embedding pull or push. A pull's rows come whole from
+  // the table and a push is read whole, so they are kept between requests (a
+  // trainer pulls and pushes every step: fresh pages for each cost the server
+  // thousands of page faults per step), in a pool the connections share: the
+  // first pull of a new connection writes into pages an earlier one touched.
+  struct Set {
+    proto::PullEmbeddingsRequest pull;
+    proto::PullEmbeddingsResponse pulled;
+    proto::PushEmbeddingGradientsRequest push;
+
+    size_t Bytes() {
+      size_t bytes = 0;
+      for (std::string* b :
+           {pull.mutable_node_ids(), pulled.mutable_rows(),
+            push.mutable_node_ids(), push.mutable_gradients()}) {
+        bytes += b->capacity();
+      }
+      return bytes;
+    }
+  };
+
+  // Puts a set back when its request is answered.
+  struct Return {
+    EmbeddingBufferPool* pool;
+    void operator()(Set* set) const { pool->Put(std::unique_ptr<Set>(set)); }
+  };
+  using Lease = std::unique_ptr<Set, Return>;
+
+  // The largest free set (a pull of any size then rarely grows it), or a
+  // new one; back to the pool when the lease ends.
+  Lease Take() { return Lease(TakeSet().release(), Return{this}); }
+
+  // Frees the kept sets when none was taken for `idle`.
+  void ReleaseIfIdle(absl::Duration idle) {
+    std::vector<Kept> freed;
+    {
+      absl::MutexLock lock(&mu_);
+      if (absl::Now() - last_take_ < idle) return;
+      freed.swap(free_);
+      kept_bytes_ = 0;
+    }
+  }
+
+ private:
+  struct Kept {
+    std::unique_ptr<Set> set;
+    size_t bytes;
+  };
+
+  std::unique_ptr<Set> TakeSet() {
+    absl::MutexLock lock(&mu_);
+    last_take_ = absl::Now();
+    if (free_.empty()) return std::make_unique<Set>();
+    auto largest = std::max_element(
+        free_.begin(), free_.end(),
+        [](const Kept& a, const Kept& b) { return a.bytes < b.bytes; });
+    std::unique_ptr<Set> set = std::move(largest->set);
+    kept_bytes_ -= largest->bytes;
+    free_.erase(largest);
+    return set;
+  }
+
+  void Put(std::unique_ptr<Set> set) {
+    const size_t bytes = set->Bytes();
+    absl::MutexLock lock(&mu_);
+    if (bytes > kEmbeddingPoolMaxSetBytes ||
+        kept_bytes_ + bytes > kEmbeddingPoolKeptBytes) {
+      return;  // `set` is freed as it goes, after the lock.
+    }
+    kept_bytes_ += bytes;
+    free_.push_back({std::move(set), bytes});
+  }
+
+  absl::Mutex mu_;
+  std::vector<Kept> free_ ABSL_GUARDED_BY(mu_);
+  size_t kept_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time last_take_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+};
+
 struct FeaturePortServer::Buffers {
   std::vector<NodeId> ids;
   std::vector<char> rows;
-  proto::PullEmbeddingsRequest pull;
-  proto::PullEmbeddingsResponse pulled;
-  proto::PushEmbeddingGradientsRequest push;
 
   // After every request: keeps no large feature buffer (rows are gathered
   // in pieces; only the IDs can be large).
@@ -160,17 +246,6 @@ struct FeaturePortServer::Buffers {
       std::vector<NodeId>().swap(ids);
     }
     if (rows.capacity() > kKeptBufferBytes) std::vector<char>().swap(rows);
-  }
-  // A pull's rows come whole from the table and a push is read whole, so
-  // their buffers are kept while the connection is busy (a trainer pulls
-  // and pushes every step: fresh pages for every one cost the server
-  // thousands of page faults per step) and given back once it has been idle
-  // for kEmbeddingBuffersIdleMs.
-  void TrimEmbedding() {
-    for (std::string* b : {pull.mutable_node_ids(), pulled.mutable_rows(),
-                           push.mutable_node_ids(), push.mutable_gradients()}) {
-      if (b->capacity() > kKeptBufferBytes) std::string().swap(*b);
-    }
   }
 };
 
@@ -185,7 +260,9 @@ void FeaturePortServer::Serve(Connection* conn) {
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0 || !Answer(conn->fd, &buffers)) break;
     buffers.Trim();
-    if (poll(&p, 1, kEmbeddingBuffersIdleMs) == 0) buffers.TrimEmbedding();
+    if (poll(&p, 1, kSetIdleMs) == 0) {
+      embedding_buffers_->ReleaseIfIdle(absl::Milliseconds(kSetIdleMs));
+    }
   }
   // The client sees end of file now; the fd is closed when reaped.
   shutdown(conn->fd, SHUT_RDWR);
@@ -201,8 +278,8 @@ bool FeaturePortServer::Answer(int fd, Buffers* buffers) {
   if (!ReadFull(fd, &h, sizeof(h))) {
     return false;  // Closed, shut down, or stalled mid-header.
   }
-  if (h.magic == kEmbeddingPullMagic) return AnswerPull(fd, h, buffers);
-  if (h.magic == kEmbeddingPushMagic) return AnswerPush(fd, h, buffers);
+  if (h.magic == kEmbeddingPullMagic) return AnswerPull(fd, h);
+  if (h.magic == kEmbeddingPushMagic) return AnswerPush(fd, h);
   std::vector<NodeId>* ids = &buffers->ids;
   std::vector<char>* rows = &buffers->rows;
   const RequestTimer timer(hooks_.features);
@@ -312,8 +389,7 @@ absl::Status FeaturePortServer::CheckEmbeddingFraming(
   return absl::OkStatus();
 }
 
-bool FeaturePortServer::AnswerPull(int fd, const FeatureRequestHeader& h,
-                                   Buffers* buffers) {
+bool FeaturePortServer::AnswerPull(int fd, const FeatureRequestHeader& h) {
   const RequestTimer timer(hooks_.pulls);
   int64_t bytes_in = sizeof(h);
   EmbeddingPullHeader p;
@@ -322,7 +398,8 @@ bool FeaturePortServer::AnswerPull(int fd, const FeatureRequestHeader& h,
   const absl::Status framing =
       CheckEmbeddingFraming("pull", h, p.table_bytes, p.run_id_bytes);
   if (!framing.ok()) return Refuse(fd, timer, bytes_in, framing);
-  proto::PullEmbeddingsRequest& req = buffers->pull;
+  const EmbeddingBufferPool::Lease set = embedding_buffers_->Take();
+  proto::PullEmbeddingsRequest& req = set->pull;
   if (!ReadInto(fd, req.mutable_table(), p.table_bytes) ||
       !ReadInto(fd, req.mutable_run_id(), p.run_id_bytes) ||
       !ReadInto(fd, req.mutable_node_ids(), h.num_ids * sizeof(NodeId))) {
@@ -331,7 +408,7 @@ bool FeaturePortServer::AnswerPull(int fd, const FeatureRequestHeader& h,
   bytes_in += static_cast<int64_t>(p.table_bytes + p.run_id_bytes +
                                    req.node_ids().size());
   absl::Status status;
-  proto::PullEmbeddingsResponse& resp = buffers->pulled;
+  proto::PullEmbeddingsResponse& resp = set->pulled;
   resp.Clear();
   if (hooks_.embeddings == nullptr) {
     status = absl::UnimplementedError(
@@ -360,8 +437,7 @@ bool FeaturePortServer::AnswerPull(int fd, const FeatureRequestHeader& h,
   return SendResponse(fd, status, rows.data(), rows.size());
 }
 
-bool FeaturePortServer::AnswerPush(int fd, const FeatureRequestHeader& h,
-                                   Buffers* buffers) {
+bool FeaturePortServer::AnswerPush(int fd, const FeatureRequestHeader& h) {
   const RequestTimer timer(hooks_.pushes);
   int64_t bytes_in = sizeof(h);
   EmbeddingPushHeader p;
@@ -377,7 +453,8 @@ bool FeaturePortServer::AnswerPush(int fd, const FeatureRequestHeader& h,
         p.gradient_bytes, limits_.max_message_bytes / 1048576.0));
   }
   if (!framing.ok()) return Refuse(fd, timer, bytes_in, framing);
-  proto::PushEmbeddingGradientsRequest& req = buffers->push;
+  const EmbeddingBufferPool::Lease set = embedding_buffers_->Take();
+  proto::PushEmbeddingGradientsRequest& req = set->push;
   if (!ReadInto(fd, req.mutable_table(), p.table_bytes) ||
       !ReadInto(fd, req.mutable_run_id(), p.run_id_bytes) ||
       !ReadInto(fd, req.mutable_node_ids(), h.num_ids * sizeof(NodeId)) ||

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -61,10 +62,10 @@ class EmbeddingPortTest : public ::testing::Test {
     config_.ordered = true;
     config_.run_id = "run-a";
   }
-  void Start(const std::string& token = "") {
+  void Start(const std::string& token = "", int64_t max_ids_per_call = 1000) {
     GraphStoreServerOptions options;
     options.auth_token = token;
-    options.max_ids_per_call = 1000;
+    options.max_ids_per_call = max_ids_per_call;
     ASSERT_OK_AND_ASSIGN(server_, GraphStoreServer::Start(store_, options));
     GraphStoreClientOptions port_options;
     port_options.auth_token = token;
@@ -192,6 +193,43 @@ TEST_F(EmbeddingPortTest, RowsEqualGrpcPullsBitForBit) {
   ASSERT_OK_AND_ASSIGN(ServerStats stats, grpc_client_->Stats());
   EXPECT_EQ(MethodCalls(stats, "FeaturePortPull"), 3);
   EXPECT_EQ(MethodCalls(stats, "PullEmbeddings"), 1);
+}
+
+// The process's minor page faults so far (the server runs in it).
+int64_t MinorFaults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
+// Issue 17: each connection kept pull buffers of its own, so the first pull
+// over every connection (a trainer opens several per server) faulted the
+// whole answer in afresh: thousands of pages per server and step over a
+// run's first epochs. The connections now share one pool of them.
+TEST_F(EmbeddingPortTest, ANewConnectionsPullReusesThePooledBuffers) {
+  config_.dim = 128;
+  Start("", 100000);
+  // 40k rows of 512 bytes: a 20 MB answer, about 5,000 pages.
+  std::vector<NodeId> ids(40000);
+  const std::vector<NodeId> owned = Owned();
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = owned[i % owned.size()];
+  std::vector<float> out(ids.size() * config_.dim, 1.0f);
+  ASSERT_OK(port_client_->PullEmbeddings(config_, ids, 0, 0, absl::Seconds(5),
+                                         out.data()));
+  const std::vector<float> first = out;
+  GraphStoreClientOptions options;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<GraphStoreClient> other,
+                       GraphStoreClient::Connect(server_->address(), options));
+  ASSERT_OK(other->Info().status());
+  ASSERT_TRUE(other->UsesFeaturePort());
+  std::fill(out.begin(), out.end(), 0.0f);
+  const int64_t before = MinorFaults();
+  ASSERT_OK(
+      other->PullEmbeddings(config_, ids, 0, 0, absl::Seconds(5), out.data()));
+  const int64_t faults = MinorFaults() - before;
+  EXPECT_EQ(out, first);
+  EXPECT_LT(faults, 1000) << "a pull on a new connection faulted " << faults
+                          << " pages";
 }
 
 TEST_F(EmbeddingPortTest, ClockWaitsAndErrorsAreTheGrpcOnes) {
