@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
+#include "common/buffers.h"
 #include "common/sampling.h"
 #include "common/status.h"
 #include "embedding/internal/embedding_table_impl.h"
@@ -541,6 +542,9 @@ absl::Status EmbeddingTable::Impl::HoldPush(int trainer, int64_t step,
   slots.resize(static_cast<size_t>(config_.num_trainers));
   HeldPush& slot = slots[static_cast<size_t>(trainer)];
   slot.held = true;
+  // The slots are kept between steps (spare_slots_).
+  ReserveWithHeadroom(&slot.ids, ids.size());
+  ReserveWithHeadroom(&slot.grads, grads.size());
   slot.ids.assign(ids.begin(), ids.end());
   slot.grads.assign(grads.begin(), grads.end());
   ++next_held_[static_cast<size_t>(trainer)];

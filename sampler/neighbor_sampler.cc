@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "common/buffers.h"
 #include "common/sampling.h"
 #include "common/status.h"
 #include "sampler/internal/block_builder.h"
@@ -118,13 +119,8 @@ absl::Status NeighborSampler::SampleWith(absl::Span<const NodeId> seeds,
   out->feature_dim = source_->feature_dim();
   if (options_.fetch_features) {
     const size_t need = out->input_nodes.size() * out->feature_dim;
-    if (out->features.capacity() < need) {
-      // A recycled batch's buffer (sampler/loader.h) too small: grow it with
-      // headroom, so that the next slightly larger batch fits, without
-      // copying what it held.
-      out->features.clear();
-      out->features.reserve(need + need / 4);
-    }
+    // A recycled batch's buffer (sampler/loader.h).
+    ReserveWithHeadroom(&out->features, need);
     out->features.resize(need);
     const auto fetch_start = std::chrono::steady_clock::now();
     RETURN_IF_ERROR(

@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/buffers.h"
 #include "common/file_util.h"
 #include "common/status.h"
 #include "graphstore/internal/wire.h"
@@ -240,8 +241,10 @@ EmbeddingService::~EmbeddingService() {
 
 absl::Status EmbeddingService::Answer(Waiter& w, absl::Time deadline) {
   std::string* rows = w.resp->mutable_rows();
-  rows->resize(w.ids.size() * static_cast<size_t>(w.table->dim()) *
-               sizeof(float));
+  const size_t bytes =
+      w.ids.size() * static_cast<size_t>(w.table->dim()) * sizeof(float);
+  ReserveWithHeadroom(rows, bytes);  // Kept: feature_port.h.
+  rows->resize(bytes);
   absl::Status pulled =
       w.table->Pull(w.ids, w.req->step(), w.req->staleness(), deadline,
                     reinterpret_cast<float*>(rows->data()));
@@ -287,7 +290,8 @@ void EmbeddingService::Pull(const proto::PullEmbeddingsRequest* req,
       return absl::InvalidArgumentError(
           absl::StrCat("PullEmbeddings: negative step ", req->step()));
     }
-    return wire::Unpack(wire::View(req->node_ids()), "node_ids", &w.ids);
+    return wire::ViewOrCopy(wire::View(req->node_ids()), "node_ids", &w.id_copy,
+                            &w.ids);
   }();
   if (!checked.ok()) {
     done(checked);

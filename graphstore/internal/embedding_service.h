@@ -26,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "embedding/embedding_table.h"
 #include "graphstore/shard_format.h"
 #include "proto/graphstore.pb.h"
@@ -105,7 +106,10 @@ class EmbeddingService {
     std::shared_ptr<EmbeddingTable> table;
     const proto::PullEmbeddingsRequest* req;
     proto::PullEmbeddingsResponse* resp;
-    std::vector<NodeId> ids;
+    // The request's IDs, read in place (a copy in id_copy only if they are
+    // misaligned): the request outlives the waiter.
+    absl::Span<const NodeId> ids;
+    std::vector<NodeId> id_copy;
     absl::Time since, deadline;
     std::function<void(absl::Status)> done;
   };

@@ -174,8 +174,8 @@ struct FeaturePortHooks {
 // answer comes whole from its table and a push is read whole; their buffers
 // come from one pool the connections share (a trainer pulls and pushes every
 // step, over several connections: buffers of each connection's own would be
-// faulted in once per connection), at most 128 MiB kept, given back after
-// 10 s without a pull or push. Idle connections hold next to no memory.
+// faulted in once per connection), at most 256 MiB of each kept, given back
+// after 10 s without a pull or push. Idle connections hold next to no memory.
 class FeaturePortServer {
  public:
   // Binds `host` (as in the gRPC listen address; port 0 picks a free port)
@@ -214,8 +214,8 @@ class FeaturePortServer {
   bool Authenticate(int fd);
   // A connection's buffers, kept between its requests.
   struct Buffers;
-  // The embedding messages, shared by the connections.
-  class EmbeddingBufferPool;
+  // The embedding messages' pools, shared by the connections.
+  struct EmbeddingBuffers;
   // Answers one framed request; false if the connection must close.
   bool Answer(int fd, Buffers* buffers);
   // Answer an embedding pull or push whose header `h` has been read.
@@ -231,7 +231,7 @@ class FeaturePortServer {
   FeaturePortLimits limits_;
   FeaturePortHooks hooks_;
   std::string auth_token_;
-  std::unique_ptr<EmbeddingBufferPool> embedding_buffers_;
+  std::unique_ptr<EmbeddingBuffers> embedding_buffers_;
   std::unique_ptr<Listener> listener_;
   int port_ = 0;
   absl::Mutex mu_;

@@ -25,11 +25,11 @@ constexpr size_t kKeptBufferBytes = 1 << 20;
 // After this long without a pull or push the pooled embedding buffers are
 // given back: longer than a trainer's validation, during which its training
 // pulls and pushes pause.
-constexpr int kSetIdleMs = 10000;
-// The pool's bounds: free buffers kept in all, and the largest set kept (a
-// rare huge pull does not pin its memory).
-constexpr size_t kEmbeddingPoolKeptBytes = size_t{128} << 20;
-constexpr size_t kEmbeddingPoolMaxSetBytes = size_t{64} << 20;
+constexpr int kEmbeddingBuffersIdleMs = 10000;
+// Each embedding pool's bounds (pulls, pushes): free buffers kept in all, and
+// the largest set kept.
+constexpr size_t kEmbeddingPoolKeptBytes = size_t{256} << 20;
+constexpr size_t kEmbeddingPoolMaxSetBytes = size_t{128} << 20;
 // The server's bound on a connection's authentication handshake.
 constexpr absl::Duration kHandshakeTimeout = absl::Seconds(10);
 
@@ -100,7 +100,7 @@ absl::StatusOr<std::unique_ptr<FeaturePortServer>> FeaturePortServer::Start(
   server->store_ = std::move(store);
   server->limits_ = limits;
   server->hooks_ = hooks;
-  server->embedding_buffers_ = std::make_unique<EmbeddingBufferPool>();
+  server->embedding_buffers_ = std::make_unique<EmbeddingBuffers>();
   if (server->hooks_.pulls == nullptr) server->hooks_.pulls = hooks.features;
   if (server->hooks_.pushes == nullptr) server->hooks_.pushes = hooks.features;
   server->auth_token_ = std::move(auth_token);
@@ -152,51 +152,32 @@ void FeaturePortServer::ReapLocked() {
   }
 }
 
-// Bounded: at most kEmbeddingPoolKeptBytes of free sets, none over
-// kEmbeddingPoolMaxSetBytes. Thread-safe.
-class FeaturePortServer::EmbeddingBufferPool {
+namespace {
+
+// Buffers of one kind kept between requests and shared by the connections:
+// the largest free set is handed out (a request of any size then rarely
+// grows it) and comes back when its lease ends. Bounded: at most
+// kEmbeddingPoolKeptBytes of free sets, none over kEmbeddingPoolMaxSetBytes
+// (a rare huge request does not pin its memory). Set has `size_t Bytes()`.
+// Thread-safe.
+template <typename Set>
+class KeptPool {
  public:
-  // The messages of one embedding pull or push. A pull's rows come whole from
-  // the table and a push is read whole, so they are kept between requests (a
-  // trainer pulls and pushes every step: fresh pages for each cost the server
-  // thousands of page faults per step), in a pool the connections share: the
-  // first pull of a new connection writes into pages an earlier one touched.
-  struct Set {
-    proto::PullEmbeddingsRequest pull;
-    proto::PullEmbeddingsResponse pulled;
-    proto::PushEmbeddingGradientsRequest push;
-
-    size_t Bytes() {
-      size_t bytes = 0;
-      for (std::string* b :
-           {pull.mutable_node_ids(), pulled.mutable_rows(),
-            push.mutable_node_ids(), push.mutable_gradients()}) {
-        bytes += b->capacity();
-      }
-      return bytes;
-    }
-  };
-
-  // Puts a set back when its request is answered.
   struct Return {
-    EmbeddingBufferPool* pool;
+    KeptPool* pool;
     void operator()(Set* set) const { pool->Put(std::unique_ptr<Set>(set)); }
   };
   using Lease = std::unique_ptr<Set, Return>;
 
-  // The largest free set (a pull of any size then rarely grows it), or a
-  // new one; back to the pool when the lease ends.
   Lease Take() { return Lease(TakeSet().release(), Return{this}); }
 
   // Frees the kept sets when none was taken for `idle`.
   void ReleaseIfIdle(absl::Duration idle) {
     std::vector<Kept> freed;
-    {
-      absl::MutexLock lock(&mu_);
-      if (absl::Now() - last_take_ < idle) return;
-      freed.swap(free_);
-      kept_bytes_ = 0;
-    }
+    absl::MutexLock lock(&mu_);
+    if (absl::Now() - last_take_ < idle) return;
+    freed.swap(free_);  // Freed after the lock, as `freed` goes.
+    kept_bytes_ = 0;
   }
 
  private:
@@ -235,6 +216,36 @@ class FeaturePortServer::EmbeddingBufferPool {
   absl::Time last_take_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
+struct PullSet {
+  proto::PullEmbeddingsRequest request;
+  proto::PullEmbeddingsResponse response;
+  size_t Bytes() {
+    return request.mutable_node_ids()->capacity() +
+           response.mutable_rows()->capacity();
+  }
+};
+
+struct PushSet {
+  proto::PushEmbeddingGradientsRequest request;
+  size_t Bytes() {
+    return request.mutable_node_ids()->capacity() +
+           request.mutable_gradients()->capacity();
+  }
+};
+
+}  // namespace
+
+// The messages of embedding pulls and pushes. A pull's rows come whole from
+// the table and a push is read whole, so they are kept between requests (a
+// trainer pulls and pushes every step: fresh pages for each cost the server
+// thousands of page faults per step), in pools the connections share (the
+// first pull of a new connection writes into pages an earlier one touched),
+// one for each kind (a pull's buffers never sit idle in a push's set).
+struct FeaturePortServer::EmbeddingBuffers {
+  KeptPool<PullSet> pulls;
+  KeptPool<PushSet> pushes;
+};
+
 struct FeaturePortServer::Buffers {
   std::vector<NodeId> ids;
   std::vector<char> rows;
@@ -260,8 +271,10 @@ void FeaturePortServer::Serve(Connection* conn) {
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0 || !Answer(conn->fd, &buffers)) break;
     buffers.Trim();
-    if (poll(&p, 1, kSetIdleMs) == 0) {
-      embedding_buffers_->ReleaseIfIdle(absl::Milliseconds(kSetIdleMs));
+    if (poll(&p, 1, kEmbeddingBuffersIdleMs) == 0) {
+      const absl::Duration idle = absl::Milliseconds(kEmbeddingBuffersIdleMs);
+      embedding_buffers_->pulls.ReleaseIfIdle(idle);
+      embedding_buffers_->pushes.ReleaseIfIdle(idle);
     }
   }
   // The client sees end of file now; the fd is closed when reaped.
@@ -398,8 +411,8 @@ bool FeaturePortServer::AnswerPull(int fd, const FeatureRequestHeader& h) {
   const absl::Status framing =
       CheckEmbeddingFraming("pull", h, p.table_bytes, p.run_id_bytes);
   if (!framing.ok()) return Refuse(fd, timer, bytes_in, framing);
-  const EmbeddingBufferPool::Lease set = embedding_buffers_->Take();
-  proto::PullEmbeddingsRequest& req = set->pull;
+  const KeptPool<PullSet>::Lease set = embedding_buffers_->pulls.Take();
+  proto::PullEmbeddingsRequest& req = set->request;
   if (!ReadInto(fd, req.mutable_table(), p.table_bytes) ||
       !ReadInto(fd, req.mutable_run_id(), p.run_id_bytes) ||
       !ReadInto(fd, req.mutable_node_ids(), h.num_ids * sizeof(NodeId))) {
@@ -408,7 +421,7 @@ bool FeaturePortServer::AnswerPull(int fd, const FeatureRequestHeader& h) {
   bytes_in += static_cast<int64_t>(p.table_bytes + p.run_id_bytes +
                                    req.node_ids().size());
   absl::Status status;
-  proto::PullEmbeddingsResponse& resp = set->pulled;
+  proto::PullEmbeddingsResponse& resp = set->response;
   resp.Clear();
   if (hooks_.embeddings == nullptr) {
     status = absl::UnimplementedError(
@@ -453,8 +466,8 @@ bool FeaturePortServer::AnswerPush(int fd, const FeatureRequestHeader& h) {
         p.gradient_bytes, limits_.max_message_bytes / 1048576.0));
   }
   if (!framing.ok()) return Refuse(fd, timer, bytes_in, framing);
-  const EmbeddingBufferPool::Lease set = embedding_buffers_->Take();
-  proto::PushEmbeddingGradientsRequest& req = set->push;
+  const KeptPool<PushSet>::Lease set = embedding_buffers_->pushes.Take();
+  proto::PushEmbeddingGradientsRequest& req = set->request;
   if (!ReadInto(fd, req.mutable_table(), p.table_bytes) ||
       !ReadInto(fd, req.mutable_run_id(), p.run_id_bytes) ||
       !ReadInto(fd, req.mutable_node_ids(), h.num_ids * sizeof(NodeId)) ||
