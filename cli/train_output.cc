@@ -245,6 +245,7 @@ nlohmann::ordered_json SummaryJson(const TrainResult& result,
                       {"dropout", m.dropout},
                       {"lr", options.lr},
                       {"weight_decay", options.weight_decay},
+                      {"average_decay", options.average_decay},
                       {"batch_size", options.batch_size},
                       {"feature_norm", FeatureNormName(m.features.norm)}};
   summary["checkpoints"] = {{"every_epochs", training.checkpoint_every},
@@ -370,12 +371,16 @@ void PrintSettings(const TrainOptions& o, const std::string& features,
     absl::StrAppend(&model, " x ", o.model.heads, " heads");
   std::printf(
       "shardgnn train: model %s, dropout %g, lr %g, weight decay %g, batch "
-      "%lld, %lld steps per epoch, up to %d epochs%s\n",
+      "%lld, %lld steps per epoch, up to %d epochs%s, %s\n",
       model.c_str(), o.model.dropout, o.lr, o.weight_decay,
       static_cast<long long>(o.batch_size),
       static_cast<long long>(steps_per_epoch), o.epochs,
       o.patience > 0 ? absl::StrCat(" (patience ", o.patience, ")").c_str()
-                     : "");
+                     : "",
+      o.average_decay > 0
+          ? absl::StrCat("parameters averaged (decay ", o.average_decay, ")")
+                .c_str()
+          : "parameters as trained (no averaging)");
   std::printf("shardgnn train: %s\n", features.c_str());
   std::string sampling = "sampling on the training thread (--prefetch 0)";
   if (o.prefetch > 0) {

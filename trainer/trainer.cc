@@ -47,6 +47,16 @@ constexpr uint64_t kModelStream = 4;
 
 absl::Status CheckOptions(const GraphSource& source,
                           const TrainOptions& options) {
+  if (!(options.average_decay >= 0 && options.average_decay < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the parameters' average decay ", options.average_decay,
+                     " is outside [0, 1)"));
+  }
+  if (options.average_decay > 0 && options.embeddings != nullptr) {
+    return absl::InvalidArgumentError(
+        "averaging the parameters (--average-decay) would leave the learned "
+        "embedding rows out: give --average-decay 0 with --learn-embeddings");
+  }
   if (static_cast<int>(options.fanouts.size()) != options.model.num_layers) {
     return absl::InvalidArgumentError(
         absl::StrCat("the model has ", options.model.num_layers, " layers but ",
@@ -236,6 +246,7 @@ class Run {
         result.resumed_from_epoch = state.epoch;
         if (options_.on_resume) options_.on_resume(state.epoch);
         result.epochs = state.history;
+        average_ = state.average;
         result.best_val_score = state.best_val_acc;
         result.best_epoch = state.best_epoch;
       }
@@ -274,6 +285,8 @@ class Run {
             "training diverged in epoch ", epoch, ": the loss is ", stats.loss,
             "; lower --lr, or check the features' scale (--feature-norm)"));
       }
+      // Validated (and kept when best) with the averaged parameters.
+      UseAverage(params);
       const auto eval_start = Clock::now();
       const int64_t eval_faults = MinorFaults();
       task_->set_sampler_threads(options_.prefetch > 0 ? loader_->workers()
@@ -309,6 +322,7 @@ class Run {
         state.best_val_loss = stats.val_loss;
         result.best_epoch = epoch;
       }
+      UseTrained(params);
       result.epochs.push_back(stats);
       // The validation score is the same on every rank (summed counts), so
       // all ranks stop at the same epoch.
@@ -323,6 +337,7 @@ class Run {
         state.best_val_acc = result.best_val_score;
         state.best_epoch = result.best_epoch;
         state.history = result.epochs;
+        state.average = average_;
         const auto c0 = Clock::now();
         // The tables first: a checkpoint of epoch E exists only once every
         // holder has the snapshot of E that resuming from it needs.
@@ -448,6 +463,7 @@ class Run {
             "; lower --lr, or check the features' scale (--feature-norm)"));
       }
       optimizer->step();
+      UpdateAverage(params);
       // Sent while the next batch computes (at most two steps in flight).
       if (rows_ != nullptr) RETURN_IF_ERROR(rows_->PushStep());
       stats.compute_seconds += SecondsSince(t0);
@@ -527,6 +543,40 @@ class Run {
         });
   }
 
+  // TrainOptions::average_decay: the average after this step.
+  void UpdateAverage(const std::vector<torch::Tensor>& params) {
+    const double d = options_.average_decay;
+    if (d <= 0) return;
+    torch::NoGradGuard no_grad;
+    if (average_.empty()) {
+      for (const auto& p : params) average_.push_back(p.detach().clone());
+      return;
+    }
+    for (size_t i = 0; i < params.size(); ++i)
+      average_[i].mul_(d).add_(params[i].detach(), 1.0 - d);
+  }
+
+  // Puts the averaged parameters in the model, keeping the trained ones
+  // aside (in buffers made once) until UseTrained.
+  void UseAverage(const std::vector<torch::Tensor>& params) {
+    if (average_.empty()) return;
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (trained_.size() <= i) {
+        trained_.push_back(params[i].detach().clone());
+      } else {
+        trained_[i].copy_(params[i]);
+      }
+      params[i].copy_(average_[i]);
+    }
+  }
+
+  void UseTrained(const std::vector<torch::Tensor>& params) {
+    if (average_.empty()) return;
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < params.size(); ++i) params[i].copy_(trained_[i]);
+  }
+
   // The settings a resumed run must share with its checkpoint
   // (TrainOptions::allow_changed_settings), as "key=value" words.
   std::string SettingsOf(int64_t steps_per_epoch) const {
@@ -538,7 +588,11 @@ class Run {
         " fanouts=", absl::StrJoin(options_.fanouts, ","),
         " eval_fanouts=", absl::StrJoin(options_.eval_fanouts, ","),
         " dropout=", m.dropout, " attn_dropout=", m.attn_dropout,
-        " feature_norm=", FeatureNormName(m.features.norm));
+        " feature_norm=", FeatureNormName(m.features.norm),
+        // Only when on: checkpoints from before averaging existed resume.
+        options_.average_decay > 0
+            ? absl::StrCat(" average_decay=", options_.average_decay)
+            : "");
   }
 
   absl::Status CheckSettings(const std::string& saved,
@@ -550,6 +604,7 @@ class Run {
         std::pair<std::string, std::string> kv = absl::StrSplit(word, '=');
         m[kv.first] = kv.second;
       }
+      m.emplace("average_decay", "0");  // Written only when on (SettingsOf).
       return m;
     };
     const auto before = parse(saved);
@@ -584,6 +639,10 @@ class Run {
   std::shared_ptr<internal::GnnModel> model_;
   std::unique_ptr<internal::Task> task_;
   std::unique_ptr<internal::InputRows> rows_;  // With learned embeddings.
+  // TrainOptions::average_decay: the average (empty before the first step),
+  // and the trained parameters while the average is in the model.
+  std::vector<torch::Tensor> average_;
+  std::vector<torch::Tensor> trained_;
 };
 
 }  // namespace

@@ -76,9 +76,10 @@ struct ModelOptions {
 
 // The defaults for each model, from the models' papers and checked across the
 // bundled datasets (docs/benchmarks.md, bench/quality): hidden width, heads,
-// dropout, learning rate and the training schedule (the most epochs, and the
-// patience of early stopping on validation; 0 = none). Everything else keeps
-// TrainOptions' defaults.
+// dropout, learning rate, the training schedule (the most epochs, and the
+// patience of early stopping on validation; 0 = none) and the decay of the
+// parameters' moving average (TrainOptions::average_decay) for node tasks.
+// Everything else keeps TrainOptions' defaults.
 struct ModelDefaults {
   int64_t hidden;
   int heads;
@@ -87,6 +88,7 @@ struct ModelDefaults {
   double lr;
   int epochs;
   int patience;
+  double average_decay;
 };
 ModelDefaults DefaultsFor(ModelKind kind);
 
@@ -230,6 +232,16 @@ struct TrainOptions {
   int patience = 0;
   double lr = 0.01;
   double weight_decay = 5e-4;
+  // Validation, the best-on-validation choice, and so the model that is
+  // tested and written, use a moving average of the parameters over the
+  // steps (Polyak averaging): after the first optimizer step it is the
+  // parameters, after every later one avg <- d * avg + (1 - d) * params,
+  // with d = average_decay; 0 = the parameters as trained. It smooths the
+  // minibatch gradient's noise, which on graphs with few or weak labels
+  // costs up to a point of accuracy against full-batch training. Kept in the
+  // checkpoints. Not with learned embeddings (their rows on the servers are
+  // not averaged): refused.
+  double average_decay = 0.0;
   uint64_t seed =
       0;  // Parameters, dropout, shuffles and sampling all derive from it.
   int64_t num_classes = 0;  // 0: one more than the largest train label.

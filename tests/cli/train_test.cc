@@ -297,7 +297,8 @@ TEST(TrainInProcessTest, StatesTheDefaultsItChoseAndCheckpointsAsAsked) {
                         "0.6, lr 0.005"));
   EXPECT_THAT(gat_output, HasSubstr("10 steps per epoch"));
   // --epochs given, --patience the model's.
-  EXPECT_THAT(gat_output, HasSubstr("up to 3 epochs (patience 20)\n"));
+  EXPECT_THAT(gat_output,
+              HasSubstr("up to 3 epochs (patience 20), parameters as trained"));
   EXPECT_THAT(gat_output,
               HasSubstr("features: row (auto: non-negative features"));
   EXPECT_THAT(gat_output, HasSubstr("checkpoints: "));
@@ -321,7 +322,8 @@ TEST(TrainInProcessTest, StatesTheDefaultsItChoseAndCheckpointsAsAsked) {
                    "0", "--out", dir.Sub("sage")});
   ASSERT_EQ(sage, 0) << sage_output;
   EXPECT_THAT(sage_output, HasSubstr("model sage, 2 layers, hidden 32,"));
-  EXPECT_THAT(sage_output, HasSubstr("up to 2 epochs\n"));  // No patience.
+  EXPECT_THAT(sage_output,
+              HasSubstr("up to 2 epochs, parameters"));  // No patience.
   EXPECT_THAT(sage_output, HasSubstr("features: standardize (as requested"));
   EXPECT_THAT(sage_output, ::testing::Not(HasSubstr("checkpoints: ")));
   EXPECT_FALSE(std::filesystem::exists(dir.Sub("sage") + "/checkpoints"));
@@ -359,7 +361,9 @@ TEST(TrainInProcessTest, TheScheduleIsTheModels) {
 
   auto [gat, gat_output] = train("gat", {"--model", "gat"});
   ASSERT_EQ(gat, 0) << gat_output;
-  EXPECT_THAT(gat_output, HasSubstr("up to 100 epochs (patience 20)\n"));
+  EXPECT_THAT(
+      gat_output,
+      HasSubstr("up to 100 epochs (patience 20), parameters as trained"));
   nlohmann::json summary = summary_of("gat");
   const int run = summary["epochs_run"].get<int>();
   const int best = summary["best_epoch"].get<int>();
@@ -373,13 +377,14 @@ TEST(TrainInProcessTest, TheScheduleIsTheModels) {
 
   auto [gcn, gcn_output] = train("gcn", {"--model", "gcn"});
   ASSERT_EQ(gcn, 0) << gcn_output;
-  EXPECT_THAT(gcn_output, HasSubstr("up to 20 epochs\n"));
+  EXPECT_THAT(gcn_output,
+              HasSubstr("up to 20 epochs, parameters averaged (decay 0.9)\n"));
   EXPECT_EQ(summary_of("gcn")["epochs_run"], 20);
 
   auto [short_gat, short_output] =
       train("short", {"--model", "gat", "--epochs", "4", "--patience", "0"});
   ASSERT_EQ(short_gat, 0) << short_output;
-  EXPECT_THAT(short_output, HasSubstr("up to 4 epochs\n"));
+  EXPECT_THAT(short_output, HasSubstr("up to 4 epochs, parameters"));
   EXPECT_EQ(summary_of("short")["epochs_run"], 4);
 
   auto [bad, bad_output] = train("bad", {"--model", "gat", "--epochs", "0"});

@@ -162,6 +162,53 @@ TEST_F(TrainerTest, CheckpointsEveryNEpochsAndAfterTheLastResumeExactly) {
   EXPECT_EQ(resumed.test_acc, full.test_acc);
 }
 
+// With a moving average of the parameters (TrainOptions::average_decay) the
+// training is the same (the losses), and the average is what is validated,
+// kept and tested; the checkpoints hold it, so that a resumed run keeps the
+// same model bit for bit.
+TEST_F(TrainerTest, AveragedParametersAreKeptAndResumeExactly) {
+  TempDir tmp;
+  TrainOptions options = SbmOptions(ModelKind::kSage);
+  options.epochs = 4;
+  ASSERT_OK_AND_ASSIGN(TrainResult plain,
+                       Train(*source_, graph_.splits, options));
+  options.average_decay = 0.9;
+  ASSERT_OK_AND_ASSIGN(TrainResult averaged,
+                       Train(*source_, graph_.splits, options));
+  ASSERT_EQ(averaged.epochs.size(), 4u);
+  bool validated_otherwise = false;
+  for (int e = 0; e < 4; ++e) {
+    EXPECT_EQ(averaged.epochs[e].loss, plain.epochs[e].loss) << e + 1;
+    validated_otherwise = validated_otherwise || averaged.epochs[e].val_loss !=
+                                                     plain.epochs[e].val_loss;
+  }
+  EXPECT_TRUE(validated_otherwise);
+  EXPECT_NE(averaged.parameters_checksum, plain.parameters_checksum);
+  EXPECT_GT(averaged.test_acc, 0.6);
+
+  options.checkpoint_path = tmp.Sub("run.ckpt");
+  options.epochs = 2;
+  ASSERT_OK(Train(*source_, graph_.splits, options).status());
+  options.epochs = 4;
+  options.resume = true;
+  ASSERT_OK_AND_ASSIGN(TrainResult resumed,
+                       Train(*source_, graph_.splits, options));
+  EXPECT_EQ(resumed.resumed_from_epoch, 2);
+  ASSERT_EQ(resumed.epochs.size(), 4u);
+  for (int e = 2; e < 4; ++e)
+    EXPECT_EQ(resumed.epochs[e].val_loss, averaged.epochs[e].val_loss) << e + 1;
+  EXPECT_EQ(resumed.parameters_checksum, averaged.parameters_checksum);
+  // Resuming it without the average is a change of settings.
+  options.average_decay = 0;
+  options.epochs = 5;
+  absl::StatusOr<TrainResult> changed = Train(*source_, graph_.splits, options);
+  EXPECT_EQ(changed.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(
+      std::string(changed.status().message()).find("average_decay 0.9 -> 0"),
+      std::string::npos)
+      << changed.status();
+}
+
 // Resuming with other training settings is refused, naming each change,
 // unless allowed; more epochs are not a change.
 TEST_F(TrainerTest, ResumeRefusesChangedSettingsUnlessAllowed) {
@@ -397,6 +444,12 @@ TEST_F(TrainerTest, RejectsInconsistentOptions) {
   absl::StatusOr<TrainResult> result = Train(*source_, graph_.splits, options);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(result.status().message()).find("3 fanouts"),
+            std::string::npos);
+  options = SbmOptions(ModelKind::kSage);
+  options.average_decay = 1.0;
+  result = Train(*source_, graph_.splits, options);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(result.status().message()).find("average decay"),
             std::string::npos);
   options = SbmOptions(ModelKind::kSage);
   TrainSplits bad = graph_.splits;

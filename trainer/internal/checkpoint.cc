@@ -60,6 +60,7 @@ absl::Status WriteCheckpoint(const std::string& path,
     archive.write("best_epoch", Scalar(static_cast<int64_t>(state.best_epoch)));
     WriteTensors(archive, "parameters", state.parameters);
     WriteTensors(archive, "best", state.best);
+    if (!state.average.empty()) WriteTensors(archive, "average", state.average);
     torch::Tensor history = torch::zeros(
         {static_cast<int64_t>(state.history.size()), kHistoryColumns},
         torch::kDouble);
@@ -166,6 +167,18 @@ absl::StatusOr<bool> ReadCheckpoint(const std::string& path,
       for (size_t i = 0; i < state->parameters.size(); ++i) {
         t = Read(best, std::to_string(i));
         state->best.push_back(t.clone());
+      }
+    }
+    state->average.clear();
+    torch::serialize::InputArchive average;
+    if (archive.try_read("average", average)) {
+      for (size_t i = 0; i < state->parameters.size(); ++i) {
+        t = Read(average, std::to_string(i));
+        if (!t.sizes().equals(state->parameters[i].sizes())) {
+          return absl::DataLossError(absl::StrCat(
+              path, ": the averaged parameter ", i, " has another shape"));
+        }
+        state->average.push_back(t.clone());
       }
     }
     t = Read(archive, "history");

@@ -25,6 +25,9 @@ struct CheckpointState {
   uint64_t dropout_count = 0;
   std::vector<torch::Tensor> parameters;
   std::vector<torch::Tensor> best;  // Empty until an epoch completed.
+  // The moving average of the parameters (TrainOptions::average_decay);
+  // empty without one, or before the first step.
+  std::vector<torch::Tensor> average;
   double best_val_acc = -1.0;
   // The best epoch's validation loss (ties of accuracy go to the lower).
   double best_val_loss = std::numeric_limits<double>::infinity();
