@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/buffers.h"
 #include "common/npy.h"
 #include "common/status.h"
 #include "sampler/internal/replica_set.h"
@@ -208,6 +209,10 @@ class RemoteRows final : public LearnableRows {
       free_.pop_back();
     }
     push.step = step;
+    // Grown with headroom: a step a little larger than any before still fits
+    // (an exact fit would be reallocated, and faulted in afresh, each time).
+    ReserveWithHeadroom(&push.nodes, nodes.size());
+    ReserveWithHeadroom(&push.grads, grads.size());
     push.nodes.assign(nodes.begin(), nodes.end());
     push.grads.assign(grads.begin(), grads.end());
     queue_.push_back(std::move(push));
@@ -412,6 +417,7 @@ class RemoteRows final : public LearnableRows {
               absl::Span<const NodeId> ids,
               absl::Span<const size_t> positions) -> absl::Status {
             std::vector<float>& grads = part_grads_[static_cast<size_t>(part)];
+            ReserveWithHeadroom(&grads, ids.size() * dim);
             grads.resize(ids.size() * dim);
             for (size_t i = 0; i < ids.size(); ++i) {
               std::memcpy(grads.data() + i * dim,

@@ -4,8 +4,8 @@
 # trainers}, trained with DEFAULT flags by `shardgnn run` against 2 storage
 # servers, beside the reference each model is held to: the same model trained
 # the papers' way (the whole graph, full neighborhoods, one full batch per
-# step, 200 epochs, in one process: `shardgnn train --dataset` with fanouts
-# -1). Prints one JSON object (stdout) and a table (stderr): mean and standard
+# step, 200 epochs without early stopping or parameter averaging, in one
+# process: `shardgnn train --dataset` with fanouts -1). Prints one JSON object (stdout) and a table (stderr): mean and standard
 # deviation of the test accuracy per configuration, the published figure where
 # one exists, wall time, and whether each target holds:
 #   std <= 2 points over the seeds; 2 trainers within 1 point of 1 trainer;
@@ -199,7 +199,7 @@ for dataset in ${datasets}; do
         if ! "${shardgnn}" train --dataset "${work}/datasets/${dataset}" \
           --model "${model}" --seed "${seed}" --fanouts -1,-1 --eval-fanouts -1,-1 \
           --batch-size 1000000000 --min-steps-per-epoch 1 --epochs 200 \
-          --checkpoint-every 0 --out "${out}" >"${out}.log" 2>&1; then
+          --patience 0 --average-decay 0 --checkpoint-every 0 --out "${out}" >"${out}.log" 2>&1; then
           log "${dataset} ${model} reference seed ${seed} failed:"
           tail -5 "${out}.log" >&2
           exit 1

@@ -349,13 +349,19 @@ absl::Status FeaturePortClient::RequestOnce(
     iovec iov = {to.out, h.payload_bytes};
     s = TransferV(fd, &iov, 1, /*send=*/false, deadline);
   } else {
-    // The kernel scatters the rows to their places: no copy here.
-    std::vector<iovec> iov(to.count);
-    for (size_t i = 0; i < to.count; ++i) {
-      iov[i] = {to.out + to.places[i] * to.piece_bytes, to.piece_bytes};
+    // The kernel scatters the rows to their places: no copy here. The
+    // places go to it a stack array at a time (a vector of them, fresh for
+    // each call, was most of a pull's fresh memory: issue 17).
+    constexpr size_t kChunk = 1024;
+    iovec iov[kChunk];
+    for (size_t first = 0; first < to.count && s.ok(); first += kChunk) {
+      const size_t n = std::min(kChunk, to.count - first);
+      for (size_t i = 0; i < n; ++i) {
+        iov[i] = {to.out + to.places[first + i] * to.piece_bytes,
+                  to.piece_bytes};
+      }
+      s = TransferV(fd, iov, static_cast<int>(n), /*send=*/false, deadline);
     }
-    s = TransferV(fd, iov.data(), static_cast<int>(iov.size()),
-                  /*send=*/false, deadline);
   }
   if (!s.ok()) return broken(s);
   Release(fd);
