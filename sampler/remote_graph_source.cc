@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <future>
 #include <map>
 #include <optional>
 
@@ -288,18 +287,9 @@ absl::Status RemoteGraphSource::ForEachPart(
   for (int p = 0; p < book_.num_parts(); ++p) {
     if (!groups.ids[p].empty()) parts.push_back(p);
   }
-  if (parts.size() == 1) return fn(parts[0]);
   // One request per part in flight at once; the calling thread serves the last
   // part itself.
-  std::vector<std::future<absl::Status>> pending;
-  for (size_t i = 0; i + 1 < parts.size(); ++i)
-    pending.push_back(std::async(std::launch::async, fn, parts[i]));
-  absl::Status first = parts.empty() ? absl::OkStatus() : fn(parts.back());
-  for (auto& f : pending) {
-    absl::Status s = f.get();
-    if (first.ok() && !s.ok()) first = s;
-  }
-  return first;
+  return workers_.ForEach(parts.size(), [&](size_t i) { return fn(parts[i]); });
 }
 
 absl::Status RemoteGraphSource::SampleNeighbors(absl::Span<const NodeId> nodes,
@@ -638,16 +628,8 @@ absl::Status RemoteGraphSource::ForEachOwner(absl::Span<const NodeId> nodes,
   for (int p = 0; p < book_.num_parts(); ++p) {
     if (all_parts || !groups.ids[p].empty()) parts.push_back(p);
   }
-  if (parts.size() == 1) return run(parts[0]);
-  std::vector<std::future<absl::Status>> pending;
-  for (size_t i = 0; i + 1 < parts.size(); ++i)
-    pending.push_back(std::async(std::launch::async, run, parts[i]));
-  absl::Status first = parts.empty() ? absl::OkStatus() : run(parts.back());
-  for (auto& f : pending) {
-    absl::Status s = f.get();
-    if (first.ok() && !s.ok()) first = s;
-  }
-  return first;
+  return workers_.ForEach(parts.size(),
+                          [&](size_t i) { return run(parts[i]); });
 }
 
 absl::Status RemoteGraphSource::ForEachReplica(absl::Span<const NodeId> nodes,
@@ -666,16 +648,8 @@ absl::Status RemoteGraphSource::ForEachReplica(absl::Span<const NodeId> nodes,
     }
     return absl::OkStatus();
   };
-  std::vector<std::future<absl::Status>> pending;
-  for (int p = 0; p + 1 < book_.num_parts(); ++p) {
-    pending.push_back(std::async(std::launch::async, run, p));
-  }
-  absl::Status first = run(book_.num_parts() - 1);
-  for (auto& f : pending) {
-    absl::Status s = f.get();
-    if (first.ok() && !s.ok()) first = s;
-  }
-  return first;
+  return workers_.ForEach(static_cast<size_t>(book_.num_parts()),
+                          [&](size_t p) { return run(static_cast<int>(p)); });
 }
 
 std::string RemoteGraphSource::address(int part) const {

@@ -36,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/shared_memory.h"
+#include "common/worker_threads.h"
 #include "graphstore/client.h"
 #include "partition/partition_book.h"
 #include "sampler/graph_source.h"
@@ -229,8 +230,8 @@ class RemoteGraphSource : public GraphSource {
                      absl::Span<const size_t> rows, float* out) const;
   absl::Status FetchChunk(absl::Span<const NodeId> nodes,
                           absl::Span<const size_t> rows, float* out) const;
-  // Runs fn(part) for every part with nodes, concurrently; returns the first
-  // error.
+  // Runs fn(part) for every part with nodes, concurrently (on workers_ and
+  // the calling thread); returns the first error.
   absl::Status ForEachPart(const Groups& groups,
                            const std::function<absl::Status(int)>& fn) const;
 
@@ -248,6 +249,10 @@ class RemoteGraphSource : public GraphSource {
   int64_t max_feature_ids_per_call_;
   mutable std::atomic<int64_t> requests_{0}, ids_sent_{0}, neighbor_bytes_{0},
       feature_bytes_{0}, shared_feature_bytes_{0};
+  // Run the calls of a fan-out to several parts (ForEachPart, ForEachOwner,
+  // ForEachReplica), kept between calls (common/worker_threads.h). Last:
+  // they go first.
+  mutable WorkerThreads workers_;
 };
 
 }  // namespace shardgnn
