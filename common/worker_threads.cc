@@ -28,7 +28,16 @@ std::future<absl::Status> WorkerThreads::Run(std::function<absl::Status()> fn) {
   tasks_.push_back(std::move(task));
   // Every waiting task has a waiting worker to take it: none waits behind a
   // running one.
-  if (tasks_.size() > idle_) threads_.emplace_back([this] { Work(); });
+  if (tasks_.size() > idle_) {
+    try {
+      threads_.emplace_back([this] { Work(); });
+    } catch (...) {
+      // No thread (resources exhausted): the task would never run, and its
+      // caller would wait for it forever.
+      tasks_.pop_back();
+      throw;
+    }
+  }
   return result;
 }
 

@@ -40,7 +40,9 @@ class WorkerThreads {
   // Runs fn(i) for every i in [0, n): fn(n - 1) on the calling thread, the
   // others on workers at the same time. Returns once every one has returned
   // (also when one throws, which is then rethrown): the status of fn(n - 1)
-  // if it failed, else the first failure in index order, else OK.
+  // if it failed, else the first failure in index order, else OK. A worker
+  // that cannot be started (std::system_error) is thrown the same way, once
+  // the tasks already handed over have returned.
   absl::Status ForEach(size_t n, const std::function<absl::Status(size_t)>& fn);
 
   // Workers started so far (each one stays).

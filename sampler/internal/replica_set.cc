@@ -153,6 +153,7 @@ std::vector<ReplicaState> ReplicaSet::states() const {
     s.calls = r->calls.load();
     s.failures = r->failures.load();
     s.rejoins = r->rejoins.load();
+    s.in_flight = r->in_flight.load();
     s.last_error = r->last_error;
     states.push_back(std::move(s));
   }

@@ -88,6 +88,7 @@ struct ReplicaState {
   int64_t calls = 0;     // Calls run on it.
   int64_t failures = 0;  // Calls that failed over from it.
   int64_t rejoins = 0;   // Times it came back after being marked down.
+  int in_flight = 0;     // Attempts running on it now (hedges' losers too).
   std::string last_error;
 };
 
