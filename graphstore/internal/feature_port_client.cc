@@ -1,3 +1,4 @@
+#include <limits.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -350,9 +351,10 @@ absl::Status FeaturePortClient::RequestOnce(
     s = TransferV(fd, &iov, 1, /*send=*/false, deadline);
   } else {
     // The kernel scatters the rows to their places: no copy here. The
-    // places go to it a stack array at a time (a vector of them, fresh for
-    // each call, was most of a pull's fresh memory: issue 17).
-    constexpr size_t kChunk = 1024;
+    // places go to it a stack array of IOV_MAX at a time, what TransferV
+    // hands readv at once anyway (a vector of them, fresh for each call,
+    // faulted in fresh pages on every large pull: issue 17).
+    constexpr size_t kChunk = IOV_MAX;
     iovec iov[kChunk];
     for (size_t first = 0; first < to.count && s.ok(); first += kChunk) {
       const size_t n = std::min(kChunk, to.count - first);
