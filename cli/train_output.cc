@@ -219,6 +219,10 @@ nlohmann::ordered_json SummaryJson(const TrainResult& result,
   // How the test figures were measured: "exact" (layer-wise inference over
   // full neighborhoods) or "sampled" (with the eval fanouts).
   summary["test_method"] = options.exact_test ? "exact" : "sampled";
+  // This trainer's test pass (rank 0's in a data-parallel run).
+  summary["test_time"] = {{"seconds", result.test_seconds},
+                          {"minor_faults", result.test_minor_faults},
+                          {"batches", result.test_batches}};
   if (options.task == TaskKind::kNode) {
     summary["best_val_acc"] = result.best_val_acc;
   } else {

@@ -57,19 +57,45 @@ PrefetchLoader::PrefetchLoader(BatchFn make_batch, std::vector<int64_t> seeds,
 
 PrefetchLoader::~PrefetchLoader() { Stop(); }
 
+void PrefetchLoader::Pause() {
+  std::unique_lock<std::mutex> lock(mu_);
+  active_ = false;
+  // A worker making a batch finishes it (its calls have deadlines).
+  cv_.wait(lock, [&] { return busy_ == 0; });
+}
+
 void PrefetchLoader::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    active_ = false;
   }
   cv_.notify_all();
   for (auto& w : workers_) w.join();
   workers_.clear();
 }
 
+absl::Status PrefetchLoader::SetItems(absl::Span<const int64_t> items) {
+  if (items.empty())
+    return absl::InvalidArgumentError("loader: no seed nodes to iterate over");
+  Pause();
+  seeds_.assign(items.begin(), items.end());  // Reuses the capacity.
+  std::lock_guard<std::mutex> lock(mu_);      // Idle workers read steps_.
+  steps_ = StepsPerEpoch(static_cast<int64_t>(seeds_.size()), options_);
+  return absl::OkStatus();
+}
+
 void PrefetchLoader::StartEpoch(int64_t epoch) {
-  Stop();
-  order_ = seeds_;
+  Pause();
+  size_t workers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    workers = options_.prefetch > 0 ? static_cast<size_t>(options_.workers) : 0;
+  }
+  // A changed number of threads (set_workers): start them anew.
+  if (workers_.size() != workers) Stop();
+  // No worker makes a batch now: the epoch's order and seed can change.
+  order_.assign(seeds_.begin(), seeds_.end());
   if (options_.shuffle) {
     uint64_t state =
         MixSeed(options_.shuffle_seed, static_cast<uint64_t>(epoch));
@@ -81,6 +107,7 @@ void PrefetchLoader::StartEpoch(int64_t epoch) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = false;
+    active_ = true;
     next_to_sample_ = 0;
     consumer_at_ = 0;
     // Batches sampled but not handed out (an epoch cut short) keep their
@@ -89,10 +116,8 @@ void PrefetchLoader::StartEpoch(int64_t epoch) {
     ready_.clear();
     // A kept error stays: a loader that failed once is not trusted again.
   }
-  if (options_.prefetch > 0) {
-    for (int w = 0; w < options_.workers; ++w)
-      workers_.emplace_back([this] { Work(); });
-  }
+  while (workers_.size() < workers) workers_.emplace_back([this] { Work(); });
+  cv_.notify_all();
 }
 
 void PrefetchLoader::set_workers(int workers) {
@@ -119,55 +144,57 @@ std::vector<int64_t> PrefetchLoader::BatchSeeds(int64_t index) const {
   return out;
 }
 
+namespace {
+
+bool HoldsBuffers(const MiniBatch& batch) {
+  return batch.features.capacity() != 0 || batch.input_nodes.capacity() != 0;
+}
+
+}  // namespace
+
 void PrefetchLoader::Recycle(MiniBatch&& batch) {
   const size_t most =
       static_cast<size_t>(options_.workers + options_.prefetch + 1);
-  // A moved-from batch holds no buffers.
-  if (batch.features.capacity() == 0 && batch.input_nodes.capacity() == 0) {
-    return;
-  }
+  if (!HoldsBuffers(batch)) return;  // E.g. a moved-from batch.
   if (spare_.size() < most) spare_.push_back(std::move(batch));
 }
 
 void PrefetchLoader::Work() {
-  MiniBatch batch;
+  MiniBatch batch;  // Holds buffers only while a batch is made (or failed).
+  std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    int64_t index;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      // Bounded: sample at most `prefetch` batches ahead of the consumer.
-      cv_.wait(lock, [&] {
-        return stop_ || !error_.ok() || next_to_sample_ >= steps_ ||
-               next_to_sample_ < consumer_at_ + options_.prefetch;
-      });
-      if (stop_ || !error_.ok() || next_to_sample_ >= steps_) {
-        // The buffers of the last batch this worker made stay for the next
-        // epoch.
-        Recycle(std::move(batch));
-        return;
-      }
-      index = next_to_sample_++;
-      if (!spare_.empty()) {
-        batch = std::move(spare_.back());
-        spare_.pop_back();
-      }
+    // Bounded: sample at most `prefetch` batches ahead of the consumer.
+    cv_.wait(lock, [&] {
+      return stop_ || (active_ && error_.ok() && next_to_sample_ < steps_ &&
+                       next_to_sample_ < consumer_at_ + options_.prefetch);
+    });
+    if (stop_) {
+      Recycle(std::move(batch));
+      return;
     }
+    const int64_t index = next_to_sample_++;
+    if (!HoldsBuffers(batch) && !spare_.empty()) {
+      batch = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    ++busy_;
+    lock.unlock();
     std::vector<int64_t> seeds = BatchSeeds(index);
     auto start = Clock::now();
     absl::Status s = make_batch_(
         seeds, MixSeed(epoch_seed_, static_cast<uint64_t>(index)), &batch);
     double seconds = Seconds(Clock::now() - start);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stats_.sample_seconds += seconds;
-      stats_.fetch_seconds += batch.fetch_seconds;
-      if (!s.ok()) {
-        if (error_.ok()) error_ = s;
-      } else {
-        ready_.emplace(index, std::move(batch));
-      }
+    lock.lock();
+    --busy_;
+    stats_.sample_seconds += seconds;
+    stats_.fetch_seconds += batch.fetch_seconds;
+    if (!s.ok()) {
+      if (error_.ok()) error_ = s;
+    } else {
+      ready_.emplace(index, std::move(batch));
+      batch = MiniBatch();
     }
-    cv_.notify_all();
+    cv_.notify_all();  // The consumer, and Pause().
   }
 }
 

@@ -19,9 +19,14 @@
 // Up to `prefetch` finished batches wait in a bounded buffer; with prefetch 0
 // Next() samples on the caller's thread. The first error a background thread
 // meets is kept and returned by every later Next() (never a hang: the sources'
-// calls have deadlines, and Next() itself gives up after `max_wait`). Stop() or
-// the destructor ends the background work mid-epoch. Next()/StartEpoch()/Stop()
-// must be called from one thread.
+// calls have deadlines, and Next() itself gives up after `max_wait`).
+//
+// The background threads are kept from epoch to epoch (idle between them):
+// a fresh thread per epoch attaches to whichever malloc arena is free and
+// faults in afresh the sampler's scratch memory there. Pause() ends the
+// current epoch's work and keeps them; Stop() or the destructor ends them.
+// Next()/StartEpoch()/Pause()/Stop()/SetItems()/set_workers() must be called
+// from one thread.
 #ifndef SHARDGNN_SAMPLER_LOADER_H_
 #define SHARDGNN_SAMPLER_LOADER_H_
 
@@ -98,8 +103,15 @@ class PrefetchLoader {
   // loader's pool of buffers (at the end of the epoch too: then *out is left
   // empty).
   absl::StatusOr<bool> Next(MiniBatch* out);
-  // Ends the background work (idempotent).
+  // Ends the current epoch's background work, keeping the threads (idle) for
+  // the next StartEpoch: returns once no batch is being made (each is bounded
+  // by its calls' deadlines). Batches sampled ahead stay until StartEpoch.
+  void Pause();
+  // Ends the background threads (idempotent); StartEpoch starts them again.
   void Stop();
+  // Replaces the items from the next StartEpoch on (pausing the current
+  // epoch), keeping the buffers and threads. INVALID_ARGUMENT if empty.
+  absl::Status SetItems(absl::Span<const int64_t> items);
 
   int64_t steps_per_epoch() const { return steps_; }
   // The background threads from the next StartEpoch on (at least 1); the
@@ -123,8 +135,8 @@ class PrefetchLoader {
   LoaderOptions options_;
   int64_t steps_;
 
-  std::vector<int64_t>
-      order_;  // The current epoch's order; written only while no worker runs.
+  std::vector<int64_t> order_;  // The current epoch's order; written only while
+                                // no worker makes a batch.
   uint64_t epoch_seed_ = 0;
   int64_t consumed_ =
       0;  // Batches handed out this epoch (consumer thread only).
@@ -141,7 +153,9 @@ class PrefetchLoader {
   // prefetch + 1), all of which return here, across epochs too.
   std::vector<MiniBatch> spare_ ABSL_GUARDED_BY(mu_);
   absl::Status error_ ABSL_GUARDED_BY(mu_);
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;    // The threads end.
+  bool active_ ABSL_GUARDED_BY(mu_) = false;  // An epoch's batches are made.
+  int busy_ ABSL_GUARDED_BY(mu_) = 0;         // Workers making a batch.
   LoaderStats stats_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -392,13 +392,22 @@ class Run {
           internal::WriteParametersFile(options_.model_path, *model_));
     }
     internal::TaskEvaluation test;
+    const auto test_start = Clock::now();
+    const int64_t test_faults = MinorFaults();
     if (options_.exact_test) {
       ASSIGN_OR_RETURN(test, task_->EvaluateExact(*model_));
     } else {
       ASSIGN_OR_RETURN(
-          test, task_->Evaluate(*model_, internal::EvalSplit::kTest,
-                                *test_sampler_, options_.on_test_progress));
+          test,
+          task_->Evaluate(*model_, internal::EvalSplit::kTest, *test_sampler_,
+                          [&](int64_t done, int64_t total) {
+                            result.test_batches = total;
+                            if (options_.on_test_progress)
+                              options_.on_test_progress(done, total);
+                          }));
     }
+    result.test_seconds = SecondsSince(test_start);
+    result.test_minor_faults = MinorFaults() - test_faults;
     for (const auto& [key, value] : test.metrics)
       result.test_metrics.emplace_back(absl::StrCat("test_", key), value);
     if (options_.task == TaskKind::kNode) {
@@ -471,7 +480,7 @@ class Run {
       if (options_.on_step)
         options_.on_step(epoch, stats.steps, loader_->steps_per_epoch());
     }
-    loader_->Stop();
+    loader_->Pause();  // Its threads stay for the next epoch.
     if (rows_ != nullptr) {
       const LearnableRowsStats after = rows_->rows()->stats();
       stats.embedding_rows_pulled = after.rows_pulled - rows_before.rows_pulled;

@@ -332,6 +332,13 @@ struct TrainResult {
   // The task's test figures under plain keys ("test_acc"; "test_auc",
   // "test_ap", "test_mrr", "test_hits@20", ...).
   std::vector<std::pair<std::string, double>> test_metrics;
+  // The test pass: its time, the minor page faults of the whole process
+  // during it (as EpochStats::minor_faults), and its batches (sampled test;
+  // 0 for the exact test). It samples with larger fanouts than validation
+  // (DefaultEvalFanouts), so its first batches warm up buffers of their own.
+  double test_seconds = 0.0;
+  int64_t test_minor_faults = 0;
+  int64_t test_batches = 0;
   int64_t num_parameters = 0;
   // XXH64 over the final (kept) parameters' bytes, in order, as hex: equal
   // runs (the same seed and settings, however their servers failed over or

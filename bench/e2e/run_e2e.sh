@@ -303,6 +303,7 @@ for dropout in dropouts.split(","):
             "world_size": s["world_size"],
             "wall_seconds": float(open(out + ".wall").read()),
             "epoch_time": t,
+            "test_time": s.get("test_time"),
             "wait_fraction_of_step": t["wait_fraction"],
             "process": s["process"],
             "remote": s.get("remote"),

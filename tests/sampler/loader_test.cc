@@ -1,8 +1,12 @@
 #include "sampler/loader.h"
 
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <mutex>
+#include <numeric>
 #include <set>
 
 #include "common/peak_rss.h"
@@ -198,6 +202,118 @@ TEST_F(LoaderTest, StopsCleanlyMidEpoch) {
   loader->Stop();
   loader->Stop();
   EXPECT_GE(loader->stats().batches, 2);
+}
+
+// A loader over items whose batches record the kernel thread that made them.
+class ThreadRecordingLoader {
+ public:
+  explicit ThreadRecordingLoader(int64_t items, LoaderOptions options) {
+    std::vector<int64_t> all(static_cast<size_t>(items));
+    std::iota(all.begin(), all.end(), 0);
+    auto loader = PrefetchLoader::Create(
+        [this](absl::Span<const int64_t> batch_items, uint64_t,
+               MiniBatch* out) {
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            threads_.insert(static_cast<int64_t>(syscall(SYS_gettid)));
+          }
+          out->seeds.assign(batch_items.begin(), batch_items.end());
+          out->input_nodes = out->seeds;
+          out->features.assign(batch_items.size(), 1.0f);
+          return absl::OkStatus();
+        },
+        std::move(all), options);
+    EXPECT_TRUE(loader.ok()) << loader.status();
+    if (loader.ok()) loader_ = std::move(*loader);
+  }
+
+  // The items of every batch of `epoch`, in order.
+  std::vector<int64_t> Epoch(int64_t epoch) {
+    loader_->StartEpoch(epoch);
+    std::vector<int64_t> seen;
+    MiniBatch batch;
+    while (true) {
+      absl::StatusOr<bool> more = loader_->Next(&batch);
+      EXPECT_TRUE(more.ok()) << more.status();
+      if (!more.ok() || !*more) break;
+      seen.insert(seen.end(), batch.seeds.begin(), batch.seeds.end());
+    }
+    return seen;
+  }
+
+  size_t threads() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return threads_.size();
+  }
+
+  PrefetchLoader& loader() { return *loader_; }
+
+ private:
+  std::mutex mu_;
+  std::set<int64_t> threads_;
+  std::unique_ptr<PrefetchLoader> loader_;
+};
+
+// A fresh thread per epoch attaches to whichever malloc arena is free and
+// faults in its scratch memory afresh (issue 17): the threads that made one
+// epoch's batches make the next one's, through Pause() too, and only a
+// changed number of threads starts new ones.
+TEST(LoaderThreadsTest, TheSameThreadsServeEveryEpoch) {
+  LoaderOptions options;
+  options.batch_size = 4;
+  options.prefetch = 2;
+  options.workers = 2;
+  ThreadRecordingLoader recording(200, options);
+  for (int64_t epoch = 0; epoch < 5; ++epoch) {
+    EXPECT_EQ(recording.Epoch(epoch).size(), 200u);
+    recording.loader().Pause();
+  }
+  EXPECT_LE(recording.threads(), 2u);
+  recording.loader().set_workers(3);
+  for (int64_t epoch = 5; epoch < 8; ++epoch)
+    EXPECT_EQ(recording.Epoch(epoch).size(), 200u);
+  EXPECT_LE(recording.threads(), 5u);
+  recording.loader().Stop();
+  recording.loader().Stop();
+  EXPECT_EQ(recording.Epoch(8).size(), 200u);  // Started again.
+}
+
+// An epoch paused halfway starts over whole, the same as in a fresh loader.
+TEST(LoaderThreadsTest, APausedEpochStartsOverWhole) {
+  LoaderOptions options;
+  options.batch_size = 8;
+  options.prefetch = 4;
+  options.workers = 2;
+  options.shuffle_seed = 9;
+  ThreadRecordingLoader fresh(100, options), paused(100, options);
+  paused.loader().StartEpoch(3);
+  MiniBatch batch;
+  ASSERT_OK(paused.loader().Next(&batch));
+  paused.loader().Pause();
+  paused.loader().Pause();
+  EXPECT_EQ(paused.Epoch(3), fresh.Epoch(3));
+}
+
+// Evaluation keeps one loader and its buffers for changing node lists.
+TEST(LoaderThreadsTest, SetItemsReplacesTheItemsFromTheNextEpoch) {
+  LoaderOptions options;
+  options.batch_size = 32;
+  options.shuffle = false;
+  options.workers = 2;
+  ThreadRecordingLoader recording(100, options);
+  PrefetchLoader& loader = recording.loader();
+  EXPECT_EQ(loader.steps_per_epoch(), 4);
+  loader.StartEpoch(0);
+  MiniBatch batch;
+  ASSERT_OK(loader.Next(&batch));  // Mid-epoch: SetItems pauses it.
+  std::vector<int64_t> items(40);
+  std::iota(items.begin(), items.end(), 1000);
+  ASSERT_OK(loader.SetItems(items));
+  EXPECT_EQ(loader.steps_per_epoch(), 2);
+  EXPECT_EQ(recording.Epoch(0), items);
+  EXPECT_EQ(loader.SetItems({}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(recording.Epoch(1), items);  // Unchanged by the refused call.
+  EXPECT_LE(recording.threads(), 2u);
 }
 
 TEST(LoaderOptionsTest, RejectsBadOptions) {

@@ -118,7 +118,7 @@ class NodeTask : public Task {
                            .item<double>();
         }
       }
-      loader->Stop();
+      loader->Pause();  // Its threads stay for the next evaluation.
     }
     if (c_.sync != nullptr)
       RETURN_IF_ERROR(c_.sync->AllreduceSum(absl::MakeSpan(counts, 3)));
