@@ -10,6 +10,9 @@
 #define SHARDGNN_COMMON_BUFFERS_H_
 
 #include <cstddef>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 namespace shardgnn {
 
@@ -23,6 +26,54 @@ void ReserveWithHeadroom(Buffer* buffer, size_t n) {
   buffer->shrink_to_fit();  // The old buffer goes before the new one comes.
   buffer->reserve(n + n / 4);
 }
+
+// Objects that hold buffers (a SampledNeighbors, say), kept for later use by
+// any thread: Take() one, Give() it back when done with it. Take() returns a
+// default-constructed T when none is kept; at most `max_kept` are kept (the
+// rest are freed), so the pool holds about as many as are in use at once.
+// Thread-safe.
+template <typename T>
+class BufferPool {
+ public:
+  explicit BufferPool(size_t max_kept) : max_kept_(max_kept) {}
+
+  T Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (kept_.empty()) return T();
+    T t = std::move(kept_.back());
+    kept_.pop_back();
+    return t;
+  }
+  void Give(T&& t) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (kept_.size() < max_kept_) kept_.push_back(std::move(t));
+  }
+  // One object taken for a scope and given back at its end.
+  class Lease {
+   public:
+    explicit Lease(BufferPool* pool) : pool_(pool), value_(pool->Take()) {}
+    ~Lease() { pool_->Give(std::move(value_)); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    T& operator*() { return value_; }
+    T* operator->() { return &value_; }
+    T* get() { return &value_; }
+
+   private:
+    BufferPool* pool_;
+    T value_;
+  };
+
+  size_t kept() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return kept_.size();
+  }
+
+ private:
+  const size_t max_kept_;
+  mutable std::mutex mu_;
+  std::vector<T> kept_;
+};
 
 }  // namespace shardgnn
 

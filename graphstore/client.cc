@@ -218,26 +218,42 @@ bool GraphStoreClient::UsesFeaturePort() const {
 
 absl::StatusOr<SampledNeighbors> GraphStoreClient::SampleNeighbors(
     absl::Span<const NodeId> ids, int fanout, bool replace, uint64_t seed) {
+  SampledNeighbors out;
+  RETURN_IF_ERROR(SampleNeighbors(ids, fanout, replace, seed, &out));
+  return out;
+}
+
+absl::Status GraphStoreClient::SampleNeighbors(absl::Span<const NodeId> ids,
+                                               int fanout, bool replace,
+                                               uint64_t seed,
+                                               SampledNeighbors* out) {
   proto::SampleNeighborsRequest req;
   wire::Pack<NodeId>(ids, req.mutable_node_ids());
   req.set_fanout(fanout);
   req.set_replace(replace);
   req.set_seed(seed);
-  proto::SampleNeighborsResponse resp;
+  grpc::ByteBuffer request;
+  bool own = false;
+  if (!grpc::SerializationTraits<proto::SampleNeighborsRequest>::Serialize(
+           req, &request, &own)
+           .ok()) {
+    return impl_->Error(absl::StatusCode::kInternal, "SampleNeighbors",
+                        "cannot serialize the request");
+  }
+  // Raw call: the answer goes from the gRPC buffer into out's vectors in one
+  // copy, reusing their memory.
+  grpc::ByteBuffer response;
   RETURN_IF_ERROR(
-      impl_->Call("SampleNeighbors", req, &resp,
-                  [](Stub* s, grpc::ClientContext* c, const auto& q, auto* r) {
-                    return s->SampleNeighbors(c, q, r);
+      impl_->Call("SampleNeighbors", request, &response,
+                  [this](Stub*, grpc::ClientContext* c,
+                         const grpc::ByteBuffer& q, grpc::ByteBuffer* r) {
+                    return impl_->RawCall(c, q, r, kSampleNeighborsMethod);
                   }));
-  SampledNeighbors out;
-  RETURN_IF_ERROR(impl_->Unpack("SampleNeighbors", resp.counts(), "counts",
-                                ids.size(), &out.counts));
-  RETURN_IF_ERROR(impl_->Unpack("SampleNeighbors", resp.neighbors(),
-                                "neighbors", SIZE_MAX, &out.neighbors));
-  RETURN_IF_ERROR(
-      impl_->Checked("SampleNeighbors",
-                     internal::CheckSample(ids, fanout, out, impl_->bounds())));
-  return out;
+  RETURN_IF_ERROR(impl_->Checked(
+      "SampleNeighbors", internal::DecodeSampled(response, ids.size(), out)));
+  return impl_->Checked(
+      "SampleNeighbors",
+      internal::CheckSample(ids, fanout, *out, impl_->bounds()));
 }
 
 std::shared_ptr<internal::FeaturePortClient>

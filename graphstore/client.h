@@ -159,9 +159,16 @@ class GraphStoreClient {
   // True while GetFeatures goes over the server's feature port.
   bool UsesFeaturePort() const;
   // Sampled neighbors of `ids` in CSR form (see ShardStore::SampleNeighbors).
+  // DATA_LOSS naming the server if the answer is malformed or does not fit
+  // the request (a count per ID, within the fanout, neighbors in the graph).
   absl::StatusOr<SampledNeighbors> SampleNeighbors(absl::Span<const NodeId> ids,
                                                    int fanout, bool replace,
                                                    uint64_t seed);
+  // The same into *out, reusing its vectors' memory (their contents are
+  // replaced, also when the call fails).
+  absl::Status SampleNeighbors(absl::Span<const NodeId> ids, int fanout,
+                               bool replace, uint64_t seed,
+                               SampledNeighbors* out);
   // Writes the row of ids[i] to out + i * feature_dim, or, when `rows` is
   // given (one entry per ID), to out + rows[i] * feature_dim: received bytes
   // are copied once, straight to their place. Fails with DATA_LOSS if the

@@ -104,7 +104,7 @@ absl::Status NeighborSampler::SampleWith(absl::Span<const NodeId> seeds,
   RETURN_IF_ERROR(builder->Reset(seeds));
   out->seeds.assign(seeds.begin(), seeds.end());
   out->blocks.resize(num_hops);
-  SampledNeighbors sampled;
+  SampledNeighbors& sampled = builder->hop_sample();
   for (int h = 0; h < num_hops; ++h) {
     const uint64_t hop_seed = MixSeed(batch_seed, static_cast<uint64_t>(h));
     RETURN_IF_ERROR(

@@ -246,15 +246,16 @@ RemoteGraphSource::RemoteGraphSource(
                                                             sizeof(float)))))) {
 }
 
-absl::StatusOr<RemoteGraphSource::Groups> RemoteGraphSource::Group(
-    absl::Span<const NodeId> nodes) const {
-  Groups groups;
+absl::Status RemoteGraphSource::Group(absl::Span<const NodeId> nodes,
+                                      Groups* groups) const {
   const int k = book_.num_parts();
-  groups.positions.resize(k);
-  groups.ids.resize(k);
-  // Counted first: each part's lists allocated once, at their size (grown
-  // by doubling, a large batch's lists were reallocated a dozen times).
-  std::vector<size_t> counts(static_cast<size_t>(k), 0);
+  groups->positions.resize(k);
+  groups->ids.resize(k);
+  // Counted first: each part's lists made room for once, at their size
+  // (grown by doubling, a large batch's lists were reallocated a dozen
+  // times); a pooled Groups keeps its lists' memory from call to call.
+  std::vector<size_t>& counts = groups->counts;
+  counts.assign(static_cast<size_t>(k), 0);
   for (NodeId v : nodes) {
     int part = book_.Owner(v);
     if (part < 0) {
@@ -264,21 +265,23 @@ absl::StatusOr<RemoteGraphSource::Groups> RemoteGraphSource::Group(
     ++counts[static_cast<size_t>(part)];
   }
   for (int p = 0; p < k; ++p) {
-    groups.positions[p].reserve(counts[static_cast<size_t>(p)]);
-    groups.ids[p].reserve(counts[static_cast<size_t>(p)]);
+    groups->positions[p].clear();
+    groups->ids[p].clear();
+    ReserveWithHeadroom(&groups->positions[p], counts[static_cast<size_t>(p)]);
+    ReserveWithHeadroom(&groups->ids[p], counts[static_cast<size_t>(p)]);
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
     const int part = book_.Owner(nodes[i]);
-    groups.positions[part].push_back(i);
-    groups.ids[part].push_back(nodes[i]);
+    groups->positions[part].push_back(i);
+    groups->ids[part].push_back(nodes[i]);
   }
   for (int p = 0; p < k; ++p) {
-    if (!groups.ids[p].empty()) {
+    if (!groups->ids[p].empty()) {
       ++requests_;
-      ids_sent_ += static_cast<int64_t>(groups.ids[p].size());
+      ids_sent_ += static_cast<int64_t>(groups->ids[p].size());
     }
   }
-  return groups;
+  return absl::OkStatus();
 }
 
 absl::Status RemoteGraphSource::ForEachPart(
@@ -296,42 +299,38 @@ absl::Status RemoteGraphSource::SampleNeighbors(absl::Span<const NodeId> nodes,
                                                 int fanout, bool replace,
                                                 uint64_t seed,
                                                 SampledNeighbors* out) const {
-  auto groups = Group(nodes);
-  if (!groups.ok()) return groups.status();
+  BufferPool<Groups>::Lease groups(groups_.get());
+  RETURN_IF_ERROR(Group(nodes, groups.get()));
   std::vector<SampledNeighbors> answers(book_.num_parts());
   absl::Status s = ForEachPart(*groups, [&](int p) -> absl::Status {
     return SamplePart(p, groups->ids[p], fanout, replace, seed, &answers[p]);
   });
-  if (!s.ok()) return s;
-  // Merge back into request order.
-  out->counts.assign(nodes.size(), 0);
-  std::vector<std::vector<int64_t>> offsets(book_.num_parts());
-  int64_t total = 0;
-  for (int p = 0; p < book_.num_parts(); ++p) {
-    const auto& positions = groups->positions[p];
-    offsets[p].resize(positions.size());
-    int64_t offset = 0;
-    for (size_t j = 0; j < positions.size(); ++j) {
-      offsets[p][j] = offset;
-      offset += answers[p].counts[j];
-      out->counts[positions[j]] = answers[p].counts[j];
-    }
-    total += offset;
-    neighbor_bytes_ += offset * static_cast<int64_t>(sizeof(NodeId));
-  }
-  out->neighbors.resize(static_cast<size_t>(total));
-  std::vector<int64_t> out_offset(nodes.size() + 1, 0);
-  for (size_t i = 0; i < nodes.size(); ++i)
-    out_offset[i + 1] = out_offset[i] + out->counts[i];
-  for (int p = 0; p < book_.num_parts(); ++p) {
-    const auto& positions = groups->positions[p];
-    for (size_t j = 0; j < positions.size(); ++j) {
-      std::memcpy(&out->neighbors[out_offset[positions[j]]],
-                  &answers[p].neighbors[offsets[p][j]],
-                  answers[p].counts[j] * sizeof(NodeId));
+  if (s.ok()) {
+    // Merge back into request order: the nodes of each part were asked for
+    // in that order, so each part's answer is read front to back.
+    size_t total = 0;
+    for (const SampledNeighbors& a : answers) total += a.neighbors.size();
+    neighbor_bytes_ += static_cast<int64_t>(total * sizeof(NodeId));
+    out->counts.resize(nodes.size());
+    ReserveWithHeadroom(&out->neighbors, total);
+    out->neighbors.resize(total);
+    std::vector<size_t> next(answers.size(), 0), at(answers.size(), 0);
+    NodeId* to = out->neighbors.data();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const int p = book_.Owner(nodes[i]);
+      const int64_t count = answers[p].counts[next[p]++];
+      out->counts[i] = count;
+      std::memcpy(to, answers[p].neighbors.data() + at[p],
+                  static_cast<size_t>(count) * sizeof(NodeId));
+      to += count;
+      at[p] += static_cast<size_t>(count);
     }
   }
-  return absl::OkStatus();
+  // (Parts not asked have no buffers to keep.)
+  for (SampledNeighbors& a : answers) {
+    if (a.neighbors.capacity() > 0) answers_->Give(std::move(a));
+  }
+  return s;
 }
 
 absl::Status RemoteGraphSource::SamplePart(int p, absl::Span<const NodeId> ids,
@@ -367,14 +366,15 @@ absl::Status RemoteGraphSource::SampleChunk(int p, absl::Span<const NodeId> ids,
   const bool hedge = set.ShouldHedge();
   std::string address;  // Of the replica that answered.
   absl::StatusOr<SampledNeighbors> answer = set.Call<SampledNeighbors>(
-      [call_ids = CallIds(ids, hedge), fanout, replace,
-       seed](GraphStoreClient& c) -> absl::StatusOr<SampledNeighbors> {
-        const absl::Span<const NodeId> ids = call_ids.span;
-        auto answer = c.SampleNeighbors(ids, fanout, replace, seed);
-        if (answer.ok() && answer->counts.size() != ids.size()) {
-          return absl::DataLossError(
-              absl::StrCat(c.address(), ": answered ", answer->counts.size(),
-                           " neighbor lists for ", ids.size(), " nodes"));
+      [call_ids = CallIds(ids, hedge), fanout, replace, seed, pool = answers_](
+          GraphStoreClient& c) -> absl::StatusOr<SampledNeighbors> {
+        // A count per ID is checked by the client (DecodeSampled).
+        SampledNeighbors answer = pool->Take();
+        absl::Status s =
+            c.SampleNeighbors(call_ids.span, fanout, replace, seed, &answer);
+        if (!s.ok()) {
+          pool->Give(std::move(answer));
+          return s;
         }
         return answer;
       },
@@ -406,6 +406,7 @@ absl::Status RemoteGraphSource::SampleChunk(int p, absl::Span<const NodeId> ids,
                      answer->counts.end());
   out->neighbors.insert(out->neighbors.end(), answer->neighbors.begin(),
                         answer->neighbors.end());
+  answers_->Give(std::move(*answer));
   return absl::OkStatus();
 }
 
@@ -438,8 +439,8 @@ absl::Status RemoteGraphSource::Fetch(absl::Span<const NodeId> nodes,
 absl::Status RemoteGraphSource::FetchChunk(absl::Span<const NodeId> nodes,
                                            absl::Span<const size_t> rows,
                                            float* out) const {
-  auto groups = Group(nodes);
-  if (!groups.ok()) return groups.status();
+  BufferPool<Groups>::Lease groups(groups_.get());
+  RETURN_IF_ERROR(Group(nodes, groups.get()));
   const int64_t dim = feature_dim_;
   return ForEachPart(*groups, [&](int p) -> absl::Status {
     const auto& positions = groups->positions[p];
@@ -521,8 +522,8 @@ absl::Status RemoteGraphSource::FetchPerNode(
                           out + start);
     });
   }
-  auto groups = Group(nodes);
-  if (!groups.ok()) return groups.status();
+  BufferPool<Groups>::Lease groups(groups_.get());
+  RETURN_IF_ERROR(Group(nodes, groups.get()));
   return ForEachPart(*groups, [&](int p) -> absl::Status {
     const auto& positions = groups->positions[p];
     const internal::ReplicaSet& set = *parts_[p];
@@ -614,7 +615,9 @@ absl::Status RemoteGraphSource::ForEachOwner(absl::Span<const NodeId> nodes,
                                              bool all_parts,
                                              const OwnerCall& fn,
                                              const ReplicaMask* skip) const {
-  ASSIGN_OR_RETURN(Groups groups, Group(nodes));
+  BufferPool<Groups>::Lease leased(groups_.get());
+  RETURN_IF_ERROR(Group(nodes, leased.get()));
+  Groups& groups = *leased;
   auto run = [&](int p) -> absl::Status {
     const internal::ReplicaSet& set = *parts_[static_cast<size_t>(p)];
     return set.Run(
@@ -635,7 +638,9 @@ absl::Status RemoteGraphSource::ForEachOwner(absl::Span<const NodeId> nodes,
 absl::Status RemoteGraphSource::ForEachReplica(absl::Span<const NodeId> nodes,
                                                const OwnerCall& fn,
                                                const ReplicaMask* skip) const {
-  ASSIGN_OR_RETURN(Groups groups, Group(nodes));
+  BufferPool<Groups>::Lease leased(groups_.get());
+  RETURN_IF_ERROR(Group(nodes, leased.get()));
+  Groups& groups = *leased;
   auto run = [&](int p) -> absl::Status {
     const internal::ReplicaSet& set = *parts_[static_cast<size_t>(p)];
     for (size_t r = 0; r < set.size(); ++r) {

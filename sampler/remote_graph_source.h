@@ -35,6 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/buffers.h"
 #include "common/shared_memory.h"
 #include "common/worker_threads.h"
 #include "graphstore/client.h"
@@ -192,6 +193,7 @@ class RemoteGraphSource : public GraphSource {
   struct Groups {
     std::vector<std::vector<size_t>> positions;  // per part
     std::vector<std::vector<NodeId>> ids;        // per part
+    std::vector<size_t> counts;                  // per part (scratch)
   };
   RemoteGraphSource(PartitionBook book,
                     std::vector<std::unique_ptr<internal::ReplicaSet>> parts,
@@ -199,7 +201,9 @@ class RemoteGraphSource : public GraphSource {
                     int64_t feature_dim, int64_t num_classes,
                     std::string partition_id,
                     const RemoteGraphSourceOptions& options);
-  absl::StatusOr<Groups> Group(absl::Span<const NodeId> nodes) const;
+  // Groups `nodes` by owner into *groups (reusing its lists' memory);
+  // INVALID_ARGUMENT naming a node outside the graph.
+  absl::Status Group(absl::Span<const NodeId> nodes, Groups* groups) const;
   // Part p's sample of `ids` (all owned by p) into *out, in as many calls as
   // the bounds and the server's refusals require (see
   // RemoteGraphSourceOptions::max_sampled_per_call).
@@ -252,6 +256,14 @@ class RemoteGraphSource : public GraphSource {
   // Run the calls of a fan-out to several parts (ForEachPart, ForEachOwner,
   // ForEachReplica), kept between calls (common/worker_threads.h). Last:
   // they go first.
+  // Sampling answers' buffers, kept from call to call (a fresh answer of
+  // megabytes per call faults in a page every 4 KiB); shared with the calls'
+  // attempts, since a hedged call's losing attempt may end after its caller.
+  // The per-part lists of the calls in flight, kept likewise.
+  std::unique_ptr<BufferPool<Groups>> groups_ =
+      std::make_unique<BufferPool<Groups>>(64);
+  std::shared_ptr<BufferPool<SampledNeighbors>> answers_ =
+      std::make_shared<BufferPool<SampledNeighbors>>(64);
   mutable WorkerThreads workers_;
 };
 

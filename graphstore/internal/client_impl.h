@@ -28,6 +28,8 @@ using Stub = proto::GraphStore::Stub;
 
 inline constexpr char kGetFeaturesMethod[] =
     "/shardgnn.proto.GraphStore/GetFeatures";
+inline constexpr char kSampleNeighborsMethod[] =
+    "/shardgnn.proto.GraphStore/SampleNeighbors";
 
 namespace internal {
 
@@ -223,7 +225,8 @@ class GraphStoreClient::Impl {
 
   Stub* stub() { return stub_.get(); }
 
-  // A blocking unary GetFeatures call on raw buffers. It completes on the
+  // A blocking unary call of `method` (GetFeatures unless told) on raw
+  // buffers. It completes on the
   // calling thread (its own completion queue), like a generated sync stub,
   // so no thread hand-off is paid per batch.
   grpc::Status RawCall(grpc::ClientContext* ctx,

@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/buffers.h"
+#include "common/status.h"
 #include "graphstore/internal/slice_pool.h"
 #include "grpc/slice.h"
 #include "grpcpp/support/slice.h"
@@ -39,7 +41,12 @@ size_t PutField(uint8_t tag, uint64_t v, uint8_t* p) {
 class SliceReader {
  public:
   explicit SliceReader(std::vector<grpc::Slice> slices)
-      : slices_(std::move(slices)) {}
+      : slices_(std::move(slices)) {
+    for (const grpc::Slice& slice : slices_) remaining_ += slice.size();
+  }
+
+  // Bytes not read yet.
+  size_t Remaining() const { return remaining_; }
 
   bool AtEnd() {
     Skip0();
@@ -49,6 +56,7 @@ class SliceReader {
     Skip0();
     if (index_ == slices_.size()) return false;
     *b = slices_[index_].begin()[offset_++];
+    --remaining_;
     return true;
   }
   bool Varint(uint64_t* v) {
@@ -76,6 +84,7 @@ class SliceReader {
       std::memcpy(out + rows[row] * row_bytes + in_row,
                   slices_[index_].begin() + offset_, take);
       offset_ += take;
+      remaining_ -= take;
       done += take;
     }
     return true;
@@ -91,6 +100,7 @@ class SliceReader {
         out += take;
       }
       offset_ += take;
+      remaining_ -= take;
       n -= take;
     }
     return true;
@@ -106,7 +116,48 @@ class SliceReader {
   std::vector<grpc::Slice> slices_;
   size_t index_ = 0;
   size_t offset_ = 0;
+  size_t remaining_ = 0;
 };
+
+// Reads one length-delimited field of int64 LE values named `field` (its
+// length read already) into *out, reusing its capacity; DATA_LOSS if the
+// length is not whole values or runs past the message.
+absl::Status ReadInt64s(SliceReader& in, const char* field, uint64_t len,
+                        std::vector<int64_t>* out) {
+  if (len % 8 != 0) {
+    return absl::DataLossError(
+        absl::StrCat(field, " holds ", len, " bytes, not whole 8-byte values"));
+  }
+  if (len > in.Remaining()) {
+    return absl::DataLossError(absl::StrCat(field, " claims ", len,
+                                            " bytes; the message has ",
+                                            in.Remaining(), " left"));
+  }
+  ReserveWithHeadroom(out, static_cast<size_t>(len / 8));
+  out->resize(static_cast<size_t>(len / 8));
+  if (len > 0 && !in.Copy(reinterpret_cast<char*>(out->data()), len)) {
+    return absl::DataLossError(absl::StrCat(field, " is truncated"));
+  }
+  return absl::OkStatus();
+}
+
+// Skips a field of wire type `type` (its tag read already); false if it is
+// malformed.
+bool SkipField(SliceReader& in, uint64_t type) {
+  uint64_t v = 0;
+  switch (type) {
+    case 0:
+      return in.Varint(&v);
+    case 1:
+      return in.Copy(nullptr, 8);
+    case 5:
+      return in.Copy(nullptr, 4);
+    case 2:
+      return in.Varint(&v) && v <= in.Remaining() && in.Copy(nullptr, v);
+    default:
+      return false;
+  }
+}
 
 }  // namespace
 
@@ -150,6 +201,40 @@ void EncodeSampled(const SampledNeighbors& sampled, grpc::ByteBuffer* out) {
   if (neighbors != 0) std::memcpy(p, sampled.neighbors.data(), neighbors);
   grpc::Slice slice(raw, grpc::Slice::STEAL_REF);
   *out = grpc::ByteBuffer(&slice, 1);
+}
+
+absl::Status DecodeSampled(const grpc::ByteBuffer& response, size_t num_ids,
+                           SampledNeighbors* out) {
+  static_assert(sizeof(NodeId) == 8 && sizeof(int64_t) == 8);
+  std::vector<grpc::Slice> slices;
+  if (response.Valid() && !response.Dump(&slices).ok()) {
+    return absl::DataLossError("unreadable SampleNeighbors response");
+  }
+  SliceReader in(std::move(slices));
+  // Absent fields are empty (proto3); a repeated one replaces the earlier.
+  out->counts.clear();
+  out->neighbors.clear();
+  while (!in.AtEnd()) {
+    uint64_t tag = 0, len = 0;
+    bool ok = in.Varint(&tag);
+    if (ok && (tag == kCountsTag || tag == kNeighborsTag)) {
+      if (!in.Varint(&len)) {
+        return absl::DataLossError("malformed SampleNeighbors response");
+      }
+      const bool counts = tag == kCountsTag;
+      RETURN_IF_ERROR(ReadInt64s(in, counts ? "counts" : "neighbors", len,
+                                 counts ? &out->counts : &out->neighbors));
+      continue;
+    }
+    if (!ok || !SkipField(in, tag & 7)) {
+      return absl::DataLossError("malformed SampleNeighbors response");
+    }
+  }
+  if (out->counts.size() != num_ids) {
+    return absl::DataLossError(absl::StrCat("counts holds ", out->counts.size(),
+                                            " values, expected ", num_ids));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status DecodeFeatures(const grpc::ByteBuffer& response, size_t num_ids,

@@ -8,7 +8,9 @@
 // standard GetFeaturesResponse parser reads what EncodeFeatures writes.
 // EncodeSampled does the same for a SampleNeighborsResponse (fields 1 counts
 // and 2 neighbors, int64 LE bytes): one copy from the sample into the slice,
-// where packing into protobuf strings took a zero-fill and two copies.
+// where packing into protobuf strings took a zero-fill and two copies;
+// DecodeSampled reads it into the caller's reused vectors in one copy, where
+// parsing took fresh strings and vectors and two copies.
 #ifndef SHARDGNN_GRAPHSTORE_INTERNAL_FEATURES_CODEC_H_
 #define SHARDGNN_GRAPHSTORE_INTERNAL_FEATURES_CODEC_H_
 
@@ -31,6 +33,14 @@ absl::Status EncodeFeatures(const ShardStore& store,
 // Writes `sampled` as a single-slice SampleNeighborsResponse (an empty
 // field is left out, as protobuf does).
 void EncodeSampled(const SampledNeighbors& sampled, grpc::ByteBuffer* out);
+
+// Parses a SampleNeighborsResponse into *out (reusing its vectors'
+// capacity: no fresh memory once they have grown), checking that its fields
+// hold whole int64 values within the message and that it has `num_ids`
+// counts; DATA_LOSS otherwise. (What the counts say is checked by the caller:
+// answer_checks.h CheckSample.)
+absl::Status DecodeSampled(const grpc::ByteBuffer& response, size_t num_ids,
+                           SampledNeighbors* out);
 
 // Parses a GetFeaturesResponse, checking it holds num_ids rows of
 // `feature_dim` floats, and copies row i to out + i * feature_dim, or to

@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "common/sampled_neighbors.h"
 #include "common/types.h"
 #include "sampler/minibatch.h"
 
@@ -51,6 +52,10 @@ class BlockBuilder {
   // added).
   const std::vector<NodeId>& nodes() const { return nodes_; }
 
+  // Scratch for a hop's sampled neighbors, kept with the builder (which the
+  // sampler pools) so that its memory serves batch after batch.
+  SampledNeighbors& hop_sample() { return hop_sample_; }
+
  private:
   void Clear();
   int64_t LocalIndex(NodeId node);
@@ -60,6 +65,7 @@ class BlockBuilder {
   std::vector<int32_t> dense_map_;  // -1 = not seen; used when dense_
   absl::flat_hash_map<NodeId, int64_t> hash_map_;
   std::vector<NodeId> nodes_;
+  SampledNeighbors hop_sample_;
 };
 
 }  // namespace shardgnn::internal

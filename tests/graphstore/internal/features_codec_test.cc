@@ -124,5 +124,48 @@ TEST(FeaturesCodecTest, DecodesAcrossSlicesAndSkipsUnknownFields) {
   EXPECT_OK(DecodeFeatures(grpc::ByteBuffer(), 0, 3, out.data()));
 }
 
+// DecodeSampled reads what protobuf writes, across slices and past unknown
+// fields, into the caller's vectors (their memory reused); a malformed answer
+// is DATA_LOSS naming the field, and never sizes an allocation beyond the
+// message.
+TEST(FeaturesCodecTest, DecodesSamplesIntoReusedVectors) {
+  SampledNeighbors sampled;
+  sampled.counts = {2, 0, 1};
+  sampled.neighbors = {5, -7, 1 << 20};
+  grpc::ByteBuffer buffer;
+  EncodeSampled(sampled, &buffer);
+  std::string bytes = Flatten(buffer) + std::string("\x4a\x02hi\x50\x07", 6);
+  SampledNeighbors out;
+  out.neighbors.reserve(64);
+  const NodeId* memory = out.neighbors.data();
+  for (size_t chunk : {1, 3, 8, 1000}) {
+    ASSERT_OK(DecodeSampled(Chunked(bytes, chunk), 3, &out)) << chunk;
+    EXPECT_EQ(out.counts, sampled.counts);
+    EXPECT_EQ(out.neighbors, sampled.neighbors);
+    EXPECT_EQ(out.neighbors.data(), memory) << "reallocated";
+  }
+  // Counts for another number of IDs; empty answers.
+  absl::Status s = DecodeSampled(Chunked(bytes, 5), 4, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("counts holds 3 values, expected 4"),
+            std::string::npos)
+      << s;
+  ASSERT_OK(DecodeSampled(grpc::ByteBuffer(), 0, &out));
+  EXPECT_TRUE(out.counts.empty() && out.neighbors.empty());
+  // A field of 12 bytes (not whole values), one claiming 800 bytes that the
+  // message does not hold, and one cut short.
+  const std::string bad_width = "\x0a\x0c" + std::string(12, '\0');
+  s = DecodeSampled(Chunked(bad_width, 4), 0, &out);
+  EXPECT_NE(s.message().find("counts holds 12 bytes"), std::string::npos) << s;
+  const std::string too_long = "\x12\xa0\x06" + std::string(16, '\0');
+  s = DecodeSampled(Chunked(too_long, 4), 0, &out);
+  EXPECT_NE(s.message().find("neighbors claims 800 bytes"), std::string::npos)
+      << s;
+  EXPECT_EQ(DecodeSampled(Chunked(bytes.substr(0, 1), 1), 3, &out).code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeSampled(Chunked("\x0a", 1), 0, &out).code(),
+            absl::StatusCode::kDataLoss);
+}
+
 }  // namespace
 }  // namespace shardgnn::internal
