@@ -64,14 +64,9 @@ class BufferPool {
     T value_;
   };
 
-  size_t kept() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return kept_.size();
-  }
-
  private:
   const size_t max_kept_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::vector<T> kept_;
 };
 

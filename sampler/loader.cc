@@ -75,16 +75,6 @@ void PrefetchLoader::Stop() {
   workers_.clear();
 }
 
-absl::Status PrefetchLoader::SetItems(absl::Span<const int64_t> items) {
-  if (items.empty())
-    return absl::InvalidArgumentError("loader: no seed nodes to iterate over");
-  Pause();
-  seeds_.assign(items.begin(), items.end());  // Reuses the capacity.
-  std::lock_guard<std::mutex> lock(mu_);      // Idle workers read steps_.
-  steps_ = StepsPerEpoch(static_cast<int64_t>(seeds_.size()), options_);
-  return absl::OkStatus();
-}
-
 void PrefetchLoader::StartEpoch(int64_t epoch) {
   Pause();
   size_t workers;

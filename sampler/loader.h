@@ -25,7 +25,7 @@
 // a fresh thread per epoch attaches to whichever malloc arena is free and
 // faults in afresh the sampler's scratch memory there. Pause() ends the
 // current epoch's work and keeps them; Stop() or the destructor ends them.
-// Next()/StartEpoch()/Pause()/Stop()/SetItems()/set_workers() must be called
+// Next()/StartEpoch()/Pause()/Stop()/set_workers() must be called
 // from one thread.
 #ifndef SHARDGNN_SAMPLER_LOADER_H_
 #define SHARDGNN_SAMPLER_LOADER_H_
@@ -109,9 +109,6 @@ class PrefetchLoader {
   void Pause();
   // Ends the background threads (idempotent); StartEpoch starts them again.
   void Stop();
-  // Replaces the items from the next StartEpoch on (pausing the current
-  // epoch), keeping the buffers and threads. INVALID_ARGUMENT if empty.
-  absl::Status SetItems(absl::Span<const int64_t> items);
 
   int64_t steps_per_epoch() const { return steps_; }
   // The background threads from the next StartEpoch on (at least 1); the

@@ -256,12 +256,16 @@ absl::Status RemoteGraphSource::Group(absl::Span<const NodeId> nodes,
   // times); a pooled Groups keeps its lists' memory from call to call.
   std::vector<size_t>& counts = groups->counts;
   counts.assign(static_cast<size_t>(k), 0);
+  std::vector<int>& owners = groups->owners;
+  owners.clear();
+  ReserveWithHeadroom(&owners, nodes.size());
   for (NodeId v : nodes) {
     int part = book_.Owner(v);
     if (part < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "node ", v, " is outside the graph's [0, ", book_.num_nodes(), ")"));
     }
+    owners.push_back(part);
     ++counts[static_cast<size_t>(part)];
   }
   for (int p = 0; p < k; ++p) {
@@ -271,7 +275,7 @@ absl::Status RemoteGraphSource::Group(absl::Span<const NodeId> nodes,
     ReserveWithHeadroom(&groups->ids[p], counts[static_cast<size_t>(p)]);
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
-    const int part = book_.Owner(nodes[i]);
+    const int part = owners[i];
     groups->positions[part].push_back(i);
     groups->ids[part].push_back(nodes[i]);
   }
@@ -317,7 +321,7 @@ absl::Status RemoteGraphSource::SampleNeighbors(absl::Span<const NodeId> nodes,
     std::vector<size_t> next(answers.size(), 0), at(answers.size(), 0);
     NodeId* to = out->neighbors.data();
     for (size_t i = 0; i < nodes.size(); ++i) {
-      const int p = book_.Owner(nodes[i]);
+      const int p = groups->owners[i];
       const int64_t count = answers[p].counts[next[p]++];
       out->counts[i] = count;
       std::memcpy(to, answers[p].neighbors.data() + at[p],

@@ -193,6 +193,7 @@ class RemoteGraphSource : public GraphSource {
   struct Groups {
     std::vector<std::vector<size_t>> positions;  // per part
     std::vector<std::vector<NodeId>> ids;        // per part
+    std::vector<int> owners;                     // per node, in order
     std::vector<size_t> counts;                  // per part (scratch)
   };
   RemoteGraphSource(PartitionBook book,

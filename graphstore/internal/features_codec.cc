@@ -253,35 +253,21 @@ absl::Status DecodeFeatures(const grpc::ByteBuffer& response, size_t num_ids,
     if (!in.Varint(&tag)) return absl::DataLossError("truncated response");
     uint64_t len = 0;
     bool ok = true;
-    switch (tag & 7) {
-      case 0:
-        ok = in.Varint(&len);
-        if (tag >> 3 == 1) dim = len;
-        break;
-      case 1:
-        ok = in.Copy(nullptr, 8);
-        break;
-      case 5:
-        ok = in.Copy(nullptr, 4);
-        break;
-      case 2:
-        ok = in.Varint(&len);
-        if (ok && tag >> 3 == 2) {
-          if (len != want) {
-            return absl::DataLossError(absl::StrCat(
-                "got ", len, " bytes of features, expected ", want, " (",
-                num_ids, " rows of ", feature_dim, " floats)"));
-          }
-          ok = len == 0 ||
-               in.CopyRows(reinterpret_cast<char*>(out), rows,
-                           static_cast<size_t>(feature_dim) * 4, len);
-          got = len;
-        } else if (ok) {
-          ok = in.Copy(nullptr, len);
-        }
-        break;
-      default:
-        ok = false;
+    if (tag == kDimTag) {
+      ok = in.Varint(&dim);
+    } else if (tag == kFeaturesTag) {
+      ok = in.Varint(&len);
+      if (ok && len != want) {
+        return absl::DataLossError(
+            absl::StrCat("got ", len, " bytes of features, expected ", want,
+                         " (", num_ids, " rows of ", feature_dim, " floats)"));
+      }
+      ok = ok &&
+           (len == 0 || in.CopyRows(reinterpret_cast<char*>(out), rows,
+                                    static_cast<size_t>(feature_dim) * 4, len));
+      got = len;
+    } else {
+      ok = SkipField(in, tag & 7);
     }
     if (!ok) return absl::DataLossError("malformed GetFeatures response");
   }

@@ -294,28 +294,6 @@ TEST(LoaderThreadsTest, APausedEpochStartsOverWhole) {
   EXPECT_EQ(paused.Epoch(3), fresh.Epoch(3));
 }
 
-// Evaluation keeps one loader and its buffers for changing node lists.
-TEST(LoaderThreadsTest, SetItemsReplacesTheItemsFromTheNextEpoch) {
-  LoaderOptions options;
-  options.batch_size = 32;
-  options.shuffle = false;
-  options.workers = 2;
-  ThreadRecordingLoader recording(100, options);
-  PrefetchLoader& loader = recording.loader();
-  EXPECT_EQ(loader.steps_per_epoch(), 4);
-  loader.StartEpoch(0);
-  MiniBatch batch;
-  ASSERT_OK(loader.Next(&batch));  // Mid-epoch: SetItems pauses it.
-  std::vector<int64_t> items(40);
-  std::iota(items.begin(), items.end(), 1000);
-  ASSERT_OK(loader.SetItems(items));
-  EXPECT_EQ(loader.steps_per_epoch(), 2);
-  EXPECT_EQ(recording.Epoch(0), items);
-  EXPECT_EQ(loader.SetItems({}).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(recording.Epoch(1), items);  // Unchanged by the refused call.
-  EXPECT_LE(recording.threads(), 2u);
-}
-
 TEST(LoaderOptionsTest, RejectsBadOptions) {
   testing::TestGraph graph(10, 2, 1);
   auto source = InMemoryGraphSource::Create(graph.arrays());
