@@ -39,9 +39,11 @@ class CachingAllocator final : public c10::Allocator {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.allocations;
-      // The smallest free block that fits, if not much larger than asked.
+      // The smallest free block that fits, if not much larger than asked
+      // (at least 2/3 of it used: a block made for n serves requests from
+      // about 3/4 n to at least 9/8 n).
       auto it = free_.lower_bound(n);
-      if (it != free_.end() && it->first - it->first / 4 <= n) {
+      if (it != free_.end() && it->first - it->first / 3 <= n) {
         size = it->first;
         ptr = it->second;
         free_.erase(it);
@@ -49,11 +51,17 @@ class CachingAllocator final : public c10::Allocator {
         ++stats_.reused;
       }
     }
-    if (ptr == nullptr) {
-      size = RoundUp(n);
+    const bool fresh = ptr == nullptr;
+    if (fresh) {
+      // With an eighth to spare: the next batch a little larger than any
+      // before (sizes vary from batch to batch: a batch that straddles two
+      // parts of the graph samples 12% more nodes on the 200k reference
+      // graph) reuses this block instead of faulting in a new one.
+      size = RoundUp(n + n / 8);
       ptr = c10::alloc_cpu(size);  // Throws on failure, as the default does.
     }
     std::lock_guard<std::mutex> lock(mu_);
+    if (fresh) stats_.fresh_bytes += static_cast<int64_t>(size);
     live_[ptr] = size;
     in_use_ += size;
     return {ptr, ptr, &Delete, c10::Device(c10::DeviceType::CPU)};

@@ -9,11 +9,12 @@
 // pages, one minor page fault per 4 KiB (about 16 us each on a VM). This
 // allocator keeps freed blocks of at least `min_block_bytes` and hands them
 // out again for requests of a similar size (a block serves a request of at
-// least 3/4 of its size; new blocks are rounded up to 1/16 of a power of two
-// so that sizes that vary a little from step to step share blocks), holding at
-// most `max_cached_bytes` of free blocks (beyond that, freed blocks go back
-// to the system, largest first). Smaller requests go to LibTorch's default
-// allocator unchanged. Thread-safe.
+// least 2/3 of its size; a new block is made 1/8 larger than asked and rounded
+// up to 1/16 of a power of two, so that sizes that vary from step to step, and
+// a batch somewhat larger than any before, share blocks), holding at most
+// `max_cached_bytes` of free blocks (beyond that, freed blocks go back to the
+// system, largest first). Smaller requests go to LibTorch's default allocator
+// unchanged. Thread-safe.
 //
 // Installed once per process, before the first tensor of the run is made
 // (tensors made earlier keep their own deleter and are freed as before).
@@ -36,6 +37,7 @@ struct CpuCachingAllocatorStats {
   int64_t cached_bytes = 0;    // Free blocks held now.
   int64_t in_use_bytes = 0;    // Blocks handed out and not yet freed.
   int64_t released_bytes = 0;  // Freed blocks returned to the system.
+  int64_t fresh_bytes = 0;     // Blocks taken from the system (new pages).
 };
 
 // Makes the caching allocator LibTorch's CPU allocator. The first call
