@@ -15,6 +15,7 @@
 #include "common/progress.h"
 #include "common/status.h"
 #include "trainer/compute_env.h"
+#include "trainer/cpu_caching_allocator.h"
 
 namespace shardgnn::cli {
 namespace {
@@ -106,6 +107,16 @@ nlohmann::ordered_json PerformanceJson(const TrainResult& result,
     process["sampler_threads_changes"] = changes;
   }
   process["prefetch"] = training.prefetch;
+  {
+    // LibTorch's large tensors (trainer/cpu_caching_allocator.h): how much
+    // the run took from the system for them, and how often a kept block
+    // served a request instead.
+    const CpuCachingAllocatorStats a = GetCpuCachingAllocatorStats();
+    process["tensor_cache"] = {{"fresh_bytes", a.fresh_bytes},
+                               {"cached_bytes", a.cached_bytes},
+                               {"allocations", a.allocations},
+                               {"reused", a.reused}};
+  }
   nlohmann::ordered_json time;
   time["epochs_measured"] = all.size() - first;
   time["epoch_seconds"] = mean.epoch_seconds;

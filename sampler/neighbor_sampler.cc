@@ -115,7 +115,8 @@ absl::Status NeighborSampler::SampleWith(absl::Span<const NodeId> seeds,
     RETURN_IF_ERROR(builder->AddHop(sampled.counts, sampled.neighbors,
                                     &out->blocks[num_hops - 1 - h]));
   }
-  out->input_nodes = builder->nodes();
+  ReserveWithHeadroom(&out->input_nodes, builder->nodes().size());
+  out->input_nodes.assign(builder->nodes().begin(), builder->nodes().end());
   out->feature_dim = source_->feature_dim();
   if (options_.fetch_features) {
     const size_t need = out->input_nodes.size() * out->feature_dim;

@@ -1,15 +1,19 @@
 #include "trainer/cpu_caching_allocator.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstddef>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <unordered_map>
 
 #include "c10/core/CPUAllocator.h"
 #include "c10/core/impl/alloc_cpu.h"
+#include "c10/util/Exception.h"
 
 namespace shardgnn {
 namespace {
@@ -58,7 +62,7 @@ class CachingAllocator final : public c10::Allocator {
       // parts of the graph samples 12% more nodes on the 200k reference
       // graph) reuses this block instead of faulting in a new one.
       size = RoundUp(n + n / 8);
-      ptr = c10::alloc_cpu(size);  // Throws on failure, as the default does.
+      ptr = MapBlock(size);
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (fresh) stats_.fresh_bytes += static_cast<int64_t>(size);
@@ -105,8 +109,23 @@ class CachingAllocator final : public c10::Allocator {
       stats_.released_bytes += static_cast<int64_t>(largest->first);
       void* block = largest->second;
       free_.erase(largest);
-      c10::free_cpu(block);
+      munmap(block, largest->first);
     }
+  }
+
+  // Blocks are mapped apart from malloc's heap (kept in the cache, they would
+  // otherwise sit between the heap's small allocations, which then extend
+  // the heap into fresh pages), and populated whole when made: the pages a
+  // first tensor left untouched (the headroom) would otherwise fault one by
+  // one when a larger tensor takes the block, epochs later. Populating is
+  // also cheaper than faulting page by page. Throws on failure, as LibTorch's
+  // allocator does.
+  static void* MapBlock(size_t size) {
+    void* ptr = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    TORCH_CHECK(ptr != MAP_FAILED, "caching allocator: cannot map ", size,
+                " bytes: ", std::strerror(errno));
+    return ptr;
   }
 
   c10::Allocator* fallback_;

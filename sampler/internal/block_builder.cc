@@ -1,6 +1,7 @@
 #include "sampler/internal/block_builder.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/buffers.h"
 
 namespace shardgnn::internal {
 
@@ -61,6 +62,10 @@ absl::Status BlockBuilder::AddHop(absl::Span<const int64_t> counts,
                      " neighbor counts for ", num_dst, " nodes"));
   }
   block->num_dst = num_dst;
+  // A recycled batch's buffers, overwritten whole: grown with headroom (and
+  // without copying the old contents) when a hop is larger than any before.
+  ReserveWithHeadroom(&block->indptr, static_cast<size_t>(num_dst) + 1);
+  ReserveWithHeadroom(&block->indices, neighbors.size());
   block->indptr.resize(num_dst + 1);
   block->indices.resize(neighbors.size());
   block->indptr[0] = 0;

@@ -269,6 +269,13 @@ TEST(TrainInProcessTest, TrainsCoraInMemoryAndWritesTheRunDirectory) {
             timeout != nullptr ? timeout : "4");
   EXPECT_EQ(summary["process"]["sampler_threads"], 1);
   EXPECT_EQ(summary["process"]["prefetch"], 2);
+  // Cora's input rows (1,433 features) make tensors over the cache's 256
+  // KiB; after the first steps they come from kept blocks.
+  const auto& cache = summary["process"]["tensor_cache"];
+  EXPECT_GT(cache["fresh_bytes"].get<int64_t>(), 0) << text;
+  EXPECT_GT(cache["reused"].get<int64_t>(),
+            cache["allocations"].get<int64_t>() / 2)
+      << text;
   const auto& time = summary["epoch_time"];
   EXPECT_EQ(time["epochs_measured"], 3);  // The first epoch is warm-up.
   EXPECT_EQ(time["train_seeds_per_epoch"], 140);
