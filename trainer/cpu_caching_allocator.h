@@ -13,8 +13,10 @@
 // up to 1/16 of a power of two, so that sizes that vary from step to step, and
 // a batch somewhat larger than any before, share blocks), holding at most
 // `max_cached_bytes` of free blocks (beyond that, freed blocks go back to the
-// system, largest first). Smaller requests go to LibTorch's default allocator
-// unchanged. Thread-safe.
+// system, largest first). Blocks are mapped apart from malloc's heap and
+// populated whole when made (the warm-up faults them in at once, and the
+// headroom never faults later). Smaller requests go to LibTorch's default
+// allocator unchanged. Thread-safe.
 //
 // Installed once per process, before the first tensor of the run is made
 // (tensors made earlier keep their own deleter and are freed as before).
