@@ -105,11 +105,12 @@ class CachingAllocator final : public c10::Allocator {
     // Over the cap: give back the largest free blocks.
     while (cached_ > max_cached_ && !free_.empty()) {
       auto largest = std::prev(free_.end());
-      cached_ -= largest->first;
-      stats_.released_bytes += static_cast<int64_t>(largest->first);
+      const size_t bytes = largest->first;
       void* block = largest->second;
       free_.erase(largest);
-      munmap(block, largest->first);
+      cached_ -= bytes;
+      stats_.released_bytes += static_cast<int64_t>(bytes);
+      munmap(block, bytes);
     }
   }
 
