@@ -113,6 +113,7 @@ nlohmann::ordered_json PerformanceJson(const TrainResult& result,
     // served a request instead.
     const CpuCachingAllocatorStats a = GetCpuCachingAllocatorStats();
     process["tensor_cache"] = {{"fresh_bytes", a.fresh_bytes},
+                               {"moved_bytes", a.moved_bytes},
                                {"cached_bytes", a.cached_bytes},
                                {"allocations", a.allocations},
                                {"reused", a.reused}};

@@ -10,6 +10,9 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "c10/core/CPUAllocator.h"
 #include "c10/core/impl/alloc_cpu.h"
@@ -51,27 +54,45 @@ class CachingAllocator final : public c10::Allocator {
         size = it->first;
         ptr = it->second;
         free_.erase(it);
+        retired_.erase(ptr);
         cached_ -= size;
         ++stats_.reused;
       }
     }
-    const bool fresh = ptr == nullptr;
-    if (fresh) {
+    const bool made = ptr == nullptr;
+    size_t moved = 0;
+    bool pieced = false;
+    if (made) {
       // With an eighth to spare: the next batch a little larger than any
       // before (sizes vary from batch to batch: a batch that straddles two
       // parts of the graph samples 12% more nodes on the 200k reference
       // graph) reuses this block instead of faulting in a new one.
       size = RoundUp(n + n / 8);
-      ptr = MapBlock(size);
+      std::vector<std::pair<void*, size_t>> pieces = TakePieces(size);
+      if (pieces.empty()) {
+        ptr = MapBlock(size);
+      } else {
+        ptr = MapBlockFromPieces(size, pieces, &moved);
+        pieced = true;
+      }
     }
     std::lock_guard<std::mutex> lock(mu_);
-    if (fresh) stats_.fresh_bytes += static_cast<int64_t>(size);
+    if (made) {
+      stats_.fresh_bytes += static_cast<int64_t>(size - moved);
+      stats_.moved_bytes += static_cast<int64_t>(moved);
+      if (pieced) pieced_.insert(ptr);
+    }
     live_[ptr] = size;
     in_use_ += size;
     return {ptr, ptr, &Delete, c10::Device(c10::DeviceType::CPU)};
   }
 
   c10::DeleterFnPtr raw_deleter() const override { return &Delete; }
+
+  void RetireFreeBlocks() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [bytes, block] : free_) retired_.insert(block);
+  }
 
   CpuCachingAllocatorStats stats() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -110,6 +131,8 @@ class CachingAllocator final : public c10::Allocator {
       free_.erase(largest);
       cached_ -= bytes;
       stats_.released_bytes += static_cast<int64_t>(bytes);
+      pieced_.erase(block);
+      retired_.erase(block);
       munmap(block, bytes);
     }
   }
@@ -129,12 +152,89 @@ class CachingAllocator final : public c10::Allocator {
     return ptr;
   }
 
+  // Retired free blocks whose pages a new block of `size` takes instead of
+  // fresh ones (tensors larger than every free block: the test pass's
+  // twice-as-large fanouts after training), taken out of the cache: the
+  // largest first, as many as fit in `size`, at most kMaxPieces. Only retired
+  // blocks: a block whose size comes again (the training step's, after a
+  // validation with larger batches) would otherwise be made again, fresh,
+  // for every block taken from it. Blocks made of pieces are not taken again
+  // (mremap moves one mapping at a time, and a pieced block is several).
+  std::vector<std::pair<void*, size_t>> TakePieces(size_t size) const {
+    constexpr size_t kMaxPieces = 16;
+    std::vector<std::pair<void*, size_t>> pieces;
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t taken = 0;
+    for (auto it = free_.lower_bound(size);
+         it != free_.begin() && pieces.size() < kMaxPieces;) {
+      --it;
+      if (taken + it->first > size || retired_.count(it->second) == 0 ||
+          pieced_.count(it->second) != 0) {
+        continue;
+      }
+      taken += it->first;
+      pieces.emplace_back(it->second, it->first);
+      retired_.erase(it->second);
+      cached_ -= it->first;
+      it = free_.erase(it);
+    }
+    return pieces;
+  }
+
+  // A block of `size` whose first pages are `pieces`' (moved there by
+  // mremap: the page tables move, no page is copied or faulted in), the rest
+  // populated fresh. `*moved`: the bytes taken from pieces. A piece that
+  // cannot be moved is returned to the system. Throws on failure.
+  void* MapBlockFromPieces(size_t size,
+                           const std::vector<std::pair<void*, size_t>>& pieces,
+                           size_t* moved) const {
+    char* base = static_cast<char*>(mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (base == MAP_FAILED) {
+      const int error = errno;
+      for (const auto& [piece, bytes] : pieces) munmap(piece, bytes);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (const auto& piece : pieces)
+          stats_.released_bytes += static_cast<int64_t>(piece.second);
+      }
+      TORCH_CHECK(false, "caching allocator: cannot map ", size,
+                  " bytes: ", std::strerror(error));
+    }
+    size_t offset = 0;
+    size_t lost = 0;
+    for (const auto& [piece, bytes] : pieces) {
+      if (mremap(piece, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED,
+                 base + offset) == MAP_FAILED) {
+        munmap(piece, bytes);
+        lost += bytes;
+        continue;
+      }
+      offset += bytes;
+    }
+    if (offset < size &&
+        madvise(base + offset, size - offset, MADV_POPULATE_WRITE) != 0) {
+      // Kernels before 5.14: touched here, as MAP_POPULATE would.
+      const long page = sysconf(_SC_PAGESIZE);
+      for (size_t i = offset; i < size; i += static_cast<size_t>(page))
+        base[i] = 0;
+    }
+    *moved = offset;
+    if (lost > 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.released_bytes += static_cast<int64_t>(lost);
+    }
+    return base;
+  }
+
   c10::Allocator* fallback_;
   const size_t min_block_;
   const size_t max_cached_;
   mutable std::mutex mu_;
   mutable std::multimap<size_t, void*> free_;       // By size.
   mutable std::unordered_map<void*, size_t> live_;  // Handed out.
+  mutable std::unordered_set<void*> pieced_;        // Made of moved pieces.
+  mutable std::unordered_set<void*> retired_;       // Free, pages takeable.
   mutable size_t cached_ = 0;
   mutable size_t in_use_ = 0;
   mutable CpuCachingAllocatorStats stats_;
@@ -165,6 +265,11 @@ bool InstallCpuCachingAllocator(const CpuCachingAllocatorOptions& options) {
     installed = true;
   });
   return installed;
+}
+
+void RetireCpuCachedBlocks() {
+  if (CachingAllocator::instance != nullptr)
+    CachingAllocator::instance->RetireFreeBlocks();
 }
 
 CpuCachingAllocatorStats GetCpuCachingAllocatorStats() {

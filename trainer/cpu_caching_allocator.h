@@ -15,8 +15,11 @@
 // `max_cached_bytes` of free blocks (beyond that, freed blocks go back to the
 // system, largest first). Blocks are mapped apart from malloc's heap and
 // populated whole when made (the warm-up faults them in at once, and the
-// headroom never faults later). Smaller requests go to LibTorch's default
-// allocator unchanged. Thread-safe.
+// headroom never faults later). Free blocks the caller has retired (their
+// sizes will not come again: training's, before the test pass with larger
+// fanouts) give their pages to a request that no free block serves: moved
+// under the new block with mremap, so that it faults in only the rest.
+// Smaller requests go to LibTorch's default allocator unchanged. Thread-safe.
 //
 // Installed once per process, before the first tensor of the run is made
 // (tensors made earlier keep their own deleter and are freed as before).
@@ -40,11 +43,20 @@ struct CpuCachingAllocatorStats {
   int64_t in_use_bytes = 0;    // Blocks handed out and not yet freed.
   int64_t released_bytes = 0;  // Freed blocks returned to the system.
   int64_t fresh_bytes = 0;     // Blocks taken from the system (new pages).
+  int64_t moved_bytes = 0;     // Free blocks' pages moved into new blocks.
 };
 
 // Makes the caching allocator LibTorch's CPU allocator. The first call
 // installs it with `options`; later calls change nothing and return false.
 bool InstallCpuCachingAllocator(const CpuCachingAllocatorOptions& options = {});
+
+// Marks every block free now as retired: a later request that no free block
+// serves may take their pages (a retired block reused for its own size is
+// no longer retired). For a phase whose tensors are larger than any before
+// and whose predecessor's sizes will not come again (the test pass after
+// training): without it, blocks are only reused whole. Does nothing if the
+// allocator is not installed.
+void RetireCpuCachedBlocks();
 
 // All zero if it is not installed.
 CpuCachingAllocatorStats GetCpuCachingAllocatorStats();

@@ -21,6 +21,7 @@
 #include "sampler/loader.h"
 #include "sampler/neighbor_sampler.h"
 #include "trainer/compute_env.h"
+#include "trainer/cpu_caching_allocator.h"
 #include "trainer/gradient_sync.h"
 #include "trainer/internal/checkpoint.h"
 #include "trainer/internal/models.h"
@@ -394,6 +395,10 @@ class Run {
     internal::TaskEvaluation test;
     const auto test_start = Clock::now();
     const int64_t test_faults = MinorFaults();
+    // Training's and validation's tensor sizes do not come again: the test's
+    // larger tensors (twice the fanouts) take their kept blocks' pages
+    // instead of fresh ones.
+    RetireCpuCachedBlocks();
     if (options_.exact_test) {
       ASSIGN_OR_RETURN(test, task_->EvaluateExact(*model_));
     } else {

@@ -273,6 +273,7 @@ TEST(TrainInProcessTest, TrainsCoraInMemoryAndWritesTheRunDirectory) {
   // KiB; after the first steps they come from kept blocks.
   const auto& cache = summary["process"]["tensor_cache"];
   EXPECT_GT(cache["fresh_bytes"].get<int64_t>(), 0) << text;
+  EXPECT_GE(cache["moved_bytes"].get<int64_t>(), 0) << text;
   EXPECT_GT(cache["reused"].get<int64_t>(),
             cache["allocations"].get<int64_t>() / 2)
       << text;
