@@ -231,7 +231,8 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::SampleNeighbors(
         // Buffers of earlier samples: a steady stream of samples touches no
         // fresh memory (issue 17).
         internal::SampleBufferPool& pool = internal::SampleBufferPool::Shared();
-        SampledNeighbors out = pool.Take();
+        SampledNeighbors out = pool.Take(static_cast<size_t>(
+            std::min(std::max<int64_t>(at_most, 0), max_neighbors)));
         absl::Status s =
             store_->SampleNeighbors(ids, request.fanout(), request.replace(),
                                     request.seed(), max_neighbors, &out);

@@ -1,5 +1,6 @@
 #include "graphstore/internal/slice_pool.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -122,10 +123,19 @@ SampleBufferPool::SampleBufferPool(size_t max_kept_bytes,
                                    size_t max_sample_bytes)
     : max_kept_bytes_(max_kept_bytes), max_sample_bytes_(max_sample_bytes) {}
 
-SampledNeighbors SampleBufferPool::Take() {
+SampledNeighbors SampleBufferPool::Take(size_t neighbors) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (free_.empty()) return SampledNeighbors();
-  SampledNeighbors s = std::move(free_.back());
+  size_t best = free_.size();
+  for (size_t i = 0; i < free_.size(); ++i) {
+    const size_t room = free_[i].neighbors.capacity();
+    if (room >= neighbors &&
+        (best == free_.size() || room < free_[best].neighbors.capacity())) {
+      best = i;
+    }
+  }
+  if (best == free_.size()) return SampledNeighbors();
+  SampledNeighbors s = std::move(free_[best]);
+  if (best + 1 != free_.size()) free_[best] = std::move(free_.back());
   free_.pop_back();
   kept_bytes_ -= CapacityBytes(s);
   return s;
@@ -136,8 +146,35 @@ void SampleBufferPool::Put(SampledNeighbors sample) {
   if (bytes == 0 || bytes > max_sample_bytes_) return;  // Freed here.
   sample.counts.clear();
   sample.neighbors.clear();
+  std::vector<SampledNeighbors> evicted;  // Freed after the lock.
   std::lock_guard<std::mutex> lock(mu_);
-  if (kept_bytes_ + bytes > max_kept_bytes_) return;
+  if (kept_bytes_ + bytes > max_kept_bytes_) {
+    // Smaller kept samples, the smallest first, make way if enough of them
+    // do; otherwise this one goes.
+    std::vector<size_t> smaller;
+    for (size_t i = 0; i < free_.size(); ++i) {
+      if (CapacityBytes(free_[i]) < bytes) smaller.push_back(i);
+    }
+    std::sort(smaller.begin(), smaller.end(), [&](size_t x, size_t y) {
+      return CapacityBytes(free_[x]) < CapacityBytes(free_[y]);
+    });
+    size_t freed = 0;
+    size_t count = 0;
+    while (kept_bytes_ - freed + bytes > max_kept_bytes_ &&
+           count < smaller.size()) {
+      freed += CapacityBytes(free_[smaller[count++]]);
+    }
+    if (kept_bytes_ - freed + bytes > max_kept_bytes_) return;
+    smaller.resize(count);
+    // Removed from the back, so that the indices left stay valid.
+    std::sort(smaller.rbegin(), smaller.rend());
+    for (size_t i : smaller) {
+      evicted.push_back(std::move(free_[i]));
+      if (i + 1 != free_.size()) free_[i] = std::move(free_.back());
+      free_.pop_back();
+    }
+    kept_bytes_ -= freed;
+  }
   kept_bytes_ += bytes;
   free_.push_back(std::move(sample));
 }

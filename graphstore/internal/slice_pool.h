@@ -87,9 +87,15 @@ class SampleBufferPool {
   SampleBufferPool(const SampleBufferPool&) = delete;
   SampleBufferPool& operator=(const SampleBufferPool&) = delete;
 
-  // Empty vectors, with the capacity of the sample returned last.
-  SampledNeighbors Take();
-  // Keeps `sample`'s capacity for a later Take(), within the bounds.
+  // Empty vectors: the kept sample with the least room for neighbors that
+  // has room for `neighbors` (best fit: a sampling call's answers range from
+  // a batch's first hop to its validation's last, and a buffer too small for
+  // one would be reallocated, fresh, while a larger one sat idle); none
+  // fits: new vectors, and the kept ones stay for calls they fit.
+  SampledNeighbors Take(size_t neighbors = 0);
+  // Keeps `sample`'s capacity for a later Take(), within the bounds: over
+  // the total, smaller kept samples make way for a larger one (the calls a
+  // small one fits, a larger one fits too).
   void Put(SampledNeighbors sample);
   void Release();
   size_t kept_bytes() const;

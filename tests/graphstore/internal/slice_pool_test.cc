@@ -138,5 +138,48 @@ TEST(SampleBufferPoolTest, KeepsCapacityWithinItsBounds) {
   EXPECT_EQ(pool.kept_bytes(), 0u);
 }
 
+// A call takes the kept sample with the least room that fits it (a first
+// hop's small answer does not take the buffer a validation batch's last hop
+// needs, which would then be made again, fresh); over the total, larger
+// samples displace smaller ones.
+TEST(SampleBufferPoolTest, TakesTheSmallestThatFitsAndKeepsTheLarger) {
+  SampleBufferPool pool(/*max_kept_bytes=*/3 * kMiB,
+                        /*max_sample_bytes=*/2 * kMiB);
+  auto with_room = [](size_t neighbors) {
+    SampledNeighbors s;
+    s.neighbors.reserve(neighbors);
+    return s;
+  };
+  SampledNeighbors small = with_room(100000);  // 800 KB.
+  SampledNeighbors large = with_room(200000);  // 1.6 MB.
+  const NodeId* small_memory = small.neighbors.data();
+  const NodeId* large_memory = large.neighbors.data();
+  pool.Put(std::move(large));
+  pool.Put(std::move(small));  // Returned last.
+
+  SampledNeighbors taken = pool.Take(150000);
+  EXPECT_EQ(taken.neighbors.data(), large_memory);
+  pool.Put(std::move(taken));
+  taken = pool.Take(50000);
+  EXPECT_EQ(taken.neighbors.data(), small_memory);
+  pool.Put(std::move(taken));
+  // None fits: new vectors, and both stay kept.
+  taken = pool.Take(300000);
+  EXPECT_EQ(taken.neighbors.capacity(), 0u);
+  EXPECT_EQ(pool.kept_bytes(), 2400000u);
+
+  // 1.6 + 0.8 + 1.2 MB is over 3 MiB: the 0.8 MB one makes way.
+  SampledNeighbors medium = with_room(150000);
+  const NodeId* medium_memory = medium.neighbors.data();
+  pool.Put(std::move(medium));
+  EXPECT_EQ(pool.kept_bytes(), 2800000u);
+  taken = pool.Take(50000);
+  EXPECT_EQ(taken.neighbors.data(), medium_memory);
+  // A sample smaller than every kept one cannot displace them: not kept.
+  pool.Put(std::move(taken));
+  pool.Put(with_room(90000));
+  EXPECT_EQ(pool.kept_bytes(), 2800000u);
+}
+
 }  // namespace
 }  // namespace shardgnn::internal
