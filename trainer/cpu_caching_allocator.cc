@@ -60,8 +60,7 @@ class CachingAllocator final : public c10::Allocator {
       }
     }
     const bool made = ptr == nullptr;
-    size_t moved = 0;
-    bool pieced = false;
+    size_t moved = 0;  // Of the new block, bytes from retired blocks.
     if (made) {
       // With an eighth to spare: the next batch a little larger than any
       // before (sizes vary from batch to batch: a batch that straddles two
@@ -69,18 +68,14 @@ class CachingAllocator final : public c10::Allocator {
       // graph) reuses this block instead of faulting in a new one.
       size = RoundUp(n + n / 8);
       std::vector<std::pair<void*, size_t>> pieces = TakePieces(size);
-      if (pieces.empty()) {
-        ptr = MapBlock(size);
-      } else {
-        ptr = MapBlockFromPieces(size, pieces, &moved);
-        pieced = true;
-      }
+      ptr = pieces.empty() ? MapBlock(size)
+                           : MapBlockFromPieces(size, pieces, &moved);
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (made) {
       stats_.fresh_bytes += static_cast<int64_t>(size - moved);
       stats_.moved_bytes += static_cast<int64_t>(moved);
-      if (pieced) pieced_.insert(ptr);
+      if (moved > 0) pieced_.insert(ptr);
     }
     live_[ptr] = size;
     in_use_ += size;

@@ -232,7 +232,7 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::SampleNeighbors(
         // fresh memory (issue 17).
         internal::SampleBufferPool& pool = internal::SampleBufferPool::Shared();
         SampledNeighbors out = pool.Take(static_cast<size_t>(
-            std::min(std::max<int64_t>(at_most, 0), max_neighbors)));
+            std::max<int64_t>(std::min(at_most, max_neighbors), 0)));
         absl::Status s =
             store_->SampleNeighbors(ids, request.fanout(), request.replace(),
                                     request.seed(), max_neighbors, &out);

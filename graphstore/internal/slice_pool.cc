@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <new>
 
 namespace shardgnn::internal {
@@ -150,29 +151,22 @@ void SampleBufferPool::Put(SampledNeighbors sample) {
   std::lock_guard<std::mutex> lock(mu_);
   if (kept_bytes_ + bytes > max_kept_bytes_) {
     // Smaller kept samples, the smallest first, make way if enough of them
-    // do; otherwise this one goes.
-    std::vector<size_t> smaller;
-    for (size_t i = 0; i < free_.size(); ++i) {
-      if (CapacityBytes(free_[i]) < bytes) smaller.push_back(i);
-    }
-    std::sort(smaller.begin(), smaller.end(), [&](size_t x, size_t y) {
-      return CapacityBytes(free_[x]) < CapacityBytes(free_[y]);
-    });
+    // do; otherwise this one goes. (Take looks for the best fit, so the
+    // order of free_ is free to change.)
+    std::sort(free_.begin(), free_.end(),
+              [](const SampledNeighbors& x, const SampledNeighbors& y) {
+                return CapacityBytes(x) < CapacityBytes(y);
+              });
     size_t freed = 0;
     size_t count = 0;
     while (kept_bytes_ - freed + bytes > max_kept_bytes_ &&
-           count < smaller.size()) {
-      freed += CapacityBytes(free_[smaller[count++]]);
+           count < free_.size() && CapacityBytes(free_[count]) < bytes) {
+      freed += CapacityBytes(free_[count++]);
     }
     if (kept_bytes_ - freed + bytes > max_kept_bytes_) return;
-    smaller.resize(count);
-    // Removed from the back, so that the indices left stay valid.
-    std::sort(smaller.rbegin(), smaller.rend());
-    for (size_t i : smaller) {
-      evicted.push_back(std::move(free_[i]));
-      if (i + 1 != free_.size()) free_[i] = std::move(free_.back());
-      free_.pop_back();
-    }
+    evicted.assign(std::make_move_iterator(free_.begin()),
+                   std::make_move_iterator(free_.begin() + count));
+    free_.erase(free_.begin(), free_.begin() + count);
     kept_bytes_ -= freed;
   }
   kept_bytes_ += bytes;
