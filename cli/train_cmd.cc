@@ -572,6 +572,12 @@ absl::Status RunTrain(const TrainFlags& flags) {
         parts.push_back(replicas);
       }
       summary["remote"]["replicas"] = parts;
+      // Servers that did not answer when rank 0 connected (left out).
+      nlohmann::json unreached = nlohmann::json::array();
+      for (const auto& [address, error] : remote->unreached()) {
+        unreached.push_back({{"address", address}, {"error", error}});
+      }
+      summary["remote"]["unreached"] = unreached;
       RETURN_IF_ERROR(WriteFileAtomic(JoinPath(flags.out_dir, "summary.json"),
                                       summary.dump(2) + "\n"));
       WriteReport(flags.out_dir);

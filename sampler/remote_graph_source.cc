@@ -1,10 +1,14 @@
 #include "sampler/remote_graph_source.h"
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -83,6 +87,85 @@ absl::Status ForEachChunk(size_t size, size_t chunk, Call call) {
   return absl::OkStatus();
 }
 
+// One address at Connect: its client, and its Info or why there is none.
+struct Reached {
+  std::unique_ptr<GraphStoreClient> client;
+  absl::Status status = absl::DeadlineExceededError("not asked");
+  ServerInfo info;
+};
+
+// Whether `s`, from Health or Info at Connect, says the server is not there
+// (yet): such a replica may be left out when others cover its part.
+bool Unreachable(const absl::Status& s) {
+  return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s);
+}
+
+// Asks every address for Health, then Info, all at once, each on a thread of
+// its own, until all have answered, or the connect deadline passed, or every
+// part of the partition the answers describe has a server that answered and
+// options.spare_replica_wait passed since. A client that cannot be made (a
+// bad address) is its status, at once.
+std::vector<Reached> ReachAll(const std::vector<std::string>& addresses,
+                              const RemoteGraphSourceOptions& options) {
+  const absl::Time deadline = absl::Now() + options.connect_timeout;
+  std::vector<Reached> reached(addresses.size());
+  std::mutex mu;
+  std::condition_variable changed;
+  size_t answered = 0;         // Guarded by mu.
+  std::map<int, int> covered;  // Part -> servers that answered; by mu.
+  int num_parts = -1;          // The first answer's; by mu.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  threads.reserve(addresses.size());
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    threads.emplace_back([&, i] {
+      Reached& r = reached[i];
+      auto client = GraphStoreClient::Connect(addresses[i], options.client);
+      if (!client.ok()) {
+        r.status = client.status();
+      } else {
+        r.client = std::move(*client);
+        // In slices of a second, so a straggler is given up on promptly.
+        do {
+          r.status = r.client->WaitForHealthy(
+              std::min(deadline, absl::Now() + absl::Seconds(1)));
+        } while (!r.status.ok() && Unreachable(r.status) && !stop.load() &&
+                 absl::Now() < deadline);
+        if (r.status.ok()) {
+          auto info = r.client->Info();
+          r.status = info.status();
+          if (info.ok()) r.info = *std::move(info);
+        }
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      ++answered;
+      if (r.status.ok()) {
+        if (num_parts < 0) num_parts = r.info.meta.num_parts;
+        ++covered[r.info.meta.part_id];
+      }
+      changed.notify_all();
+    });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    std::optional<absl::Time> all_covered;
+    while (answered < addresses.size() && absl::Now() < deadline) {
+      if (!all_covered.has_value() && num_parts > 0 &&
+          static_cast<int>(covered.size()) >= num_parts) {
+        all_covered = absl::Now();
+      }
+      absl::Time until = deadline;
+      if (all_covered.has_value()) {
+        until = std::min(until, *all_covered + options.spare_replica_wait);
+        if (absl::Now() >= until) break;
+      }
+      changed.wait_until(lock, absl::ToChronoTime(until));
+    }
+  }
+  stop = true;  // Each thread ends within its slice (plus an Info call).
+  for (std::thread& t : threads) t.join();
+  return reached;
+}
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
@@ -95,21 +178,29 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
         "RemoteGraphSourceOptions: max_sampled_per_call and max_ids_per_call "
         "must be >= 1");
   }
-  absl::Time deadline = absl::Now() + options.connect_timeout;
+  std::vector<Reached> reached = ReachAll(addresses, options);
+  // Those that did not answer, left out if the others cover every part.
+  std::vector<size_t> unreached;
+  for (size_t i = 0; i < reached.size(); ++i) {
+    if (reached[i].status.ok()) continue;
+    if (!Unreachable(reached[i].status)) return reached[i].status;
+    unreached.push_back(i);
+  }
+  if (unreached.size() == reached.size()) return reached[0].status;
   // By part; maps, not vectors of num_parts slots: a server's claim of many
   // parts must not allocate before the parts are found missing.
   std::map<int, std::vector<std::unique_ptr<GraphStoreClient>>> by_part;
   std::map<int, ServerInfo> infos;  // The first replica's.
   std::string partition_id;
   int num_parts = -1;
-  std::optional<ShardMeta> first_meta;  // addresses[0]'s
-  for (const std::string& address : addresses) {
-    auto client = GraphStoreClient::Connect(address, options.client);
-    if (!client.ok()) return client.status();
-    absl::Status healthy = (*client)->WaitForHealthy(deadline);
-    if (!healthy.ok()) return healthy;
-    auto info = (*client)->Info();
-    if (!info.ok()) return info.status();
+  std::optional<ShardMeta> first_meta;  // first_address's
+  std::string first_address;            // The first that answered.
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    if (!reached[i].status.ok()) continue;
+    const std::string& address = addresses[i];
+    if (first_address.empty()) first_address = address;
+    std::unique_ptr<GraphStoreClient>* client = &reached[i].client;
+    const ServerInfo* info = &reached[i].info;
     const ShardMeta& meta = info->meta;
     if (num_parts < 0) {
       num_parts = meta.num_parts;
@@ -119,7 +210,7 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
       return absl::FailedPreconditionError(
           absl::StrCat(address, " serves part ", meta.part_id, " of partition ",
                        meta.partition_id, " (", meta.num_parts, " parts), but ",
-                       addresses[0], " serves partition ", partition_id, " (",
+                       first_address, " serves partition ", partition_id, " (",
                        num_parts, " parts)"));
     }
     if (!options.expected_partition_id.empty() &&
@@ -137,7 +228,7 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
     const ShardMeta& ref = first_meta.has_value() ? *first_meta : meta;
     auto differ = [&](const char* field, int64_t mine, int64_t theirs) {
       return absl::DataLossError(absl::StrCat(address, " reports ", field, " ",
-                                              mine, ", but ", addresses[0],
+                                              mine, ", but ", first_address,
                                               " reports ", theirs));
     };
     if (meta.num_nodes_total != ref.num_nodes_total) {
@@ -180,9 +271,11 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
   std::vector<NodeId> ranges = {0};
   for (int p = 0; p < num_parts; ++p) {
     if (by_part.count(p) == 0) {
+      // A server that did not answer may be the part's.
+      if (!unreached.empty()) return reached[unreached[0]].status;
       return absl::InvalidArgumentError(absl::StrCat(
           "no server for part ", p, " of partition ", partition_id, " (",
-          num_parts, " parts, as ", addresses[0], " reports) among the ",
+          num_parts, " parts, as ", first_address, " reports) among the ",
           addresses.size(), " addresses given"));
     }
     if (infos[p].meta.node_start != ranges.back()) {
@@ -193,9 +286,10 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
     ranges.push_back(infos[p].meta.node_end);
   }
   if (ranges.back() != first_meta->num_nodes_total) {
-    return absl::DataLossError(absl::StrCat(
-        "the parts' node ranges end at ", ranges.back(), ", but ", addresses[0],
-        " says the graph has ", first_meta->num_nodes_total, " nodes"));
+    return absl::DataLossError(
+        absl::StrCat("the parts' node ranges end at ", ranges.back(), ", but ",
+                     first_address, " says the graph has ",
+                     first_meta->num_nodes_total, " nodes"));
   }
   auto book = PartitionBook::Create(std::move(ranges));
   if (!book.ok()) return book.status();
@@ -218,10 +312,20 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
     parts[p] = std::make_unique<internal::ReplicaSet>(
         p, infos[p].meta, std::move(by_part[p]), set_options);
   }
-  return std::unique_ptr<RemoteGraphSource>(
+  auto source = std::unique_ptr<RemoteGraphSource>(
       new RemoteGraphSource(std::move(*book), std::move(parts),
                             std::move(shared), infos[0].meta.feature_dim,
                             infos[0].meta.num_classes, partition_id, options));
+  for (size_t i : unreached) {
+    const std::string error(reached[i].status.message());
+    std::fprintf(stderr,
+                 "shardgnn: warning: storage server %s did not answer (%s); "
+                 "going on without it: the other servers cover every part. "
+                 "It does not join this run later\n",
+                 addresses[i].c_str(), error.c_str());
+    source->unreached_.emplace_back(addresses[i], error);
+  }
+  return source;
 }
 
 RemoteGraphSource::RemoteGraphSource(

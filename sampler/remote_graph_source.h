@@ -31,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -47,8 +48,12 @@ namespace shardgnn {
 
 struct RemoteGraphSourceOptions {
   GraphStoreClientOptions client;
-  // How long Connect() waits for every server to answer Health.
+  // How long Connect() waits for the servers to answer Health and Info.
   absl::Duration connect_timeout = absl::Seconds(30);
+  // Once every part has a server that answered, how much longer Connect()
+  // waits for the others (a replica on a host that died, or is still
+  // starting) before it starts without them (RemoteGraphSource::unreached()).
+  absl::Duration spare_replica_wait = absl::Seconds(10);
   // When every replica of a part is down, how long a call waits for one to
   // come back before it fails naming the part and each replica's last error
   // (zero: fail at once; a single server's error is then returned as it is).
@@ -106,8 +111,9 @@ struct RemoteStats {
 
 class RemoteGraphSource : public GraphSource {
  public:
-  // Connects to every address (HOST:PORT, in any order), waits until each is
-  // healthy, asks each which part it serves, and checks that together they
+  // Connects to every address (HOST:PORT, in any order), all at once, waits
+  // until each is healthy, asks each which part it serves, and checks that
+  // together they
   // cover parts 0..K-1 of one partition (each part at least once; several
   // servers of one part are its replicas, and must report the same node
   // range and content checksum), with the same partition_id (and
@@ -117,6 +123,15 @@ class RemoteGraphSource : public GraphSource {
   // other are DATA_LOSS, replicas that differ FAILED_PRECONDITION. Every
   // later answer is checked by the clients (GraphStoreClient) before it is
   // merged.
+  //
+  // A server that does not answer (UNAVAILABLE or DEADLINE_EXCEEDED: dead,
+  // unreachable, still loading) within options.connect_timeout, or within
+  // options.spare_replica_wait once every part has a server that answered,
+  // is left out when the others cover every part: a line on stderr names it,
+  // unreached() lists it, and it does not join this source later (a replica
+  // that answered and then died does: sampler/internal/replica_set.h). When
+  // a part has no server that answered, Connect fails with the first
+  // unanswered server's error.
   static absl::StatusOr<std::unique_ptr<RemoteGraphSource>> Connect(
       const std::vector<std::string>& addresses,
       const RemoteGraphSourceOptions& options = {});
@@ -178,6 +193,12 @@ class RemoteGraphSource : public GraphSource {
   // Servers of part p (its replicas).
   int num_replicas(int part) const {
     return static_cast<int>(parts_[static_cast<size_t>(part)]->size());
+  }
+
+  // The servers Connect() left out: no answer, while others covered every
+  // part (address, last error), in the order given.
+  const std::vector<std::pair<std::string, std::string>>& unreached() const {
+    return unreached_;
   }
 
   // Whether part p's features are read through shared memory.
@@ -247,6 +268,7 @@ class RemoteGraphSource : public GraphSource {
   int64_t feature_dim_;
   int64_t num_classes_;
   std::string partition_id_;
+  std::vector<std::pair<std::string, std::string>> unreached_;
   int64_t max_sampled_per_call_;
   int64_t max_ids_per_call_;
   // Feature rows asked in one call: max_ids_per_call_, and half the client's

@@ -64,21 +64,34 @@ class ReplicaFailoverTest
     }
   }
 
-  void Connect(absl::Duration server_wait = absl::ZeroDuration()) {
+  // Connects to the live servers and, first, to `dead` (addresses where
+  // nothing answers).
+  absl::Status TryConnect(absl::Duration server_wait,
+                          const std::vector<std::string>& dead = {}) {
     RemoteGraphSourceOptions options;
-    options.connect_timeout = absl::Seconds(10);
+    options.connect_timeout = connect_timeout_;
+    options.spare_replica_wait = absl::Seconds(1);
     options.client.call_timeout = absl::Seconds(2);
     options.client.max_attempts = 2;
     options.client.initial_backoff = absl::Milliseconds(20);
     options.server_wait = server_wait;
     options.probe_interval = absl::Milliseconds(100);
     testing::UseFeaturePath(GetParam(), &options);
-    std::vector<std::string> addresses;
+    std::vector<std::string> addresses = dead;
     for (auto& part : servers_) {
-      for (auto& s : part) addresses.push_back(s->address());
+      for (auto& s : part) {
+        if (s != nullptr) addresses.push_back(s->address());
+      }
     }
-    ASSERT_OK_AND_ASSIGN(remote_,
-                         RemoteGraphSource::Connect(addresses, options));
+    auto remote = RemoteGraphSource::Connect(addresses, options);
+    if (!remote.ok()) return remote.status();
+    remote_ = std::move(remote).value();
+    return absl::OkStatus();
+  }
+
+  void Connect(absl::Duration server_wait = absl::ZeroDuration(),
+               const std::vector<std::string>& dead = {}) {
+    ASSERT_OK(TryConnect(server_wait, dead));
     for (int p = 0; p < kParts; ++p) {
       ASSERT_EQ(remote_->reads_shared_memory(p),
                 GetParam() == testing::FeaturePath::kSharedMemory);
@@ -147,6 +160,7 @@ class ReplicaFailoverTest
     servers_[part][replica].reset();
   }
 
+  absl::Duration connect_timeout_ = absl::Seconds(10);
   TempDir tmp_;
   testing::RelabelledGraph graph_;
   std::unique_ptr<InMemoryGraphSource> local_;
@@ -334,6 +348,48 @@ TEST_P(ReplicaFailoverTest, AReplicaBackWithinTheWaitLetsTheRunGoOn) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(15));
   ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), 2));
   ExpectFeaturePath();
+}
+
+// A replica whose host died before the trainers (re)started: Connect starts
+// without it once the spare wait has passed, since another replica serves its
+// part, and names it; the batches are the same.
+TEST_P(ReplicaFailoverTest, AReplicaDownAtConnectIsLeftOutIfItsPartHasAnother) {
+  const std::string dead = servers_[0][0]->address();
+  Kill(0, 0);
+  const absl::Time start = absl::Now();
+  ASSERT_NO_FATAL_FAILURE(Connect(absl::ZeroDuration(), {dead}));
+  // The spare wait (1 s) plus a health check's slice (1 s), not the connect
+  // timeout (10 s).
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  ASSERT_EQ(remote_->unreached().size(), 1u);
+  EXPECT_EQ(remote_->unreached()[0].first, dead);
+  EXPECT_FALSE(remote_->unreached()[0].second.empty());
+  ASSERT_EQ(remote_->num_replicas(0), 1);
+  EXPECT_EQ(remote_->num_replicas(1), 2);
+  auto remote = Sampler(remote_.get());
+  auto local = Sampler(local_.get());
+  for (int b = 0; b < 4; ++b) {
+    ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), b));
+  }
+  EXPECT_GT(servers_[0][1]->Totals().calls, 0);
+}
+
+// No server of part 1 answers: Connect waits the connect timeout (not the
+// spare wait) and fails naming one of them.
+TEST_P(ReplicaFailoverTest, APartWithNoServerAnsweringFailsConnect) {
+  const std::string a = servers_[1][0]->address();
+  const std::string b = servers_[1][1]->address();
+  Kill(1, 0);
+  Kill(1, 1);
+  connect_timeout_ = absl::Seconds(3);
+  const absl::Time start = absl::Now();
+  absl::Status s = TryConnect(absl::ZeroDuration(), {a, b});
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(s) || absl::IsUnavailable(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(a));
+  EXPECT_GE(took, absl::Seconds(3));
+  EXPECT_LT(took, absl::Seconds(8));
+  EXPECT_EQ(remote_, nullptr);
 }
 
 INSTANTIATE_TEST_SUITE_P(FeaturePaths, ReplicaFailoverTest,
