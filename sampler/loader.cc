@@ -75,6 +75,14 @@ void PrefetchLoader::Stop() {
   workers_.clear();
 }
 
+void PrefetchLoader::ReleaseBuffers() {
+  Stop();
+  std::lock_guard<std::mutex> lock(mu_);
+  ready_.clear();
+  spare_.clear();
+  spare_.shrink_to_fit();
+}
+
 void PrefetchLoader::StartEpoch(int64_t epoch) {
   Pause();
   size_t workers;

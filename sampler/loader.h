@@ -109,6 +109,10 @@ class PrefetchLoader {
   void Pause();
   // Ends the background threads (idempotent); StartEpoch starts them again.
   void Stop();
+  // Stop(), then frees every batch the loader keeps (sampled ahead, and the
+  // pool's buffers), so that their memory serves another phase (the trainer's
+  // test pass: common/large_buffer.h); a later epoch makes them again.
+  void ReleaseBuffers();
 
   int64_t steps_per_epoch() const { return steps_; }
   // The background threads from the next StartEpoch on (at least 1); the

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/large_buffer.h"
 #include "common/types.h"
 
 namespace shardgnn {
@@ -37,7 +38,9 @@ struct MiniBatch {
   // == seeds.
   std::vector<Block> blocks;
   int64_t feature_dim = 0;
-  std::vector<float> features;  // input_nodes.size() x feature_dim, row-major
+  // input_nodes.size() x feature_dim, row-major; in the trainer, from the
+  // block cache LibTorch's tensors use (common/large_buffer.h).
+  FloatBuffer features;
   std::vector<int64_t> labels;  // one per seed (-1 = unlabeled)
   // Each input node's degree in the whole graph (SamplerOptions::fetch_degrees;
   // empty otherwise).

@@ -17,6 +17,7 @@
 #include "c10/core/CPUAllocator.h"
 #include "c10/core/impl/alloc_cpu.h"
 #include "c10/util/Exception.h"
+#include "common/large_buffer.h"
 
 namespace shardgnn {
 namespace {
@@ -97,18 +98,29 @@ class CachingAllocator final : public c10::Allocator {
     return s;
   }
 
-  static CachingAllocator* instance;
+  // A block for a buffer outside LibTorch (common/large_buffer.h): the
+  // pointer, with the ownership its DataPtr had.
+  void* AllocateRaw(size_t n) const {
+    c10::DataPtr data = allocate(n);
+    void* ptr = data.get();
+    data.release_context();
+    return ptr;
+  }
 
- private:
   static void Delete(void* ptr) {
     if (ptr != nullptr) instance->Release(ptr);
   }
 
+  static CachingAllocator* instance;
+
+ private:
   void Release(void* ptr) const {
     std::unique_lock<std::mutex> lock(mu_);
     auto it = live_.find(ptr);
     if (it == live_.end()) {
-      // Not ours (cannot happen: only our DataPtrs carry this deleter).
+      // Not ours: a request under min_block_ (LibTorch's own allocation), or
+      // a large buffer made with std::malloc before this cache was installed
+      // (common/large_buffer.h); both are free()d.
       lock.unlock();
       c10::free_cpu(ptr);
       return;
@@ -257,6 +269,13 @@ bool InstallCpuCachingAllocator(const CpuCachingAllocatorOptions& options) {
     CachingAllocator::instance =
         new CachingAllocator(c10::GetDefaultCPUAllocator(), o);
     c10::SetCPUAllocator(CachingAllocator::instance, /*priority=*/1);
+    // Minibatches' feature rows come from the same blocks.
+    static const LargeBufferProvider provider = {
+        [](size_t bytes) {
+          return CachingAllocator::instance->AllocateRaw(bytes);
+        },
+        &CachingAllocator::Delete};
+    SetLargeBufferProvider(&provider);
     installed = true;
   });
   return installed;

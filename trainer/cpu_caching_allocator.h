@@ -19,7 +19,10 @@
 // sizes will not come again: training's, before the test pass with larger
 // fanouts) give their pages to a request that no free block serves: moved
 // under the new block with mremap, so that it faults in only the rest.
-// Smaller requests go to LibTorch's default allocator unchanged. Thread-safe.
+// Smaller requests go to LibTorch's default allocator unchanged. Installing
+// it also makes it the provider of large buffers outside LibTorch
+// (common/large_buffer.h: minibatches' feature rows), which then share its
+// blocks, retired ones included. Thread-safe.
 //
 // Installed once per process, before the first tensor of the run is made
 // (tensors made earlier keep their own deleter and are freed as before).

@@ -396,8 +396,11 @@ class Run {
     const auto test_start = Clock::now();
     const int64_t test_faults = MinorFaults();
     // Training's and validation's tensor sizes do not come again: the test's
-    // larger tensors (twice the fanouts) take their kept blocks' pages
-    // instead of fresh ones.
+    // larger tensors and minibatches (twice the fanouts) take their kept
+    // blocks' pages instead of fresh ones. Their loaders' batches go back to
+    // the cache first (their feature rows come from it: common/large_buffer.h).
+    loader_->ReleaseBuffers();
+    task_->ReleaseValidationBuffers();
     RetireCpuCachedBlocks();
     if (options_.exact_test) {
       ASSIGN_OR_RETURN(test, task_->EvaluateExact(*model_));

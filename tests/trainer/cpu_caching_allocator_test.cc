@@ -10,10 +10,16 @@
 #include <thread>
 #include <vector>
 
+#include "common/large_buffer.h"
+
 namespace shardgnn {
 namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;
+
+// A feature buffer made before the cache is installed (std::malloc's), freed
+// by a test after: it goes back to the system, not into the cache.
+FloatBuffer* made_before = new FloatBuffer(size_t{3} << 20);
 
 class CpuCachingAllocatorTest : public ::testing::Test {
  protected:
@@ -151,6 +157,37 @@ TEST_F(CpuCachingAllocatorTest, ALargerTensorTakesTheRetiredBlocksPages) {
   EXPECT_EQ(s.moved_bytes, before.moved_bytes);
   EXPECT_GE(s.fresh_bytes - before.fresh_bytes, 40 * kMiB);
   EXPECT_EQ(s.in_use_bytes, start.in_use_bytes);
+}
+
+// Minibatches' feature rows (common/large_buffer.h) come from the blocks
+// tensors use: a freed tensor's block serves a buffer of its size, and the
+// buffer's block serves a tensor again once freed.
+TEST_F(CpuCachingAllocatorTest, FeatureBuffersShareTheTensorsBlocks) {
+  { torch::Tensor t = torch::ones({Floats(5)}); }
+  const CpuCachingAllocatorStats start = GetCpuCachingAllocatorStats();
+  void* rows_at = nullptr;
+  {
+    FloatBuffer rows(static_cast<size_t>(Floats(5)), 2.0f);
+    rows_at = rows.data();
+    const CpuCachingAllocatorStats s = GetCpuCachingAllocatorStats();
+    EXPECT_EQ(s.allocations - start.allocations, 1);
+    EXPECT_EQ(s.reused - start.reused, 1);
+    EXPECT_EQ(s.fresh_bytes, start.fresh_bytes);
+    EXPECT_GE(s.in_use_bytes - start.in_use_bytes, 5 * kMiB);
+    EXPECT_FLOAT_EQ(rows.back(), 2.0f);
+  }
+  EXPECT_EQ(GetCpuCachingAllocatorStats().in_use_bytes, start.in_use_bytes);
+  {
+    torch::Tensor again = torch::zeros({Floats(5)});
+    EXPECT_EQ(again.data_ptr(), rows_at);
+  }
+  // Small buffers and buffers std::malloc made are freed, not cached.
+  { FloatBuffer small(16, 1.0f); }
+  delete made_before;
+  made_before = nullptr;
+  const CpuCachingAllocatorStats s = GetCpuCachingAllocatorStats();
+  EXPECT_EQ(s.in_use_bytes, start.in_use_bytes);
+  EXPECT_EQ(s.cached_bytes, start.cached_bytes);
 }
 
 TEST_F(CpuCachingAllocatorTest, KeepsAtMostTheCapAndReleasesTheRest) {

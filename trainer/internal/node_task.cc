@@ -157,6 +157,8 @@ class NodeTask : public Task {
     return e;
   }
 
+  void ReleaseValidationBuffers() override { eval_loaders_[0] = {}; }
+
  private:
   // The loader of `split`'s nodes with `sampler`, kept for its buffers (made
   // again only when the sampler or the number of threads changes): as many

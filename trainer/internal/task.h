@@ -112,6 +112,9 @@ class Task {
       const std::function<void(int64_t, int64_t)>& progress) = 0;
   // The test figures over full neighborhoods (layer-wise inference).
   virtual absl::StatusOr<TaskEvaluation> EvaluateExact(GnnModel& model) = 0;
+  // Frees the buffers validation keeps between epochs (its loader's), once
+  // training is over and the test pass comes.
+  virtual void ReleaseValidationBuffers() {}
 
  protected:
   int sampler_threads_ = 1;
