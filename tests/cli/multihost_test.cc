@@ -274,9 +274,16 @@ TEST_F(TwoHostsTest, CutHostOfOneReplicaOfEveryPartTheRunGoesOn) {
   ASSERT_TRUE(want.is_object() && got.is_object()) << output;
   EXPECT_EQ(got["parameters_checksum"], want["parameters_checksum"]) << output;
   EXPECT_EQ(got["test_acc"], want["test_acc"]);
-  EXPECT_GE(got["remote"]["failovers"].get<int64_t>(), 1) << output;
-  // A's replicas are down, or left out when trainers restarted after the cut
-  // (they did if a collective timed out first); C's are up.
+  // Rank 0 failed over from A's replicas; or, if a collective timed out
+  // first (a loaded machine: seen in CI), the trainers restarted, and the new
+  // rank 0 started without them (TrainersRestartedAfterTheCut... below).
+  if (got.value("restarts", 0) == 0) {
+    EXPECT_GE(got["remote"]["failovers"].get<int64_t>(), 1) << output;
+  } else {
+    EXPECT_EQ(got["remote"]["unreached"].size(), 2u) << output;
+  }
+  // A's replicas are down, or left out when trainers restarted after the cut;
+  // C's are up.
   auto on_a = [&](const nlohmann::json& address) {
     return address.get<std::string>().rfind(address_a_ + ":", 0) == 0;
   };
