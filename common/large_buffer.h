@@ -13,6 +13,7 @@
 #define SHARDGNN_COMMON_LARGE_BUFFER_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <new>
 #include <vector>
 
@@ -53,8 +54,9 @@ struct LargeBufferAllocator {
   }
 };
 
-// A float array of megabytes: a minibatch's feature rows.
+// Arrays of megabytes: a minibatch's feature rows, its blocks' edges.
 using FloatBuffer = std::vector<float, LargeBufferAllocator<float>>;
+using Int64Buffer = std::vector<int64_t, LargeBufferAllocator<int64_t>>;
 
 }  // namespace shardgnn
 

@@ -21,8 +21,9 @@ namespace shardgnn {
 struct Block {
   int64_t num_src = 0;
   int64_t num_dst = 0;
-  std::vector<int64_t> indptr;   // num_dst + 1
-  std::vector<int64_t> indices;  // local source indices, each < num_src
+  // From the block cache in the trainer, as MiniBatch::features.
+  Int64Buffer indptr;   // num_dst + 1
+  Int64Buffer indices;  // local source indices, each < num_src
 
   int64_t num_edges() const { return static_cast<int64_t>(indices.size()); }
 };

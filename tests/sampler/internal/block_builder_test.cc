@@ -31,11 +31,11 @@ TEST(BlockBuilderTest, AssignsFirstAppearanceOrderWithDenseAndHashMaps) {
     EXPECT_EQ(nodes, (std::vector<NodeId>{40, 10, 7, 99, 3}));
     EXPECT_EQ(blocks[1].num_dst, 2);
     EXPECT_EQ(blocks[1].num_src, 3);
-    EXPECT_EQ(blocks[1].indptr, (std::vector<int64_t>{0, 2, 3}));
-    EXPECT_EQ(blocks[1].indices, (std::vector<int64_t>{2, 1, 2}));
+    EXPECT_EQ(blocks[1].indptr, (Int64Buffer{0, 2, 3}));
+    EXPECT_EQ(blocks[1].indices, (Int64Buffer{2, 1, 2}));
     EXPECT_EQ(blocks[0].num_dst, 3);
     EXPECT_EQ(blocks[0].num_src, 5);
-    EXPECT_EQ(blocks[0].indices, (std::vector<int64_t>{3, 0, 4, 3}));
+    EXPECT_EQ(blocks[0].indices, (Int64Buffer{3, 0, 4, 3}));
     // Reusing the builder starts from scratch.
     TwoHops(builder, &nodes, &blocks);
     EXPECT_EQ(nodes.size(), 5u);
