@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -111,9 +112,9 @@ std::vector<Reached> ReachAll(const std::vector<std::string>& addresses,
   std::vector<Reached> reached(addresses.size());
   std::mutex mu;
   std::condition_variable changed;
-  size_t answered = 0;         // Guarded by mu.
-  std::map<int, int> covered;  // Part -> servers that answered; by mu.
-  int num_parts = -1;          // The first answer's; by mu.
+  size_t answered = 0;    // Guarded by mu.
+  std::set<int> covered;  // Parts with a server that answered; by mu.
+  int num_parts = -1;     // The first answer's; by mu.
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
   threads.reserve(addresses.size());
@@ -141,7 +142,7 @@ std::vector<Reached> ReachAll(const std::vector<std::string>& addresses,
       ++answered;
       if (r.status.ok()) {
         if (num_parts < 0) num_parts = r.info.meta.num_parts;
-        ++covered[r.info.meta.part_id];
+        covered.insert(r.info.meta.part_id);
       }
       changed.notify_all();
     });

@@ -161,6 +161,37 @@ class TwoHostsTest : public ::testing::Test {
             "--timeout",   "30"};
   }
 
+  // Host A and host C each serve one replica of every part: their four
+  // addresses (A's first) in *servers; then the uninterrupted run of
+  // ReplicatedRunArgs into dir_/reference.
+  void StartReplicasAndReference(std::vector<std::string>* servers) {
+    ASSERT_NO_FATAL_FAILURE(AddHostC());
+    *servers = StartServers();
+    ASSERT_EQ(servers->size(), 2u);
+    std::vector<std::string> on_c = StartServers(c_, address_c_);
+    ASSERT_EQ(on_c.size(), 2u);
+    servers->insert(servers->end(), on_c.begin(), on_c.end());
+    Finished reference =
+        RunShardgnn(ReplicatedRunArgs(*servers, dir_.Sub("reference")), In(b_));
+    ASSERT_EQ(reference.exit_status, 0) << reference.output;
+  }
+
+  // 8 epochs, features through calls (every batch needs its server), no
+  // early stop: runs that end with equal parameters.
+  std::vector<std::string> ReplicatedRunArgs(
+      const std::vector<std::string>& servers, const std::string& out) {
+    std::vector<std::string> a = RunArgs(servers, out, 8);
+    for (const char* extra : {"--no-shared-memory", "--patience", "0"}) {
+      a.push_back(extra);
+    }
+    return a;
+  }
+
+  static nlohmann::json ReadSummary(const std::string& dir) {
+    return nlohmann::json::parse(std::ifstream(dir + "/summary.json"), nullptr,
+                                 /*allow_exceptions=*/false);
+  }
+
   TempDir dir_;
   std::string partition_;
   std::string net_, a_, b_, c_, link_a_, link_b_, address_a_, address_c_;
@@ -239,24 +270,12 @@ TEST_F(TwoHostsTest, NetworkPartitionFailsTheRunNamingTheServer) {
 // the link to A is cut mid-run, and the run goes on with C's replicas, ending
 // with the parameters of an uninterrupted run.
 TEST_F(TwoHostsTest, CutHostOfOneReplicaOfEveryPartTheRunGoesOn) {
-  ASSERT_NO_FATAL_FAILURE(AddHostC());
-  std::vector<std::string> servers = StartServers();
-  ASSERT_EQ(servers.size(), 2u);
-  std::vector<std::string> on_c = StartServers(c_, address_c_);
-  ASSERT_EQ(on_c.size(), 2u);
-  servers.insert(servers.end(), on_c.begin(), on_c.end());
-  auto args = [&](const std::string& out) {
-    std::vector<std::string> a = RunArgs(servers, out, 8);
-    for (const char* extra : {"--no-shared-memory", "--patience", "0"}) {
-      a.push_back(extra);
-    }
-    return a;
-  };
-  Finished reference = RunShardgnn(args(dir_.Sub("reference")), In(b_));
-  ASSERT_EQ(reference.exit_status, 0) << reference.output;
+  std::vector<std::string> servers;
+  ASSERT_NO_FATAL_FAILURE(StartReplicasAndReference(&servers));
 
   const std::string out = dir_.Sub("run");
-  auto run = StartShardgnn(args(out), "shardgnn run", In(b_));
+  auto run =
+      StartShardgnn(ReplicatedRunArgs(servers, out), "shardgnn run", In(b_));
   ASSERT_NE(run, nullptr);
   ASSERT_OK(run->WaitForLine("epoch   2/8", kRunTimeout));
   ASSERT_TRUE(Ip(absl::StrCat("-n ", a_, " link set ", link_a_, " down")));
@@ -265,12 +284,8 @@ TEST_F(TwoHostsTest, CutHostOfOneReplicaOfEveryPartTheRunGoesOn) {
   const std::string output = run->Tail(100000);
   ASSERT_EQ(*status, 0) << output;
 
-  auto read = [](const std::string& dir) {
-    return nlohmann::json::parse(std::ifstream(dir + "/summary.json"), nullptr,
-                                 /*allow_exceptions=*/false);
-  };
-  const nlohmann::json want = read(dir_.Sub("reference"));
-  const nlohmann::json got = read(out);
+  const nlohmann::json want = ReadSummary(dir_.Sub("reference"));
+  const nlohmann::json got = ReadSummary(out);
   ASSERT_TRUE(want.is_object() && got.is_object()) << output;
   EXPECT_EQ(got["parameters_checksum"], want["parameters_checksum"]) << output;
   EXPECT_EQ(got["test_acc"], want["test_acc"]);
@@ -306,24 +321,12 @@ TEST_F(TwoHostsTest, CutHostOfOneReplicaOfEveryPartTheRunGoesOn) {
 // trainer waited on the dead host): the new trainers start without A's
 // replicas, which no longer answer, and the run ends as an uninterrupted one.
 TEST_F(TwoHostsTest, TrainersRestartedAfterTheCutStartWithoutTheDeadHost) {
-  ASSERT_NO_FATAL_FAILURE(AddHostC());
-  std::vector<std::string> servers = StartServers();
-  ASSERT_EQ(servers.size(), 2u);
-  std::vector<std::string> on_c = StartServers(c_, address_c_);
-  ASSERT_EQ(on_c.size(), 2u);
-  servers.insert(servers.end(), on_c.begin(), on_c.end());
-  auto args = [&](const std::string& out) {
-    std::vector<std::string> a = RunArgs(servers, out, 8);
-    for (const char* extra : {"--no-shared-memory", "--patience", "0"}) {
-      a.push_back(extra);
-    }
-    return a;
-  };
-  Finished reference = RunShardgnn(args(dir_.Sub("reference")), In(b_));
-  ASSERT_EQ(reference.exit_status, 0) << reference.output;
+  std::vector<std::string> servers;
+  ASSERT_NO_FATAL_FAILURE(StartReplicasAndReference(&servers));
 
   const std::string out = dir_.Sub("run");
-  auto run = StartShardgnn(args(out), "shardgnn run", In(b_));
+  auto run =
+      StartShardgnn(ReplicatedRunArgs(servers, out), "shardgnn run", In(b_));
   ASSERT_NE(run, nullptr);
   ASSERT_OK(run->WaitForLine("epoch   2/8", kRunTimeout));
   const pid_t trainer =
@@ -337,12 +340,8 @@ TEST_F(TwoHostsTest, TrainersRestartedAfterTheCutStartWithoutTheDeadHost) {
   ASSERT_EQ(*status, 0) << output;
   EXPECT_THAT(output, HasSubstr("going on without it")) << output;
 
-  auto read = [](const std::string& dir) {
-    return nlohmann::json::parse(std::ifstream(dir + "/summary.json"), nullptr,
-                                 /*allow_exceptions=*/false);
-  };
-  const nlohmann::json want = read(dir_.Sub("reference"));
-  const nlohmann::json got = read(out);
+  const nlohmann::json want = ReadSummary(dir_.Sub("reference"));
+  const nlohmann::json got = ReadSummary(out);
   ASSERT_TRUE(want.is_object() && got.is_object()) << output;
   EXPECT_EQ(got["parameters_checksum"], want["parameters_checksum"]) << output;
   EXPECT_EQ(got["test_acc"], want["test_acc"]);
