@@ -1,20 +1,14 @@
 #include "sampler/remote_graph_source.h"
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <map>
-#include <mutex>
-#include <optional>
-#include <set>
-#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/status.h"
+#include "sampler/internal/connect.h"
 
 namespace shardgnn {
 
@@ -88,85 +82,6 @@ absl::Status ForEachChunk(size_t size, size_t chunk, Call call) {
   return absl::OkStatus();
 }
 
-// One address at Connect: its client, and its Info or why there is none.
-struct Reached {
-  std::unique_ptr<GraphStoreClient> client;
-  absl::Status status = absl::DeadlineExceededError("not asked");
-  ServerInfo info;
-};
-
-// Whether `s`, from Health or Info at Connect, says the server is not there
-// (yet): such a replica may be left out when others cover its part.
-bool Unreachable(const absl::Status& s) {
-  return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s);
-}
-
-// Asks every address for Health, then Info, all at once, each on a thread of
-// its own, until all have answered, or the connect deadline passed, or every
-// part of the partition the answers describe has a server that answered and
-// options.spare_replica_wait passed since. A client that cannot be made (a
-// bad address) is its status, at once.
-std::vector<Reached> ReachAll(const std::vector<std::string>& addresses,
-                              const RemoteGraphSourceOptions& options) {
-  const absl::Time deadline = absl::Now() + options.connect_timeout;
-  std::vector<Reached> reached(addresses.size());
-  std::mutex mu;
-  std::condition_variable changed;
-  size_t answered = 0;    // Guarded by mu.
-  std::set<int> covered;  // Parts with a server that answered; by mu.
-  int num_parts = -1;     // The first answer's; by mu.
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> threads;
-  threads.reserve(addresses.size());
-  for (size_t i = 0; i < addresses.size(); ++i) {
-    threads.emplace_back([&, i] {
-      Reached& r = reached[i];
-      auto client = GraphStoreClient::Connect(addresses[i], options.client);
-      if (!client.ok()) {
-        r.status = client.status();
-      } else {
-        r.client = std::move(*client);
-        // In slices of a second, so a straggler is given up on promptly.
-        do {
-          r.status = r.client->WaitForHealthy(
-              std::min(deadline, absl::Now() + absl::Seconds(1)));
-        } while (!r.status.ok() && Unreachable(r.status) && !stop.load() &&
-                 absl::Now() < deadline);
-        if (r.status.ok()) {
-          auto info = r.client->Info();
-          r.status = info.status();
-          if (info.ok()) r.info = *std::move(info);
-        }
-      }
-      std::lock_guard<std::mutex> lock(mu);
-      ++answered;
-      if (r.status.ok()) {
-        if (num_parts < 0) num_parts = r.info.meta.num_parts;
-        covered.insert(r.info.meta.part_id);
-      }
-      changed.notify_all();
-    });
-  }
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    std::optional<absl::Time> all_covered;
-    while (answered < addresses.size() && absl::Now() < deadline) {
-      if (!all_covered.has_value() && num_parts > 0 &&
-          static_cast<int>(covered.size()) >= num_parts) {
-        all_covered = absl::Now();
-      }
-      absl::Time until = deadline;
-      if (all_covered.has_value()) {
-        until = std::min(until, *all_covered + options.spare_replica_wait);
-        if (absl::Now() >= until) break;
-      }
-      changed.wait_until(lock, absl::ToChronoTime(until));
-    }
-  }
-  stop = true;  // Each thread ends within its slice (plus an Info call).
-  for (std::thread& t : threads) t.join();
-  return reached;
-}
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
@@ -179,120 +94,10 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
         "RemoteGraphSourceOptions: max_sampled_per_call and max_ids_per_call "
         "must be >= 1");
   }
-  std::vector<Reached> reached = ReachAll(addresses, options);
-  // Those that did not answer, left out if the others cover every part.
-  std::vector<size_t> unreached;
-  for (size_t i = 0; i < reached.size(); ++i) {
-    if (reached[i].status.ok()) continue;
-    if (!Unreachable(reached[i].status)) return reached[i].status;
-    unreached.push_back(i);
-  }
-  if (unreached.size() == reached.size()) return reached[0].status;
-  // By part; maps, not vectors of num_parts slots: a server's claim of many
-  // parts must not allocate before the parts are found missing.
-  std::map<int, std::vector<std::unique_ptr<GraphStoreClient>>> by_part;
-  std::map<int, ServerInfo> infos;  // The first replica's.
-  std::string partition_id;
-  int num_parts = -1;
-  std::optional<ShardMeta> first_meta;  // first_address's
-  std::string first_address;            // The first that answered.
-  for (size_t i = 0; i < addresses.size(); ++i) {
-    if (!reached[i].status.ok()) continue;
-    const std::string& address = addresses[i];
-    if (first_address.empty()) first_address = address;
-    std::unique_ptr<GraphStoreClient>* client = &reached[i].client;
-    const ServerInfo* info = &reached[i].info;
-    const ShardMeta& meta = info->meta;
-    if (num_parts < 0) {
-      num_parts = meta.num_parts;
-      partition_id = meta.partition_id;
-    }
-    if (meta.partition_id != partition_id || meta.num_parts != num_parts) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(address, " serves part ", meta.part_id, " of partition ",
-                       meta.partition_id, " (", meta.num_parts, " parts), but ",
-                       first_address, " serves partition ", partition_id, " (",
-                       num_parts, " parts)"));
-    }
-    if (!options.expected_partition_id.empty() &&
-        meta.partition_id != options.expected_partition_id) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          address, " serves partition ", meta.partition_id,
-          ", not the run's partition ", options.expected_partition_id));
-    }
-    if (meta.part_id < 0 || meta.part_id >= num_parts) {
-      return absl::DataLossError(absl::StrCat(address, " reports part ",
-                                              meta.part_id, " of ", num_parts));
-    }
-    // Every part describes the same graph (a batch's rows come from several
-    // of them): compare with the first server's answer.
-    const ShardMeta& ref = first_meta.has_value() ? *first_meta : meta;
-    auto differ = [&](const char* field, int64_t mine, int64_t theirs) {
-      return absl::DataLossError(absl::StrCat(address, " reports ", field, " ",
-                                              mine, ", but ", first_address,
-                                              " reports ", theirs));
-    };
-    if (meta.num_nodes_total != ref.num_nodes_total) {
-      return differ("num_nodes_total", meta.num_nodes_total,
-                    ref.num_nodes_total);
-    }
-    if (meta.feature_dim != ref.feature_dim) {
-      return differ("feature_dim", meta.feature_dim, ref.feature_dim);
-    }
-    if (meta.num_classes != ref.num_classes) {
-      return differ("num_classes", meta.num_classes, ref.num_classes);
-    }
-    if (!first_meta.has_value()) first_meta = meta;
-    auto& replicas = by_part[meta.part_id];
-    if (!replicas.empty()) {
-      // Another replica of the part: it must hold the same shard.
-      const ShardMeta& other = infos[meta.part_id].meta;
-      const std::string& other_address = replicas.front()->address();
-      for (const std::unique_ptr<GraphStoreClient>& r : replicas) {
-        if (r->address() == address) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(address, " is given twice"));
-        }
-      }
-      if (meta.node_start != other.node_start ||
-          meta.node_end != other.node_end ||
-          meta.content_checksum != other.content_checksum) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            address, " and ", other_address, " both serve part ", meta.part_id,
-            " but not the same shard: nodes [", meta.node_start, ", ",
-            meta.node_end, ") content ", meta.content_checksum, " against [",
-            other.node_start, ", ", other.node_end, ") content ",
-            other.content_checksum));
-      }
-    } else {
-      infos[meta.part_id] = *info;
-    }
-    replicas.push_back(std::move(*client));
-  }
-  std::vector<NodeId> ranges = {0};
-  for (int p = 0; p < num_parts; ++p) {
-    if (by_part.count(p) == 0) {
-      // A server that did not answer may be the part's.
-      if (!unreached.empty()) return reached[unreached[0]].status;
-      return absl::InvalidArgumentError(absl::StrCat(
-          "no server for part ", p, " of partition ", partition_id, " (",
-          num_parts, " parts, as ", first_address, " reports) among the ",
-          addresses.size(), " addresses given"));
-    }
-    if (infos[p].meta.node_start != ranges.back()) {
-      return absl::DataLossError(
-          absl::StrCat(by_part[p].front()->address(), " serves nodes from ",
-                       infos[p].meta.node_start, ", expected ", ranges.back()));
-    }
-    ranges.push_back(infos[p].meta.node_end);
-  }
-  if (ranges.back() != first_meta->num_nodes_total) {
-    return absl::DataLossError(
-        absl::StrCat("the parts' node ranges end at ", ranges.back(), ", but ",
-                     first_address, " says the graph has ",
-                     first_meta->num_nodes_total, " nodes"));
-  }
-  auto book = PartitionBook::Create(std::move(ranges));
+  ASSIGN_OR_RETURN(internal::ReachedServers found,
+                   internal::ReachServers(addresses, options));
+  const int num_parts = static_cast<int>(found.replicas.size());
+  auto book = PartitionBook::Create(std::move(found.ranges));
   if (!book.ok()) return book.status();
   // Every part has its servers: num_parts <= addresses.size().
   internal::ReplicaSetOptions set_options;
@@ -301,31 +106,31 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
   set_options.hedge_after = options.hedge_after;
   set_options.hedge_adaptive = options.hedge_adaptive;
   set_options.hedge_floor = options.hedge_floor;
-  std::vector<std::unique_ptr<internal::ReplicaSet>> parts(by_part.size());
-  std::vector<std::unique_ptr<SharedRegion>> shared(by_part.size());
+  std::vector<std::unique_ptr<internal::ReplicaSet>> parts(num_parts);
+  std::vector<std::unique_ptr<SharedRegion>> shared(num_parts);
   for (int p = 0; p < num_parts; ++p) {
     if (options.use_shared_memory) {
       // A co-located replica's matrix. The mapping outlives that server (the
       // memory is sealed and stays while mapped), so it keeps serving rows
       // that every replica holds alike after that server dies.
-      shared[p] = MapSharedFeatures(infos[p], by_part[p].front()->address());
+      shared[p] = MapSharedFeatures(found.infos[p],
+                                    found.replicas[p].front()->address());
     }
     parts[p] = std::make_unique<internal::ReplicaSet>(
-        p, infos[p].meta, std::move(by_part[p]), set_options);
+        p, found.infos[p].meta, std::move(found.replicas[p]), set_options);
   }
-  auto source = std::unique_ptr<RemoteGraphSource>(
-      new RemoteGraphSource(std::move(*book), std::move(parts),
-                            std::move(shared), infos[0].meta.feature_dim,
-                            infos[0].meta.num_classes, partition_id, options));
-  for (size_t i : unreached) {
-    const std::string error(reached[i].status.message());
+  const ShardMeta& meta = found.infos[0].meta;
+  auto source = std::unique_ptr<RemoteGraphSource>(new RemoteGraphSource(
+      std::move(*book), std::move(parts), std::move(shared), meta.feature_dim,
+      meta.num_classes, found.partition_id, options));
+  for (const auto& [address, error] : found.unreached) {
     std::fprintf(stderr,
                  "shardgnn: warning: storage server %s did not answer (%s); "
                  "going on without it: the other servers cover every part. "
                  "It does not join this run later\n",
-                 addresses[i].c_str(), error.c_str());
-    source->unreached_.emplace_back(addresses[i], error);
+                 address.c_str(), error.c_str());
   }
+  source->unreached_ = std::move(found.unreached);
   return source;
 }
 
