@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/buffers.h"
 #include "common/sampling.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
@@ -93,9 +94,18 @@ absl::Status InMemoryGraphSource::SampleNeighbors(
   out->neighbors.clear();
   const int64_t* indptr = arrays_.indptr.data();
   const NodeId* indices = arrays_.indices.data();
+  // Room for the whole answer at once (grown by doubling, a large batch's
+  // answer took a block of every size on the way, and the next epoch's
+  // batches new ones again).
+  size_t total = 0;
+  for (const NodeId v : nodes) {
+    if (v < 0 || v >= num_nodes()) return CheckId(v);
+    total += static_cast<size_t>(
+        SampledCount(indptr[v + 1] - indptr[v], fanout, replace));
+  }
+  ReserveWithHeadroom(&out->neighbors, total);
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeId v = nodes[i];
-    if (v < 0 || v >= num_nodes()) return CheckId(v);
     const size_t before = out->neighbors.size();
     shardgnn::SampleNeighbors(indices + indptr[v], indptr[v + 1] - indptr[v],
                               fanout, replace, seed, v, &out->neighbors);
