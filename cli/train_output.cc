@@ -232,9 +232,11 @@ nlohmann::ordered_json SummaryJson(const TrainResult& result,
   // full neighborhoods) or "sampled" (with the eval fanouts).
   summary["test_method"] = options.exact_test ? "exact" : "sampled";
   // This trainer's test pass (rank 0's in a data-parallel run).
-  summary["test_time"] = {{"seconds", result.test_seconds},
-                          {"minor_faults", result.test_minor_faults},
-                          {"batches", result.test_batches}};
+  summary["test_time"] = {
+      {"seconds", result.test_seconds},
+      {"minor_faults", result.test_minor_faults},
+      {"second_half_minor_faults", result.test_second_half_minor_faults},
+      {"batches", result.test_batches}};
   if (options.task == TaskKind::kNode) {
     summary["best_val_acc"] = result.best_val_acc;
   } else {

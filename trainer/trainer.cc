@@ -395,6 +395,7 @@ class Run {
     internal::TaskEvaluation test;
     const auto test_start = Clock::now();
     const int64_t test_faults = MinorFaults();
+    int64_t half_faults = -1;  // When half the test batches were done.
     // Training's and validation's tensor sizes do not come again: the test's
     // larger tensors and minibatches (twice the fanouts) take their kept
     // blocks' pages instead of fresh ones. Their loaders' batches go back to
@@ -406,16 +407,22 @@ class Run {
       ASSIGN_OR_RETURN(test, task_->EvaluateExact(*model_));
     } else {
       ASSIGN_OR_RETURN(
-          test,
-          task_->Evaluate(*model_, internal::EvalSplit::kTest, *test_sampler_,
-                          [&](int64_t done, int64_t total) {
-                            result.test_batches = total;
-                            if (options_.on_test_progress)
-                              options_.on_test_progress(done, total);
-                          }));
+          test, task_->Evaluate(
+                    *model_, internal::EvalSplit::kTest, *test_sampler_,
+                    [&](int64_t done, int64_t total) {
+                      result.test_batches = total;
+                      if (half_faults < 0 && total >= 2 && done == total / 2) {
+                        half_faults = MinorFaults();
+                      }
+                      if (options_.on_test_progress)
+                        options_.on_test_progress(done, total);
+                    }));
     }
     result.test_seconds = SecondsSince(test_start);
-    result.test_minor_faults = MinorFaults() - test_faults;
+    const int64_t end_faults = MinorFaults();
+    result.test_minor_faults = end_faults - test_faults;
+    if (half_faults >= 0)
+      result.test_second_half_minor_faults = end_faults - half_faults;
     for (const auto& [key, value] : test.metrics)
       result.test_metrics.emplace_back(absl::StrCat("test_", key), value);
     if (options_.task == TaskKind::kNode) {

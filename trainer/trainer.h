@@ -335,9 +335,13 @@ struct TrainResult {
   // The test pass: its time, the minor page faults of the whole process
   // during it (as EpochStats::minor_faults), and its batches (sampled test;
   // 0 for the exact test). It samples with larger fanouts than validation
-  // (DefaultEvalFanouts), so its first batches warm up buffers of their own.
+  // (DefaultEvalFanouts), so its first batches grow buffers to its sizes;
+  // test_second_half_minor_faults, the faults from when half its batches
+  // were done to its end, shows whether the rest run in them (-1: fewer
+  // than 2 batches).
   double test_seconds = 0.0;
   int64_t test_minor_faults = 0;
+  int64_t test_second_half_minor_faults = -1;
   int64_t test_batches = 0;
   int64_t num_parameters = 0;
   // XXH64 over the final (kept) parameters' bytes, in order, as hex: equal

@@ -61,6 +61,27 @@ TEST_F(TrainerTest, SmallTrainSetsGetTheMinimumStepsPerEpoch) {
   EXPECT_EQ(StepsPerEpoch(40000, 1024, 10), 40);
 }
 
+// The test pass's page faults, and those of its second half (its first
+// batches grow buffers to its larger sizes; the rest should run in them).
+TEST_F(TrainerTest, TheTestPassCountsTheFaultsOfItsSecondHalf) {
+  TrainOptions options = SbmOptions(ModelKind::kSage);
+  options.epochs = 1;
+  options.eval_batch_size = 16;
+  ASSERT_OK_AND_ASSIGN(TrainResult result,
+                       Train(*source_, graph_.splits, options));
+  ASSERT_EQ(result.test_batches,
+            static_cast<int64_t>((graph_.splits.test.size() + 15) / 16));
+  ASSERT_GE(result.test_batches, 2);
+  EXPECT_GE(result.test_second_half_minor_faults, 0);
+  EXPECT_LE(result.test_second_half_minor_faults, result.test_minor_faults);
+  // One batch: no second half.
+  options.eval_batch_size = static_cast<int64_t>(graph_.splits.test.size() +
+                                                 graph_.splits.valid.size());
+  ASSERT_OK_AND_ASSIGN(result, Train(*source_, graph_.splits, options));
+  EXPECT_EQ(result.test_batches, 1);
+  EXPECT_EQ(result.test_second_half_minor_faults, -1);
+}
+
 TEST_F(TrainerTest, PatienceStopsWhenValidationStopsImprovingAndKeepsTheBest) {
   TrainOptions options = SbmOptions(ModelKind::kSage);
   options.epochs = 60;
