@@ -227,6 +227,25 @@ absl::Status GraphStoreClient::SampleNeighbors(absl::Span<const NodeId> ids,
                                                int fanout, bool replace,
                                                uint64_t seed,
                                                SampledNeighbors* out) {
+  std::shared_ptr<internal::FeaturePortClient> port = FeaturePortForCall();
+  if (port != nullptr) {
+    bool transport_failed = false;
+    // The most an answer may hold: what the message limit allows.
+    const int64_t max_neighbors = impl_->options().max_message_bytes / 8 -
+                                  static_cast<int64_t>(ids.size());
+    absl::Status s = port->Sample(
+        ids, fanout, replace, seed, max_neighbors, out,
+        absl::Now() + impl_->options().call_timeout, &transport_failed);
+    if (s.ok()) {
+      return impl_->Checked(
+          "SampleNeighbors",
+          internal::CheckSample(ids, fanout, *out, impl_->bounds()));
+    }
+    if (!transport_failed) {
+      return impl_->CallError(s.code(), "SampleNeighbors", s.message());
+    }
+    impl_->DropFeaturePort(port.get());
+  }
   proto::SampleNeighborsRequest req;
   wire::Pack<NodeId>(ids, req.mutable_node_ids());
   req.set_fanout(fanout);

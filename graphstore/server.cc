@@ -235,6 +235,8 @@ absl::Status GraphStoreServer::Serve(std::shared_ptr<const ShardStore> store) {
       internal::FeaturePortLimits limits;
       limits.max_ids_per_call = options_.max_ids_per_call;
       limits.max_message_bytes = options_.max_message_bytes;
+      limits.max_fanout = options_.max_fanout;
+      limits.max_sampled_per_call = options_.max_sampled_per_call;
       limits.max_connections = internal::ConnectionsUnderFileLimit(
           options_.feature_port_connections);
       limits.max_connections_per_ip = options_.feature_port_connections_per_ip;

@@ -1,6 +1,6 @@
-// The feature port: a plain-TCP side channel that serves GetFeatures and
-// learned-embedding pulls and pushes next to the gRPC service: the calls that
-// carry megabytes of rows.
+// The feature port: a plain-TCP side channel that serves GetFeatures,
+// SampleNeighbors and learned-embedding pulls and pushes next to the gRPC
+// service: the calls that carry megabytes of rows or sampled IDs.
 //
 // Why: a 1024-row batch of 128 floats (512 KiB) costs gRPC about twice the
 // CPU of the bytes themselves (HTTP/2 framing, and hand-offs between gRPC's
@@ -30,6 +30,19 @@
 //             steps (one int64).
 // A server without learnable tables answers both UNIMPLEMENTED (the client
 // then pulls and pushes over gRPC).
+// A sample (SampleNeighbors, with the gRPC service's checks and limits:
+// fanout within [-1, max_fanout], owned IDs, at most max_sampled_per_call
+// neighbors and the message limit, refused with the same messages):
+//   request:  FeatureRequestHeader{kSampleMagic, 0, num_ids}, SampleHeader,
+//             then num_ids int64 node IDs.
+//   response: as above; the payload is num_ids int64 counts, then the
+//             neighbors (int64, each node's after the one before).
+// Why not gRPC: its receive buffers are fresh 64 KiB slices from malloc for
+// every answer, and the test pass's answers of megabytes kept growing the
+// receiving thread's heap (issue 17); here the client reads the counts and
+// neighbors straight into the vectors it reuses. A client whose server
+// answers a sample with "bad magic number" (an older server) samples over
+// gRPC.
 // A request the server cannot frame (bad magic, too many IDs, names longer
 // than kMaxEmbeddingNameBytes) gets an error response and the connection is
 // closed; any other error leaves it open.
@@ -51,7 +64,7 @@
 // with one clear message instead of waiting for each other. The handshake
 // must finish within 10 s (or the I/O timeout if shorter).
 //
-// Everything else (sampling, labels, info, health, stats, table creation and
+// Everything else (labels, degrees, info, health, stats, table creation and
 // snapshots) stays on gRPC, and a client falls back to gRPC when the port
 // cannot be reached.
 #ifndef SHARDGNN_GRAPHSTORE_INTERNAL_FEATURE_PORT_H_
@@ -71,6 +84,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/sampled_neighbors.h"
 #include "common/types.h"
 #include "graphstore/internal/listener.h"
 #include "graphstore/internal/method_stats.h"
@@ -86,6 +100,7 @@ inline constexpr uint32_t kFeatureResponseMagic = 0x31524653;  // "SFR1"
 
 inline constexpr uint32_t kEmbeddingPullMagic = 0x31454653;  // "SFE1"
 inline constexpr uint32_t kEmbeddingPushMagic = 0x31474653;  // "SFG1"
+inline constexpr uint32_t kSampleMagic = 0x314e4653;         // "SFN1"
 
 inline constexpr uint32_t kAuthHelloMagic = 0x31484653;      // "SFH1"
 inline constexpr uint32_t kAuthChallengeMagic = 0x31434653;  // "SFC1"
@@ -127,6 +142,12 @@ struct EmbeddingPushHeader {
   uint32_t run_id_bytes = 0;
   uint32_t reserved = 0;
 };
+// Follows a kSampleMagic header: the fields of SampleNeighborsRequest.
+struct SampleHeader {
+  int32_t fanout = 0;
+  uint32_t replace = 0;
+  uint64_t seed = 0;
+};
 inline constexpr uint32_t kMaxEmbeddingNameBytes = 1024;
 // Longest error message a client reads; longer ones are cut.
 inline constexpr uint64_t kMaxFeaturePortErrorBytes = 64 << 10;
@@ -134,12 +155,16 @@ static_assert(sizeof(FeatureRequestHeader) == 16);
 static_assert(sizeof(FeatureResponseHeader) == 16);
 static_assert(sizeof(EmbeddingPullHeader) == 40);
 static_assert(sizeof(EmbeddingPushHeader) == 32);
+static_assert(sizeof(SampleHeader) == 16);
 
 class EmbeddingService;
 
 struct FeaturePortLimits {
   int64_t max_ids_per_call = int64_t{1} << 20;
   int64_t max_message_bytes = int64_t{256} << 20;
+  // A sample's bounds, as the gRPC service's (GraphStoreServerOptions).
+  int max_fanout = 10000;
+  int64_t max_sampled_per_call = int64_t{8} << 20;
   // Connections beyond these, in all and from one client address
   // (listener.h's PeerKey), are closed on accept (clients then use gRPC).
   int max_connections = 256;
@@ -159,6 +184,8 @@ struct FeaturePortLimits {
 struct FeaturePortHooks {
   // Every feature request, and every refused handshake (as an error).
   MethodStats* features = nullptr;
+  // Samples (in `features` when null).
+  MethodStats* samples = nullptr;
   // Embedding pulls and pushes (in `features` when null).
   MethodStats* pulls = nullptr;
   MethodStats* pushes = nullptr;
@@ -221,6 +248,7 @@ class FeaturePortServer {
   // Answer an embedding pull or push whose header `h` has been read.
   bool AnswerPull(int fd, const FeatureRequestHeader& h);
   bool AnswerPush(int fd, const FeatureRequestHeader& h);
+  bool AnswerSample(int fd, const FeatureRequestHeader& h, Buffers* buffers);
   absl::Status CheckEmbeddingFraming(const char* what,
                                      const FeatureRequestHeader& h,
                                      uint32_t table_bytes,
@@ -298,6 +326,16 @@ class FeaturePortClient {
                     absl::Span<const float> gradients, absl::Time deadline,
                     bool* transport_failed);
 
+  // A sample, as GraphStoreClient::SampleNeighbors: a count per ID into
+  // out->counts and the neighbors into out->neighbors (their capacity
+  // reused), at most `max_neighbors` of them (a larger answer is DATA_LOSS).
+  // The caller checks the counts against the neighbors (CheckSample).
+  // Errors and *transport_failed as for Pull.
+  absl::Status Sample(absl::Span<const NodeId> ids, int fanout, bool replace,
+                      uint64_t seed, int64_t max_neighbors,
+                      SampledNeighbors* out, absl::Time deadline,
+                      bool* transport_failed);
+
  private:
   // What a request sends besides its header and IDs: the header's magic,
   // the bytes between the header and the IDs, and the bytes after the IDs.
@@ -315,6 +353,9 @@ class FeaturePortClient {
     size_t count = 0;
     size_t piece_bytes = 0;
     bool rows = true;
+    // A sample's answer instead: `count` counts, then up to max_neighbors.
+    SampledNeighbors* sampled = nullptr;
+    uint64_t max_neighbors = 0;
   };
   // Sends one request (retrying once on a new connection if a pooled one
   // turns out broken) and reads its answer into `to`.

@@ -9,8 +9,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
+#include "common/buffers.h"
 #include "common/status.h"
 #include "graphstore/internal/feature_port.h"
 #include "graphstore/internal/socket_io.h"
@@ -261,6 +263,33 @@ absl::Status FeaturePortClient::Push(const PushSpec& spec,
   return s;
 }
 
+absl::Status FeaturePortClient::Sample(absl::Span<const NodeId> ids, int fanout,
+                                       bool replace, uint64_t seed,
+                                       int64_t max_neighbors,
+                                       SampledNeighbors* out,
+                                       absl::Time deadline,
+                                       bool* transport_failed) {
+  *transport_failed = false;
+  SampleHeader p;
+  p.fanout = fanout;
+  p.replace = replace ? 1 : 0;
+  p.seed = seed;
+  Prefix prefix;
+  prefix.magic = kSampleMagic;
+  prefix.extra.assign(reinterpret_cast<const char*>(&p), sizeof(p));
+  Destination to;
+  to.count = ids.size();
+  to.sampled = out;
+  to.max_neighbors = static_cast<uint64_t>(std::max<int64_t>(max_neighbors, 0));
+  absl::Status s = Request(prefix, ids, to, deadline, transport_failed);
+  // A server that samples only over gRPC: as good as no port.
+  if (absl::IsInvalidArgument(s) &&
+      absl::StrContains(s.message(), "bad magic number")) {
+    *transport_failed = true;
+  }
+  return s;
+}
+
 absl::Status FeaturePortClient::Request(const Prefix& prefix,
                                         absl::Span<const NodeId> ids,
                                         const Destination& to,
@@ -332,6 +361,30 @@ absl::Status FeaturePortClient::RequestOnce(
     // bytes that came: TransferV leaves iov_len at what was still missing.
     if (!s.ok()) message.resize(message.size() - iov.iov_len);
     return absl::Status(static_cast<absl::StatusCode>(h.code), message);
+  }
+  if (to.sampled != nullptr) {
+    // Counts, then neighbors: each bounded before anything is sized by it.
+    const uint64_t counts_bytes = to.count * sizeof(int64_t);
+    if (h.payload_bytes < counts_bytes ||
+        (h.payload_bytes - counts_bytes) % sizeof(NodeId) != 0 ||
+        (h.payload_bytes - counts_bytes) / sizeof(NodeId) > to.max_neighbors) {
+      return broken(absl::DataLossError(absl::StrCat(
+          "got a sample of ", h.payload_bytes, " bytes for ", to.count,
+          " IDs; expected ", to.count, " counts and at most ", to.max_neighbors,
+          " neighbors")));
+    }
+    const size_t neighbors =
+        static_cast<size_t>((h.payload_bytes - counts_bytes) / sizeof(NodeId));
+    ReserveWithHeadroom(&to.sampled->counts, to.count);
+    to.sampled->counts.resize(to.count);
+    ReserveWithHeadroom(&to.sampled->neighbors, neighbors);
+    to.sampled->neighbors.resize(neighbors);
+    iovec iov[2] = {{to.sampled->counts.data(), counts_bytes},
+                    {to.sampled->neighbors.data(), neighbors * sizeof(NodeId)}};
+    s = TransferV(fd, iov, 2, /*send=*/false, deadline);
+    if (!s.ok()) return broken(s);
+    Release(fd);
+    return absl::OkStatus();
   }
   if (h.payload_bytes != to.count * to.piece_bytes) {
     if (!to.rows) {

@@ -14,6 +14,8 @@
 #include "common/auth.h"
 #include "graphstore/internal/embedding_service.h"
 #include "graphstore/internal/feature_port.h"
+#include "graphstore/internal/sample_request.h"
+#include "graphstore/internal/slice_pool.h"
 #include "graphstore/internal/socket_io.h"
 
 namespace shardgnn::internal {
@@ -293,6 +295,7 @@ bool FeaturePortServer::Answer(int fd, Buffers* buffers) {
   }
   if (h.magic == kEmbeddingPullMagic) return AnswerPull(fd, h);
   if (h.magic == kEmbeddingPushMagic) return AnswerPush(fd, h);
+  if (h.magic == kSampleMagic) return AnswerSample(fd, h, buffers);
   std::vector<NodeId>* ids = &buffers->ids;
   std::vector<char>* rows = &buffers->rows;
   const RequestTimer timer(hooks_.features);
@@ -379,6 +382,51 @@ bool FeaturePortServer::Answer(int fd, Buffers* buffers) {
     iovec piece = {rows->data(), count * row_bytes};
     ok = ok && WriteFullV(fd, &piece, 1);
   }
+  return ok;
+}
+
+bool FeaturePortServer::AnswerSample(int fd, const FeatureRequestHeader& h,
+                                     Buffers* buffers) {
+  const RequestTimer timer(hooks_.samples != nullptr ? hooks_.samples
+                                                     : hooks_.features);
+  int64_t bytes_in = sizeof(h);
+  SampleHeader p;
+  if (!ReadFull(fd, &p, sizeof(p))) return false;
+  bytes_in += sizeof(p);
+  if (h.num_ids > static_cast<uint64_t>(limits_.max_ids_per_call)) {
+    return Refuse(fd, timer, bytes_in,
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "sample of ", h.num_ids, " IDs exceeds the limit of ",
+                      limits_.max_ids_per_call, " IDs per call")));
+  }
+  std::vector<NodeId>* ids = &buffers->ids;
+  ids->resize(h.num_ids);
+  if (!ReadFull(fd, ids->data(), ids->size() * sizeof(NodeId))) return false;
+  bytes_in += static_cast<int64_t>(ids->size() * sizeof(NodeId));
+  SampleLimits sample_limits;
+  sample_limits.max_fanout = limits_.max_fanout;
+  sample_limits.max_sampled_per_call = limits_.max_sampled_per_call;
+  sample_limits.max_message_bytes = limits_.max_message_bytes;
+  SampledNeighbors out;
+  const absl::Status status = SampleWithinLimits(
+      *store_, *ids, p.fanout, p.replace != 0, p.seed, sample_limits, &out);
+  bool ok;
+  if (!status.ok()) {
+    // The request was read whole: the connection stays open.
+    timer.Record(status.code(), bytes_in, status.message().size());
+    ok = SendResponse(fd, status, nullptr, 0);
+  } else {
+    FeatureResponseHeader response;
+    const size_t counts = out.counts.size() * sizeof(int64_t);
+    const size_t neighbors = out.neighbors.size() * sizeof(NodeId);
+    response.payload_bytes = counts + neighbors;
+    timer.Record(status.code(), bytes_in, response.payload_bytes);
+    iovec iov[3] = {{&response, sizeof(response)},
+                    {out.counts.data(), counts},
+                    {out.neighbors.data(), neighbors}};
+    ok = WriteFullV(fd, iov, 3);
+  }
+  SampleBufferPool::Shared().Put(std::move(out));
   return ok;
 }
 

@@ -254,6 +254,13 @@ std::vector<MetricFamily> Collect(const ServerMetricsSources& sources) {
         "for the step)",
         {sources.feature_port_pushes}, /*by_method=*/false, &out);
   }
+  if (sources.feature_port_samples != nullptr) {
+    AddRequestFamilies(
+        "shardgnn_feature_port_sample", "Samples over the feature port",
+        "Samples over the feature port: time from a request's "
+        "header to its answer ready to send",
+        {sources.feature_port_samples}, /*by_method=*/false, &out);
+  }
   const ConnectionStats& fp = *sources.feature_port_connections;
   AddConnectionFamilies("shardgnn_feature_port", "feature port", fp,
                         fp.open.load(), &out);

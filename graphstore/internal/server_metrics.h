@@ -58,6 +58,8 @@ struct ServerMetricsSources {
   // Embedding pulls and pushes over the feature port; null: none.
   const MethodStats* feature_port_pulls = nullptr;
   const MethodStats* feature_port_pushes = nullptr;
+  // Samples over the feature port; null: none.
+  const MethodStats* feature_port_samples = nullptr;
   const ConnectionStats* feature_port_connections = nullptr;
   // Called on the exporter's thread; must be thread-safe.
   std::function<ServerMetricsState()> state;

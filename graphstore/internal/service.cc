@@ -11,12 +11,21 @@
 #include "common/peak_rss.h"
 #include "common/status.h"
 #include "graphstore/internal/features_codec.h"
+#include "graphstore/internal/sample_request.h"
 #include "graphstore/internal/slice_pool.h"
 #include "graphstore/internal/wire.h"
 #include "graphstore/internal/work_queue.h"
 
 namespace shardgnn {
 namespace {
+
+internal::SampleLimits SampleLimitsOf(const GraphStoreServerOptions& o) {
+  internal::SampleLimits limits;
+  limits.max_fanout = o.max_fanout;
+  limits.max_sampled_per_call = o.max_sampled_per_call;
+  limits.max_message_bytes = o.max_message_bytes;
+  return limits;
+}
 
 constexpr char kServerVersion[] = "shardgnn 0.1.0";
 
@@ -34,9 +43,10 @@ enum Method {
   kPushEmbeddingGradients,
   kEmbeddingStats,
   kSnapshotEmbeddings,
-  kFeaturePort,      // GetFeatures over the feature port, not gRPC.
-  kFeaturePortPull,  // PullEmbeddings over the feature port.
-  kFeaturePortPush,  // PushEmbeddingGradients over the feature port.
+  kFeaturePort,        // GetFeatures over the feature port, not gRPC.
+  kFeaturePortPull,    // PullEmbeddings over the feature port.
+  kFeaturePortPush,    // PushEmbeddingGradients over the feature port.
+  kFeaturePortSample,  // SampleNeighbors over the feature port.
   kNumMethods
 };
 constexpr const char* kMethodNames[kNumMethods] = {"Info",
@@ -54,7 +64,8 @@ constexpr const char* kMethodNames[kNumMethods] = {"Info",
                                                    "SnapshotEmbeddings",
                                                    "FeaturePort",
                                                    "FeaturePortPull",
-                                                   "FeaturePortPush"};
+                                                   "FeaturePortPush",
+                                                   "FeaturePortSample"};
 
 // Memory-mode calls below these sizes run on gRPC's thread (a memcpy or a
 // few thousand samples: cheaper than a hand-off); larger ones, and every
@@ -102,6 +113,7 @@ internal::FeaturePortHooks GraphStoreServer::Service::feature_port_hooks() {
   hooks.features = &runner_.stats(kFeaturePort);
   hooks.pulls = &runner_.stats(kFeaturePortPull);
   hooks.pushes = &runner_.stats(kFeaturePortPush);
+  hooks.samples = &runner_.stats(kFeaturePortSample);
   hooks.connections = &feature_port_connections_;
   hooks.embeddings = &embeddings_;
   return hooks;
@@ -111,7 +123,8 @@ internal::ServerMetricsSources GraphStoreServer::Service::MetricsSources()
     const {
   internal::ServerMetricsSources sources;
   for (int m = 0; m < kNumMethods; ++m) {
-    if (m != kFeaturePort && m != kFeaturePortPull && m != kFeaturePortPush) {
+    if (m != kFeaturePort && m != kFeaturePortPull && m != kFeaturePortPush &&
+        m != kFeaturePortSample) {
       sources.grpc_methods.push_back(&runner_.all_stats()[m]);
     }
   }
@@ -119,6 +132,7 @@ internal::ServerMetricsSources GraphStoreServer::Service::MetricsSources()
   sources.feature_port_requests = &runner_.all_stats()[kFeaturePort];
   sources.feature_port_pulls = &runner_.all_stats()[kFeaturePortPull];
   sources.feature_port_pushes = &runner_.all_stats()[kFeaturePortPush];
+  sources.feature_port_samples = &runner_.all_stats()[kFeaturePortSample];
   sources.feature_port_connections = &feature_port_connections_;
   return sources;
 }
@@ -209,38 +223,12 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::SampleNeighbors(
         std::vector<NodeId> id_copy;
         absl::Span<const NodeId> ids;
         RETURN_IF_ERROR(ReadIds(request.node_ids(), &id_copy, &ids));
-        if (request.fanout() < -1 || request.fanout() > options_.max_fanout) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("fanout ", request.fanout(), " is outside [-1, ",
-                           options_.max_fanout, "] (-1 means all neighbors)"));
-        }
-        // Counts and neighbors are 8 bytes each; keep 4 KiB spare.
-        const int64_t message_neighbors =
-            (options_.max_message_bytes - 4096) / 8 -
-            static_cast<int64_t>(ids.size());
-        const int64_t max_neighbors =
-            std::min(message_neighbors, options_.max_sampled_per_call);
-        const int64_t at_most = static_cast<int64_t>(ids.size()) *
-                                std::max<int64_t>(request.fanout(), 0);
-        if (request.replace() && request.fanout() > 0 &&
-            at_most > max_neighbors) {
-          // Refused before any work; without replace, or for fanout -1,
-          // the store counts the true size first.
-          return TooManySamples(at_most, max_neighbors);
-        }
-        // Buffers of earlier samples: a steady stream of samples touches no
-        // fresh memory (issue 17).
-        internal::SampleBufferPool& pool = internal::SampleBufferPool::Shared();
-        SampledNeighbors out = pool.Take(static_cast<size_t>(
-            std::max<int64_t>(std::min(at_most, max_neighbors), 0)));
-        absl::Status s =
-            store_->SampleNeighbors(ids, request.fanout(), request.replace(),
-                                    request.seed(), max_neighbors, &out);
+        SampledNeighbors out;
+        absl::Status s = internal::SampleWithinLimits(
+            *store_, ids, request.fanout(), request.replace(), request.seed(),
+            SampleLimitsOf(options_), &out);
         if (s.ok()) internal::EncodeSampled(out, resp);
-        pool.Put(std::move(out));
-        if (absl::IsResourceExhausted(s)) {
-          return TooManySamples(-1, max_neighbors, s.message());
-        }
+        internal::SampleBufferPool::Shared().Put(std::move(out));
         return s;
       });
 }
@@ -419,24 +407,6 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::SnapshotEmbeddings(
   return runner_.Run(
       ctx, kSnapshotEmbeddings, req, resp, /*heavy=*/true,
       [this, req, resp] { return embeddings_.Snapshot(*req, resp); });
-}
-
-absl::Status GraphStoreServer::Service::TooManySamples(
-    int64_t at_most, int64_t limit, absl::string_view detail) const {
-  const std::string what =
-      at_most >= 0
-          ? absl::StrCat("a sample of up to ", at_most, " neighbor IDs")
-          : absl::StrCat("the sample (", detail, ")");
-  if (limit == options_.max_sampled_per_call) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        what, " is over the limit of ", limit,
-        " sampled neighbors per call (serve --max-sampled-per-call); "
-        "request fewer IDs or a smaller fanout"));
-  }
-  return absl::ResourceExhaustedError(absl::StrFormat(
-      "%s is over the %.1f MiB message limit; request fewer IDs or a "
-      "smaller fanout",
-      what, options_.max_message_bytes / 1048576.0));
 }
 
 // Decodes and bounds-checks a packed ID array.

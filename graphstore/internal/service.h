@@ -137,11 +137,6 @@ class GraphStoreServer::Service final
     return serving_.load(std::memory_order_acquire) ? store_.get() : nullptr;
   }
 
-  // RESOURCE_EXHAUSTED for a sample over `limit` neighbor IDs, naming the
-  // limit that applies (the per-call cap, or the message size).
-  absl::Status TooManySamples(int64_t at_most, int64_t limit,
-                              absl::string_view detail = "") const;
-
   // GetLabels and GetDegrees: one int64 per requested ID, read from the store
   // by `read` and packed into `*out` (a field of *resp).
   using ReadInt64s = absl::Status (ShardStore::*)(absl::Span<const NodeId>,

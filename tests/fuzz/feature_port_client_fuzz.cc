@@ -1,8 +1,10 @@
 // The feature port's client side (graphstore/internal/feature_port.h) on
 // arbitrary answers: a loopback listener reads each request and answers it
-// with the input's bytes, then closes; the client fetches 5 rows of width 8.
-// It must return rows of the asked shape or a status, never read or write
-// out of bounds, never wait past its deadline.
+// with the input's bytes, then closes; the client fetches 5 rows of width 8,
+// then samples the same 5 IDs (the same bytes as the answer). It must return
+// rows of the asked shape (a count per ID and at most the neighbors it
+// allows) or a status, never read or write out of bounds, never wait past
+// its deadline.
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -83,6 +85,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                      &transport_failed);
   if (absl::Now() - start > absl::Seconds(10)) {
     std::fprintf(stderr, "Fetch ran 7 s past its deadline\n");
+    std::abort();
+  }
+  // The same bytes as the answer to a sample: at most 40 neighbors taken.
+  shardgnn::SampledNeighbors sample;
+  const absl::Time sample_start = absl::Now();
+  const absl::Status s =
+      client.Sample(ids, 8, false, 1, 40, &sample,
+                    sample_start + absl::Seconds(3), &transport_failed);
+  if (s.ok() &&
+      (sample.counts.size() != ids.size() || sample.neighbors.size() > 40)) {
+    std::fprintf(stderr, "Sample took %zu counts and %zu neighbors\n",
+                 sample.counts.size(), sample.neighbors.size());
+    std::abort();
+  }
+  if (absl::Now() - sample_start > absl::Seconds(10)) {
+    std::fprintf(stderr, "Sample ran 7 s past its deadline\n");
     std::abort();
   }
   return 0;

@@ -228,6 +228,135 @@ TEST_P(FeaturePortTest, MalformedRequestsGetAnErrorAndTheServerLivesOn) {
   ASSERT_OK(client_->Health());
 }
 
+TEST_P(FeaturePortTest, SamplesComeOverThePortAsOverGrpc) {
+  Start();
+  ASSERT_OK(client_->Info().status());
+  ASSERT_TRUE(client_->UsesFeaturePort());
+  std::vector<NodeId> ids = Owned();
+  std::mt19937_64 rng(5);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  SampledNeighbors port;
+  ASSERT_OK(client_->SampleNeighbors(ids, 3, false, 11, &port));
+  SampledNeighbors all;
+  ASSERT_OK(client_->SampleNeighbors(ids, -1, false, 11, &all));
+
+  GraphStoreClientOptions grpc_only;
+  grpc_only.use_feature_port = false;
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<GraphStoreClient> grpc,
+      GraphStoreClient::Connect(server_->address(), grpc_only));
+  ASSERT_OK(grpc->Info().status());
+  ASSERT_FALSE(grpc->UsesFeaturePort());
+  SampledNeighbors over_grpc;
+  ASSERT_OK(grpc->SampleNeighbors(ids, 3, false, 11, &over_grpc));
+  EXPECT_EQ(port.counts, over_grpc.counts);
+  EXPECT_EQ(port.neighbors, over_grpc.neighbors);
+  ASSERT_OK(grpc->SampleNeighbors(ids, -1, false, 11, &over_grpc));
+  EXPECT_EQ(all.counts, over_grpc.counts);
+  EXPECT_EQ(all.neighbors, over_grpc.neighbors);
+  int64_t edges = 0;
+  for (int64_t c : all.counts) edges += c;
+  EXPECT_GT(edges, static_cast<int64_t>(ids.size()));  // A real sample.
+
+  ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
+  EXPECT_EQ(MethodCalls(stats, "FeaturePortSample"), 2);
+  EXPECT_EQ(MethodCalls(stats, "SampleNeighbors"), 2);  // The gRPC client's.
+}
+
+TEST_P(FeaturePortTest, BadSamplesGetTheServersErrorsAndTheConnectionStays) {
+  GraphStoreServerOptions options;
+  options.max_fanout = 50;
+  options.max_sampled_per_call = 20;
+  Start(options);
+  ASSERT_OK(client_->Info().status());
+  const int port = server_->feature_port();
+  int fd = ConnectToLoopback(port);
+  ASSERT_GE(fd, 0);
+  // One request on the raw connection; its answer's code and payload.
+  auto ask = [&](const std::vector<NodeId>& ids, int fanout, bool replace,
+                 std::string* payload) {
+    internal::FeatureRequestHeader request;
+    request.magic = internal::kSampleMagic;
+    request.num_ids = ids.size();
+    internal::SampleHeader sample;
+    sample.fanout = fanout;
+    sample.replace = replace ? 1 : 0;
+    sample.seed = 3;
+    EXPECT_EQ(send(fd, &request, sizeof(request), 0), 16);
+    EXPECT_EQ(send(fd, &sample, sizeof(sample), 0), 16);
+    EXPECT_EQ(send(fd, ids.data(), ids.size() * 8, 0),
+              static_cast<ssize_t>(ids.size() * 8));
+    internal::FeatureResponseHeader h;
+    if (recv(fd, &h, sizeof(h), MSG_WAITALL) != sizeof(h)) return -1;
+    EXPECT_EQ(h.magic, internal::kFeatureResponseMagic);
+    payload->resize(h.payload_bytes);
+    if (recv(fd, payload->data(), payload->size(), MSG_WAITALL) !=
+        static_cast<ssize_t>(payload->size())) {
+      return -1;
+    }
+    return h.code;
+  };
+  const NodeId first = metas_[1].node_start;
+  std::string payload;
+  EXPECT_EQ(ask({first}, 51, false, &payload),
+            static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(payload, HasSubstr("outside [-1, 50]"));
+  EXPECT_EQ(ask({first}, -2, false, &payload),
+            static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(ask({first, metas_[0].node_start}, 2, false, &payload),
+            static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(payload, HasSubstr(absl::StrCat(metas_[0].node_start)));
+  EXPECT_EQ(ask({first, first + 1, first + 2}, 10, true, &payload),
+            static_cast<int>(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(payload, HasSubstr("--max-sampled-per-call"));
+  // The same connection still answers: 2 counts, then the neighbors.
+  ASSERT_EQ(ask({first, first + 1}, 2, false, &payload), 0);
+  ASSERT_GE(payload.size(), 16u);
+  int64_t counts[2];
+  std::memcpy(counts, payload.data(), 16);
+  EXPECT_EQ(payload.size(),
+            static_cast<size_t>(16 + 8 * (counts[0] + counts[1])));
+  SampledNeighbors over_grpc;
+  GraphStoreClientOptions grpc_only;
+  grpc_only.use_feature_port = false;
+  ASSERT_OK_AND_ASSIGN(
+      std::unique_ptr<GraphStoreClient> grpc,
+      GraphStoreClient::Connect(server_->address(), grpc_only));
+  ASSERT_OK(grpc->SampleNeighbors({first, first + 1}, 2, false, 3, &over_grpc));
+  EXPECT_EQ(std::vector<int64_t>(counts, counts + 2), over_grpc.counts);
+  EXPECT_EQ(std::memcmp(payload.data() + 16, over_grpc.neighbors.data(),
+                        over_grpc.neighbors.size() * 8),
+            0);
+  close(fd);
+
+  // Through the client the errors keep their codes.
+  absl::Status s = client_->SampleNeighbors({first}, 51, false, 3, &over_grpc);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  s = client_->SampleNeighbors({first, first + 1, first + 2}, 10, true, 3,
+                               &over_grpc);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("--max-sampled-per-call"));
+}
+
+TEST_P(FeaturePortTest, AClientRefusesASampleLargerThanItAllows) {
+  Start();
+  ASSERT_OK(client_->Info().status());
+  internal::FeaturePortClient port("127.0.0.1", server_->feature_port());
+  const std::vector<NodeId> ids = Owned();
+  SampledNeighbors out;
+  bool transport_failed = true;
+  ASSERT_OK(port.Sample(ids, 2, false, 1, 2 * ids.size(), &out,
+                        absl::Now() + absl::Seconds(10), &transport_failed));
+  EXPECT_FALSE(transport_failed);
+  EXPECT_EQ(out.counts.size(), ids.size());
+  EXPECT_GT(out.neighbors.size(), 1u);
+  absl::Status s =
+      port.Sample(ids, 2, false, 1, 1, &out, absl::Now() + absl::Seconds(10),
+                  &transport_failed);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("at most 1 neighbors"));
+}
+
 TEST_P(FeaturePortTest, StalledRequestIsCutIdleConnectionIsKept) {
   internal::FeaturePortLimits limits;
   limits.io_timeout = absl::Milliseconds(200);

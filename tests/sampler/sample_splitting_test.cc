@@ -92,7 +92,7 @@ class SampleSplittingTest : public ::testing::Test {
     ASSERT_OK(Serve(tmp_.Sub("part"), options, &capped_));
   }
 
-  // Calls refused by the capped servers (SampleNeighbors errors).
+  // Calls refused by the capped servers (sampling errors, on either path).
   int64_t Refusals() {
     int64_t errors = 0;
     for (const std::string& address : capped_.addresses) {
@@ -103,7 +103,10 @@ class SampleSplittingTest : public ::testing::Test {
       EXPECT_OK(stats);
       if (!stats.ok()) continue;
       for (const auto& m : stats->methods) {
-        if (m.method == "SampleNeighbors") errors += m.errors;
+        // Samples come over the feature port, or gRPC without it.
+        if (m.method == "SampleNeighbors" || m.method == "FeaturePortSample") {
+          errors += m.errors;
+        }
       }
     }
     return errors;

@@ -1,0 +1,68 @@
+#include "graphstore/internal/sample_request.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "graphstore/internal/slice_pool.h"
+
+namespace shardgnn::internal {
+namespace {
+
+// RESOURCE_EXHAUSTED for `what` over `limit` neighbor IDs, naming the limit
+// that applies (the per-call cap, or the message size).
+absl::Status TooManySamples(const std::string& what, int64_t limit,
+                            const SampleLimits& limits) {
+  if (limit == limits.max_sampled_per_call) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, " is over the limit of ", limit,
+        " sampled neighbors per call (serve --max-sampled-per-call); "
+        "request fewer IDs or a smaller fanout"));
+  }
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "%s is over the %.1f MiB message limit; request fewer IDs or a "
+      "smaller fanout",
+      what, limits.max_message_bytes / 1048576.0));
+}
+
+}  // namespace
+
+absl::Status SampleWithinLimits(const ShardStore& store,
+                                absl::Span<const NodeId> ids, int fanout,
+                                bool replace, uint64_t seed,
+                                const SampleLimits& limits,
+                                SampledNeighbors* out) {
+  if (fanout < -1 || fanout > limits.max_fanout) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fanout ", fanout, " is outside [-1, ", limits.max_fanout,
+                     "] (-1 means all neighbors)"));
+  }
+  // Counts and neighbors are 8 bytes each; keep 4 KiB spare.
+  const int64_t message_neighbors =
+      (limits.max_message_bytes - 4096) / 8 - static_cast<int64_t>(ids.size());
+  const int64_t max_neighbors =
+      std::min(message_neighbors, limits.max_sampled_per_call);
+  const int64_t at_most =
+      static_cast<int64_t>(ids.size()) * std::max<int64_t>(fanout, 0);
+  if (replace && fanout > 0 && at_most > max_neighbors) {
+    // Refused before any work; without replace, or for fanout -1, the store
+    // counts the true size first.
+    return TooManySamples(
+        absl::StrCat("a sample of up to ", at_most, " neighbor IDs"),
+        max_neighbors, limits);
+  }
+  // Buffers of earlier samples: a steady stream of samples touches no fresh
+  // memory (issue 17).
+  *out = SampleBufferPool::Shared().Take(static_cast<size_t>(
+      std::max<int64_t>(std::min(at_most, max_neighbors), 0)));
+  absl::Status s =
+      store.SampleNeighbors(ids, fanout, replace, seed, max_neighbors, out);
+  if (absl::IsResourceExhausted(s)) {
+    return TooManySamples(absl::StrCat("the sample (", s.message(), ")"),
+                          max_neighbors, limits);
+  }
+  return s;
+}
+
+}  // namespace shardgnn::internal

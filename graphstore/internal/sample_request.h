@@ -1,0 +1,40 @@
+// A SampleNeighbors request checked and answered the same way wherever it
+// arrives: the gRPC method (service.cc) and the feature port
+// (feature_port_server.cc).
+#ifndef SHARDGNN_GRAPHSTORE_INTERNAL_SAMPLE_REQUEST_H_
+#define SHARDGNN_GRAPHSTORE_INTERNAL_SAMPLE_REQUEST_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "common/sampled_neighbors.h"
+#include "common/types.h"
+#include "graphstore/shard_store.h"
+
+namespace shardgnn::internal {
+
+// The server's bounds on a sample (GraphStoreServerOptions).
+struct SampleLimits {
+  int max_fanout = 10000;
+  int64_t max_sampled_per_call = int64_t{8} << 20;
+  int64_t max_message_bytes = int64_t{256} << 20;
+};
+
+// Samples `ids` (owned by `store`, which checks them) into *out, which comes
+// from SampleBufferPool::Shared() with room for the answer (the caller Put()s
+// it back, whatever the status). INVALID_ARGUMENT for a fanout outside
+// [-1, max_fanout] or an unowned ID; RESOURCE_EXHAUSTED when the answer could
+// exceed max_sampled_per_call neighbors or, with its counts, the message limit
+// (4 KiB kept spare), naming the limit that applies: "--max-sampled-per-call"
+// or "message limit" (clients split the request on either). A sample with
+// replacement is refused before any work; otherwise the store counts first.
+absl::Status SampleWithinLimits(const ShardStore& store,
+                                absl::Span<const NodeId> ids, int fanout,
+                                bool replace, uint64_t seed,
+                                const SampleLimits& limits,
+                                SampledNeighbors* out);
+
+}  // namespace shardgnn::internal
+
+#endif  // SHARDGNN_GRAPHSTORE_INTERNAL_SAMPLE_REQUEST_H_
