@@ -319,8 +319,8 @@ void AddServeCommand(CLI::App& app, absl::Status* result) {
                   "RocksDB block cache in MiB (disk mode)")
       ->capture_default_str();
   cmd->add_option("--threads", flags->threads,
-                  "Worker threads for large and disk-mode calls (default: one "
-                  "per core)");
+                  "Worker threads for large and disk-mode calls, the feature "
+                  "port's large samples too (default: one per core)");
   cmd->add_option("--drain-seconds", flags->drain_seconds,
                   "On shutdown, how long calls in flight may finish")
       ->capture_default_str();

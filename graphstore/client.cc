@@ -241,10 +241,15 @@ absl::Status GraphStoreClient::SampleNeighbors(absl::Span<const NodeId> ids,
           "SampleNeighbors",
           internal::CheckSample(ids, fanout, *out, impl_->bounds()));
     }
-    if (!transport_failed) {
+    // "Server busy" (its workers' queue for this address is full): over
+    // gRPC, which retries it until the call's deadline.
+    const bool busy = !transport_failed &&
+                      s.code() == absl::StatusCode::kUnavailable &&
+                      absl::StrContains(s.message(), "server busy");
+    if (!transport_failed && !busy) {
       return impl_->CallError(s.code(), "SampleNeighbors", s.message());
     }
-    impl_->DropFeaturePort(port.get());
+    if (transport_failed) impl_->DropFeaturePort(port.get());
   }
   proto::SampleNeighborsRequest req;
   wire::Pack<NodeId>(ids, req.mutable_node_ids());

@@ -70,8 +70,8 @@ class MetricsExporter;
 struct GraphStoreServerOptions {
   // HOST:PORT to bind. Port 0 picks a free port (read it back with port()).
   std::string listen_address = "127.0.0.1:0";
-  // Worker threads running large and disk-mode calls; <= 0 means one per
-  // core (min 2).
+  // Worker threads running large and disk-mode calls (the feature port's
+  // large samples too); <= 0 means one per core (min 2).
   int num_threads = 0;
   // Requests above these limits get INVALID_ARGUMENT before any allocation.
   int64_t max_ids_per_call = int64_t{1} << 20;

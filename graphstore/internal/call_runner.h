@@ -50,6 +50,9 @@ class CallRunner {
   MethodStats& stats(int method) { return stats_[method]; }
   const std::deque<MethodStats>& all_stats() const { return stats_; }
 
+  // The workers heavy calls run on, for work that arrives another way (the
+  // feature port's samples); valid until StopWorkers().
+  WorkQueue* work_queue() const { return queue_.get(); }
   // Runs the queued work to the end and joins the workers; later heavy calls
   // run inline.
   void StopWorkers() { queue_.reset(); }

@@ -42,7 +42,12 @@
 // receiving thread's heap (issue 17); here the client reads the counts and
 // neighbors straight into the vectors it reuses. A client whose server
 // answers a sample with "bad magic number" (an older server) samples over
-// gRPC.
+// gRPC. Large samples (sample_request.h's SampleIsHeavy, and every sample of
+// a disk-mode store) run on the server's workers, as gRPC's do: the workers
+// bound the samples computed at once, whichever path they arrive on. A
+// sample that finds its client address's queue full, or waits the I/O
+// timeout without a worker, is answered UNAVAILABLE "server busy" (the
+// client then samples over gRPC, which retries it).
 // A request the server cannot frame (bad magic, too many IDs, names longer
 // than kMaxEmbeddingNameBytes) gets an error response and the connection is
 // closed; any other error leaves it open.
@@ -88,6 +93,7 @@
 #include "common/types.h"
 #include "graphstore/internal/listener.h"
 #include "graphstore/internal/method_stats.h"
+#include "graphstore/internal/sample_request.h"
 #include "graphstore/shard_store.h"
 
 namespace shardgnn::internal {
@@ -158,6 +164,7 @@ static_assert(sizeof(EmbeddingPushHeader) == 32);
 static_assert(sizeof(SampleHeader) == 16);
 
 class EmbeddingService;
+class WorkQueue;
 
 struct FeaturePortLimits {
   int64_t max_ids_per_call = int64_t{1} << 20;
@@ -192,10 +199,15 @@ struct FeaturePortHooks {
   ConnectionStats* connections = nullptr;
   // Answers embedding pulls and pushes; null: they are UNIMPLEMENTED.
   EmbeddingService* embeddings = nullptr;
+  // Runs large samples, queued under the connection's client address (the
+  // gRPC service's workers); null: samples run on the connection's thread.
+  // Must outlive Shutdown().
+  WorkQueue* workers = nullptr;
 };
 
 // Serves `store`'s rows on HOST:PORT. Thread-safe; one thread per
-// connection plus an accepting thread (listener.h). Feature rows are
+// connection plus an accepting thread (listener.h); large samples run on
+// hooks.workers. Feature rows are
 // gathered and sent in pieces of at most 1 MiB, and a connection keeps no
 // feature buffer larger than that between requests. An embedding pull's
 // answer comes whole from its table and a push is read whole; their buffers
@@ -244,11 +256,17 @@ class FeaturePortServer {
   // The embedding messages' pools, shared by the connections.
   struct EmbeddingBuffers;
   // Answers one framed request; false if the connection must close.
-  bool Answer(int fd, Buffers* buffers);
+  bool Answer(int fd, const std::string& peer, Buffers* buffers);
   // Answer an embedding pull or push whose header `h` has been read.
   bool AnswerPull(int fd, const FeatureRequestHeader& h);
   bool AnswerPush(int fd, const FeatureRequestHeader& h);
-  bool AnswerSample(int fd, const FeatureRequestHeader& h, Buffers* buffers);
+  bool AnswerSample(int fd, const std::string& peer,
+                    const FeatureRequestHeader& h, Buffers* buffers);
+  // Samples *ids on hooks_.workers under `peer` and waits for the answer,
+  // at most the I/O timeout for a worker to take it.
+  absl::Status SampleOnWorkers(const std::string& peer, const SampleHeader& p,
+                               const SampleLimits& limits,
+                               std::vector<NodeId>* ids, SampledNeighbors* out);
   absl::Status CheckEmbeddingFraming(const char* what,
                                      const FeatureRequestHeader& h,
                                      uint32_t table_bytes,

@@ -10,13 +10,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "common/auth.h"
 #include "graphstore/internal/embedding_service.h"
 #include "graphstore/internal/feature_port.h"
 #include "graphstore/internal/sample_request.h"
 #include "graphstore/internal/slice_pool.h"
 #include "graphstore/internal/socket_io.h"
+#include "graphstore/internal/work_queue.h"
 
 namespace shardgnn::internal {
 namespace {
@@ -271,7 +274,7 @@ void FeaturePortServer::Serve(Connection* conn) {
     const int64_t ms = absl::ToInt64Milliseconds(limits_.idle_timeout);
     int r = poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, INT_MAX)));
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0 || !Answer(conn->fd, &buffers)) break;
+    if (r <= 0 || !Answer(conn->fd, conn->peer, &buffers)) break;
     buffers.Trim();
     if (poll(&p, 1, kEmbeddingBuffersIdleMs) == 0) {
       const absl::Duration idle = absl::Milliseconds(kEmbeddingBuffersIdleMs);
@@ -288,14 +291,15 @@ void FeaturePortServer::Serve(Connection* conn) {
   conn->done = true;
 }
 
-bool FeaturePortServer::Answer(int fd, Buffers* buffers) {
+bool FeaturePortServer::Answer(int fd, const std::string& peer,
+                               Buffers* buffers) {
   FeatureRequestHeader h;
   if (!ReadFull(fd, &h, sizeof(h))) {
     return false;  // Closed, shut down, or stalled mid-header.
   }
   if (h.magic == kEmbeddingPullMagic) return AnswerPull(fd, h);
   if (h.magic == kEmbeddingPushMagic) return AnswerPush(fd, h);
-  if (h.magic == kSampleMagic) return AnswerSample(fd, h, buffers);
+  if (h.magic == kSampleMagic) return AnswerSample(fd, peer, h, buffers);
   std::vector<NodeId>* ids = &buffers->ids;
   std::vector<char>* rows = &buffers->rows;
   const RequestTimer timer(hooks_.features);
@@ -385,7 +389,84 @@ bool FeaturePortServer::Answer(int fd, Buffers* buffers) {
   return ok;
 }
 
-bool FeaturePortServer::AnswerSample(int fd, const FeatureRequestHeader& h,
+namespace {
+
+// SampleWithinLimits, with running out of memory as an answer.
+absl::Status SampleCaught(const ShardStore& store, absl::Span<const NodeId> ids,
+                          const SampleHeader& p, const SampleLimits& limits,
+                          SampledNeighbors* out) {
+  try {
+    return SampleWithinLimits(store, ids, p.fanout, p.replace != 0, p.seed,
+                              limits, out);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("SampleNeighbors: out of memory");
+  }
+}
+
+// A sample handed to the workers, shared by the connection thread that waits
+// for it and the worker that runs it. A waiter that gives up before a
+// worker took the sample marks it abandoned, and the worker then skips it
+// without touching anything else; a sample once started is waited for.
+struct SampleJob {
+  std::shared_ptr<const ShardStore> store;
+  std::vector<NodeId> ids;
+  SampleHeader header;
+  SampleLimits limits;
+  SampledNeighbors out;
+  absl::Status status;
+  absl::Mutex mu;
+  bool started ABSL_GUARDED_BY(mu) = false;
+  bool abandoned ABSL_GUARDED_BY(mu) = false;
+  bool done ABSL_GUARDED_BY(mu) = false;
+};
+
+}  // namespace
+
+absl::Status FeaturePortServer::SampleOnWorkers(const std::string& peer,
+                                                const SampleHeader& p,
+                                                const SampleLimits& limits,
+                                                std::vector<NodeId>* ids,
+                                                SampledNeighbors* out) {
+  auto job = std::make_shared<SampleJob>();
+  job->store = store_;
+  job->ids.swap(*ids);
+  job->header = p;
+  job->limits = limits;
+  absl::Status status = hooks_.workers->Submit(peer, [job] {
+    {
+      absl::MutexLock lock(&job->mu);
+      if (job->abandoned) return;
+      job->started = true;
+    }
+    absl::Status s = SampleCaught(*job->store, job->ids, job->header,
+                                  job->limits, &job->out);
+    absl::MutexLock lock(&job->mu);
+    job->status = std::move(s);
+    job->done = true;
+  });
+  if (status.ok()) {
+    absl::MutexLock lock(&job->mu);
+    if (!job->mu.AwaitWithTimeout(absl::Condition(&job->done),
+                                  limits_.io_timeout) &&
+        !job->started) {
+      job->abandoned = true;
+      status = absl::UnavailableError(
+          absl::StrCat("server busy: a sample from ", peer, " waited ",
+                       absl::FormatDuration(limits_.io_timeout),
+                       " for a worker; retry later"));
+    } else {
+      job->mu.Await(absl::Condition(&job->done));  // Running: it ends.
+      status = std::move(job->status);
+      std::swap(*out, job->out);
+    }
+  }
+  // Not read by the worker any more (skipped, or done).
+  ids->swap(job->ids);
+  return status;
+}
+
+bool FeaturePortServer::AnswerSample(int fd, const std::string& peer,
+                                     const FeatureRequestHeader& h,
                                      Buffers* buffers) {
   const RequestTimer timer(hooks_.samples != nullptr ? hooks_.samples
                                                      : hooks_.features);
@@ -408,8 +489,11 @@ bool FeaturePortServer::AnswerSample(int fd, const FeatureRequestHeader& h,
   sample_limits.max_sampled_per_call = limits_.max_sampled_per_call;
   sample_limits.max_message_bytes = limits_.max_message_bytes;
   SampledNeighbors out;
-  const absl::Status status = SampleWithinLimits(
-      *store_, *ids, p.fanout, p.replace != 0, p.seed, sample_limits, &out);
+  const absl::Status status =
+      hooks_.workers != nullptr &&
+              (SampleIsHeavy(ids->size(), p.fanout) || !store_->in_memory())
+          ? SampleOnWorkers(peer, p, sample_limits, ids, &out)
+          : SampleCaught(*store_, *ids, p, sample_limits, &out);
   bool ok;
   if (!status.ok()) {
     // The request was read whole: the connection stays open.

@@ -28,6 +28,12 @@ absl::Status TooManySamples(const std::string& what, int64_t limit,
 
 }  // namespace
 
+bool SampleIsHeavy(size_t num_ids, int fanout) {
+  if (fanout < 0) return true;
+  // No overflow: fewer than 2^63 / 2^31 IDs ever arrive.
+  return static_cast<int64_t>(num_ids) * fanout >= kInlineSamples;
+}
+
 absl::Status SampleWithinLimits(const ShardStore& store,
                                 absl::Span<const NodeId> ids, int fanout,
                                 bool replace, uint64_t seed,

@@ -21,6 +21,16 @@ struct SampleLimits {
   int64_t max_message_bytes = int64_t{256} << 20;
 };
 
+// Samples of fewer than this many neighbors are answered on the thread that
+// received them (cheaper than a hand-off); larger ones run on the server's
+// workers (work_queue.h), whose number bounds the memory and CPU that samples
+// take at once, whichever path they arrive on.
+inline constexpr int64_t kInlineSamples = int64_t{1} << 16;
+
+// Whether a sample of `num_ids` IDs with `fanout` goes to the workers:
+// whole neighborhoods (fanout -1), or num_ids x fanout >= kInlineSamples.
+bool SampleIsHeavy(size_t num_ids, int fanout);
+
 // Samples `ids` (owned by `store`, which checks them) into *out, which comes
 // from SampleBufferPool::Shared() with room for the answer (the caller Put()s
 // it back, whatever the status). INVALID_ARGUMENT for a fanout outside

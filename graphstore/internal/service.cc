@@ -68,9 +68,8 @@ constexpr const char* kMethodNames[kNumMethods] = {"Info",
                                                    "FeaturePortSample"};
 
 // Memory-mode calls below these sizes run on gRPC's thread (a memcpy or a
-// few thousand samples: cheaper than a hand-off); larger ones, and every
-// disk-mode call, go to the work queue.
-constexpr int64_t kInlineSamples = 1 << 16;
+// few thousand samples, sample_request.h's kInlineSamples: cheaper than a
+// hand-off); larger ones, and every disk-mode call, go to the work queue.
 constexpr int64_t kInlineBytes = 1 << 20;
 
 internal::WorkQueueOptions QueueOptions(
@@ -116,6 +115,7 @@ internal::FeaturePortHooks GraphStoreServer::Service::feature_port_hooks() {
   hooks.samples = &runner_.stats(kFeaturePortSample);
   hooks.connections = &feature_port_connections_;
   hooks.embeddings = &embeddings_;
+  hooks.workers = runner_.work_queue();
   return hooks;
 }
 
@@ -210,7 +210,8 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::SampleNeighbors(
   // samples each (the default fanouts are 10 and 20).
   const int64_t samples = static_cast<int64_t>(req->Length() / 8) * 32;
   return runner_.Run(
-      ctx, kSampleNeighbors, req, resp, Heavy(samples >= kInlineSamples),
+      ctx, kSampleNeighbors, req, resp,
+      Heavy(samples >= internal::kInlineSamples),
       [this, req, resp]() -> absl::Status {
         proto::SampleNeighborsRequest request;
         grpc::ByteBuffer copy(*req);  // Deserialize consumes its input.

@@ -6,7 +6,8 @@
 // the work itself validates the request (byte lengths, ID counts, fanout,
 // message sizes, ownership) before it reads the store. Learned-embedding
 // calls are answered by internal::EmbeddingService (embedding_service.h),
-// which the feature port shares through feature_port_hooks().
+// which the feature port shares through feature_port_hooks(), as it shares
+// the work queue (its large samples run on the same workers).
 //
 // Lifecycle: constructed by GraphStoreServer::Bind() before gRPC starts;
 // until Serve() every call but Health gets UNAVAILABLE. Included only by the
@@ -59,8 +60,9 @@ class GraphStoreServer::Service final
     store_ = std::move(store);
     serving_.store(true, std::memory_order_release);
   }
-  // What the feature port counts its requests in and answers embedding
-  // requests with.
+  // What the feature port counts its requests in, answers embedding
+  // requests with and runs its large samples on; the port must be shut down
+  // before StopWorkers().
   internal::FeaturePortHooks feature_port_hooks();
   internal::ConnectionStats* grpc_connection_stats() {
     return &grpc_connections_;

@@ -18,7 +18,11 @@
 #include <random>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
+#include "absl/synchronization/notification.h"
 #include "graphstore/client.h"
+#include "graphstore/internal/sample_request.h"
+#include "graphstore/internal/work_queue.h"
 #include "graphstore/server.h"
 #include "tests/graphstore/server_testing.h"
 #include "tests/graphstore/test_shards.h"
@@ -355,6 +359,106 @@ TEST_P(FeaturePortTest, AClientRefusesASampleLargerThanItAllows) {
                   &transport_failed);
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("at most 1 neighbors"));
+}
+
+// Large samples run on the server's workers (hooks.workers), queued under
+// the client's address: with the one worker held, a whole-neighborhood sample
+// waits for it, a second finds the address's queue full ("server busy", the
+// connection kept), one that waits the I/O timeout is told so, and a small
+// sample is answered on its connection's thread meanwhile (in memory; a
+// disk-mode store's samples all go to the workers).
+TEST_P(FeaturePortTest, LargeSamplesWaitForTheWorkersAndAFullQueueIsBusy) {
+  internal::WorkQueueOptions queue;
+  queue.num_workers = 1;
+  queue.max_running_per_key = 1;
+  queue.max_queued_per_key = 2;
+  internal::WorkQueue workers(queue);
+  internal::FeaturePortHooks hooks;
+  hooks.workers = &workers;
+  internal::FeaturePortLimits limits;
+  limits.io_timeout = absl::Seconds(1);
+  ASSERT_OK_AND_ASSIGN(auto server, internal::FeaturePortServer::Start(
+                                        "127.0.0.1", 0, store_, limits, hooks));
+  absl::Notification holding, release;
+  // The worker is let go whatever fails below (~WorkQueue joins it).
+  auto let_go = absl::MakeCleanup([&] {
+    if (!release.HasBeenNotified()) release.Notify();
+  });
+  ASSERT_OK(workers.Submit("someone else", [&] {
+    holding.Notify();
+    release.WaitForNotification();
+  }));
+  holding.WaitForNotification();
+  const std::vector<NodeId> ids = Owned();
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  const int64_t most = int64_t{1} << 20;
+  bool transport_failed = false;
+
+  internal::FeaturePortClient first("127.0.0.1", server->port());
+  SampledNeighbors small;
+  if (GetParam()) {  // In memory; a disk-mode store's samples all queue.
+    ASSERT_OK(first.Sample({ids[0], ids[1]}, 2, false, 1, most, &small,
+                           deadline, &transport_failed));
+    EXPECT_EQ(small.counts.size(), 2u);
+  }
+
+  // Waits the I/O timeout for the held worker: busy, and skipped later.
+  absl::Time start = absl::Now();
+  SampledNeighbors whole;
+  absl::Status s = first.Sample(ids, -1, false, 1, most, &whole, deadline,
+                                &transport_failed);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("server busy"));
+  EXPECT_FALSE(transport_failed);
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(900));
+
+  absl::Status waited;
+  std::thread waiting([&] {
+    waited = first.Sample(ids, -1, false, 7, most, &whole, deadline,
+                          &transport_failed);
+  });
+  // The skipped sample and this one: queued under 127.0.0.1, the most it
+  // may have queued.
+  while (workers.queued() < 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  internal::FeaturePortClient second("127.0.0.1", server->port());
+  SampledNeighbors refused;
+  bool second_failed = false;
+  s = second.Sample(ids, -1, false, 7, most, &refused, deadline,
+                    &second_failed);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("already queued"));
+  EXPECT_FALSE(second_failed);
+
+  release.Notify();
+  waiting.join();
+  ASSERT_OK(waited);
+  SampledNeighbors expected;
+  ASSERT_OK(internal::SampleWithinLimits(*store_, ids, -1, false, 7,
+                                         internal::SampleLimits(), &expected));
+  EXPECT_EQ(whole.counts, expected.counts);
+  EXPECT_EQ(whole.neighbors, expected.neighbors);
+  // Both connections still answer.
+  ASSERT_OK(second.Sample(ids, -1, false, 7, most, &refused, deadline,
+                          &second_failed));
+  EXPECT_EQ(refused.neighbors, expected.neighbors);
+
+  if (!GetParam()) {  // On disk a small sample waits for a worker too.
+    absl::Notification holding_again, release_again;
+    auto let_go_again = absl::MakeCleanup([&] {
+      if (!release_again.HasBeenNotified()) release_again.Notify();
+    });
+    ASSERT_OK(workers.Submit("someone else", [&] {
+      holding_again.Notify();
+      release_again.WaitForNotification();
+    }));
+    holding_again.WaitForNotification();
+    s = first.Sample({ids[0], ids[1]}, 2, false, 1, most, &small, deadline,
+                     &transport_failed);
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  }
+  server->Shutdown(absl::Now() + absl::Seconds(5));
 }
 
 TEST_P(FeaturePortTest, StalledRequestIsCutIdleConnectionIsKept) {
