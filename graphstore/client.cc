@@ -245,7 +245,7 @@ absl::Status GraphStoreClient::SampleNeighbors(absl::Span<const NodeId> ids,
     // gRPC, which retries it until the call's deadline.
     const bool busy = !transport_failed &&
                       s.code() == absl::StatusCode::kUnavailable &&
-                      absl::StrContains(s.message(), "server busy");
+                      internal::SaysServerBusy(s.message());
     if (!transport_failed && !busy) {
       return impl_->CallError(s.code(), "SampleNeighbors", s.message());
     }

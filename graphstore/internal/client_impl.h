@@ -43,6 +43,12 @@ namespace internal {
 // refused or broken connection, a server shutting down) at most
 // max_attempts times in all, so that a dead server is named within a few
 // hundred milliseconds. Other codes are never retried.
+// Whether an UNAVAILABLE answer's message says "server busy" (work_queue.h):
+// the server is alive and shedding load.
+inline bool SaysServerBusy(absl::string_view message) {
+  return absl::StrContains(message, "server busy");
+}
+
 class RetryPolicy {
  public:
   explicit RetryPolicy(const GraphStoreClientOptions& options)
@@ -60,7 +66,7 @@ class RetryPolicy {
   bool WaitToRetry(const grpc::Status& status) {
     ++attempts_;
     if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return false;
-    busy_ = absl::StrContains(status.error_message(), "server busy");
+    busy_ = SaysServerBusy(status.error_message());
     if (!busy_ && attempts_ >= options_.max_attempts) return false;
     thread_local std::mt19937_64 rng{std::random_device{}()};
     const absl::Duration wait =

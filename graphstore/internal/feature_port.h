@@ -207,9 +207,9 @@ struct FeaturePortHooks {
 
 // Serves `store`'s rows on HOST:PORT. Thread-safe; one thread per
 // connection plus an accepting thread (listener.h); large samples run on
-// hooks.workers. Feature rows are
-// gathered and sent in pieces of at most 1 MiB, and a connection keeps no
-// feature buffer larger than that between requests. An embedding pull's
+// hooks.workers. Feature rows are gathered and sent in pieces of at most
+// 1 MiB, and a connection keeps no feature buffer larger than that between
+// requests. An embedding pull's
 // answer comes whole from its table and a push is read whole; their buffers
 // come from one pool the connections share (a trainer pulls and pushes every
 // step, over several connections: buffers of each connection's own would be

@@ -18,7 +18,6 @@
 #include <random>
 #include <thread>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/synchronization/notification.h"
 #include "graphstore/client.h"
 #include "graphstore/internal/sample_request.h"
@@ -361,6 +360,30 @@ TEST_P(FeaturePortTest, AClientRefusesASampleLargerThanItAllows) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("at most 1 neighbors"));
 }
 
+// Holds one of `workers`' threads (under another client's key) until it goes,
+// whatever fails meanwhile (~WorkQueue joins its workers).
+class HeldWorker {
+ public:
+  explicit HeldWorker(internal::WorkQueue* workers) {
+    holding_ = workers
+                   ->Submit("someone else",
+                            [this] {
+                              holding_now_.Notify();
+                              release_.WaitForNotification();
+                            })
+                   .ok();
+    if (holding_) holding_now_.WaitForNotification();
+  }
+  ~HeldWorker() { release_.Notify(); }
+  HeldWorker(const HeldWorker&) = delete;
+  HeldWorker& operator=(const HeldWorker&) = delete;
+  bool holding() const { return holding_; }
+
+ private:
+  absl::Notification holding_now_, release_;
+  bool holding_ = false;
+};
+
 // Large samples run on the server's workers (hooks.workers), queued under
 // the client's address: with the one worker held, a whole-neighborhood sample
 // waits for it, a second finds the address's queue full ("server busy", the
@@ -379,16 +402,8 @@ TEST_P(FeaturePortTest, LargeSamplesWaitForTheWorkersAndAFullQueueIsBusy) {
   limits.io_timeout = absl::Seconds(1);
   ASSERT_OK_AND_ASSIGN(auto server, internal::FeaturePortServer::Start(
                                         "127.0.0.1", 0, store_, limits, hooks));
-  absl::Notification holding, release;
-  // The worker is let go whatever fails below (~WorkQueue joins it).
-  auto let_go = absl::MakeCleanup([&] {
-    if (!release.HasBeenNotified()) release.Notify();
-  });
-  ASSERT_OK(workers.Submit("someone else", [&] {
-    holding.Notify();
-    release.WaitForNotification();
-  }));
-  holding.WaitForNotification();
+  auto held = std::make_unique<HeldWorker>(&workers);
+  ASSERT_TRUE(held->holding());
   const std::vector<NodeId> ids = Owned();
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   const int64_t most = int64_t{1} << 20;
@@ -431,7 +446,7 @@ TEST_P(FeaturePortTest, LargeSamplesWaitForTheWorkersAndAFullQueueIsBusy) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("already queued"));
   EXPECT_FALSE(second_failed);
 
-  release.Notify();
+  held.reset();
   waiting.join();
   ASSERT_OK(waited);
   SampledNeighbors expected;
@@ -445,15 +460,8 @@ TEST_P(FeaturePortTest, LargeSamplesWaitForTheWorkersAndAFullQueueIsBusy) {
   EXPECT_EQ(refused.neighbors, expected.neighbors);
 
   if (!GetParam()) {  // On disk a small sample waits for a worker too.
-    absl::Notification holding_again, release_again;
-    auto let_go_again = absl::MakeCleanup([&] {
-      if (!release_again.HasBeenNotified()) release_again.Notify();
-    });
-    ASSERT_OK(workers.Submit("someone else", [&] {
-      holding_again.Notify();
-      release_again.WaitForNotification();
-    }));
-    holding_again.WaitForNotification();
+    held = std::make_unique<HeldWorker>(&workers);
+    ASSERT_TRUE(held->holding());
     s = first.Sample({ids[0], ids[1]}, 2, false, 1, most, &small, deadline,
                      &transport_failed);
     EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
