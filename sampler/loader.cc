@@ -129,6 +129,12 @@ std::vector<int64_t> PrefetchLoader::BatchSeeds(int64_t index) const {
   const int64_t b = options_.batch_size;
   const int64_t begin = index * b;
   std::vector<int64_t> out;
+  if (options_.balanced && options_.steps_per_epoch == 0) {
+    // Slices of n / steps_ seeds, give or take one: no short last batch.
+    out.assign(order_.begin() + index * n / steps_,
+               order_.begin() + (index + 1) * n / steps_);
+    return out;
+  }
   // Consecutive slices of the order (the last natural batch may be short) ...
   if (begin + b <= n || (begin < n && steps_ <= (n + b - 1) / b)) {
     out.assign(order_.begin() + begin, order_.begin() + std::min(n, begin + b));

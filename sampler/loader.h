@@ -58,6 +58,10 @@ struct LoaderOptions {
   int workers = 1;  // Background sampling threads (when prefetch > 0).
   // false: every epoch visits the items in the order given (evaluation).
   bool shuffle = true;
+  // true: the epoch's seeds split into steps_per_epoch batches whose sizes
+  // differ by at most one (each at most batch_size), not full batches and a
+  // short last one. Only with the natural step count (steps_per_epoch 0).
+  bool balanced = false;
   uint64_t shuffle_seed = 0;
   uint64_t sample_seed = 0;
   std::chrono::milliseconds max_wait{std::chrono::minutes(10)};

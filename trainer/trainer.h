@@ -225,6 +225,8 @@ struct TrainOptions {
   // (trainer/compute_env.h SetComputeThreads); 0 = every core of the machine.
   // (The CLI decides a share when several trainers run on one machine.)
   int torch_threads = 0;
+  // Validation and test batches hold at most this many nodes, all of one
+  // size give or take one (ceil(nodes / eval_batch_size) batches).
   int64_t eval_batch_size = 4096;
   int epochs = 10;
   // Stop after this many epochs without a better validation accuracy (the

@@ -108,6 +108,49 @@ TEST_F(LoaderTest, WithoutShuffleEveryEpochVisitsTheItemsInTheirOrder) {
   }
 }
 
+TEST_F(LoaderTest, BalancedBatchesDifferByAtMostOneSeed) {
+  // 250 seeds in batches of at most 64: 4 batches of 62 or 63, not three of
+  // 64 and a short one of 58 (issue 17: a short last batch's smaller tensors
+  // took fresh memory in the test pass).
+  LoaderOptions options;
+  options.batch_size = 64;
+  options.shuffle = false;
+  options.balanced = true;
+  ASSERT_OK_AND_ASSIGN(auto loader,
+                       PrefetchLoader::Create(sampler_.get(), seeds_, options));
+  EXPECT_EQ(loader->steps_per_epoch(), 4);
+  std::vector<NodeId> seen;
+  std::vector<size_t> sizes;
+  for (const auto& b : Epoch(*loader, 0)) {
+    seen.insert(seen.end(), b.seeds.begin(), b.seeds.end());
+    sizes.push_back(b.seeds.size());
+  }
+  EXPECT_EQ(seen, seeds_);
+  EXPECT_EQ(sizes, (std::vector<size_t>{62, 63, 62, 63}));
+
+  // Shuffled, the same sizes, every seed once.
+  options.shuffle = true;
+  options.shuffle_seed = 5;
+  ASSERT_OK_AND_ASSIGN(loader,
+                       PrefetchLoader::Create(sampler_.get(), seeds_, options));
+  seen.clear();
+  sizes.clear();
+  for (const auto& b : Epoch(*loader, 1)) {
+    seen.insert(seen.end(), b.seeds.begin(), b.seeds.end());
+    sizes.push_back(b.seeds.size());
+  }
+  EXPECT_EQ(sizes, (std::vector<size_t>{62, 63, 62, 63}));
+  EXPECT_EQ(std::set<NodeId>(seen.begin(), seen.end()),
+            std::set<NodeId>(seeds_.begin(), seeds_.end()));
+  EXPECT_EQ(seen.size(), seeds_.size());
+
+  // A fixed step count pads and trims as without it.
+  options.steps_per_epoch = 5;
+  ASSERT_OK_AND_ASSIGN(loader,
+                       PrefetchLoader::Create(sampler_.get(), seeds_, options));
+  for (const auto& b : Epoch(*loader, 1)) EXPECT_EQ(b.seeds.size(), 64u);
+}
+
 TEST_F(LoaderTest, ChangingTheWorkersBetweenEpochsKeepsTheBatches) {
   LoaderOptions options;
   options.batch_size = 32;

@@ -176,6 +176,10 @@ class NodeTask : public Task {
       LoaderOptions loading;
       loading.batch_size = o.eval_batch_size;
       loading.shuffle = false;
+      // Batches of one size (within a seed): a short last batch's smaller
+      // tensors would take fresh blocks from the caching allocator in the
+      // test pass, which runs once (issue 17).
+      loading.balanced = true;
       loading.sample_seed = MixSeed(o.seed, kEvalSampleStream);
       loading.workers = threads;
       loading.prefetch = threads;
