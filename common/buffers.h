@@ -44,6 +44,29 @@ class BufferPool {
     kept_.pop_back();
     return t;
   }
+  // The kept object that best fits a use of `want` (its capacity(t) the
+  // least of those >= want), or, if none is that large, the one of least
+  // capacity (it is to grow; the larger ones stay for other uses); a
+  // default-constructed T when none is kept. For uses of varied sizes
+  // (sampling answers, a layer's ten times the last's): with Take(), a large
+  // use may get a small buffer and grow it into fresh pages while a large
+  // one sits kept.
+  template <typename Capacity>
+  T TakeFitting(size_t want, Capacity capacity) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (kept_.empty()) return T();
+    size_t best = 0;
+    for (size_t i = 1; i < kept_.size(); ++i) {
+      const size_t have = capacity(kept_[i]);
+      const size_t best_have = capacity(kept_[best]);
+      const bool fits = have >= want, best_fits = best_have >= want;
+      if (fits != best_fits ? fits : have < best_have) best = i;
+    }
+    T t = std::move(kept_[best]);
+    kept_[best] = std::move(kept_.back());
+    kept_.pop_back();
+    return t;
+  }
   void Give(T&& t) {
     std::lock_guard<std::mutex> lock(mu_);
     if (kept_.size() < max_kept_) kept_.push_back(std::move(t));

@@ -279,11 +279,20 @@ absl::Status RemoteGraphSource::SampleChunk(int p, absl::Span<const NodeId> ids,
   const internal::ReplicaSet& set = *parts_[p];
   const bool hedge = set.ShouldHedge();
   std::string address;  // Of the replica that answered.
+  // The most neighbors the answer may hold: the kept buffer that holds that
+  // many, so that the large answers (the last layer's) get the large buffers.
+  const size_t most = static_cast<size_t>(
+      fanout > 0 ? std::min<int64_t>(static_cast<int64_t>(ids.size()) * fanout,
+                                     max_sampled_per_call_)
+                 : max_sampled_per_call_);
   absl::StatusOr<SampledNeighbors> answer = set.Call<SampledNeighbors>(
-      [call_ids = CallIds(ids, hedge), fanout, replace, seed, pool = answers_](
-          GraphStoreClient& c) -> absl::StatusOr<SampledNeighbors> {
+      [call_ids = CallIds(ids, hedge), fanout, replace, seed, most,
+       pool =
+           answers_](GraphStoreClient& c) -> absl::StatusOr<SampledNeighbors> {
         // A count per ID is checked by the client (DecodeSampled).
-        SampledNeighbors answer = pool->Take();
+        SampledNeighbors answer = pool->TakeFitting(
+            most,
+            [](const SampledNeighbors& a) { return a.neighbors.capacity(); });
         absl::Status s =
             c.SampleNeighbors(call_ids.span, fanout, replace, seed, &answer);
         if (!s.ok()) {

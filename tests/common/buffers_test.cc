@@ -32,5 +32,26 @@ TEST(ReserveWithHeadroomTest, GrowsByAQuarterMoreAndThenKeepsTheBuffer) {
   EXPECT_GE(s.capacity(), (size_t{5} << 20) / 4);
 }
 
+TEST(BufferPoolTest, TakeFittingGivesTheLeastBufferThatHoldsTheUse) {
+  BufferPool<std::vector<int>> pool(8);
+  auto capacity = [](const std::vector<int>& v) { return v.capacity(); };
+  for (size_t n : {100, 10, 1000}) {
+    std::vector<int> v;
+    v.reserve(n);
+    pool.Give(std::move(v));
+  }
+  // The least that holds 50: the 100; then the least that holds 5: the 10.
+  EXPECT_EQ(pool.TakeFitting(50, capacity).capacity(), 100u);
+  EXPECT_EQ(pool.TakeFitting(5, capacity).capacity(), 10u);
+  // None holds 5000 once the 1000 has a smaller one beside it: the smaller
+  // one grows, the 1000 stays.
+  std::vector<int> small;
+  small.reserve(20);
+  pool.Give(std::move(small));
+  EXPECT_EQ(pool.TakeFitting(5000, capacity).capacity(), 20u);
+  EXPECT_EQ(pool.TakeFitting(5000, capacity).capacity(), 1000u);
+  EXPECT_EQ(pool.TakeFitting(1, capacity).capacity(), 0u);  // None kept.
+}
+
 }  // namespace
 }  // namespace shardgnn
