@@ -280,7 +280,9 @@ class RemoteGraphSource : public GraphSource {
   // ForEachReplica), kept between calls (common/worker_threads.h). Last:
   // they go first.
   // Sampling answers' buffers, kept from call to call (a fresh answer of
-  // megabytes per call faults in a page every 4 KiB); shared with the calls'
+  // megabytes per call faults in a page every 4 KiB), each call taking the
+  // one that fits its most neighbors (BufferPool::TakeFitting: the last
+  // layer's answers are ten times the first's); shared with the calls'
   // attempts, since a hedged call's losing attempt may end after its caller.
   // The per-part lists of the calls in flight, kept likewise.
   std::unique_ptr<BufferPool<Groups>> groups_ =
