@@ -309,6 +309,10 @@ GraphStoreServer::~GraphStoreServer() { Shutdown(absl::Now()); }
 
 ServerTotals GraphStoreServer::Totals() const { return service_->Totals(); }
 
+internal::WorkQueue* GraphStoreServer::workers_for_testing() const {
+  return service_->workers();
+}
+
 int GraphStoreServer::feature_port() const {
   return feature_port_ == nullptr ? 0 : feature_port_->port();
 }

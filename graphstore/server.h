@@ -65,6 +65,7 @@ class GrpcConnections;
 class Listener;
 class MemoryTrimmer;
 class MetricsExporter;
+class WorkQueue;
 }  // namespace internal
 
 struct GraphStoreServerOptions {
@@ -225,6 +226,10 @@ class GraphStoreServer {
   void Shutdown(absl::Time deadline);
 
   ServerTotals Totals() const;
+
+  // The workers that run large calls, gRPC's and the feature port's: for
+  // tests that hold them to make the server busy. Valid until Shutdown().
+  internal::WorkQueue* workers_for_testing() const;
 
  private:
   class Service;

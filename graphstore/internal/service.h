@@ -64,6 +64,8 @@ class GraphStoreServer::Service final
   // requests with and runs its large samples on; the port must be shut down
   // before StopWorkers().
   internal::FeaturePortHooks feature_port_hooks();
+  // The workers of large calls (GraphStoreServer::workers_for_testing).
+  internal::WorkQueue* workers() { return runner_.work_queue(); }
   internal::ConnectionStats* grpc_connection_stats() {
     return &grpc_connections_;
   }

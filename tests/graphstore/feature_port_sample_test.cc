@@ -263,6 +263,73 @@ TEST_P(FeaturePortTest, LargeSamplesWaitForTheWorkersAndAFullQueueIsBusy) {
   server->Shutdown(absl::Now() + absl::Seconds(5));
 }
 
+// A client whose sample the port turns away ("server busy": its address's
+// queue is full) samples over gRPC, which retries "server busy" until the
+// call's deadline, and keeps the port: the sample arrives once the worker is
+// free, and later calls use the port again.
+TEST_P(FeaturePortTest, AClientToldBusyOnThePortSamplesOverGrpc) {
+  GraphStoreServerOptions options;
+  options.num_threads = 1;
+  options.max_queued_per_ip = 1;
+  Start(options);
+  ASSERT_OK(client_->Info().status());  // Learns the port.
+  ASSERT_TRUE(client_->UsesFeaturePort());
+  internal::WorkQueue* workers = server_->workers_for_testing();
+  auto held = std::make_unique<HeldWorker>(workers);
+  ASSERT_TRUE(held->holding());
+  const std::vector<NodeId> ids = Owned();
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+
+  // A whole-neighborhood sample from this address waits for the worker: the
+  // most the address may have queued.
+  internal::FeaturePortClient other("127.0.0.1", server_->feature_port());
+  SampledNeighbors queued;
+  absl::Status queued_status;
+  std::thread waiting([&] {
+    bool failed = false;
+    queued_status = other.Sample(ids, -1, false, 7, int64_t{1} << 20, &queued,
+                                 deadline, &failed);
+  });
+  while (workers->queued() < 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  std::thread releasing([&] {
+    absl::SleepFor(absl::Milliseconds(300));
+    held.reset();
+  });
+  const absl::Time start = absl::Now();
+  absl::StatusOr<SampledNeighbors> got =
+      client_->SampleNeighbors(ids, -1, false, 7);
+  const absl::Duration took = absl::Now() - start;
+  releasing.join();
+  waiting.join();
+
+  ASSERT_OK(got.status());
+  ASSERT_OK(queued_status);
+  // On disk every call waits for a worker; in memory gRPC judges a call
+  // by its request's size before reading it (200 IDs: small) and answers it
+  // on its own thread.
+  if (!GetParam()) EXPECT_GE(took, absl::Milliseconds(250));
+  SampledNeighbors expected;
+  ASSERT_OK(internal::SampleWithinLimits(*store_, ids, -1, false, 7,
+                                         internal::SampleLimits(), &expected));
+  EXPECT_EQ(got->counts, expected.counts);
+  EXPECT_EQ(got->neighbors, expected.neighbors);
+  EXPECT_EQ(queued.neighbors, expected.neighbors);
+  ASSERT_OK_AND_ASSIGN(ServerStats stats, client_->Stats());
+  // The port turned the client's sample away; gRPC answered it.
+  EXPECT_GE(MethodCalls(stats, "FeaturePortSample", /*errors=*/true), 1);
+  EXPECT_GE(MethodCalls(stats, "SampleNeighbors"), 1);
+  EXPECT_EQ(MethodCalls(stats, "SampleNeighbors", /*errors=*/true),
+            MethodCalls(stats, "SampleNeighbors") - 1);
+  // The port was kept: the next sample goes over it.
+  EXPECT_TRUE(client_->UsesFeaturePort());
+  const int64_t port_samples = MethodCalls(stats, "FeaturePortSample");
+  ASSERT_OK(client_->SampleNeighbors({ids[0]}, 2, false, 1).status());
+  ASSERT_OK_AND_ASSIGN(stats, client_->Stats());
+  EXPECT_EQ(MethodCalls(stats, "FeaturePortSample"), port_samples + 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, FeaturePortTest, ::testing::Bool(),
                          [](const auto& info) {
                            return info.param ? "Memory" : "Disk";
