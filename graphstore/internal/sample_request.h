@@ -29,6 +29,7 @@ inline constexpr int64_t kInlineSamples = int64_t{1} << 16;
 
 // Whether a sample of `num_ids` IDs with `fanout` goes to the workers:
 // whole neighborhoods (fanout -1), or num_ids x fanout >= kInlineSamples.
+// Both paths judge by it (gRPC's SampleNeighbors parses its request first).
 bool SampleIsHeavy(size_t num_ids, int fanout);
 
 // Samples `ids` (owned by `store`, which checks them) into *out, which comes

@@ -206,28 +206,33 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::Info(
 grpc::ServerUnaryReactor* GraphStoreServer::Service::SampleNeighbors(
     grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
     grpc::ByteBuffer* resp) {
-  // Placed before the request is read: 8 bytes per ID, and up to 32
-  // samples each (the default fanouts are 10 and 20).
-  const int64_t samples = static_cast<int64_t>(req->Length() / 8) * 32;
+  // Read here, to judge the call by what it asks as the feature port does
+  // (SampleIsHeavy): a whole-neighborhood sample of a few IDs may be
+  // millions of neighbors. A request that does not parse is refused in the
+  // call, after its checks.
+  auto request = std::make_shared<proto::SampleNeighborsRequest>();
+  grpc::ByteBuffer copy(*req);  // Deserialize consumes its input.
+  const bool parsed =
+      grpc::SerializationTraits<proto::SampleNeighborsRequest>::Deserialize(
+          &copy, request.get())
+          .ok();
+  const bool large = parsed && internal::SampleIsHeavy(
+                                   request->node_ids().size() / sizeof(NodeId),
+                                   request->fanout());
   return runner_.Run(
-      ctx, kSampleNeighbors, req, resp,
-      Heavy(samples >= internal::kInlineSamples),
-      [this, req, resp]() -> absl::Status {
-        proto::SampleNeighborsRequest request;
-        grpc::ByteBuffer copy(*req);  // Deserialize consumes its input.
-        if (!grpc::SerializationTraits<
-                 proto::SampleNeighborsRequest>::Deserialize(&copy, &request)
-                 .ok()) {
+      ctx, kSampleNeighbors, req, resp, Heavy(large),
+      [this, parsed, request, resp]() -> absl::Status {
+        if (!parsed) {
           return absl::InvalidArgumentError(
               "SampleNeighbors: request is not a SampleNeighborsRequest");
         }
         std::vector<NodeId> id_copy;
         absl::Span<const NodeId> ids;
-        RETURN_IF_ERROR(ReadIds(request.node_ids(), &id_copy, &ids));
+        RETURN_IF_ERROR(ReadIds(request->node_ids(), &id_copy, &ids));
         SampledNeighbors out;
         absl::Status s = internal::SampleWithinLimits(
-            *store_, ids, request.fanout(), request.replace(), request.seed(),
-            SampleLimitsOf(options_), &out);
+            *store_, ids, request->fanout(), request->replace(),
+            request->seed(), SampleLimitsOf(options_), &out);
         if (s.ok()) internal::EncodeSampled(out, resp);
         internal::SampleBufferPool::Shared().Put(std::move(out));
         return s;

@@ -155,26 +155,32 @@ TEST_P(FeaturePortTest, AClientRefusesASampleLargerThanItAllows) {
 }
 
 // Holds one of `workers`' threads (under another client's key) until it goes,
-// whatever fails meanwhile (~WorkQueue joins its workers).
+// whatever fails meanwhile (~WorkQueue joins its workers). The notifications
+// are shared with the task: the worker may still be inside
+// WaitForNotification when the holder is gone.
 class HeldWorker {
  public:
-  explicit HeldWorker(internal::WorkQueue* workers) {
+  explicit HeldWorker(internal::WorkQueue* workers)
+      : state_(std::make_shared<State>()) {
     holding_ = workers
                    ->Submit("someone else",
-                            [this] {
-                              holding_now_.Notify();
-                              release_.WaitForNotification();
+                            [state = state_] {
+                              state->holding_now.Notify();
+                              state->release.WaitForNotification();
                             })
                    .ok();
-    if (holding_) holding_now_.WaitForNotification();
+    if (holding_) state_->holding_now.WaitForNotification();
   }
-  ~HeldWorker() { release_.Notify(); }
+  ~HeldWorker() { state_->release.Notify(); }
   HeldWorker(const HeldWorker&) = delete;
   HeldWorker& operator=(const HeldWorker&) = delete;
   bool holding() const { return holding_; }
 
  private:
-  absl::Notification holding_now_, release_;
+  struct State {
+    absl::Notification holding_now, release;
+  };
+  std::shared_ptr<State> state_;
   bool holding_ = false;
 };
 
@@ -328,6 +334,37 @@ TEST_P(FeaturePortTest, AClientToldBusyOnThePortSamplesOverGrpc) {
   ASSERT_OK(client_->SampleNeighbors({ids[0]}, 2, false, 1).status());
   ASSERT_OK_AND_ASSIGN(stats, client_->Stats());
   EXPECT_EQ(MethodCalls(stats, "FeaturePortSample"), port_samples + 1);
+}
+
+// gRPC judges a sample by what it asks, as the port does (SampleIsHeavy): a
+// whole-neighborhood sample of two IDs (which may be millions of neighbors)
+// waits for a worker, a fanout-2 one of two IDs is answered at once (in
+// memory; on disk both wait).
+TEST_P(FeaturePortTest, GrpcJudgesSamplesByTheirFanoutAsThePortDoes) {
+  GraphStoreServerOptions options;
+  options.num_threads = 1;
+  GraphStoreClientOptions grpc_only;
+  grpc_only.use_feature_port = false;
+  grpc_only.call_timeout = absl::Milliseconds(300);
+  grpc_only.overall_timeout = absl::Milliseconds(300);
+  Start(options, grpc_only);
+  auto held = std::make_unique<HeldWorker>(server_->workers_for_testing());
+  ASSERT_TRUE(held->holding());
+  const std::vector<NodeId> two = {Owned()[0], Owned()[1]};
+  absl::StatusOr<SampledNeighbors> small =
+      client_->SampleNeighbors(two, 2, false, 1);
+  EXPECT_EQ(small.ok(), GetParam()) << small.status();
+  absl::StatusOr<SampledNeighbors> whole =
+      client_->SampleNeighbors(two, -1, false, 1);
+  EXPECT_EQ(whole.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << whole.status();
+  held.reset();
+  ASSERT_OK_AND_ASSIGN(SampledNeighbors got,
+                       client_->SampleNeighbors(two, -1, false, 1));
+  SampledNeighbors expected;
+  ASSERT_OK(internal::SampleWithinLimits(*store_, two, -1, false, 1,
+                                         internal::SampleLimits(), &expected));
+  EXPECT_EQ(got.neighbors, expected.neighbors);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, FeaturePortTest, ::testing::Bool(),
