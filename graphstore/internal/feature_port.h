@@ -257,7 +257,8 @@ class FeaturePortServer {
   struct EmbeddingBuffers;
   // Answers one framed request; false if the connection must close.
   bool Answer(int fd, const std::string& peer, Buffers* buffers);
-  // Answer an embedding pull or push whose header `h` has been read.
+  // Answer an embedding pull or push whose header `h` has been read
+  // (feature_port_embeddings.cc; the rest is in feature_port_server.cc).
   bool AnswerPull(int fd, const FeatureRequestHeader& h);
   bool AnswerPush(int fd, const FeatureRequestHeader& h);
   bool AnswerSample(int fd, const std::string& peer,

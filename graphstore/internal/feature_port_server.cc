@@ -16,6 +16,7 @@
 #include "common/auth.h"
 #include "graphstore/internal/embedding_service.h"
 #include "graphstore/internal/feature_port.h"
+#include "graphstore/internal/feature_port_server_parts.h"
 #include "graphstore/internal/sample_request.h"
 #include "graphstore/internal/slice_pool.h"
 #include "graphstore/internal/socket_io.h"
@@ -31,15 +32,13 @@ constexpr size_t kKeptBufferBytes = 1 << 20;
 // given back: longer than a trainer's validation, during which its training
 // pulls and pushes pause.
 constexpr int kEmbeddingBuffersIdleMs = 10000;
-// Each embedding pool's bounds (pulls, pushes): free buffers kept in all, and
-// the largest set kept.
-constexpr size_t kEmbeddingPoolKeptBytes = size_t{256} << 20;
-constexpr size_t kEmbeddingPoolMaxSetBytes = size_t{128} << 20;
 // The server's bound on a connection's authentication handshake.
 constexpr absl::Duration kHandshakeTimeout = absl::Seconds(10);
 
-// Sends the response header and, when `status` is OK, `bytes` bytes of
-// `rows`; otherwise its message (cut to kMaxFeaturePortErrorBytes).
+}  // namespace
+
+namespace port_server {
+
 bool SendResponse(int fd, const absl::Status& status, const void* rows,
                   size_t bytes) {
   FeatureResponseHeader h;
@@ -56,35 +55,11 @@ bool SendResponse(int fd, const absl::Status& status, const void* rows,
   return WriteFullV(fd, iov, 2);
 }
 
-// Reads `n` bytes into `s` (its kept capacity is reused).
 bool ReadInto(int fd, std::string* s, size_t n) {
   s->resize(n);
   return ReadFull(fd, s->data(), n);
 }
 
-// Times one request from the moment its header was read and records it in
-// `stats` (if not null) once answered.
-class RequestTimer {
- public:
-  explicit RequestTimer(MethodStats* stats)
-      : stats_(stats), start_(std::chrono::steady_clock::now()) {}
-  // `bytes_out` is the payload after the response header.
-  void Record(absl::StatusCode code, int64_t bytes_in, size_t bytes_out) const {
-    if (stats_ == nullptr) return;
-    const std::chrono::duration<double, std::micro> us =
-        std::chrono::steady_clock::now() - start_;
-    stats_->Record(
-        us.count(), code, bytes_in,
-        static_cast<int64_t>(sizeof(FeatureResponseHeader) + bytes_out));
-  }
-
- private:
-  MethodStats* stats_;
-  std::chrono::steady_clock::time_point start_;
-};
-
-// Answers a request whose framing cannot be trusted with `why` and returns
-// false: the caller closes the connection.
 bool Refuse(int fd, const RequestTimer& timer, int64_t bytes_in,
             const absl::Status& why) {
   timer.Record(why.code(), bytes_in, why.message().size());
@@ -92,7 +67,12 @@ bool Refuse(int fd, const RequestTimer& timer, int64_t bytes_in,
   return false;
 }
 
-}  // namespace
+}  // namespace port_server
+
+using port_server::ReadInto;
+using port_server::Refuse;
+using port_server::RequestTimer;
+using port_server::SendResponse;
 
 absl::StatusOr<std::unique_ptr<FeaturePortServer>> FeaturePortServer::Start(
     const std::string& host, int port, std::shared_ptr<const ShardStore> store,
@@ -156,100 +136,6 @@ void FeaturePortServer::ReapLocked() {
     it = connections_.erase(it);
   }
 }
-
-namespace {
-
-// Buffers of one kind kept between requests and shared by the connections:
-// the largest free set is handed out (a request of any size then rarely
-// grows it) and comes back when its lease ends. Bounded: at most
-// kEmbeddingPoolKeptBytes of free sets, none over kEmbeddingPoolMaxSetBytes
-// (a rare huge request does not pin its memory). Set has `size_t Bytes()`.
-// Thread-safe.
-template <typename Set>
-class KeptPool {
- public:
-  struct Return {
-    KeptPool* pool;
-    void operator()(Set* set) const { pool->Put(std::unique_ptr<Set>(set)); }
-  };
-  using Lease = std::unique_ptr<Set, Return>;
-
-  Lease Take() { return Lease(TakeSet().release(), Return{this}); }
-
-  // Frees the kept sets when none was taken for `idle`.
-  void ReleaseIfIdle(absl::Duration idle) {
-    std::vector<Kept> freed;
-    absl::MutexLock lock(&mu_);
-    if (absl::Now() - last_take_ < idle) return;
-    freed.swap(free_);  // Freed after the lock, as `freed` goes.
-    kept_bytes_ = 0;
-  }
-
- private:
-  struct Kept {
-    std::unique_ptr<Set> set;
-    size_t bytes;
-  };
-
-  std::unique_ptr<Set> TakeSet() {
-    absl::MutexLock lock(&mu_);
-    last_take_ = absl::Now();
-    if (free_.empty()) return std::make_unique<Set>();
-    auto largest = std::max_element(
-        free_.begin(), free_.end(),
-        [](const Kept& a, const Kept& b) { return a.bytes < b.bytes; });
-    std::unique_ptr<Set> set = std::move(largest->set);
-    kept_bytes_ -= largest->bytes;
-    free_.erase(largest);
-    return set;
-  }
-
-  void Put(std::unique_ptr<Set> set) {
-    const size_t bytes = set->Bytes();
-    absl::MutexLock lock(&mu_);
-    if (bytes > kEmbeddingPoolMaxSetBytes ||
-        kept_bytes_ + bytes > kEmbeddingPoolKeptBytes) {
-      return;  // `set` is freed as it goes, after the lock.
-    }
-    kept_bytes_ += bytes;
-    free_.push_back({std::move(set), bytes});
-  }
-
-  absl::Mutex mu_;
-  std::vector<Kept> free_ ABSL_GUARDED_BY(mu_);
-  size_t kept_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Time last_take_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-};
-
-struct PullSet {
-  proto::PullEmbeddingsRequest request;
-  proto::PullEmbeddingsResponse response;
-  size_t Bytes() {
-    return request.mutable_node_ids()->capacity() +
-           response.mutable_rows()->capacity();
-  }
-};
-
-struct PushSet {
-  proto::PushEmbeddingGradientsRequest request;
-  size_t Bytes() {
-    return request.mutable_node_ids()->capacity() +
-           request.mutable_gradients()->capacity();
-  }
-};
-
-}  // namespace
-
-// The messages of embedding pulls and pushes. A pull's rows come whole from
-// the table and a push is read whole, so they are kept between requests (a
-// trainer pulls and pushes every step: fresh pages for each cost the server
-// thousands of page faults per step), in pools the connections share (the
-// first pull of a new connection writes into pages an earlier one touched),
-// one for each kind (a pull's buffers never sit idle in a push's set).
-struct FeaturePortServer::EmbeddingBuffers {
-  KeptPool<PullSet> pulls;
-  KeptPool<PushSet> pushes;
-};
 
 struct FeaturePortServer::Buffers {
   std::vector<NodeId> ids;
@@ -512,117 +398,6 @@ bool FeaturePortServer::AnswerSample(int fd, const std::string& peer,
   }
   SampleBufferPool::Shared().Put(std::move(out));
   return ok;
-}
-
-// The framing an embedding request shares, checked before anything is sized
-// by it: the number of IDs and the lengths of the names.
-absl::Status FeaturePortServer::CheckEmbeddingFraming(
-    const char* what, const FeatureRequestHeader& h, uint32_t table_bytes,
-    uint32_t run_id_bytes) const {
-  if (h.num_ids > static_cast<uint64_t>(limits_.max_ids_per_call)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "embedding ", what, " of ", h.num_ids, " IDs exceeds the limit of ",
-        limits_.max_ids_per_call, " IDs per call"));
-  }
-  if (table_bytes > kMaxEmbeddingNameBytes ||
-      run_id_bytes > kMaxEmbeddingNameBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("embedding ", what, " names a table of ", table_bytes,
-                     " bytes and a run ID of ", run_id_bytes,
-                     " bytes; at most ", kMaxEmbeddingNameBytes, " each"));
-  }
-  return absl::OkStatus();
-}
-
-bool FeaturePortServer::AnswerPull(int fd, const FeatureRequestHeader& h) {
-  const RequestTimer timer(hooks_.pulls);
-  int64_t bytes_in = sizeof(h);
-  EmbeddingPullHeader p;
-  if (!ReadFull(fd, &p, sizeof(p))) return false;
-  bytes_in += sizeof(p);
-  const absl::Status framing =
-      CheckEmbeddingFraming("pull", h, p.table_bytes, p.run_id_bytes);
-  if (!framing.ok()) return Refuse(fd, timer, bytes_in, framing);
-  const KeptPool<PullSet>::Lease set = embedding_buffers_->pulls.Take();
-  proto::PullEmbeddingsRequest& req = set->request;
-  if (!ReadInto(fd, req.mutable_table(), p.table_bytes) ||
-      !ReadInto(fd, req.mutable_run_id(), p.run_id_bytes) ||
-      !ReadInto(fd, req.mutable_node_ids(), h.num_ids * sizeof(NodeId))) {
-    return false;
-  }
-  bytes_in += static_cast<int64_t>(p.table_bytes + p.run_id_bytes +
-                                   req.node_ids().size());
-  absl::Status status;
-  proto::PullEmbeddingsResponse& resp = set->response;
-  resp.Clear();
-  if (hooks_.embeddings == nullptr) {
-    status = absl::UnimplementedError(
-        "this feature port does not serve embedding pulls");
-  } else {
-    req.set_step(p.step);
-    req.set_staleness(p.staleness);
-    req.set_max_wait_ms(p.max_wait_ms);
-    // The client's deadline, within the I/O timeout: a pull waiting for the
-    // step clock holds this connection's thread no longer.
-    const absl::Duration timeout =
-        p.timeout_ms > 0
-            ? std::min(absl::Milliseconds(p.timeout_ms), limits_.io_timeout)
-            : limits_.io_timeout;
-    absl::Notification answered;
-    hooks_.embeddings->Pull(&req, absl::Now() + timeout, &resp,
-                            [&status, &answered](absl::Status s) {
-                              status = std::move(s);
-                              answered.Notify();
-                            });
-    answered.WaitForNotification();
-  }
-  const std::string& rows = resp.rows();
-  timer.Record(status.code(), bytes_in,
-               status.ok() ? rows.size() : status.message().size());
-  return SendResponse(fd, status, rows.data(), rows.size());
-}
-
-bool FeaturePortServer::AnswerPush(int fd, const FeatureRequestHeader& h) {
-  const RequestTimer timer(hooks_.pushes);
-  int64_t bytes_in = sizeof(h);
-  EmbeddingPushHeader p;
-  if (!ReadFull(fd, &p, sizeof(p))) return false;
-  bytes_in += sizeof(p);
-  absl::Status framing =
-      CheckEmbeddingFraming("push", h, p.table_bytes, p.run_id_bytes);
-  if (framing.ok() &&
-      p.gradient_bytes > static_cast<uint64_t>(limits_.max_message_bytes)) {
-    framing = absl::InvalidArgumentError(absl::StrFormat(
-        "embedding push of %d bytes of gradients exceeds the %.1f MiB message "
-        "limit",
-        p.gradient_bytes, limits_.max_message_bytes / 1048576.0));
-  }
-  if (!framing.ok()) return Refuse(fd, timer, bytes_in, framing);
-  const KeptPool<PushSet>::Lease set = embedding_buffers_->pushes.Take();
-  proto::PushEmbeddingGradientsRequest& req = set->request;
-  if (!ReadInto(fd, req.mutable_table(), p.table_bytes) ||
-      !ReadInto(fd, req.mutable_run_id(), p.run_id_bytes) ||
-      !ReadInto(fd, req.mutable_node_ids(), h.num_ids * sizeof(NodeId)) ||
-      !ReadInto(fd, req.mutable_gradients(), p.gradient_bytes)) {
-    return false;
-  }
-  bytes_in += static_cast<int64_t>(p.table_bytes + p.run_id_bytes +
-                                   req.node_ids().size() + p.gradient_bytes);
-  absl::Status status;
-  int64_t applied_steps = 0;
-  if (hooks_.embeddings == nullptr) {
-    status = absl::UnimplementedError(
-        "this feature port does not serve embedding pushes");
-  } else {
-    req.set_trainer(p.trainer);
-    req.set_step(p.step);
-    proto::PushEmbeddingGradientsResponse resp;
-    status = hooks_.embeddings->Push(req, &resp);
-    applied_steps = resp.applied_steps();
-  }
-  timer.Record(status.code(), bytes_in,
-               status.ok() ? sizeof(applied_steps) : status.message().size());
-  return SendResponse(fd, status, &applied_steps, sizeof(applied_steps));
 }
 
 bool FeaturePortServer::Authenticate(int fd) {
