@@ -286,6 +286,11 @@ class Run {
             "training diverged in epoch ", epoch, ": the loss is ", stats.loss,
             "; lower --lr, or check the features' scale (--feature-norm)"));
       }
+      // The next epoch's first batches are sampled while this one validates
+      // and checkpoints, so that its first step does not wait for them (the
+      // same batches: they depend only on the epoch). Unused if the run
+      // stops early; the test pass frees them (ReleaseBuffers).
+      if (epoch < options_.epochs) StartLoaderEpoch(epoch + 1);
       // Validated (and kept when best) with the averaged parameters.
       UseAverage(params);
       const auto eval_start = Clock::now();
@@ -401,6 +406,7 @@ class Run {
     // blocks' pages instead of fresh ones. Their loaders' batches go back to
     // the cache first (their feature rows come from it: common/large_buffer.h).
     loader_->ReleaseBuffers();
+    loader_epoch_ = 0;  // Stopped: a next epoch starts it again.
     task_->ReleaseValidationBuffers();
     RetireCpuCachedBlocks();
     if (options_.exact_test) {
@@ -433,6 +439,15 @@ class Run {
   }
 
  private:
+  // Starts the training loader on `epoch`'s batches, once, and keeps its
+  // figures then: the epoch's sampling is counted from them.
+  void StartLoaderEpoch(int epoch) {
+    if (loader_epoch_ == epoch) return;
+    loader_epoch_start_ = loader_->stats();
+    loader_->StartEpoch(epoch);
+    loader_epoch_ = epoch;
+  }
+
   absl::StatusOr<EpochStats> TrainEpoch(
       int epoch, torch::optim::Optimizer* optimizer,
       const std::vector<torch::Tensor>& params) {
@@ -444,11 +459,12 @@ class Run {
     internal::StepFigures figures;
     double diverged = 0.0;  // A non-finite loss of this rank's batch.
     // The loader shuffles the train seeds for this epoch and samples batches
-    // ahead on background threads; the batches do not depend on prefetching.
-    const LoaderStats before = loader_->stats();
+    // ahead on background threads (begun during the previous epoch's
+    // validation); the batches do not depend on prefetching.
+    StartLoaderEpoch(epoch);
+    const LoaderStats before = loader_epoch_start_;
     const LearnableRowsStats rows_before =
         rows_ != nullptr ? rows_->rows()->stats() : LearnableRowsStats();
-    loader_->StartEpoch(epoch);
     MiniBatch batch;
     while (true) {
       auto t0 = Clock::now();
@@ -658,6 +674,8 @@ class Run {
   GradientSync* sync_;
   std::unique_ptr<NeighborSampler> train_sampler_;
   std::unique_ptr<PrefetchLoader> loader_;
+  int loader_epoch_ = 0;            // The epoch the loader was started on.
+  LoaderStats loader_epoch_start_;  // Its figures then.
   std::unique_ptr<NeighborSampler> valid_sampler_;
   std::unique_ptr<NeighborSampler> test_sampler_;
   std::shared_ptr<internal::GnnModel> model_;

@@ -248,6 +248,49 @@ TEST_F(TrainerTest, SamplerThreadsGrowWhileStepsWaitAndLeaveResultsAlone) {
   EXPECT_EQ(tuned.test_acc, fixed.test_acc);
 }
 
+// Counts the sampling calls, each delayed as a far server's.
+class CountingSlowSource : public testing::SlowSource {
+ public:
+  using SlowSource::SlowSource;
+  absl::Status SampleNeighbors(absl::Span<const NodeId> nodes, int fanout,
+                               bool replace, uint64_t seed,
+                               SampledNeighbors* out) const override {
+    calls_.fetch_add(1);
+    return SlowSource::SampleNeighbors(nodes, fanout, replace, seed, out);
+  }
+  int64_t calls() const { return calls_.load(); }
+
+ private:
+  mutable std::atomic<int64_t> calls_{0};
+};
+
+TEST_F(TrainerTest, TheNextEpochsBatchesAreSampledWhileAnEpochValidates) {
+  // The sampling calls made between epoch 1's last step and its end
+  // (validation): validation's own, and, with an epoch to come, the first
+  // batches of epoch 2, so that its first step need not wait for them.
+  auto calls_after_last_step = [&](int epochs) -> int64_t {
+    CountingSlowSource slow(source_.get(), std::chrono::milliseconds(20));
+    TrainOptions options = SbmOptions(ModelKind::kSage);
+    options.epochs = epochs;
+    options.sampler_threads = 1;
+    int64_t at_last_step = -1;
+    int64_t at_epoch_end = -1;
+    options.on_step = [&](int epoch, int64_t step, int64_t steps) {
+      if (epoch == 1 && step == steps) at_last_step = slow.calls();
+    };
+    options.on_epoch = [&](const EpochStats& e) {
+      if (e.epoch == 1) at_epoch_end = slow.calls();
+    };
+    EXPECT_OK(Train(slow, graph_.splits, options).status());
+    EXPECT_GE(at_last_step, 0);
+    return at_epoch_end - at_last_step;
+  };
+  const int64_t last_epoch = calls_after_last_step(1);
+  const int64_t more_to_come = calls_after_last_step(2);
+  EXPECT_GT(last_epoch, 0);  // Validation's.
+  EXPECT_GT(more_to_come, last_epoch);
+}
+
 TEST_F(TrainerTest, FixedStepsPerEpochPadAndTrim) {
   TrainOptions options = SbmOptions(ModelKind::kSage);
   options.epochs = 1;
