@@ -145,7 +145,8 @@ struct EpochStats {
   // Time the loop waited for minibatches: sampling, features and labels that
   // did not overlap compute (all of it without prefetch).
   double sample_seconds = 0.0;
-  // Time spent building minibatches, overlapped or not.
+  // Time spent building minibatches, overlapped or not (those sampled
+  // during the previous epoch's validation included).
   double sample_busy_seconds = 0.0;
   // The part of sample_busy_seconds spent fetching input features.
   double fetch_seconds = 0.0;
@@ -213,7 +214,8 @@ struct TrainOptions {
   int64_t min_steps_per_epoch = 10;
   // Minibatches sampled ahead of the training thread by background threads
   // (sampler/loader.h; the GraphSource must be thread-safe, as the interface
-  // requires). 0 samples on the training thread. Results do not depend on it.
+  // requires); the next epoch's are begun while an epoch validates. 0
+  // samples on the training thread. Results do not depend on it.
   int prefetch = 4;
   // Background sampling threads when prefetch > 0. With max_sampler_threads
   // above it, the number is chosen from measurement between the two after
