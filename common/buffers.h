@@ -75,6 +75,10 @@ class BufferPool {
   class Lease {
    public:
     explicit Lease(BufferPool* pool) : pool_(pool), value_(pool->Take()) {}
+    // The kept object that best fits a use of `want` (TakeFitting).
+    template <typename Capacity>
+    Lease(BufferPool* pool, size_t want, Capacity capacity)
+        : pool_(pool), value_(pool->TakeFitting(want, capacity)) {}
     ~Lease() { pool_->Give(std::move(value_)); }
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;

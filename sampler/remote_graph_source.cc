@@ -213,7 +213,7 @@ absl::Status RemoteGraphSource::SampleNeighbors(absl::Span<const NodeId> nodes,
                                                 int fanout, bool replace,
                                                 uint64_t seed,
                                                 SampledNeighbors* out) const {
-  BufferPool<Groups>::Lease groups(groups_.get());
+  BufferPool<Groups>::Lease groups(groups_.get(), nodes.size(), GroupsCapacity);
   RETURN_IF_ERROR(Group(nodes, groups.get()));
   std::vector<SampledNeighbors> answers(book_.num_parts());
   absl::Status s = ForEachPart(*groups, [&](int p) -> absl::Status {
@@ -362,7 +362,7 @@ absl::Status RemoteGraphSource::Fetch(absl::Span<const NodeId> nodes,
 absl::Status RemoteGraphSource::FetchChunk(absl::Span<const NodeId> nodes,
                                            absl::Span<const size_t> rows,
                                            float* out) const {
-  BufferPool<Groups>::Lease groups(groups_.get());
+  BufferPool<Groups>::Lease groups(groups_.get(), nodes.size(), GroupsCapacity);
   RETURN_IF_ERROR(Group(nodes, groups.get()));
   const int64_t dim = feature_dim_;
   return ForEachPart(*groups, [&](int p) -> absl::Status {
@@ -445,7 +445,7 @@ absl::Status RemoteGraphSource::FetchPerNode(
                           out + start);
     });
   }
-  BufferPool<Groups>::Lease groups(groups_.get());
+  BufferPool<Groups>::Lease groups(groups_.get(), nodes.size(), GroupsCapacity);
   RETURN_IF_ERROR(Group(nodes, groups.get()));
   return ForEachPart(*groups, [&](int p) -> absl::Status {
     const auto& positions = groups->positions[p];
@@ -538,7 +538,7 @@ absl::Status RemoteGraphSource::ForEachOwner(absl::Span<const NodeId> nodes,
                                              bool all_parts,
                                              const OwnerCall& fn,
                                              const ReplicaMask* skip) const {
-  BufferPool<Groups>::Lease leased(groups_.get());
+  BufferPool<Groups>::Lease leased(groups_.get(), nodes.size(), GroupsCapacity);
   RETURN_IF_ERROR(Group(nodes, leased.get()));
   Groups& groups = *leased;
   auto run = [&](int p) -> absl::Status {
@@ -561,7 +561,7 @@ absl::Status RemoteGraphSource::ForEachOwner(absl::Span<const NodeId> nodes,
 absl::Status RemoteGraphSource::ForEachReplica(absl::Span<const NodeId> nodes,
                                                const OwnerCall& fn,
                                                const ReplicaMask* skip) const {
-  BufferPool<Groups>::Lease leased(groups_.get());
+  BufferPool<Groups>::Lease leased(groups_.get(), nodes.size(), GroupsCapacity);
   RETURN_IF_ERROR(Group(nodes, leased.get()));
   Groups& groups = *leased;
   auto run = [&](int p) -> absl::Status {

@@ -217,6 +217,10 @@ class RemoteGraphSource : public GraphSource {
     std::vector<int> owners;                     // per node, in order
     std::vector<size_t> counts;                  // per part (scratch)
   };
+  // The nodes a pooled Groups holds without growing: calls of every size
+  // (a validation batch's features, a training layer's IDs) take the one
+  // that fits (BufferPool::TakeFitting), from any thread.
+  static size_t GroupsCapacity(const Groups& g) { return g.owners.capacity(); }
   RemoteGraphSource(PartitionBook book,
                     std::vector<std::unique_ptr<internal::ReplicaSet>> parts,
                     std::vector<std::unique_ptr<SharedRegion>> shared,
@@ -284,7 +288,8 @@ class RemoteGraphSource : public GraphSource {
   // one that fits its most neighbors (BufferPool::TakeFitting: the last
   // layer's answers are ten times the first's); shared with the calls'
   // attempts, since a hedged call's losing attempt may end after its caller.
-  // The per-part lists of the calls in flight, kept likewise.
+  // The per-part lists of the calls in flight, kept likewise, each call
+  // taking the one that fits its nodes (GroupsCapacity).
   std::unique_ptr<BufferPool<Groups>> groups_ =
       std::make_unique<BufferPool<Groups>>(64);
   std::shared_ptr<BufferPool<SampledNeighbors>> answers_ =

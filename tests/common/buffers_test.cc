@@ -53,5 +53,24 @@ TEST(BufferPoolTest, TakeFittingGivesTheLeastBufferThatHoldsTheUse) {
   EXPECT_EQ(pool.TakeFitting(1, capacity).capacity(), 0u);  // None kept.
 }
 
+TEST(BufferPoolTest, AFittingLeaseTakesTheBufferThatHoldsItsUseAndGivesItBack) {
+  BufferPool<std::vector<int>> pool(8);
+  auto capacity = [](const std::vector<int>& v) { return v.capacity(); };
+  for (size_t n : {1000, 10}) {  // The small one on top: Take() would give it.
+    std::vector<int> v;
+    v.reserve(n);
+    pool.Give(std::move(v));
+  }
+  {
+    BufferPool<std::vector<int>>::Lease lease(&pool, 500, capacity);
+    EXPECT_EQ(lease->capacity(), 1000u);
+    BufferPool<std::vector<int>>::Lease other(&pool);
+    EXPECT_EQ(other->capacity(), 10u);
+  }
+  // Both back: the least that holds 5 is the 10.
+  EXPECT_EQ(pool.TakeFitting(5, capacity).capacity(), 10u);
+  EXPECT_EQ(pool.TakeFitting(5, capacity).capacity(), 1000u);
+}
+
 }  // namespace
 }  // namespace shardgnn
