@@ -1,6 +1,7 @@
 // The trainer's options that need no LibTorch: names of kinds and norms,
 // model defaults, steps per epoch, and the feature normalization chosen from
-// a sample of the graph (trainer/trainer.h).
+// a sample of the graph (trainer/trainer.h); the check of a run's options
+// (trainer/internal/check_options.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/sampling.h"
 #include "common/status.h"
+#include "trainer/internal/check_options.h"
 #include "trainer/trainer.h"
 
 namespace shardgnn {
@@ -203,4 +205,75 @@ absl::StatusOr<FeatureNormChoice> ChooseFeatureNorm(const GraphSource& source,
   return choice;
 }
 
+namespace internal {
+
+absl::Status CheckTrainOptions(const GraphSource& source,
+                               const TrainOptions& options) {
+  if (!(options.average_decay >= 0 && options.average_decay < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the parameters' average decay ", options.average_decay,
+                     " is outside [0, 1)"));
+  }
+  if (options.average_decay > 0 && options.embeddings != nullptr) {
+    return absl::InvalidArgumentError(
+        "averaging the parameters (--average-decay) would leave the learned "
+        "embedding rows out: give --average-decay 0 with --learn-embeddings");
+  }
+  if (static_cast<int>(options.fanouts.size()) != options.model.num_layers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model has ", options.model.num_layers, " layers but ",
+                     options.fanouts.size(), " fanouts were given"));
+  }
+  if (!options.eval_fanouts.empty() &&
+      options.eval_fanouts.size() != options.fanouts.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "eval fanouts have ", options.eval_fanouts.size(),
+        " entries but the model has ", options.model.num_layers, " layers"));
+  }
+  if (options.model.num_layers < 1 || options.model.hidden < 1 ||
+      options.model.heads < 1) {
+    return absl::InvalidArgumentError(
+        "layers, hidden size and heads must be positive");
+  }
+  if (options.batch_size < 1 || options.eval_batch_size < 1 ||
+      options.epochs < 0 || options.steps_per_epoch < 0) {
+    return absl::InvalidArgumentError(
+        "batch sizes must be positive, epochs and steps per epoch "
+        "non-negative");
+  }
+  if (options.model.dropout < 0 || options.model.dropout >= 1 ||
+      options.model.attn_dropout < 0 || options.model.attn_dropout >= 1) {
+    return absl::InvalidArgumentError("dropout rates must be in [0, 1)");
+  }
+  if (options.ignore_features && options.embeddings == nullptr) {
+    return absl::InvalidArgumentError(
+        "ignoring the features needs learned embeddings (--learn-embeddings)");
+  }
+  if (source.feature_dim() < 1 && options.embeddings == nullptr) {
+    return absl::InvalidArgumentError(
+        "the graph has no node features; learn embeddings instead "
+        "(--learn-embeddings DIM)");
+  }
+  if (options.patience < 0 || options.checkpoint_every < 0 ||
+      options.min_steps_per_epoch < 0) {
+    return absl::InvalidArgumentError(
+        "patience, checkpoint interval and minimum steps must not be negative");
+  }
+  if (options.world_size < 1 || options.rank < 0 ||
+      options.rank >= options.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank ", options.rank, " is not in a world of ", options.world_size));
+  }
+  const FeatureTransform& f = options.model.features;
+  if (f.norm == FeatureNorm::kStandardize &&
+      (static_cast<int64_t>(f.shift.size()) != source.feature_dim() ||
+       f.scale.size() != f.shift.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "feature standardisation has ", f.shift.size(),
+        " columns but the graph has ", source.feature_dim(), " features"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace internal
 }  // namespace shardgnn
