@@ -99,36 +99,6 @@ std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
 
 namespace {
 
-// Evaluation's minibatches are larger than training's (4096 seeds, and the
-// test's fanouts twice training's), and OpenBLAS packs a product's rows into a
-// work buffer of its own per thread, as far as the rows go: a product over
-// more rows than any before reaches pages of that buffer never touched, and
-// faults them in (the test's first batches, once). Without gradients a
-// projection over more than this many rows runs in chunks of it instead, into
-// slices of one output: the buffer pages training and validation touched.
-constexpr int64_t kProjectChunkRows = 16384;
-
-// lin(x), in chunks of rows when no gradient is recorded (the same values).
-torch::Tensor Project(torch::nn::Linear& lin, const torch::Tensor& x) {
-  const int64_t rows = x.size(0);
-  if (torch::GradMode::is_enabled() || rows <= kProjectChunkRows ||
-      x.dim() != 2 || !x.is_contiguous()) {
-    return lin->forward(x);
-  }
-  const torch::Tensor weight_t = lin->weight.t();
-  torch::Tensor out = torch::empty({rows, lin->weight.size(0)}, x.options());
-  for (int64_t r = 0; r < rows; r += kProjectChunkRows) {
-    const int64_t n = std::min(kProjectChunkRows, rows - r);
-    torch::Tensor slice = out.narrow(0, r, n);
-    if (lin->bias.defined()) {
-      torch::addmm_out(slice, lin->bias, x.narrow(0, r, n), weight_t);
-    } else {
-      torch::mm_out(slice, x.narrow(0, r, n), weight_t);
-    }
-  }
-  return out;
-}
-
 // One layer of a stack: the states of a block's sources to those of its
 // destinations.
 class Layer : public torch::nn::Module {
@@ -151,10 +121,9 @@ class SageLayer : public Layer {
     torch::Tensor h_dst = h.narrow(0, 0, b.num_dst);
     // Mean and projection commute; do the cheaper one on the wide side.
     torch::Tensor agg =
-        project_first_
-            ? CsrAggregate(Project(neigh_, h), {}, b.indptr, b.indices, true)
-            : Project(neigh_, CsrAggregate(h, {}, b.indptr, b.indices, true));
-    return Project(self_, h_dst) + agg;
+        project_first_ ? CsrAggregate(neigh_(h), {}, b.indptr, b.indices, true)
+                       : neigh_(CsrAggregate(h, {}, b.indptr, b.indices, true));
+    return self_(h_dst) + agg;
   }
 
  private:
@@ -176,11 +145,10 @@ class GcnLayer : public Layer {
   torch::Tensor Forward(const BlockTensors& b,
                         const torch::Tensor& h) override {
     torch::Tensor agg =
-        project_first_
-            ? CsrAggregate(Project(linear_, h), b.gcn_weight, b.loop_indptr,
-                           b.loop_indices, false)
-            : Project(linear_, CsrAggregate(h, b.gcn_weight, b.loop_indptr,
-                                            b.loop_indices, false));
+        project_first_ ? CsrAggregate(linear_(h), b.gcn_weight, b.loop_indptr,
+                                      b.loop_indices, false)
+                       : linear_(CsrAggregate(h, b.gcn_weight, b.loop_indptr,
+                                              b.loop_indices, false));
     return agg + bias_;
   }
 
@@ -212,7 +180,7 @@ class GatLayer : public Layer {
   }
   torch::Tensor Forward(const BlockTensors& b,
                         const torch::Tensor& h) override {
-    torch::Tensor z = Project(linear_, h);
+    torch::Tensor z = linear_(h);
     torch::Tensor z3 = z.view({b.num_src, heads_, out_});
     torch::Tensor el = (z3 * attn_l_).sum(-1);
     torch::Tensor er = (z3.narrow(0, 0, b.num_dst) * attn_r_).sum(-1);
@@ -246,7 +214,7 @@ class MlpLayer : public Layer {
   }
   torch::Tensor Forward(const BlockTensors& b,
                         const torch::Tensor& h) override {
-    return Project(linear_, h.narrow(0, 0, b.num_dst));
+    return linear_(h.narrow(0, 0, b.num_dst));
   }
 
  private:

@@ -357,66 +357,6 @@ TEST(ModelsTest, EveryModelMapsFeaturesToSeedLogitsAndTrainsEveryParameter) {
   }
 }
 
-// Evaluation projects more rows than training, in chunks without gradients
-// (models.cc, kProjectChunkRows): the values are those of one product.
-TEST(ModelsTest, AForwardWithoutGradientsOverManyRowsGivesTheSameLogits) {
-  constexpr int64_t kInput = 40000, kHidden = 20000, kSeeds = 3, kDim = 5;
-  MiniBatch batch;
-  Block outer;  // Hidden node i: input nodes i and kHidden + i.
-  outer.num_src = kInput;
-  outer.num_dst = kHidden;
-  for (int64_t i = 0; i <= kHidden; ++i) outer.indptr.push_back(2 * i);
-  for (int64_t i = 0; i < kHidden; ++i) {
-    outer.indices.push_back(i);
-    outer.indices.push_back(kHidden + i);
-  }
-  Block inner;  // Seed s: every hidden node i with i % kSeeds == s.
-  inner.num_src = kHidden;
-  inner.num_dst = kSeeds;
-  inner.indptr.push_back(0);
-  for (int64_t s = 0; s < kSeeds; ++s) {
-    for (int64_t i = s; i < kHidden; i += kSeeds) inner.indices.push_back(i);
-    inner.indptr.push_back(static_cast<int64_t>(inner.indices.size()));
-  }
-  batch.blocks = {outer, inner};
-  for (int64_t i = 0; i < kInput; ++i) {
-    batch.input_nodes.push_back(i);
-    batch.degrees.push_back(1 + i % 4);
-  }
-  for (int64_t i = 0; i < kSeeds; ++i) batch.seeds.push_back(i);
-  batch.feature_dim = kDim;
-  std::mt19937 rng(3);
-  std::normal_distribution<float> normal;
-  for (int64_t i = 0; i < kInput * kDim; ++i)
-    batch.features.push_back(normal(rng));
-  torch::Tensor x =
-      torch::from_blob(batch.features.data(), {kInput, kDim}, torch::kFloat);
-  for (ModelKind kind :
-       {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat, ModelKind::kMlp}) {
-    SCOPED_TRACE(ModelKindName(kind));
-    ModelOptions options;
-    options.kind = kind;
-    options.hidden = 8;
-    options.heads = 2;
-    std::shared_ptr<GnnModel> model = MakeModel(options, kDim, 4, 7);
-    model->eval();
-    {
-      torch::NoGradGuard no_grad;  // Biases start at 0: make them count.
-      for (auto& p : model->named_parameters()) {
-        if (p.key().find("bias") != std::string::npos) p.value().normal_();
-      }
-    }
-    std::vector<BlockTensors> blocks = ToBlockTensors(batch, kind);
-    const torch::Tensor whole = model->Forward(blocks, x);
-    ASSERT_TRUE(whole.requires_grad());  // One product per projection.
-    torch::NoGradGuard no_grad;
-    const torch::Tensor chunked = model->Forward(blocks, x);
-    EXPECT_EQ(chunked.sizes(), whole.sizes());
-    EXPECT_TRUE(torch::allclose(chunked, whole.detach(), 1e-5, 1e-6))
-        << (chunked - whole.detach()).abs().max().item<float>();
-  }
-}
-
 TEST(ModelsTest, BlockCountMustMatchLayers) {
   ModelOptions options;
   options.num_layers = 3;
