@@ -158,37 +158,8 @@ RemoteGraphSource::RemoteGraphSource(
 
 absl::Status RemoteGraphSource::Group(absl::Span<const NodeId> nodes,
                                       Groups* groups) const {
+  RETURN_IF_ERROR(internal::GroupByOwner(book_, nodes, groups));
   const int k = book_.num_parts();
-  groups->positions.resize(k);
-  groups->ids.resize(k);
-  // Counted first: each part's lists made room for once, at their size
-  // (grown by doubling, a large batch's lists were reallocated a dozen
-  // times); a pooled Groups keeps its lists' memory from call to call.
-  std::vector<size_t>& counts = groups->counts;
-  counts.assign(static_cast<size_t>(k), 0);
-  std::vector<int>& owners = groups->owners;
-  owners.clear();
-  ReserveWithHeadroom(&owners, nodes.size());
-  for (NodeId v : nodes) {
-    int part = book_.Owner(v);
-    if (part < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "node ", v, " is outside the graph's [0, ", book_.num_nodes(), ")"));
-    }
-    owners.push_back(part);
-    ++counts[static_cast<size_t>(part)];
-  }
-  for (int p = 0; p < k; ++p) {
-    groups->positions[p].clear();
-    groups->ids[p].clear();
-    ReserveWithHeadroom(&groups->positions[p], counts[static_cast<size_t>(p)]);
-    ReserveWithHeadroom(&groups->ids[p], counts[static_cast<size_t>(p)]);
-  }
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const int part = owners[i];
-    groups->positions[part].push_back(i);
-    groups->ids[part].push_back(nodes[i]);
-  }
   for (int p = 0; p < k; ++p) {
     if (!groups->ids[p].empty()) {
       ++requests_;
@@ -412,7 +383,9 @@ absl::Status RemoteGraphSource::FetchChunk(absl::Span<const NodeId> nodes,
           [&](GraphStoreClient& c) { return c.GetFeatures(ids, dim, out); });
     } else {
       // The client scatters straight from the received buffer.
-      std::vector<size_t> where(positions.size());
+      // Kept with the grouping (reserved for every node: no fresh pages).
+      std::vector<size_t>& where = groups->where[p];
+      where.resize(positions.size());
       for (size_t j = 0; j < positions.size(); ++j) where[j] = dest(j);
       s = parts_[p]->Run([&](GraphStoreClient& c) {
         return c.GetFeatures(ids, dim, out, where);

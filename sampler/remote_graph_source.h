@@ -42,6 +42,7 @@
 #include "graphstore/client.h"
 #include "partition/partition_book.h"
 #include "sampler/graph_source.h"
+#include "sampler/internal/owner_groups.h"
 #include "sampler/internal/replica_set.h"
 
 namespace shardgnn {
@@ -210,17 +211,14 @@ class RemoteGraphSource : public GraphSource {
   bool uses_feature_port(int part) const;
 
  private:
-  // Node positions grouped by owning part.
-  struct Groups {
-    std::vector<std::vector<size_t>> positions;  // per part
-    std::vector<std::vector<NodeId>> ids;        // per part
-    std::vector<int> owners;                     // per node, in order
-    std::vector<size_t> counts;                  // per part (scratch)
-  };
-  // The nodes a pooled Groups holds without growing: calls of every size
-  // (a validation batch's features, a training layer's IDs) take the one
-  // that fits (BufferPool::TakeFitting), from any thread.
-  static size_t GroupsCapacity(const Groups& g) { return g.owners.capacity(); }
+  // Node positions grouped by owning part (sampler/internal/owner_groups.h).
+  using Groups = internal::OwnerGroups;
+  // The nodes a pooled Groups holds without growing, however they split:
+  // calls of every size (a validation batch's features, a training layer's
+  // IDs) take the one that fits (BufferPool::TakeFitting), from any thread.
+  static size_t GroupsCapacity(const Groups& g) {
+    return internal::OwnerGroupsCapacity(g);
+  }
   RemoteGraphSource(PartitionBook book,
                     std::vector<std::unique_ptr<internal::ReplicaSet>> parts,
                     std::vector<std::unique_ptr<SharedRegion>> shared,
