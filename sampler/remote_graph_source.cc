@@ -161,9 +161,9 @@ absl::Status RemoteGraphSource::Group(absl::Span<const NodeId> nodes,
   RETURN_IF_ERROR(internal::GroupByOwner(book_, nodes, groups));
   const int k = book_.num_parts();
   for (int p = 0; p < k; ++p) {
-    if (!groups->ids[p].empty()) {
+    if (!groups->ids(p).empty()) {
       ++requests_;
-      ids_sent_ += static_cast<int64_t>(groups->ids[p].size());
+      ids_sent_ += static_cast<int64_t>(groups->ids(p).size());
     }
   }
   return absl::OkStatus();
@@ -173,7 +173,7 @@ absl::Status RemoteGraphSource::ForEachPart(
     const Groups& groups, const std::function<absl::Status(int)>& fn) const {
   std::vector<int> parts;
   for (int p = 0; p < book_.num_parts(); ++p) {
-    if (!groups.ids[p].empty()) parts.push_back(p);
+    if (!groups.ids(p).empty()) parts.push_back(p);
   }
   // One request per part in flight at once; the calling thread serves the last
   // part itself.
@@ -188,7 +188,7 @@ absl::Status RemoteGraphSource::SampleNeighbors(absl::Span<const NodeId> nodes,
   RETURN_IF_ERROR(Group(nodes, groups.get()));
   std::vector<SampledNeighbors> answers(book_.num_parts());
   absl::Status s = ForEachPart(*groups, [&](int p) -> absl::Status {
-    return SamplePart(p, groups->ids[p], fanout, replace, seed, &answers[p]);
+    return SamplePart(p, groups->ids(p), fanout, replace, seed, &answers[p]);
   });
   if (s.ok()) {
     // Merge back into request order: the nodes of each part were asked for
@@ -202,7 +202,7 @@ absl::Status RemoteGraphSource::SampleNeighbors(absl::Span<const NodeId> nodes,
     std::vector<size_t> next(answers.size(), 0), at(answers.size(), 0);
     NodeId* to = out->neighbors.data();
     for (size_t i = 0; i < nodes.size(); ++i) {
-      const int p = groups->owners[i];
+      const int p = groups->owner(i);
       const int64_t count = answers[p].counts[next[p]++];
       out->counts[i] = count;
       std::memcpy(to, answers[p].neighbors.data() + at[p],
@@ -337,8 +337,8 @@ absl::Status RemoteGraphSource::FetchChunk(absl::Span<const NodeId> nodes,
   RETURN_IF_ERROR(Group(nodes, groups.get()));
   const int64_t dim = feature_dim_;
   return ForEachPart(*groups, [&](int p) -> absl::Status {
-    const auto& positions = groups->positions[p];
-    const auto& ids = groups->ids[p];
+    const absl::Span<const size_t> positions = groups->positions(p);
+    const absl::Span<const NodeId> ids = groups->ids(p);
     const int64_t bytes =
         static_cast<int64_t>(positions.size() * dim * sizeof(float));
     // Where the j-th row of this part goes in `out`, in rows.
@@ -383,9 +383,8 @@ absl::Status RemoteGraphSource::FetchChunk(absl::Span<const NodeId> nodes,
           [&](GraphStoreClient& c) { return c.GetFeatures(ids, dim, out); });
     } else {
       // The client scatters straight from the received buffer.
-      // Kept with the grouping (reserved for every node: no fresh pages).
-      std::vector<size_t>& where = groups->where[p];
-      where.resize(positions.size());
+      // Kept with the grouping (room for every node: no fresh pages).
+      const absl::Span<size_t> where = groups->where(p);
       for (size_t j = 0; j < positions.size(); ++j) where[j] = dest(j);
       s = parts_[p]->Run([&](GraphStoreClient& c) {
         return c.GetFeatures(ids, dim, out, where);
@@ -421,12 +420,12 @@ absl::Status RemoteGraphSource::FetchPerNode(
   BufferPool<Groups>::Lease groups(groups_.get(), nodes.size(), GroupsCapacity);
   RETURN_IF_ERROR(Group(nodes, groups.get()));
   return ForEachPart(*groups, [&](int p) -> absl::Status {
-    const auto& positions = groups->positions[p];
+    const absl::Span<const size_t> positions = groups->positions(p);
     const internal::ReplicaSet& set = *parts_[p];
     const bool hedge = set.ShouldHedge();
     // Checked in the attempt, so that a bad answer fails over.
     auto values = set.Call<std::vector<int64_t>>(
-        [call_ids = CallIds(groups->ids[p], hedge), what, min_value,
+        [call_ids = CallIds(groups->ids(p), hedge), what, min_value,
          call](GraphStoreClient& c) -> absl::StatusOr<std::vector<int64_t>> {
           const absl::Span<const NodeId> ids = call_ids.span;
           auto values = (c.*call)(ids);
@@ -518,14 +517,14 @@ absl::Status RemoteGraphSource::ForEachOwner(absl::Span<const NodeId> nodes,
     const internal::ReplicaSet& set = *parts_[static_cast<size_t>(p)];
     return set.Run(
         [&](GraphStoreClient& server) -> absl::Status {
-          return fn(p, set.IndexOf(server), server, groups.ids[p],
-                    groups.positions[p]);
+          return fn(p, set.IndexOf(server), server, groups.ids(p),
+                    groups.positions(p));
         },
         skip != nullptr ? &(*skip)[static_cast<size_t>(p)] : nullptr);
   };
   std::vector<int> parts;
   for (int p = 0; p < book_.num_parts(); ++p) {
-    if (all_parts || !groups.ids[p].empty()) parts.push_back(p);
+    if (all_parts || !groups.ids(p).empty()) parts.push_back(p);
   }
   return workers_.ForEach(parts.size(),
                           [&](size_t i) { return run(parts[i]); });
@@ -544,8 +543,8 @@ absl::Status RemoteGraphSource::ForEachReplica(absl::Span<const NodeId> nodes,
           (*skip)[static_cast<size_t>(p)][r]) {
         continue;
       }
-      RETURN_IF_ERROR(fn(p, static_cast<int>(r), set.replica(r), groups.ids[p],
-                         groups.positions[p]));
+      RETURN_IF_ERROR(fn(p, static_cast<int>(r), set.replica(r), groups.ids(p),
+                         groups.positions(p)));
     }
     return absl::OkStatus();
   };

@@ -216,9 +216,7 @@ class RemoteGraphSource : public GraphSource {
   // The nodes a pooled Groups holds without growing, however they split:
   // calls of every size (a validation batch's features, a training layer's
   // IDs) take the one that fits (BufferPool::TakeFitting), from any thread.
-  static size_t GroupsCapacity(const Groups& g) {
-    return internal::OwnerGroupsCapacity(g);
-  }
+  static size_t GroupsCapacity(const Groups& g) { return g.capacity(); }
   RemoteGraphSource(PartitionBook book,
                     std::vector<std::unique_ptr<internal::ReplicaSet>> parts,
                     std::vector<std::unique_ptr<SharedRegion>> shared,

@@ -7,48 +7,47 @@
 
 namespace shardgnn::internal {
 
+size_t OwnerGroups::capacity() const {
+  return std::min({ids_.capacity(), positions_.capacity(), where_.capacity(),
+                   owners_.capacity()});
+}
+
 absl::Status GroupByOwner(const PartitionBook& book,
                           absl::Span<const NodeId> nodes, OwnerGroups* groups) {
   const auto k = static_cast<size_t>(book.num_parts());
-  groups->positions.resize(k);
-  groups->ids.resize(k);
-  groups->where.resize(k);
-  std::vector<size_t>& counts = groups->counts;
-  counts.assign(k, 0);
-  std::vector<int>& owners = groups->owners;
+  const size_t n = nodes.size();
+  std::vector<int>& owners = groups->owners_;
   owners.clear();
-  ReserveWithHeadroom(&owners, nodes.size());
+  ReserveWithHeadroom(&owners, n);
+  std::vector<size_t>& begin = groups->begin_;
+  begin.assign(k + 1, 0);
   for (NodeId v : nodes) {
     const int part = book.Owner(v);
     if (part < 0) {
+      begin.assign(k + 1, 0);  // Empty, not half made.
       return absl::InvalidArgumentError(absl::StrCat(
           "node ", v, " is outside the graph's [0, ", book.num_nodes(), ")"));
     }
     owners.push_back(part);
-    ++counts[static_cast<size_t>(part)];
+    ++begin[static_cast<size_t>(part) + 1];
   }
-  for (size_t p = 0; p < k; ++p) {
-    groups->positions[p].clear();
-    groups->ids[p].clear();
-    ReserveWithHeadroom(&groups->positions[p], nodes.size());
-    ReserveWithHeadroom(&groups->ids[p], nodes.size());
-    ReserveWithHeadroom(&groups->where[p], nodes.size());
-  }
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const auto part = static_cast<size_t>(owners[i]);
-    groups->positions[part].push_back(i);
-    groups->ids[part].push_back(nodes[i]);
+  for (size_t p = 0; p < k; ++p) begin[p + 1] += begin[p];
+  ReserveWithHeadroom(&groups->ids_, n);
+  ReserveWithHeadroom(&groups->positions_, n);
+  ReserveWithHeadroom(&groups->where_, n);
+  // Kept at their largest size: later calls write over the elements instead
+  // of value-initialising them again.
+  if (groups->ids_.size() < n) groups->ids_.resize(n);
+  if (groups->positions_.size() < n) groups->positions_.resize(n);
+  if (groups->where_.size() < n) groups->where_.resize(n);
+  std::vector<size_t>& next = groups->next_;
+  next.assign(begin.begin(), begin.end() - 1);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t at = next[static_cast<size_t>(owners[i])]++;
+    groups->ids_[at] = nodes[i];
+    groups->positions_[at] = i;
   }
   return absl::OkStatus();
-}
-
-size_t OwnerGroupsCapacity(const OwnerGroups& groups) {
-  size_t capacity = groups.owners.capacity();
-  for (size_t p = 0; p < groups.ids.size(); ++p) {
-    capacity = std::min({capacity, groups.positions[p].capacity(),
-                         groups.ids[p].capacity(), groups.where[p].capacity()});
-  }
-  return capacity;
 }
 
 }  // namespace shardgnn::internal

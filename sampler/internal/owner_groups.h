@@ -1,4 +1,4 @@
-// A call's node IDs grouped by the part that owns them, in lists kept from
+// A call's node IDs grouped by the part that owns them, in arrays kept from
 // call to call (RemoteGraphSource pools them: sampler/remote_graph_source.h).
 #ifndef SHARDGNN_SAMPLER_INTERNAL_OWNER_GROUPS_H_
 #define SHARDGNN_SAMPLER_INTERNAL_OWNER_GROUPS_H_
@@ -13,26 +13,48 @@
 
 namespace shardgnn::internal {
 
-struct OwnerGroups {
-  std::vector<std::vector<size_t>> positions;  // per part
-  std::vector<std::vector<NodeId>> ids;        // per part
-  std::vector<std::vector<size_t>> where;      // per part (the caller's)
-  std::vector<int> owners;                     // per node, in order
-  std::vector<size_t> counts;                  // per part (scratch)
+// Part p's nodes, in the call's order: their IDs, their positions in the
+// call, and room for where their rows go (the caller's, one part per thread
+// at a time). One array of each for all parts, ordered by part (a counting
+// sort), so a kept grouping holds as many nodes however they split among the
+// parts (an unshuffled validation batch falls mostly in one, a shuffled
+// training batch evenly): it never grows, nor touches fresh pages, for a call
+// no larger than its capacity().
+class OwnerGroups {
+ public:
+  int num_parts() const { return static_cast<int>(begin_.size()) - 1; }
+  absl::Span<const NodeId> ids(int p) const {
+    return {ids_.data() + begin_[p], count(p)};
+  }
+  absl::Span<const size_t> positions(int p) const {
+    return {positions_.data() + begin_[p], count(p)};
+  }
+  absl::Span<size_t> where(int p) {
+    return {where_.data() + begin_[p], count(p)};
+  }
+  // The part owning the call's i-th node.
+  int owner(size_t i) const { return owners_[i]; }
+  // The most nodes a call may have without any array growing.
+  size_t capacity() const;
+
+ private:
+  friend absl::Status GroupByOwner(const PartitionBook& book,
+                                   absl::Span<const NodeId> nodes,
+                                   OwnerGroups* groups);
+  size_t count(int p) const { return begin_[p + 1] - begin_[p]; }
+
+  std::vector<NodeId> ids_;
+  std::vector<size_t> positions_;
+  std::vector<size_t> where_;
+  std::vector<int> owners_;    // Per node, in order.
+  std::vector<size_t> begin_;  // Part p's nodes: [begin_[p], begin_[p + 1]).
+  std::vector<size_t> next_;   // Per part (scratch).
 };
 
-// Groups `nodes` by owner into *groups, reusing its lists' memory;
-// INVALID_ARGUMENT naming a node outside the graph. Every part's lists make
-// room for all of `nodes` (reserved, not touched): calls of one size split
-// among the parts in other ways (a shuffled training batch evenly, an
-// unshuffled validation batch mostly to one part) then never reallocate a
-// kept list into fresh pages, and OwnerGroupsCapacity says what a kept
-// OwnerGroups serves as it is.
+// Groups `nodes` by owner into *groups, reusing its memory; INVALID_ARGUMENT
+// naming a node outside the graph.
 absl::Status GroupByOwner(const PartitionBook& book,
                           absl::Span<const NodeId> nodes, OwnerGroups* groups);
-
-// The most nodes *groups holds without growing, however they split.
-size_t OwnerGroupsCapacity(const OwnerGroups& groups);
 
 }  // namespace shardgnn::internal
 

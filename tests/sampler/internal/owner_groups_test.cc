@@ -21,30 +21,30 @@ TEST(OwnerGroupsTest, AKeptGroupingServesAsManyNodesSplitAnyWayWithoutGrowing) {
   std::vector<NodeId> even;
   for (NodeId v = 0; v < 3000; v += 3) even.push_back(v);
   ASSERT_OK(GroupByOwner(book, even, &groups));
-  ASSERT_EQ(groups.ids.size(), 3u);
-  EXPECT_EQ(groups.ids[0].size(), 334u);
-  EXPECT_EQ(groups.ids[1].size(), 333u);
-  EXPECT_EQ(groups.ids[2].size(), 333u);
-  EXPECT_GE(OwnerGroupsCapacity(groups), even.size());
-  std::vector<const void*> lists;
-  for (size_t p = 0; p < 3; ++p) {
-    lists.push_back(groups.ids[p].data());
-    lists.push_back(groups.positions[p].data());
-    lists.push_back(groups.where[p].data());
-  }
+  ASSERT_EQ(groups.num_parts(), 3);
+  EXPECT_EQ(groups.ids(0).size(), 334u);
+  EXPECT_EQ(groups.ids(1).size(), 333u);
+  EXPECT_EQ(groups.ids(2).size(), 333u);
+  EXPECT_EQ(groups.positions(2)[0], 667u);  // Node 2001, the 668th.
+  EXPECT_GE(groups.capacity(), even.size());
+  const NodeId* ids = groups.ids(0).data();
+  const size_t* positions = groups.positions(0).data();
+  const size_t* where = groups.where(0).data();
   // An unshuffled validation call of as many nodes, all of them part 2's:
-  // no list is made anew.
+  // the same memory, nothing made anew.
   std::vector<NodeId> skewed;
   for (NodeId v = 2000; v < 3000; ++v) skewed.push_back(v);
   ASSERT_OK(GroupByOwner(book, skewed, &groups));
-  EXPECT_TRUE(groups.ids[0].empty());
-  EXPECT_EQ(groups.ids[2].size(), 1000u);
-  EXPECT_EQ(groups.positions[2][999], 999u);
-  for (size_t p = 0; p < 3; ++p) {
-    EXPECT_EQ(groups.ids[p].data(), lists[3 * p]) << "part " << p;
-    EXPECT_EQ(groups.positions[p].data(), lists[3 * p + 1]) << "part " << p;
-    EXPECT_EQ(groups.where[p].data(), lists[3 * p + 2]) << "part " << p;
-  }
+  EXPECT_TRUE(groups.ids(0).empty());
+  EXPECT_TRUE(groups.ids(1).empty());
+  ASSERT_EQ(groups.ids(2).size(), 1000u);
+  EXPECT_EQ(groups.ids(2)[999], 2999);
+  EXPECT_EQ(groups.positions(2)[999], 999u);
+  EXPECT_EQ(groups.where(2).size(), 1000u);
+  EXPECT_EQ(groups.ids(0).data(), ids);
+  EXPECT_EQ(groups.positions(0).data(), positions);
+  EXPECT_EQ(groups.where(0).data(), where);
+  EXPECT_EQ(groups.ids(2).data(), ids);  // Part 2 is all of it now.
 }
 
 TEST(OwnerGroupsTest, GroupsInOrderAndNamesANodeOutsideTheGraph) {
@@ -52,14 +52,16 @@ TEST(OwnerGroupsTest, GroupsInOrderAndNamesANodeOutsideTheGraph) {
   OwnerGroups groups;
   const std::vector<NodeId> nodes = {3, 0, 2, 1};
   ASSERT_OK(GroupByOwner(book, nodes, &groups));
-  EXPECT_THAT(groups.ids[0], ElementsAre(0, 1));
-  EXPECT_THAT(groups.positions[0], ElementsAre(1u, 3u));
-  EXPECT_THAT(groups.ids[1], ElementsAre(3, 2));
-  EXPECT_THAT(groups.positions[1], ElementsAre(0u, 2u));
+  EXPECT_THAT(groups.ids(0), ElementsAre(0, 1));
+  EXPECT_THAT(groups.positions(0), ElementsAre(1u, 3u));
+  EXPECT_THAT(groups.ids(1), ElementsAre(3, 2));
+  EXPECT_THAT(groups.positions(1), ElementsAre(0u, 2u));
   const std::vector<NodeId> outside = {1, 4};
   absl::Status s = GroupByOwner(book, outside, &groups);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("node 4"));
+  EXPECT_TRUE(groups.ids(0).empty());  // Not half made.
+  EXPECT_TRUE(groups.ids(1).empty());
 }
 
 }  // namespace
