@@ -18,8 +18,10 @@ namespace shardgnn::internal {
 // at a time). One array of each for all parts, ordered by part (a counting
 // sort), so a kept grouping holds as many nodes however they split among the
 // parts (an unshuffled validation batch falls mostly in one, a shuffled
-// training batch evenly): it never grows, nor touches fresh pages, for a call
-// no larger than its capacity().
+// training batch evenly): it never reallocates for a call no larger than its
+// capacity(). The arrays are written (touched) only as far as the largest
+// call so far; the headroom past that is touched by the first call reaching
+// into it.
 class OwnerGroups {
  public:
   int num_parts() const { return static_cast<int>(begin_.size()) - 1; }
