@@ -170,10 +170,11 @@ absl::Status RemoteGraphSource::Group(absl::Span<const NodeId> nodes,
 }
 
 absl::Status RemoteGraphSource::ForEachPart(
-    const Groups& groups, const std::function<absl::Status(int)>& fn) const {
+    const Groups& groups, const std::function<absl::Status(int)>& fn,
+    bool all_parts) const {
   std::vector<int> parts;
   for (int p = 0; p < book_.num_parts(); ++p) {
-    if (!groups.ids(p).empty()) parts.push_back(p);
+    if (all_parts || !groups.ids(p).empty()) parts.push_back(p);
   }
   // One request per part in flight at once; the calling thread serves the last
   // part itself.
@@ -184,7 +185,7 @@ absl::Status RemoteGraphSource::SampleNeighbors(absl::Span<const NodeId> nodes,
                                                 int fanout, bool replace,
                                                 uint64_t seed,
                                                 SampledNeighbors* out) const {
-  BufferPool<Groups>::Lease groups(groups_.get(), nodes.size(), GroupsCapacity);
+  internal::ThreadOwnerGroups groups;
   RETURN_IF_ERROR(Group(nodes, groups.get()));
   std::vector<SampledNeighbors> answers(book_.num_parts());
   absl::Status s = ForEachPart(*groups, [&](int p) -> absl::Status {
@@ -333,7 +334,7 @@ absl::Status RemoteGraphSource::Fetch(absl::Span<const NodeId> nodes,
 absl::Status RemoteGraphSource::FetchChunk(absl::Span<const NodeId> nodes,
                                            absl::Span<const size_t> rows,
                                            float* out) const {
-  BufferPool<Groups>::Lease groups(groups_.get(), nodes.size(), GroupsCapacity);
+  internal::ThreadOwnerGroups groups;
   RETURN_IF_ERROR(Group(nodes, groups.get()));
   const int64_t dim = feature_dim_;
   return ForEachPart(*groups, [&](int p) -> absl::Status {
@@ -417,7 +418,7 @@ absl::Status RemoteGraphSource::FetchPerNode(
                           out + start);
     });
   }
-  BufferPool<Groups>::Lease groups(groups_.get(), nodes.size(), GroupsCapacity);
+  internal::ThreadOwnerGroups groups;
   RETURN_IF_ERROR(Group(nodes, groups.get()));
   return ForEachPart(*groups, [&](int p) -> absl::Status {
     const absl::Span<const size_t> positions = groups->positions(p);
@@ -510,9 +511,9 @@ absl::Status RemoteGraphSource::ForEachOwner(absl::Span<const NodeId> nodes,
                                              bool all_parts,
                                              const OwnerCall& fn,
                                              const ReplicaMask* skip) const {
-  BufferPool<Groups>::Lease leased(groups_.get(), nodes.size(), GroupsCapacity);
-  RETURN_IF_ERROR(Group(nodes, leased.get()));
-  Groups& groups = *leased;
+  internal::ThreadOwnerGroups kept;
+  RETURN_IF_ERROR(Group(nodes, kept.get()));
+  Groups& groups = *kept;
   auto run = [&](int p) -> absl::Status {
     const internal::ReplicaSet& set = *parts_[static_cast<size_t>(p)];
     return set.Run(
@@ -522,20 +523,15 @@ absl::Status RemoteGraphSource::ForEachOwner(absl::Span<const NodeId> nodes,
         },
         skip != nullptr ? &(*skip)[static_cast<size_t>(p)] : nullptr);
   };
-  std::vector<int> parts;
-  for (int p = 0; p < book_.num_parts(); ++p) {
-    if (all_parts || !groups.ids(p).empty()) parts.push_back(p);
-  }
-  return workers_.ForEach(parts.size(),
-                          [&](size_t i) { return run(parts[i]); });
+  return ForEachPart(groups, run, all_parts);
 }
 
 absl::Status RemoteGraphSource::ForEachReplica(absl::Span<const NodeId> nodes,
                                                const OwnerCall& fn,
                                                const ReplicaMask* skip) const {
-  BufferPool<Groups>::Lease leased(groups_.get(), nodes.size(), GroupsCapacity);
-  RETURN_IF_ERROR(Group(nodes, leased.get()));
-  Groups& groups = *leased;
+  internal::ThreadOwnerGroups kept;
+  RETURN_IF_ERROR(Group(nodes, kept.get()));
+  Groups& groups = *kept;
   auto run = [&](int p) -> absl::Status {
     const internal::ReplicaSet& set = *parts_[static_cast<size_t>(p)];
     for (size_t r = 0; r < set.size(); ++r) {
@@ -548,8 +544,7 @@ absl::Status RemoteGraphSource::ForEachReplica(absl::Span<const NodeId> nodes,
     }
     return absl::OkStatus();
   };
-  return workers_.ForEach(static_cast<size_t>(book_.num_parts()),
-                          [&](size_t p) { return run(static_cast<int>(p)); });
+  return ForEachPart(groups, run, /*all_parts=*/true);
 }
 
 std::string RemoteGraphSource::address(int part) const {

@@ -212,11 +212,9 @@ class RemoteGraphSource : public GraphSource {
 
  private:
   // Node positions grouped by owning part (sampler/internal/owner_groups.h).
+  // Each call groups into its thread's kept grouping
+  // (internal::ThreadOwnerGroups).
   using Groups = internal::OwnerGroups;
-  // The nodes a pooled Groups holds without growing, however they split:
-  // calls of every size (a validation batch's features, a training layer's
-  // IDs) take the one that fits (BufferPool::TakeFitting), from any thread.
-  static size_t GroupsCapacity(const Groups& g) { return g.capacity(); }
   RemoteGraphSource(PartitionBook book,
                     std::vector<std::unique_ptr<internal::ReplicaSet>> parts,
                     std::vector<std::unique_ptr<SharedRegion>> shared,
@@ -256,10 +254,12 @@ class RemoteGraphSource : public GraphSource {
                      absl::Span<const size_t> rows, float* out) const;
   absl::Status FetchChunk(absl::Span<const NodeId> nodes,
                           absl::Span<const size_t> rows, float* out) const;
-  // Runs fn(part) for every part with nodes, concurrently (on workers_ and
-  // the calling thread); returns the first error.
+  // Runs fn(part) for every part with nodes (every part if all_parts),
+  // concurrently (on workers_ and the calling thread); returns the first
+  // error.
   absl::Status ForEachPart(const Groups& groups,
-                           const std::function<absl::Status(int)>& fn) const;
+                           const std::function<absl::Status(int)>& fn,
+                           bool all_parts = false) const;
 
   PartitionBook book_;
   std::vector<std::unique_ptr<internal::ReplicaSet>> parts_;  // By part.
@@ -276,20 +276,16 @@ class RemoteGraphSource : public GraphSource {
   int64_t max_feature_ids_per_call_;
   mutable std::atomic<int64_t> requests_{0}, ids_sent_{0}, neighbor_bytes_{0},
       feature_bytes_{0}, shared_feature_bytes_{0};
-  // Run the calls of a fan-out to several parts (ForEachPart, ForEachOwner,
-  // ForEachReplica), kept between calls (common/worker_threads.h). Last:
-  // they go first.
   // Sampling answers' buffers, kept from call to call (a fresh answer of
   // megabytes per call faults in a page every 4 KiB), each call taking the
   // one that fits its most neighbors (BufferPool::TakeFitting: the last
   // layer's answers are ten times the first's); shared with the calls'
   // attempts, since a hedged call's losing attempt may end after its caller.
-  // The per-part lists of the calls in flight, kept likewise, each call
-  // taking the one that fits its nodes (GroupsCapacity).
-  std::unique_ptr<BufferPool<Groups>> groups_ =
-      std::make_unique<BufferPool<Groups>>(64);
   std::shared_ptr<BufferPool<SampledNeighbors>> answers_ =
       std::make_shared<BufferPool<SampledNeighbors>>(64);
+  // Run the calls of a fan-out to several parts (ForEachPart, ForEachOwner,
+  // ForEachReplica), kept between calls (common/worker_threads.h). Last:
+  // they go first.
   mutable WorkerThreads workers_;
 };
 

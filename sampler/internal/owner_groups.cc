@@ -50,4 +50,33 @@ absl::Status GroupByOwner(const PartitionBook& book,
   return absl::OkStatus();
 }
 
+namespace {
+
+struct ThreadSlot {
+  OwnerGroups groups;
+  bool in_use = false;
+};
+
+ThreadSlot& ThisThreadsSlot() {
+  thread_local ThreadSlot slot;
+  return slot;
+}
+
+}  // namespace
+
+ThreadOwnerGroups::ThreadOwnerGroups() {
+  ThreadSlot& slot = ThisThreadsSlot();
+  if (slot.in_use) {
+    nested_ = std::make_unique<OwnerGroups>();
+    groups_ = nested_.get();
+  } else {
+    slot.in_use = true;
+    groups_ = &slot.groups;
+  }
+}
+
+ThreadOwnerGroups::~ThreadOwnerGroups() {
+  if (nested_ == nullptr) ThisThreadsSlot().in_use = false;
+}
+
 }  // namespace shardgnn::internal

@@ -4,6 +4,7 @@
 #define SHARDGNN_SAMPLER_INTERNAL_OWNER_GROUPS_H_
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -57,6 +58,31 @@ class OwnerGroups {
 // naming a node outside the graph.
 absl::Status GroupByOwner(const PartitionBook& book,
                           absl::Span<const NodeId> nodes, OwnerGroups* groups);
+
+// The calling thread's grouping, for one call: kept by the thread from call
+// to call (a thread's calls are one at a time), so it grows to that thread's
+// largest call once, however other threads' calls overlap it; freed when the
+// thread ends. A loader's kept threads each have theirs: training's grows in
+// the first epoch, validation's in the first validation. (Shared in a pool,
+// a grouping grew again whenever more large calls than ever before were in
+// flight at once, such as the first validation that overlapped the next
+// epoch's sampling.) A use nested in another on the same thread gets a
+// grouping of its own, made for it.
+class ThreadOwnerGroups {
+ public:
+  ThreadOwnerGroups();
+  ~ThreadOwnerGroups();
+  ThreadOwnerGroups(const ThreadOwnerGroups&) = delete;
+  ThreadOwnerGroups& operator=(const ThreadOwnerGroups&) = delete;
+
+  OwnerGroups& operator*() { return *groups_; }
+  OwnerGroups* operator->() { return groups_; }
+  OwnerGroups* get() { return groups_; }
+
+ private:
+  OwnerGroups* groups_;
+  std::unique_ptr<OwnerGroups> nested_;  // A nested use's own.
+};
 
 }  // namespace shardgnn::internal
 

@@ -3,7 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/testing/status_matchers.h"
@@ -62,6 +64,83 @@ TEST(OwnerGroupsTest, GroupsInOrderAndNamesANodeOutsideTheGraph) {
   EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("node 4"));
   EXPECT_TRUE(groups.ids(0).empty());  // Not half made.
   EXPECT_TRUE(groups.ids(1).empty());
+}
+
+// A loader's kept threads: one samples training batches, another validation's
+// larger ones. Alone each grows its grouping once; when their calls overlap
+// (the next epoch's batches sampled during validation) neither grows again.
+// From a pool shared by the threads, the overlap found the one large grouping
+// taken and made a new one: fresh pages at whichever validation first
+// overlapped (issue 17).
+TEST(OwnerGroupsTest, EachThreadsGroupingGrowsOnceHoweverItsCallsOverlap) {
+  ASSERT_OK_AND_ASSIGN(PartitionBook book,
+                       PartitionBook::Create({0, 5000, 10000}));
+  auto call = [&](size_t n) {
+    std::vector<NodeId> nodes(n);
+    for (size_t i = 0; i < n; ++i) nodes[i] = static_cast<NodeId>(i * 3);
+    return nodes;
+  };
+  const std::vector<NodeId> train = call(1000), valid = call(3000);
+  struct Seen {
+    size_t capacity_before = 0;  // The lease's, before grouping.
+    const NodeId* ids = nullptr;
+  };
+  Seen t1, t2, v1, v2;
+  auto group = [&](ThreadOwnerGroups& g, absl::Span<const NodeId> nodes,
+                   Seen* seen) {
+    seen->capacity_before = g->capacity();
+    ASSERT_OK(GroupByOwner(book, nodes, g.get()));
+    seen->ids = g->ids(0).data();
+  };
+  std::promise<void> t_alone, v_holding, t_overlapped;
+  std::thread trainer([&] {
+    {
+      ThreadOwnerGroups g;
+      group(g, train, &t1);
+    }
+    t_alone.set_value();
+    v_holding.get_future().wait();
+    {
+      ThreadOwnerGroups g;
+      group(g, train, &t2);
+    }
+    t_overlapped.set_value();
+  });
+  std::thread validator([&] {
+    t_alone.get_future().wait();
+    {
+      ThreadOwnerGroups g;
+      group(g, valid, &v1);
+    }
+    ThreadOwnerGroups g;  // Held while the trainer's call runs.
+    v_holding.set_value();
+    t_overlapped.get_future().wait();
+    group(g, valid, &v2);
+  });
+  trainer.join();
+  validator.join();
+  EXPECT_EQ(t1.capacity_before, 0u);
+  EXPECT_GE(t2.capacity_before, train.size());
+  EXPECT_EQ(t2.ids, t1.ids);
+  EXPECT_GE(v2.capacity_before, valid.size());
+  EXPECT_EQ(v2.ids, v1.ids);
+}
+
+// A call made from inside another on the same thread gets a grouping of its
+// own, not the one in use.
+TEST(OwnerGroupsTest, ANestedUseOnAThreadGetsAnotherGrouping) {
+  ASSERT_OK_AND_ASSIGN(PartitionBook book, PartitionBook::Create({0, 2, 4}));
+  const std::vector<NodeId> outer = {3, 0}, inner = {1, 2, 0};
+  ThreadOwnerGroups a;
+  ASSERT_OK(GroupByOwner(book, outer, a.get()));
+  {
+    ThreadOwnerGroups b;
+    EXPECT_NE(a.get(), b.get());
+    ASSERT_OK(GroupByOwner(book, inner, b.get()));
+    EXPECT_THAT(b->ids(0), ElementsAre(1, 0));
+  }
+  EXPECT_THAT(a->ids(0), ElementsAre(0));
+  EXPECT_THAT(a->ids(1), ElementsAre(3));
 }
 
 }  // namespace
