@@ -24,6 +24,27 @@ using port_server::Refuse;
 using port_server::RequestTimer;
 using port_server::SendResponse;
 
+namespace {
+
+// An embedding request's table name, run ID and node IDs, in that order on
+// the wire after its header (their sizes checked by CheckEmbeddingFraming),
+// counted into *bytes_in; false if the connection failed.
+template <typename Request>
+bool ReadNamesAndIds(int fd, const FeatureRequestHeader& h,
+                     uint32_t table_bytes, uint32_t run_id_bytes, Request* req,
+                     int64_t* bytes_in) {
+  if (!ReadInto(fd, req->mutable_table(), table_bytes) ||
+      !ReadInto(fd, req->mutable_run_id(), run_id_bytes) ||
+      !ReadInto(fd, req->mutable_node_ids(), h.num_ids * sizeof(NodeId))) {
+    return false;
+  }
+  *bytes_in +=
+      static_cast<int64_t>(table_bytes + run_id_bytes + req->node_ids().size());
+  return true;
+}
+
+}  // namespace
+
 // The framing an embedding request shares, checked before anything is sized
 // by it: the number of IDs and the lengths of the names.
 absl::Status FeaturePortServer::CheckEmbeddingFraming(
@@ -56,13 +77,9 @@ bool FeaturePortServer::AnswerPull(int fd, const FeatureRequestHeader& h) {
   const port_server::KeptPool<PullSet>::Lease set =
       embedding_buffers_->pulls.Take();
   proto::PullEmbeddingsRequest& req = set->request;
-  if (!ReadInto(fd, req.mutable_table(), p.table_bytes) ||
-      !ReadInto(fd, req.mutable_run_id(), p.run_id_bytes) ||
-      !ReadInto(fd, req.mutable_node_ids(), h.num_ids * sizeof(NodeId))) {
+  if (!ReadNamesAndIds(fd, h, p.table_bytes, p.run_id_bytes, &req, &bytes_in)) {
     return false;
   }
-  bytes_in += static_cast<int64_t>(p.table_bytes + p.run_id_bytes +
-                                   req.node_ids().size());
   absl::Status status;
   proto::PullEmbeddingsResponse& resp = set->response;
   resp.Clear();
@@ -112,14 +129,11 @@ bool FeaturePortServer::AnswerPush(int fd, const FeatureRequestHeader& h) {
   const port_server::KeptPool<PushSet>::Lease set =
       embedding_buffers_->pushes.Take();
   proto::PushEmbeddingGradientsRequest& req = set->request;
-  if (!ReadInto(fd, req.mutable_table(), p.table_bytes) ||
-      !ReadInto(fd, req.mutable_run_id(), p.run_id_bytes) ||
-      !ReadInto(fd, req.mutable_node_ids(), h.num_ids * sizeof(NodeId)) ||
+  if (!ReadNamesAndIds(fd, h, p.table_bytes, p.run_id_bytes, &req, &bytes_in) ||
       !ReadInto(fd, req.mutable_gradients(), p.gradient_bytes)) {
     return false;
   }
-  bytes_in += static_cast<int64_t>(p.table_bytes + p.run_id_bytes +
-                                   req.node_ids().size() + p.gradient_bytes);
+  bytes_in += static_cast<int64_t>(p.gradient_bytes);
   absl::Status status;
   int64_t applied_steps = 0;
   if (hooks_.embeddings == nullptr) {
