@@ -52,7 +52,20 @@ absl::Status GroupByOwner(const PartitionBook& book,
 
 namespace {
 
+// The groupings of threads that ended, for threads that begin (a loader's
+// threads end before the next loader's start: validation's before the
+// test's). Never destroyed: threads may end after static destruction.
+BufferPool<OwnerGroups>& Spares() {
+  static auto* spares = new BufferPool<OwnerGroups>(8);
+  return *spares;
+}
+
 struct ThreadSlot {
+  ThreadSlot() : groups(Spares().Take()) {}
+  ~ThreadSlot() { Spares().Give(std::move(groups)); }
+  ThreadSlot(const ThreadSlot&) = delete;
+  ThreadSlot& operator=(const ThreadSlot&) = delete;
+
   OwnerGroups groups;
   bool in_use = false;
 };

@@ -61,9 +61,11 @@ absl::Status GroupByOwner(const PartitionBook& book,
 
 // The calling thread's grouping, for one call: kept by the thread from call
 // to call (a thread's calls are one at a time), so it grows to that thread's
-// largest call once, however other threads' calls overlap it; freed when the
-// thread ends. A loader's kept threads each have theirs: training's grows in
-// the first epoch, validation's in the first validation. (Shared in a pool,
+// largest call once, however other threads' calls overlap it. A loader's kept
+// threads each have theirs: training's grows in the first epoch,
+// validation's in the first validation. When a thread ends its grouping is
+// kept for the next thread to begin (a few are kept, process-wide): the test
+// loader's threads start with the validation loader's. (Shared in a pool,
 // a grouping grew again whenever more large calls than ever before were in
 // flight at once, such as the first validation that overlapped the next
 // epoch's sampling.) A use nested in another on the same thread gets a

@@ -119,11 +119,39 @@ TEST(OwnerGroupsTest, EachThreadsGroupingGrowsOnceHoweverItsCallsOverlap) {
   });
   trainer.join();
   validator.join();
-  EXPECT_EQ(t1.capacity_before, 0u);
   EXPECT_GE(t2.capacity_before, train.size());
   EXPECT_EQ(t2.ids, t1.ids);
   EXPECT_GE(v2.capacity_before, valid.size());
   EXPECT_EQ(v2.ids, v1.ids);
+}
+
+// A loader's threads end (validation's, before the test pass) and the next
+// loader's begin: a new thread starts with the grouping an ended one grew.
+TEST(OwnerGroupsTest, AThreadThatBeginsTakesTheGroupingOfOneThatEnded) {
+  ASSERT_OK_AND_ASSIGN(PartitionBook book,
+                       PartitionBook::Create({0, 5000, 10000}));
+  std::vector<NodeId> nodes(3000);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    nodes[i] = static_cast<NodeId>(i * 3);
+  }
+  const NodeId* ended_ids = nullptr;
+  std::thread ended([&] {
+    ThreadOwnerGroups g;
+    ASSERT_OK(GroupByOwner(book, nodes, g.get()));
+    ended_ids = g->ids(0).data();
+  });
+  ended.join();
+  size_t capacity = 0;
+  const NodeId* begun_ids = nullptr;
+  std::thread begun([&] {
+    ThreadOwnerGroups g;
+    capacity = g->capacity();
+    ASSERT_OK(GroupByOwner(book, nodes, g.get()));
+    begun_ids = g->ids(0).data();
+  });
+  begun.join();
+  EXPECT_GE(capacity, nodes.size());
+  EXPECT_EQ(begun_ids, ended_ids);
 }
 
 // A call made from inside another on the same thread gets a grouping of its
