@@ -10,6 +10,7 @@
 #define SHARDGNN_COMMON_BUFFERS_H_
 
 #include <cstddef>
+#include <memory>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -95,6 +96,48 @@ class BufferPool {
   const size_t max_kept_;
   std::mutex mu_;
   std::vector<T> kept_;
+};
+
+// A value taken from a shared pool that goes back to it when destroyed,
+// unless released: for the buffers of a call's attempts, which may end after
+// their caller (a hedged call's losing attempt), so that the loser's buffer
+// is kept too rather than freed and made anew by the next call. Move-only; a
+// moved-from Pooled gives nothing back.
+template <typename T>
+class Pooled {
+ public:
+  Pooled(std::shared_ptr<BufferPool<T>> pool, T value)
+      : pool_(std::move(pool)), value_(std::move(value)) {}
+  Pooled(Pooled&& other) noexcept
+      : pool_(std::move(other.pool_)), value_(std::move(other.value_)) {}
+  Pooled& operator=(Pooled&& other) noexcept {
+    if (this != &other) {
+      GiveBack();
+      pool_ = std::move(other.pool_);
+      value_ = std::move(other.value_);
+    }
+    return *this;
+  }
+  Pooled(const Pooled&) = delete;
+  Pooled& operator=(const Pooled&) = delete;
+  ~Pooled() { GiveBack(); }
+
+  T& operator*() { return value_; }
+  T* operator->() { return &value_; }
+  // The value, no longer given back.
+  T Release() {
+    pool_.reset();
+    return std::move(value_);
+  }
+
+ private:
+  void GiveBack() {
+    if (pool_ != nullptr) pool_->Give(std::move(value_));
+    pool_.reset();
+  }
+
+  std::shared_ptr<BufferPool<T>> pool_;
+  T value_;
 };
 
 }  // namespace shardgnn

@@ -257,20 +257,18 @@ absl::Status RemoteGraphSource::SampleChunk(int p, absl::Span<const NodeId> ids,
       fanout > 0 ? std::min<int64_t>(static_cast<int64_t>(ids.size()) * fanout,
                                      max_sampled_per_call_)
                  : max_sampled_per_call_);
-  absl::StatusOr<SampledNeighbors> answer = set.Call<SampledNeighbors>(
+  // A hedged call's losing attempt gives its buffer back when it ends.
+  using Answer = Pooled<SampledNeighbors>;
+  absl::StatusOr<Answer> answer = set.Call<Answer>(
       [call_ids = CallIds(ids, hedge), fanout, replace, seed, most,
-       pool =
-           answers_](GraphStoreClient& c) -> absl::StatusOr<SampledNeighbors> {
+       pool = answers_](GraphStoreClient& c) -> absl::StatusOr<Answer> {
         // A count per ID is checked by the client (DecodeSampled).
-        SampledNeighbors answer = pool->TakeFitting(
-            most,
-            [](const SampledNeighbors& a) { return a.neighbors.capacity(); });
-        absl::Status s =
-            c.SampleNeighbors(call_ids.span, fanout, replace, seed, &answer);
-        if (!s.ok()) {
-          pool->Give(std::move(answer));
-          return s;
-        }
+        Answer answer(pool,
+                      pool->TakeFitting(most, [](const SampledNeighbors& a) {
+                        return a.neighbors.capacity();
+                      }));
+        RETURN_IF_ERROR(
+            c.SampleNeighbors(call_ids.span, fanout, replace, seed, &*answer));
         return answer;
       },
       hedge, &address);
@@ -294,15 +292,14 @@ absl::Status RemoteGraphSource::SampleChunk(int p, absl::Span<const NodeId> ids,
     return SampleChunk(p, ids.subspan(half), fanout, replace, seed, out, calls);
   }
   if (out->counts.empty() && out->neighbors.empty()) {
-    *out = std::move(*answer);  // The whole part in one call: no copy.
+    *out = answer->Release();  // The whole part in one call: no copy.
     return absl::OkStatus();
   }
-  out->counts.insert(out->counts.end(), answer->counts.begin(),
-                     answer->counts.end());
-  out->neighbors.insert(out->neighbors.end(), answer->neighbors.begin(),
-                        answer->neighbors.end());
-  answers_->Give(std::move(*answer));
-  return absl::OkStatus();
+  const SampledNeighbors& got = **answer;
+  out->counts.insert(out->counts.end(), got.counts.begin(), got.counts.end());
+  out->neighbors.insert(out->neighbors.end(), got.neighbors.begin(),
+                        got.neighbors.end());
+  return absl::OkStatus();  // *answer goes back to the pool.
 }
 
 absl::Status RemoteGraphSource::FetchFeatures(absl::Span<const NodeId> nodes,
@@ -361,21 +358,28 @@ absl::Status RemoteGraphSource::FetchChunk(absl::Span<const NodeId> nodes,
     absl::Status s;
     const internal::ReplicaSet& set = *parts_[p];
     if (set.ShouldHedge()) {
-      // Each attempt fills rows of its own; the winner's are scattered.
-      auto got = set.Call<std::unique_ptr<float[]>>(
-          [call_ids = CallIds(ids, true), dim](
-              GraphStoreClient& c) -> absl::StatusOr<std::unique_ptr<float[]>> {
-            std::unique_ptr<float[]> rows(
-                new float[call_ids.span.size() * static_cast<size_t>(dim)]);
-            RETURN_IF_ERROR(c.GetFeatures(call_ids.span, dim, rows.get()));
+      // Each attempt fills rows of its own, from a pool it shares (a losing
+      // attempt may end after this call); the winner's are scattered.
+      using Rows = Pooled<std::vector<float>>;
+      const size_t floats = ids.size() * static_cast<size_t>(dim);
+      auto got = set.Call<Rows>(
+          [call_ids = CallIds(ids, true), dim, floats,
+           pool = hedged_rows_](GraphStoreClient& c) -> absl::StatusOr<Rows> {
+            Rows rows(pool, pool->TakeFitting(floats,
+                                              [](const std::vector<float>& r) {
+                                                return r.size();
+                                              }));
+            // Kept at its largest size: not zeroed again.
+            if (rows->size() < floats) rows->resize(floats);
+            RETURN_IF_ERROR(c.GetFeatures(call_ids.span, dim, rows->data()));
             return rows;
           },
           /*hedge=*/true);
       s = got.status();
       if (s.ok()) {
+        const float* rows = (*got)->data();
         for (size_t j = 0; j < positions.size(); ++j) {
-          std::memcpy(out + dest(j) * dim, got->get() + j * dim,
-                      dim * sizeof(float));
+          std::memcpy(out + dest(j) * dim, rows + j * dim, dim * sizeof(float));
         }
       }
     } else if (rows.empty() && positions.size() == nodes.size()) {

@@ -283,6 +283,12 @@ class RemoteGraphSource : public GraphSource {
   // attempts, since a hedged call's losing attempt may end after its caller.
   std::shared_ptr<BufferPool<SampledNeighbors>> answers_ =
       std::make_shared<BufferPool<SampledNeighbors>>(64);
+  // A hedged feature fetch's rows, one buffer per attempt, kept likewise
+  // (each of a batch's calls would otherwise map megabytes afresh). The
+  // attempts' buffers go back as Pooled (common/buffers.h), a losing
+  // attempt's too.
+  std::shared_ptr<BufferPool<std::vector<float>>> hedged_rows_ =
+      std::make_shared<BufferPool<std::vector<float>>>(64);
   // Run the calls of a fan-out to several parts (ForEachPart, ForEachOwner,
   // ForEachReplica), kept between calls (common/worker_threads.h). Last:
   // they go first.

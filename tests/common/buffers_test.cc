@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace shardgnn {
@@ -70,6 +72,36 @@ TEST(BufferPoolTest, AFittingLeaseTakesTheBufferThatHoldsItsUseAndGivesItBack) {
   // Both back: the least that holds 5 is the 10.
   EXPECT_EQ(pool.TakeFitting(5, capacity).capacity(), 10u);
   EXPECT_EQ(pool.TakeFitting(5, capacity).capacity(), 1000u);
+}
+
+// A hedged call's attempts: the winner's buffer is the caller's until it is
+// done with it, the loser's (ending later, on another thread) goes back too.
+TEST(PooledTest, GoesBackWhenDestroyedOnAnyThreadButNotOnceReleased) {
+  auto pool = std::make_shared<BufferPool<std::vector<int>>>(8);
+  auto capacity = [](const std::vector<int>& v) { return v.capacity(); };
+  auto make = [&](size_t n) {
+    std::vector<int> v;
+    v.reserve(n);
+    return Pooled<std::vector<int>>(pool, std::move(v));
+  };
+  {
+    Pooled<std::vector<int>> winner = make(100);
+    std::thread loser([p = make(200)]() mutable {
+      Pooled<std::vector<int>> moved = std::move(p);  // Gives nothing back.
+      EXPECT_EQ(moved->capacity(), 200u);
+    });
+    loser.join();
+    EXPECT_EQ(pool->TakeFitting(1, capacity).capacity(), 200u);
+    EXPECT_EQ(winner->capacity(), 100u);
+  }
+  EXPECT_EQ(pool->TakeFitting(1, capacity).capacity(), 100u);
+  EXPECT_EQ(pool->TakeFitting(1, capacity).capacity(), 0u);  // None kept.
+  {
+    Pooled<std::vector<int>> kept = make(300);
+    std::vector<int> mine = kept.Release();
+    EXPECT_EQ(mine.capacity(), 300u);
+  }
+  EXPECT_EQ(pool->TakeFitting(1, capacity).capacity(), 0u);
 }
 
 }  // namespace
