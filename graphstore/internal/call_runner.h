@@ -15,6 +15,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -67,10 +68,13 @@ class CallRunner {
   // else on the work queue under the client's address), turns any exception
   // into a status, records stats and finishes the call. A full queue
   // answers UNAVAILABLE ("server busy"); a call cancelled while queued is not
-  // worked on.
-  template <typename Req, typename Resp, typename Work>
+  // worked on. `heavy` is a bool, or a function returning one that is called
+  // only for an admitted call (authenticated, not draining, shard loaded), on
+  // gRPC's thread: judging a call by what it asks may mean reading the
+  // request, which a caller without the token must not be able to cost.
+  template <typename Req, typename Resp, typename Heavy, typename Work>
   grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx, int method,
-                                const Req* req, Resp* resp, bool heavy,
+                                const Req* req, Resp* resp, Heavy heavy,
                                 Work work);
   // Run for a call answered later: `work` gets a `done` to call exactly once
   // with the outcome, from any thread (embedding pulls waiting for the step
@@ -132,13 +136,24 @@ grpc::ServerUnaryReactor* CallRunner::Refuse(grpc::ServerUnaryReactor* reactor,
   return reactor;
 }
 
-template <typename Req, typename Resp, typename Work>
+template <typename Req, typename Resp, typename Heavy, typename Work>
 grpc::ServerUnaryReactor* CallRunner::Run(grpc::CallbackServerContext* ctx,
                                           int method, const Req* req,
-                                          Resp* resp, bool heavy, Work work) {
+                                          Resp* resp, Heavy heavy, Work work) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   if (absl::Status admitted = Admit(*ctx, method); !admitted.ok()) {
     return Refuse(reactor, method, *req, admitted);
+  }
+  bool is_heavy = false;
+  if constexpr (std::is_invocable_r_v<bool, Heavy&>) {
+    try {
+      is_heavy = heavy();
+    } catch (const std::exception& e) {
+      Finish(reactor, method, *req, resp, 0, Failed(method, e.what()));
+      return reactor;
+    }
+  } else {
+    is_heavy = static_cast<bool>(heavy);
   }
   auto task = [this, ctx, method, req, resp, reactor, work]() mutable {
     const auto start = std::chrono::steady_clock::now();
@@ -161,7 +176,7 @@ grpc::ServerUnaryReactor* CallRunner::Run(grpc::CallbackServerContext* ctx,
         std::chrono::steady_clock::now() - start;
     Finish(reactor, method, *req, resp, us.count(), std::move(status));
   };
-  if (!heavy || queue_ == nullptr) {
+  if (!is_heavy || queue_ == nullptr) {
     task();
     return reactor;
   }

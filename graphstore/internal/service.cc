@@ -206,26 +206,34 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::Info(
 grpc::ServerUnaryReactor* GraphStoreServer::Service::SampleNeighbors(
     grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
     grpc::ByteBuffer* resp) {
-  // Read here, to judge the call by what it asks as the feature port does
-  // (SampleIsHeavy): a whole-neighborhood sample of a few IDs may be
-  // millions of neighbors. A request that does not parse is refused in the
-  // call, after its checks.
-  auto request = std::make_shared<proto::SampleNeighborsRequest>();
-  grpc::ByteBuffer copy(*req);  // Deserialize consumes its input.
-  const bool parsed =
-      grpc::SerializationTraits<proto::SampleNeighborsRequest>::Deserialize(
-          &copy, request.get())
-          .ok();
-  const bool large = parsed && internal::SampleIsHeavy(
-                                   request->node_ids().size() / sizeof(NodeId),
-                                   request->fanout());
+  // Read once admitted, to judge the call by what it asks as the feature
+  // port does (SampleIsHeavy): a whole-neighborhood sample of a few IDs may
+  // be millions of neighbors. A caller without the token costs no parse. A
+  // request that does not parse is refused in the call.
+  struct Parsed {
+    proto::SampleNeighborsRequest request;
+    bool ok = false;
+  };
+  auto parsed = std::make_shared<Parsed>();
+  auto judge = [this, req, parsed] {
+    grpc::ByteBuffer copy(*req);  // Deserialize consumes its input.
+    parsed->ok =
+        grpc::SerializationTraits<proto::SampleNeighborsRequest>::Deserialize(
+            &copy, &parsed->request)
+            .ok();
+    return Heavy(parsed->ok &&
+                 internal::SampleIsHeavy(
+                     parsed->request.node_ids().size() / sizeof(NodeId),
+                     parsed->request.fanout()));
+  };
   return runner_.Run(
-      ctx, kSampleNeighbors, req, resp, Heavy(large),
-      [this, parsed, request, resp]() -> absl::Status {
-        if (!parsed) {
+      ctx, kSampleNeighbors, req, resp, judge,
+      [this, parsed, resp]() -> absl::Status {
+        if (!parsed->ok) {
           return absl::InvalidArgumentError(
               "SampleNeighbors: request is not a SampleNeighborsRequest");
         }
+        const proto::SampleNeighborsRequest* request = &parsed->request;
         std::vector<NodeId> id_copy;
         absl::Span<const NodeId> ids;
         RETURN_IF_ERROR(ReadIds(request->node_ids(), &id_copy, &ids));
