@@ -395,17 +395,20 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
                          "linqs: test nodes (default 1000)");
   import_cmd->add_option(
       "--edges", i.edges,
-      "edgelist: 'src dst' text file, or an int64 .npy of shape [2, E] "
-      "(edge_index) or [E, 2]");
+      "edgelist: 'src dst' text file (a first line of column names is "
+      "skipped), or an int64 .npy of shape [2, E] (edge_index) or [E, 2]");
   import_cmd->add_option("--features", i.features,
-                         "edgelist: float32 .npy [N, F]");
-  import_cmd->add_option("--labels", i.labels, "edgelist: int64 .npy [N]");
+                         "edgelist: float32 or float64 .npy [N, F] (stored "
+                         "as float32)");
+  import_cmd->add_option("--labels", i.labels,
+                         "edgelist: int64 or int32 .npy [N]");
   import_cmd->add_option("--split", i.split,
                          "edgelist: random split fractions train,valid,test "
                          "(default 0.1,0.1,0.8)");
   import_cmd->add_option("--split-file", i.split_files,
                          "edgelist: NAME=PATH of an int64 .npy of node indices "
-                         "(repeatable; replaces the random split)");
+                         "or a bool mask [N] (repeatable; replaces the random "
+                         "split)");
   import_cmd->callback([import_cmd, import_flags, result] {
     if (absl::Status s = CheckFlagsApply(*import_cmd, *import_flags); !s.ok()) {
       *result = s;

@@ -4,6 +4,7 @@
 #include <exception>
 #include <fstream>
 #include <limits>
+#include <type_traits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,8 @@ absl::StatusOr<NpyDtype> ParseDescr(absl::string_view descr) {
   if (descr == "<i8") return NpyDtype::kInt64;
   if (descr == "<i4") return NpyDtype::kInt32;
   if (descr == "|u1" || descr == "<u1") return NpyDtype::kUint8;
+  if (descr == "<f8") return NpyDtype::kFloat64;
+  if (descr == "|b1") return NpyDtype::kBool;
   return absl::InvalidArgumentError(
       absl::StrCat("unsupported dtype '", descr, "'"));
 }
@@ -101,6 +104,10 @@ const char* NpyDescr(NpyDtype dtype) {
       return "<i4";
     case NpyDtype::kUint8:
       return "|u1";
+    case NpyDtype::kFloat64:
+      return "<f8";
+    case NpyDtype::kBool:
+      return "|b1";
   }
   return "?";
 }
@@ -111,8 +118,10 @@ size_t NpyElementSize(NpyDtype dtype) {
     case NpyDtype::kInt32:
       return 4;
     case NpyDtype::kInt64:
+    case NpyDtype::kFloat64:
       return 8;
     case NpyDtype::kUint8:
+    case NpyDtype::kBool:
       return 1;
   }
   return 0;
@@ -218,7 +227,9 @@ absl::StatusOr<NpyArray<T>> ReadNpy(const std::string& path,
                                     int expected_ndim) {
   auto header = ReadNpyHeader(path);
   if (!header.ok()) return header.status();
-  if (header->dtype != NpyDtypeOf<T>()) {
+  const bool bytes_of_bool =
+      std::is_same_v<T, uint8_t> && header->dtype == NpyDtype::kBool;
+  if (header->dtype != NpyDtypeOf<T>() && !bytes_of_bool) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": dtype is ", NpyDescr(header->dtype),
                      ", expected ", NpyDescr(NpyDtypeOf<T>())));
@@ -249,6 +260,8 @@ absl::StatusOr<NpyArray<T>> ReadNpy(const std::string& path,
 
 template absl::StatusOr<NpyArray<float>> ReadNpy<float>(const std::string&,
                                                         int);
+template absl::StatusOr<NpyArray<double>> ReadNpy<double>(const std::string&,
+                                                          int);
 template absl::StatusOr<NpyArray<int64_t>> ReadNpy<int64_t>(const std::string&,
                                                             int);
 template absl::StatusOr<NpyArray<int32_t>> ReadNpy<int32_t>(const std::string&,

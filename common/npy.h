@@ -3,8 +3,9 @@
 //
 // Arrays in a canonical dataset directory and a partition directory are .npy
 // files so that users can open them with numpy.load. Only the dtypes shardgnn
-// uses are supported: float32 ('<f4'), int64 ('<i8'), int32 ('<i4'), uint8
-// ('|u1'). Functions here are thread-compatible (no shared state).
+// uses or imports are supported: float32 ('<f4'), float64 ('<f8'), int64
+// ('<i8'), int32 ('<i4'), uint8 ('|u1'), bool ('|b1', one byte of 0 or 1).
+// Functions here are thread-compatible (no shared state).
 #ifndef SHARDGNN_COMMON_NPY_H_
 #define SHARDGNN_COMMON_NPY_H_
 
@@ -19,7 +20,7 @@
 
 namespace shardgnn {
 
-enum class NpyDtype { kFloat32, kInt64, kInt32, kUint8 };
+enum class NpyDtype { kFloat32, kInt64, kInt32, kUint8, kFloat64, kBool };
 
 // The descr string numpy writes for `dtype` ("<f4", ...) and its element size
 // in bytes.
@@ -31,6 +32,10 @@ NpyDtype NpyDtypeOf();
 template <>
 inline NpyDtype NpyDtypeOf<float>() {
   return NpyDtype::kFloat32;
+}
+template <>
+inline NpyDtype NpyDtypeOf<double>() {
+  return NpyDtype::kFloat64;
 }
 template <>
 inline NpyDtype NpyDtypeOf<int64_t>() {
@@ -67,8 +72,9 @@ struct NpyArray {
   std::vector<T> data;
 };
 
-// Reads the array at `path`, which must have dtype T. `expected_ndim` (if >= 0)
-// is checked. RESOURCE_EXHAUSTED if the array does not fit in memory.
+// Reads the array at `path`, which must have dtype T (uint8_t also reads a
+// bool array, as bytes of 0 or 1). `expected_ndim` (if >= 0) is checked.
+// RESOURCE_EXHAUSTED if the array does not fit in memory.
 template <typename T>
 absl::StatusOr<NpyArray<T>> ReadNpy(const std::string& path,
                                     int expected_ndim = -1);

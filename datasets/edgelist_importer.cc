@@ -5,8 +5,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -50,10 +53,31 @@ absl::StatusOr<std::vector<int64_t>> ReadLabelsNpy(
   return labels;
 }
 
+// A split's nodes from a .npy of node indices (int64 or int32) or a bool
+// mask of all `n` nodes (PyG's train_mask).
 absl::StatusOr<std::vector<NodeId>> ReadSplitNpy(const std::string& path,
                                                  int64_t n) {
-  ASSIGN_OR_RETURN(NpyArray<int64_t> array, ReadNpy<int64_t>(path, 1));
-  std::vector<NodeId> nodes = std::move(array.data);
+  ASSIGN_OR_RETURN(NpyHeader header, ReadNpyHeader(path));
+  std::vector<NodeId> nodes;
+  if (header.dtype == NpyDtype::kBool) {
+    ASSIGN_OR_RETURN(NpyArray<uint8_t> mask, ReadNpy<uint8_t>(path, 1));
+    if (static_cast<int64_t>(mask.data.size()) != n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": a mask of ", mask.data.size(),
+                       " entries, but the graph has ", n, " nodes"));
+    }
+    for (int64_t v = 0; v < n; ++v) {
+      if (mask.data[v] != 0) nodes.push_back(v);
+    }
+    return nodes;
+  }
+  if (header.dtype == NpyDtype::kInt32) {
+    ASSIGN_OR_RETURN(NpyArray<int32_t> array, ReadNpy<int32_t>(path, 1));
+    nodes.assign(array.data.begin(), array.data.end());
+  } else {
+    ASSIGN_OR_RETURN(NpyArray<int64_t> array, ReadNpy<int64_t>(path, 1));
+    nodes = std::move(array.data);
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i] < 0 || nodes[i] >= n) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": entry ", i,
@@ -70,39 +94,96 @@ absl::StatusOr<std::vector<NodeId>> ReadSplitNpy(const std::string& path,
   return nodes;
 }
 
-// Reads the float32 [N, F] features at `path` (described by `h`) in chunks:
-// a NaN or infinite value is an error naming its node and column unless
-// `allow`; then *nonfinite counts them.
-absl::Status CheckFeaturesFinite(const std::string& path, const NpyHeader& h,
-                                 bool allow, int64_t* nonfinite) {
+// Reads the [N, F] features at `path` (described by `h`, of element type T:
+// float or double) in chunks and hands each chunk, as float32, to `sink` (may
+// be null). A NaN or infinite value is an error naming its node and column
+// unless `allow`; then *nonfinite counts them. A finite double beyond
+// float32's range is always an error.
+template <typename T>
+absl::Status ReadFeaturesChecked(
+    const std::string& path, const NpyHeader& h, bool allow, int64_t* nonfinite,
+    const std::function<absl::Status(const float*, size_t)>& sink) {
   *nonfinite = 0;
   const int64_t total = h.NumElements();
   const int64_t dim = h.shape[1];
   std::ifstream in(path, std::ios::binary);
   in.seekg(static_cast<std::streamoff>(h.data_offset));
-  std::vector<float> chunk(
-      static_cast<size_t>(std::min<int64_t>(total, int64_t{1} << 20)));
+  const size_t size =
+      static_cast<size_t>(std::min<int64_t>(total, int64_t{1} << 20));
+  std::vector<T> chunk(size);
+  std::vector<float> narrow(std::is_same_v<T, float> ? 0 : size);
   for (int64_t done = 0; done < total;) {
     const int64_t take =
         std::min<int64_t>(total - done, static_cast<int64_t>(chunk.size()));
     if (!in.read(reinterpret_cast<char*>(chunk.data()),
-                 static_cast<std::streamsize>(take * sizeof(float)))) {
+                 static_cast<std::streamsize>(take * sizeof(T)))) {
       return absl::DataLossError(absl::StrCat(path, ": read failed"));
     }
     for (int64_t i = 0; i < take; ++i) {
-      if (std::isfinite(chunk[i])) continue;
-      if (!allow) {
-        const int64_t at = done + i;
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ": ",
-                         datasets_internal::NonfiniteFeatureError(
-                             at / dim, at % dim + 1, chunk[i])));
+      const T value = chunk[i];
+      const int64_t at = done + i;
+      if (!std::isfinite(value)) {
+        if (!allow) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(path, ": ",
+                           datasets_internal::NonfiniteFeatureError(
+                               at / dim, at % dim + 1, value)));
+        }
+        ++*nonfinite;
+      } else if (std::fabs(value) > std::numeric_limits<float>::max()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": node ", at / dim, ", column ", at % dim + 1, ": ",
+            static_cast<double>(value), " does not fit in float32 (at most ",
+            std::numeric_limits<float>::max(), "); scale the features"));
       }
-      ++*nonfinite;
+      if constexpr (!std::is_same_v<T, float>) {
+        narrow[i] = static_cast<float>(value);
+      }
+    }
+    if (sink) {
+      const float* rows = nullptr;
+      if constexpr (std::is_same_v<T, float>) {
+        rows = chunk.data();
+      } else {
+        rows = narrow.data();
+      }
+      RETURN_IF_ERROR(sink(rows, static_cast<size_t>(take)));
     }
     done += take;
   }
   return absl::OkStatus();
+}
+
+// Checks the features at `path` (float32 or float64) as ReadFeaturesChecked
+// does.
+absl::Status CheckFeatures(const std::string& path, const NpyHeader& h,
+                           bool allow, int64_t* nonfinite) {
+  return h.dtype == NpyDtype::kFloat64
+             ? ReadFeaturesChecked<double>(path, h, allow, nonfinite, nullptr)
+             : ReadFeaturesChecked<float>(path, h, allow, nonfinite, nullptr);
+}
+
+// Writes the features at `path` to `out` as float32 [N, F]: a float32 file is
+// copied as is, a float64 one converted (CheckFeatures passed on it).
+absl::Status WriteFeatures(const std::string& path, const NpyHeader& h,
+                           bool allow, const std::string& out) {
+  if (h.dtype == NpyDtype::kFloat32) {
+    std::error_code ec;
+    std::filesystem::copy_file(path, out, ec);
+    if (ec) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("copying ", path, ": ", ec.message()));
+    }
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<NpyWriter> writer,
+                   NpyWriter::Create(out, NpyDtype::kFloat32, h.shape));
+  int64_t nonfinite = 0;
+  RETURN_IF_ERROR(ReadFeaturesChecked<double>(
+      path, h, allow, &nonfinite, [&](const float* rows, size_t count) {
+        return writer->Append(rows, count);
+      }));
+  return writer->Close();
 }
 
 // Whether `path` starts with the .npy magic string (whatever its name).
@@ -167,10 +248,12 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
   ASSIGN_OR_RETURN(std::string edges_path,
                    datasets_internal::FindInput(options.edges_path));
   ASSIGN_OR_RETURN(NpyHeader features, ReadNpyHeader(options.features_path));
-  if (features.dtype != NpyDtype::kFloat32 || features.shape.size() != 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(options.features_path,
-                     ": expected a float32 array of shape [nodes, features]"));
+  if ((features.dtype != NpyDtype::kFloat32 &&
+       features.dtype != NpyDtype::kFloat64) ||
+      features.shape.size() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options.features_path,
+        ": expected a float32 or float64 array of shape [nodes, features]"));
   }
   const int64_t n = features.shape[0];
   const int64_t dim = features.shape[1];
@@ -179,8 +262,8 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
         options.features_path, ": has 0 rows (the graph has no nodes)"));
   }
   int64_t nonfinite = 0;
-  RETURN_IF_ERROR(CheckFeaturesFinite(options.features_path, features,
-                                      options.allow_nonfinite, &nonfinite));
+  RETURN_IF_ERROR(CheckFeatures(options.features_path, features,
+                                options.allow_nonfinite, &nonfinite));
   ASSIGN_OR_RETURN(
       std::vector<int64_t> labels,
       ReadLabelsNpy(options.labels_path, n, options.features_path));
@@ -200,11 +283,13 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
   }
   BuildSummary summary;
   std::vector<NodeId> src, dst;
+  std::string header_line;  // Of a text edge list, if it has one.
   if (IsNpyFile(edges_path)) {
     RETURN_IF_ERROR(ReadEdgeNpy(edges_path, n, &src, &dst));
   } else {
     RETURN_IF_ERROR(datasets_internal::ReadEdgeText(
-        edges_path, datasets_internal::EdgeSeparator::kAuto, n, &src, &dst));
+        edges_path, datasets_internal::EdgeSeparator::kAuto, n, &src, &dst,
+        &header_line));
   }
   summary.input_edges = static_cast<int64_t>(src.size());
   if (src.empty()) {
@@ -220,14 +305,9 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
   ASSIGN_OR_RETURN(
       datasets_internal::CsrResult result,
       datasets_internal::WriteCsr(n, std::move(src), std::move(dst), csr, dir));
-  // The features file is already a valid float32 [N, F] .npy: copy it as is.
-  std::error_code ec;
-  std::filesystem::copy_file(options.features_path,
-                             JoinPath(dir, kFeaturesFile), ec);
-  if (ec) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("copying ", options.features_path, ": ", ec.message()));
-  }
+  RETURN_IF_ERROR(WriteFeatures(options.features_path, features,
+                                options.allow_nonfinite,
+                                JoinPath(dir, kFeaturesFile)));
   RETURN_IF_ERROR(datasets_internal::WriteLabelsAndSplits(dir, labels, splits));
 
   DatasetManifest manifest;
@@ -254,6 +334,15 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
   RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(
       staging.get(), manifest, result, splits, start, &summary));
   datasets_internal::NoteNonfiniteFeatures(nonfinite, &summary);
+  if (features.dtype == NpyDtype::kFloat64) {
+    summary.notes.push_back(
+        absl::StrCat("features: float64 converted to float32 (",
+                     options.features_path, ")"));
+  }
+  if (!header_line.empty()) {
+    summary.notes.push_back(absl::StrCat("edges: line 1 (\"", header_line,
+                                         "\") read as a header and skipped"));
+  }
   datasets_internal::WarnIfOneDirectional(
       datasets_internal::kImportUndirectedFix, &summary);
   return summary;

@@ -102,13 +102,17 @@ absl::StatusOr<BuildSummary> ImportLinqs(const LinqsImportOptions& options,
 
 struct EdgeListImportOptions {
   // "src dst" per line (space, tab or comma; '#' and '%' lines are
-  // comments), or a .npy (recognized by its content) of int64 or int32 IDs
-  // shaped [2, E] (PyG's edge_index: sources, then targets) or [E, 2].
+  // comments; a first line of column names is skipped and noted), or a .npy
+  // (recognized by its content) of int64 or int32 IDs shaped [2, E] (PyG's
+  // edge_index: sources, then targets) or [E, 2].
   std::string edges_path;
-  std::string features_path;  // float32 .npy [N, F]; N defines the node count.
-  std::string labels_path;    // int64 or int32 .npy [N]; -1 = unlabeled.
-  // Optional split name -> int64 .npy of node indices. Empty: a seeded random
-  // split of the labeled nodes with `split_fractions` (train, valid, test).
+  // float32 or float64 .npy [N, F] (float64 is stored as float32, noted; a
+  // value beyond float32's range is an error); N defines the node count.
+  std::string features_path;
+  std::string labels_path;  // int64 or int32 .npy [N]; -1 = unlabeled.
+  // Optional split name -> .npy of node indices (int64 or int32) or a bool
+  // mask [N] (PyG's train_mask). Empty: a seeded random split of the labeled
+  // nodes with `split_fractions` (train, valid, test).
   std::map<std::string, std::string> split_paths;
   std::vector<double> split_fractions = {0.1, 0.1, 0.8};
   uint64_t seed = 0;

@@ -29,7 +29,8 @@ absl::string_view Shorten(absl::string_view field) {
 
 absl::Status ReadEdgeText(const std::string& path, EdgeSeparator sep,
                           int64_t num_nodes, std::vector<NodeId>* src,
-                          std::vector<NodeId>* dst) {
+                          std::vector<NodeId>* dst, std::string* header) {
+  if (header != nullptr) header->clear();
   ASSIGN_OR_RETURN(std::unique_ptr<LineReader> reader, LineReader::Open(path));
   Progress progress(absl::StrCat("reading ", BaseName(path)),
                     reader->file_size(), "bytes");
@@ -46,6 +47,15 @@ absl::Status ReadEdgeText(const std::string& path, EdgeSeparator sep,
     }
     SplitFields(line, c, &fields);
     if (fields.empty()) continue;
+    if (header != nullptr && reader->line_number() == 1) {
+      NodeId unused;
+      if (std::none_of(fields.begin(), fields.end(), [&](absl::string_view f) {
+            return ParseInt64(f, &unused);
+          })) {
+        *header = std::string(Shorten(line));
+        continue;
+      }
+    }
     if (fields.size() != 2) {
       return reader->LineError(absl::StrCat("expected 2 columns (src",
                                             c == ',' ? "," : " ",

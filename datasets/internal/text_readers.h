@@ -22,10 +22,13 @@ enum class EdgeSeparator { kComma, kBlank, kAuto };
 
 // Appends the edges of `path` ("src<sep>dst" per line) to *src and *dst.
 // Empty lines and lines starting with '#' or '%' are skipped. Every ID must
-// be in [0, num_nodes).
+// be in [0, num_nodes). With `header`, a first line none of whose fields is
+// an integer (column names: "src,dst") is skipped and returned there (at most
+// 40 characters; empty if there was none).
 absl::Status ReadEdgeText(const std::string& path, EdgeSeparator sep,
                           int64_t num_nodes, std::vector<NodeId>* src,
-                          std::vector<NodeId>* dst);
+                          std::vector<NodeId>* dst,
+                          std::string* header = nullptr);
 
 // Reads a file with one integer per line (split indices, counts).
 absl::StatusOr<std::vector<int64_t>> ReadIntColumn(const std::string& path);

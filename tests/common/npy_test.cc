@@ -43,6 +43,37 @@ TEST(NpyTest, HeaderIsNumpyCompatible) {
   EXPECT_EQ(bytes.size(), header.data_offset + 24);
 }
 
+TEST(NpyTest, ReadsFloat64AndBoolAsNumpyWritesThem) {
+  testing::TempDir dir;
+  // The bytes numpy 1.x writes for np.save(f, np.array([[0.5, -2.0]])) and
+  // np.save(f, np.array([True, False, True])), header and all.
+  auto write = [&](const std::string& name, const std::string& dict,
+                   const std::string& data) {
+    std::string header = dict;
+    while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+    header += '\n';
+    std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+    bytes += static_cast<char>(header.size() & 0xff);
+    bytes += static_cast<char>(header.size() >> 8);
+    std::ofstream(dir.Sub(name), std::ios::binary) << bytes << header << data;
+  };
+  const double values[2] = {0.5, -2.0};
+  write("f.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 2), }",
+        std::string(reinterpret_cast<const char*>(values), sizeof(values)));
+  write("b.npy", "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }",
+        std::string("\x01\x00\x01", 3));
+  ASSERT_OK_AND_ASSIGN(auto f, ReadNpy<double>(dir.Sub("f.npy"), 2));
+  EXPECT_EQ(f.shape, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(f.data, (std::vector<double>{0.5, -2.0}));
+  ASSERT_OK_AND_ASSIGN(auto header, ReadNpyHeader(dir.Sub("b.npy")));
+  EXPECT_EQ(header.dtype, NpyDtype::kBool);
+  ASSERT_OK_AND_ASSIGN(auto b, ReadNpy<uint8_t>(dir.Sub("b.npy"), 1));
+  EXPECT_EQ(b.data, (std::vector<uint8_t>{1, 0, 1}));
+  // A bool array is not an integer one.
+  EXPECT_FALSE(ReadNpy<int64_t>(dir.Sub("b.npy")).ok());
+  EXPECT_FALSE(ReadNpy<float>(dir.Sub("f.npy")).ok());
+}
+
 TEST(NpyTest, RejectsWrongDtype) {
   testing::TempDir dir;
   ASSERT_OK(WriteNpy<int64_t>(dir.Sub("c.npy"), {2}, {1, 2}));

@@ -17,6 +17,7 @@
 namespace shardgnn {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -206,6 +207,79 @@ TEST_F(EdgeListImporterTest, NonFiniteFeatureIsRefusedUnlessAllowed) {
   EXPECT_EQ(s.nonfinite_features, 2);
   ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
   EXPECT_TRUE(std::isnan(d.features[8]));
+}
+
+// NumPy's default float is float64 (np.save of most arrays): read and stored
+// as float32, said in the summary.
+TEST_F(EdgeListImporterTest, Float64FeaturesAreStoredAsFloat32) {
+  ASSERT_OK(WriteNpy<double>(tmp_.Sub("in/x.npy"), {4, 3},
+                             {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0.1}));
+  ASSERT_OK_AND_ASSIGN(BuildSummary s,
+                       ImportEdgeList(Options(), tmp_.Sub("out")));
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
+  ASSERT_EQ(d.features.size(), 12u);
+  EXPECT_EQ(d.features[5], 5.0f);
+  EXPECT_EQ(d.features[11], 0.1f);
+  EXPECT_THAT(s.notes, Contains(HasSubstr("float64 converted to float32")));
+}
+
+TEST_F(EdgeListImporterTest, Float64FeaturesBeyondFloat32AreRefused) {
+  ASSERT_OK(WriteNpy<double>(tmp_.Sub("in/x.npy"), {4, 3},
+                             {0, 1, 2, 3, 4, 1e300, 6, 7, 8, 9, 10, 11}));
+  ExpectFailure(Options(), "x.npy: node 1, column 3: 1e+300 does not fit");
+}
+
+TEST_F(EdgeListImporterTest, Float64NonFiniteFeaturesAreRefusedUnlessAllowed) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  ASSERT_OK(WriteNpy<double>(tmp_.Sub("in/x.npy"), {4, 3},
+                             {0, 1, 2, 3, 4, 5, 6, 7, nan, 9, 10, 11}));
+  ExpectFailure(Options(), "x.npy: node 2, column 3: nan is not finite");
+  EdgeListImportOptions options = Options();
+  options.allow_nonfinite = true;
+  ASSERT_OK_AND_ASSIGN(BuildSummary s,
+                       ImportEdgeList(options, tmp_.Sub("out")));
+  EXPECT_EQ(s.nonfinite_features, 1);
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
+  EXPECT_TRUE(std::isnan(d.features[8]));
+}
+
+// PyG's masks (data.train_mask.numpy()) and int32 indices are splits too.
+TEST_F(EdgeListImporterTest, SplitFilesMayBeBoolMasksOrInt32) {
+  ASSERT_OK(WriteNpyRaw(tmp_.Sub("in/train.npy"), NpyDtype::kBool, {4},
+                        std::vector<uint8_t>{1, 0, 1, 0}.data(), 4));
+  ASSERT_OK(WriteNpy<int32_t>(tmp_.Sub("in/valid.npy"), {1}, {1}));
+  EdgeListImportOptions options = Options();
+  options.split_paths["train"] = tmp_.Sub("in/train.npy");
+  options.split_paths["valid"] = tmp_.Sub("in/valid.npy");
+  ASSERT_OK(ImportEdgeList(options, tmp_.Sub("out")));
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
+  EXPECT_EQ(d.splits["train"], (std::vector<NodeId>{0, 2}));
+  EXPECT_EQ(d.splits["valid"], (std::vector<NodeId>{1}));
+}
+
+TEST_F(EdgeListImporterTest, ABoolMaskOfAnotherLengthIsRefused) {
+  ASSERT_OK(WriteNpyRaw(tmp_.Sub("in/train.npy"), NpyDtype::kBool, {3},
+                        std::vector<uint8_t>{1, 0, 1}.data(), 3));
+  EdgeListImportOptions options = Options();
+  options.split_paths["train"] = tmp_.Sub("in/train.npy");
+  ExpectFailure(options, "train.npy: a mask of 3 entries, but the graph has 4");
+}
+
+// A CSV written with its column names (pandas' to_csv, the musae files).
+TEST_F(EdgeListImporterTest, AHeaderLineIsSkippedAndSaid) {
+  testing::WriteText(tmp_.Sub("in/g.txt"), "id_1,id_2\n0,1\n1,2\n2,3\n");
+  ASSERT_OK_AND_ASSIGN(BuildSummary s,
+                       ImportEdgeList(Options(), tmp_.Sub("out")));
+  EXPECT_EQ(s.input_edges, 3);
+  EXPECT_THAT(s.notes,
+              Contains(HasSubstr("line 1 (\"id_1,id_2\") read as a header")));
+}
+
+TEST_F(EdgeListImporterTest, OnlyTheFirstLineMayBeAHeader) {
+  testing::WriteText(tmp_.Sub("in/g.txt"), "0 1\nsrc dst\n");
+  ExpectFailure(Options(), "g.txt:2: \"src\" is not an integer");
+  testing::WriteText(tmp_.Sub("in/g.txt"), "src 1\n0 1\n");
+  ExpectFailure(Options(), "g.txt:1: \"src\" is not an integer");
 }
 
 }  // namespace
