@@ -83,6 +83,10 @@ int main(int argc, char** argv) {
   CLI::App app{"shardgnn: distributed graph neural network training",
                "shardgnn"};
   app.require_subcommand(1);
+  // Options a subcommand does not know go to the main command, so that the
+  // global -q/--quiet may come after the subcommand too (subcommands made
+  // below inherit it).
+  app.fallthrough();
   bool quiet = false;
   app.add_flag("-q,--quiet", quiet, "No progress lines");
   app.set_version_flag("--version", std::string("shardgnn ") +

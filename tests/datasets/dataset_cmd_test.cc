@@ -307,6 +307,24 @@ TEST(DatasetCmdTest, GeneratesAndSummarizes) {
   EXPECT_EQ(d.feature_dim(), 4);
 }
 
+// The global -q/--quiet where users put it: before or after the subcommand.
+TEST(DatasetCmdTest, QuietIsTakenBeforeOrAfterTheSubcommand) {
+  testing::TempDir tmp;
+  for (const std::string& args :
+       {std::string("-q dataset generate"), std::string("dataset generate -q"),
+        std::string("dataset generate --nodes 500 --quiet")}) {
+    std::filesystem::remove_all(tmp.Sub("g"));
+    CommandResult run = Shardgnn(
+        tmp,
+        args + " --kind sbm --avg-degree 4 --features 4 --classes 2 " +
+            (args.find("--nodes") == std::string::npos ? "--nodes 500 " : "") +
+            "--out " + tmp.Sub("g"));
+    ASSERT_EQ(run.exit_code, 0) << args << ": " << run.err;
+    EXPECT_THAT(run.err, Not(HasSubstr("generating"))) << args;
+    EXPECT_THAT(run.out, HasSubstr("nodes 500")) << args;
+  }
+}
+
 TEST(DatasetCmdTest, BadInputIsOneErrorLineAndNoOutput) {
   testing::TempDir tmp;
   testing::WriteText(tmp.Sub("in/g.txt"), "0 1\n1 x\n");
