@@ -396,8 +396,22 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
         "--resume needs checkpoints; it cannot go with --checkpoint-every 0");
   if (f.hidden < 0 || f.heads < 0)
     return absl::InvalidArgumentError("--hidden and --heads must be positive");
-  if (f.dropout >= 1)
-    return absl::InvalidArgumentError("--dropout must be below 1");
+  // -1 is "unset" (the model's or task's default, as a config.toml of a run
+  // records it); any other negative value is a mistake, not a default.
+  if (f.dropout >= 1 || (f.dropout < 0 && f.dropout != -1))
+    return absl::InvalidArgumentError("--dropout must be in [0, 1)");
+  if (f.weight_decay < 0 && f.weight_decay != -1)
+    return absl::InvalidArgumentError("--weight-decay must not be negative");
+  if (f.average_decay < 0 && f.average_decay != -1)
+    return absl::InvalidArgumentError(
+        "--average-decay must be in [0, 1) (0 = no averaging)");
+  if (f.cache_mb < 0)
+    return absl::InvalidArgumentError(
+        "--cache-mb must not be negative (0 = no cache)");
+  if (f.threads < 0)
+    return absl::InvalidArgumentError(
+        "--threads must not be negative (0 = this machine's cores shared "
+        "among its trainers)");
   if (f.lr < 0) return absl::InvalidArgumentError("--lr must be positive");
   if (f.feature_norm != "auto" && !ParseFeatureNorm(f.feature_norm).ok()) {
     return absl::InvalidArgumentError(

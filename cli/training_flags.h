@@ -41,10 +41,10 @@ struct TrainingFlags {
   int64_t batch_size = 1024;
   int64_t hidden = 0;         // 0: the model's default.
   int heads = 0;              // 0: the model's default.
-  double dropout = -1;        // Negative: the model's default.
+  double dropout = -1;        // -1: the model's default.
   double lr = 0;              // 0: the model's default.
-  double weight_decay = -1;   // Negative: the task's default.
-  double average_decay = -1;  // Negative: the task's default.
+  double weight_decay = -1;   // -1: the task's default.
+  double average_decay = -1;  // -1: the task's default.
   uint64_t seed = 0;
   int prefetch = 4;  // Batches sampled ahead of the trainer.
   // Background sampling threads per trainer; 0 = chosen from measurement.

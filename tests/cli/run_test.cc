@@ -486,6 +486,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"Parts", {"--parts", "0"}, "--parts"},
         BadFlag{"Epochs", {"--epochs", "0"}, "--epochs"},
         BadFlag{"Method", {"--method", "bogus"}, "method 'bogus'"},
+        // Out-of-range values are refused, not taken as "the default"
+        // (only the documented "unset" values are).
+        BadFlag{"NegativeCache", {"--cache-mb", "-1"}, "--cache-mb"},
+        BadFlag{"NegativeThreads", {"--threads", "-2"}, "--threads"},
+        BadFlag{"NegativeDropout", {"--dropout", "-0.5"}, "--dropout"},
+        BadFlag{
+            "NegativeWeightDecay", {"--weight-decay", "-2"}, "--weight-decay"},
+        BadFlag{"NegativeAverageDecay",
+                {"--average-decay", "-0.1"},
+                "--average-decay"},
+        BadFlag{"NegativeHidden", {"--hidden", "-4"}, "--hidden"},
         BadFlag{"ResumeWithoutOut", {"--resume"}, "--resume needs --out"},
         // TLS is for servers run does not start (its own are on loopback).
         BadFlag{"TlsWithOwnServers",
