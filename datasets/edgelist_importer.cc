@@ -26,18 +26,25 @@
 namespace shardgnn {
 namespace {
 
+// The integers of the .npy at `path` (described by `header`; int64, or int32
+// widened) of `ndim` dimensions; another dtype is an error naming it.
+absl::StatusOr<std::vector<int64_t>> ReadIntegersNpy(const std::string& path,
+                                                     const NpyHeader& header,
+                                                     int ndim) {
+  if (header.dtype == NpyDtype::kInt32) {
+    ASSIGN_OR_RETURN(NpyArray<int32_t> array, ReadNpy<int32_t>(path, ndim));
+    return std::vector<int64_t>(array.data.begin(), array.data.end());
+  }
+  ASSIGN_OR_RETURN(NpyArray<int64_t> array, ReadNpy<int64_t>(path, ndim));
+  return std::move(array.data);
+}
+
 // Labels as int64 from an int64 or int32 .npy of shape [n].
 absl::StatusOr<std::vector<int64_t>> ReadLabelsNpy(
     const std::string& path, int64_t n, const std::string& features) {
   ASSIGN_OR_RETURN(NpyHeader header, ReadNpyHeader(path));
-  std::vector<int64_t> labels;
-  if (header.dtype == NpyDtype::kInt32) {
-    ASSIGN_OR_RETURN(NpyArray<int32_t> array, ReadNpy<int32_t>(path, 1));
-    labels.assign(array.data.begin(), array.data.end());
-  } else {
-    ASSIGN_OR_RETURN(NpyArray<int64_t> array, ReadNpy<int64_t>(path, 1));
-    labels = std::move(array.data);
-  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> labels,
+                   ReadIntegersNpy(path, header, 1));
   if (static_cast<int64_t>(labels.size()) != n) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": has ", labels.size(), " labels but ", features,
@@ -71,13 +78,7 @@ absl::StatusOr<std::vector<NodeId>> ReadSplitNpy(const std::string& path,
     }
     return nodes;
   }
-  if (header.dtype == NpyDtype::kInt32) {
-    ASSIGN_OR_RETURN(NpyArray<int32_t> array, ReadNpy<int32_t>(path, 1));
-    nodes.assign(array.data.begin(), array.data.end());
-  } else {
-    ASSIGN_OR_RETURN(NpyArray<int64_t> array, ReadNpy<int64_t>(path, 1));
-    nodes = std::move(array.data);
-  }
+  ASSIGN_OR_RETURN(nodes, ReadIntegersNpy(path, header, 1));
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i] < 0 || nodes[i] >= n) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": entry ", i,
@@ -213,14 +214,7 @@ absl::Status ReadEdgeNpy(const std::string& path, int64_t num_nodes,
         "[E, 2], found ",
         NpyDescr(header.dtype), " [", dims, "]"));
   }
-  std::vector<int64_t> ids;
-  if (header.dtype == NpyDtype::kInt32) {
-    ASSIGN_OR_RETURN(NpyArray<int32_t> array, ReadNpy<int32_t>(path, 2));
-    ids.assign(array.data.begin(), array.data.end());
-  } else {
-    ASSIGN_OR_RETURN(NpyArray<int64_t> array, ReadNpy<int64_t>(path, 2));
-    ids = std::move(array.data);
-  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> ids, ReadIntegersNpy(path, header, 2));
   const int64_t m = rows_are_ends ? shape[1] : shape[0];
   src->resize(m);
   dst->resize(m);
