@@ -26,7 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const di::EdgeSeparator sep[] = {di::EdgeSeparator::kComma,
                                        di::EdgeSeparator::kBlank,
                                        di::EdgeSeparator::kAuto};
-      (void)di::ReadEdgeText(path, sep[(pick / 7) % 3], num_nodes, &src, &dst);
+      std::string header;  // Case 1 lets a first line be a header.
+      (void)di::ReadEdgeText(path, sep[(pick / 7) % 3], num_nodes, &src, &dst,
+                             pick % 7 == 1 ? &header : nullptr);
       break;
     }
     case 2:
