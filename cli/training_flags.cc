@@ -394,8 +394,11 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
   if (f.resume && f.checkpoint_every == 0)
     return absl::InvalidArgumentError(
         "--resume needs checkpoints; it cannot go with --checkpoint-every 0");
-  if (f.hidden < 0 || f.heads < 0)
-    return absl::InvalidArgumentError("--hidden and --heads must be positive");
+  // -1 is "unset" (the model's default); 0 is no width, head count or step.
+  if (f.hidden == 0 || f.hidden < -1)
+    return absl::InvalidArgumentError("--hidden must be at least 1");
+  if (f.heads == 0 || f.heads < -1)
+    return absl::InvalidArgumentError("--heads must be at least 1");
   // -1 is "unset" (the model's or task's default, as a config.toml of a run
   // records it); any other negative value is a mistake, not a default.
   if (f.dropout >= 1 || (f.dropout < 0 && f.dropout != -1))
@@ -412,7 +415,8 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
     return absl::InvalidArgumentError(
         "--threads must not be negative (0 = this machine's cores shared "
         "among its trainers)");
-  if (f.lr < 0) return absl::InvalidArgumentError("--lr must be positive");
+  if (f.lr == 0 || (f.lr < 0 && f.lr != -1))
+    return absl::InvalidArgumentError("--lr must be positive");
   if (f.feature_norm != "auto" && !ParseFeatureNorm(f.feature_norm).ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--feature-norm '", f.feature_norm,

@@ -39,10 +39,10 @@ struct TrainingFlags {
   std::string eval_fanouts;  // Empty: the training fanouts.
   bool exact_test = false;   // Final test by layer-wise inference.
   int64_t batch_size = 1024;
-  int64_t hidden = 0;         // 0: the model's default.
-  int heads = 0;              // 0: the model's default.
+  int64_t hidden = -1;        // -1: the model's default.
+  int heads = -1;             // -1: the model's default.
   double dropout = -1;        // -1: the model's default.
-  double lr = 0;              // 0: the model's default.
+  double lr = -1;             // -1: the model's default.
   double weight_decay = -1;   // -1: the task's default.
   double average_decay = -1;  // -1: the task's default.
   uint64_t seed = 0;

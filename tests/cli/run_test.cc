@@ -497,6 +497,12 @@ INSTANTIATE_TEST_SUITE_P(
                 {"--average-decay", "-0.1"},
                 "--average-decay"},
         BadFlag{"NegativeHidden", {"--hidden", "-4"}, "--hidden"},
+        // 0 is what these hold when left out (the model's default); given,
+        // it is a width, head count or step size the model cannot use.
+        BadFlag{"ZeroHidden", {"--hidden", "0"}, "--hidden"},
+        BadFlag{"ZeroHeads", {"--heads", "0"}, "--heads"},
+        BadFlag{"ZeroLr", {"--lr", "0"}, "--lr"},
+        BadFlag{"NegativeLr", {"--lr", "-0.01"}, "--lr"},
         BadFlag{"ResumeWithoutOut", {"--resume"}, "--resume needs --out"},
         // TLS is for servers run does not start (its own are on loopback).
         BadFlag{"TlsWithOwnServers",
