@@ -567,12 +567,14 @@ absl::Status RunTrain(const TrainFlags& flags) {
                               {"up", r.up},
                               {"calls", r.calls},
                               {"failures", r.failures},
-                              {"rejoins", r.rejoins}});
+                              {"rejoins", r.rejoins},
+                              {"joined_late", r.joined_late}});
         }
         parts.push_back(replicas);
       }
       summary["remote"]["replicas"] = parts;
-      // Servers that did not answer when rank 0 connected (left out).
+      // Servers that did not answer when rank 0 connected (left out), and
+      // have not joined since.
       nlohmann::json unreached = nlohmann::json::array();
       for (const auto& [address, error] : remote->unreached()) {
         unreached.push_back({{"address", address}, {"error", error}});

@@ -116,9 +116,10 @@ class RemoteRows final : public LearnableRows {
         wait_(wait),
         sender_([this] { SendLoop(); }) {
     absl::MutexLock lock(&mu_);
-    for (int p = 0; p < source_->book().num_parts(); ++p) {
-      lost_.emplace_back(static_cast<size_t>(source_->num_replicas(p)), false);
-    }
+    // The table's copies: the replicas at Connect (MakeRemoteRows created it
+    // on those); one that joined later holds none, and stays out (past the
+    // end of every mask).
+    lost_ = source_->InitialReplicas();
   }
 
   ~RemoteRows() override {
@@ -268,7 +269,6 @@ class RemoteRows final : public LearnableRows {
       for (std::vector<bool>& copies : lost_) {
         std::fill(copies.begin(), copies.end(), false);
       }
-      any_lost_ = false;
     }
     return ForEachCopy(
         {}, [&](int, int, GraphStoreClient& server, absl::Span<const NodeId>,
@@ -317,13 +317,12 @@ class RemoteRows final : public LearnableRows {
     std::vector<GoneCopy> list_ ABSL_GUARDED_BY(mu_);
   };
 
-  // The copies this trainer left, as a mask for ForEachOwner/ForEachReplica:
-  // null while it left none (the common case: no copy, no scan), else
-  // `*mask`.
+  // The copies this trainer left, as a mask for ForEachOwner/ForEachReplica,
+  // in `*mask`: always one, since replicas that joined after Connect (past
+  // its ends) hold no copy.
   const RemoteGraphSource::ReplicaMask* Lost(
       RemoteGraphSource::ReplicaMask* mask) const {
     absl::MutexLock lock(&mu_);
-    if (!any_lost_) return nullptr;
     *mask = lost_;
     return mask;
   }
@@ -353,7 +352,6 @@ class RemoteRows final : public LearnableRows {
         static_cast<int>(std::count(copies.begin(), copies.end(), false)) - 1;
     if (left <= 0) return gone.why;
     copies[static_cast<size_t>(gone.replica)] = true;
-    any_lost_ = true;
     ++stats_.copies_dropped;
     const std::string address =
         source_->replicas(gone.part)[static_cast<size_t>(gone.replica)].address;
@@ -455,7 +453,6 @@ class RemoteRows final : public LearnableRows {
   // The copies (replicas of a part) this trainer no longer uses,
   // [part][replica]: gone from pushes, pulls and snapshots until a restore.
   RemoteGraphSource::ReplicaMask lost_ ABSL_GUARDED_BY(mu_);
-  bool any_lost_ ABSL_GUARDED_BY(mu_) = false;  // some copy in lost_
   bool sending_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
@@ -503,11 +500,14 @@ absl::StatusOr<std::unique_ptr<LearnableRows>> MakeRemoteRows(
   // On every copy (each replica of a part holds one), strictly: a copy this
   // trainer could not create the table on, another trainer might, and then
   // wait there for this one's pushes.
+  const RemoteGraphSource::ReplicaMask copies = source->InitialReplicas();
   RETURN_IF_ERROR(source->ForEachReplica(
-      {}, [&](int, int, GraphStoreClient& server, absl::Span<const NodeId>,
-              absl::Span<const size_t>) {
+      {},
+      [&](int, int, GraphStoreClient& server, absl::Span<const NodeId>,
+          absl::Span<const size_t>) {
         return server.CreateEmbeddingTable(config);
-      }));
+      },
+      &copies));
   return std::unique_ptr<LearnableRows>(
       new RemoteRows(source, config, trainer, staleness, wait));
 }

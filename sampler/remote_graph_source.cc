@@ -116,21 +116,32 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
       shared[p] = MapSharedFeatures(found.infos[p],
                                     found.replicas[p].front()->address());
     }
+    // A slot for each server left out: any of them may turn out to serve
+    // this part when it answers.
     parts[p] = std::make_unique<internal::ReplicaSet>(
-        p, found.infos[p].meta, std::move(found.replicas[p]), set_options);
+        p, found.infos[p].meta, std::move(found.replicas[p]), set_options,
+        found.unreached.size());
   }
   const ShardMeta& meta = found.infos[0].meta;
   auto source = std::unique_ptr<RemoteGraphSource>(new RemoteGraphSource(
       std::move(*book), std::move(parts), std::move(shared), meta.feature_dim,
       meta.num_classes, found.partition_id, options));
-  for (const auto& [address, error] : found.unreached) {
+  for (size_t i = 0; i < found.unreached.size(); ++i) {
+    const auto& [address, error] = found.unreached[i];
     std::fprintf(stderr,
                  "shardgnn: warning: storage server %s did not answer (%s); "
                  "going on without it: the other servers cover every part. "
-                 "It does not join this run later\n",
+                 "It joins as a replica once it answers\n",
                  address.c_str(), error.c_str());
+    source->left_out_.push_back(
+        {address, error, std::move(found.late_clients[i])});
   }
-  source->unreached_ = std::move(found.unreached);
+  if (!source->left_out_.empty()) {
+    source->recruiter_ =
+        std::thread([s = source.get(), interval = options.probe_interval] {
+          s->RecruitLoop(interval);
+        });
+  }
   return source;
 }
 
@@ -154,6 +165,101 @@ RemoteGraphSource::RemoteGraphSource(
                  options.client.max_message_bytes / 2 /
                      std::max<int64_t>(1, feature_dim * static_cast<int64_t>(
                                                             sizeof(float)))))) {
+}
+
+RemoteGraphSource::~RemoteGraphSource() {
+  {
+    std::lock_guard<std::mutex> lock(left_out_mu_);
+    stop_recruiting_ = true;
+  }
+  left_out_changed_.notify_all();
+  if (recruiter_.joinable()) recruiter_.join();
+}
+
+std::vector<std::pair<std::string, std::string>> RemoteGraphSource::unreached()
+    const {
+  std::lock_guard<std::mutex> lock(left_out_mu_);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const LeftOut& s : left_out_) {
+    if (!s.joined) out.emplace_back(s.address, s.why);
+  }
+  return out;
+}
+
+RemoteGraphSource::ReplicaMask RemoteGraphSource::InitialReplicas() const {
+  ReplicaMask mask;
+  for (const auto& part : parts_)
+    mask.emplace_back(part->initial_size(), false);
+  return mask;
+}
+
+void RemoteGraphSource::RecruitLoop(absl::Duration probe_interval) {
+  std::unique_lock<std::mutex> lock(left_out_mu_);
+  while (true) {
+    left_out_changed_.wait_for(lock, absl::ToChronoNanoseconds(probe_interval),
+                               [&] { return stop_recruiting_; });
+    if (stop_recruiting_) return;
+    bool any_left = false;
+    // Only this thread adds to or removes from left_out_, and the clients are
+    // its own: the entries stay in place while it probes without the lock.
+    for (LeftOut& server : left_out_) {
+      if (server.client == nullptr) continue;
+      lock.unlock();
+      const bool joined = TryRecruit(&server);
+      lock.lock();
+      if (stop_recruiting_) return;
+      any_left = any_left || !joined;
+    }
+    if (!any_left) return;  // Every one joined (or was given up on).
+  }
+}
+
+bool RemoteGraphSource::TryRecruit(LeftOut* server) {
+  GraphStoreClient& client = *server->client;
+  // As a replica set probes a down replica (ReplicaSetOptions).
+  absl::Status s = client.ProbeServing(absl::Now() + absl::Seconds(1));
+  bool answered = false;  // With something this run cannot use.
+  int part = -1;
+  if (s.ok()) {
+    absl::StatusOr<ServerInfo> info = client.Info();
+    if (!info.ok()) {
+      s = info.status();
+    } else {
+      answered = true;
+      const ShardMeta& m = info->meta;
+      const int num_parts = book_.num_parts();
+      if (m.partition_id != partition_id_ || m.num_parts != num_parts ||
+          m.part_id < 0 || m.part_id >= num_parts) {
+        s = absl::FailedPreconditionError(absl::StrCat(
+            server->address, " serves part ", m.part_id, " of partition ",
+            m.partition_id, " (", m.num_parts, " parts), not this run's ",
+            partition_id_, " (", num_parts, " parts)"));
+      } else {
+        part = m.part_id;
+        s = parts_[static_cast<size_t>(part)]->Join(&server->client, m);
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(left_out_mu_);
+  if (s.ok()) {
+    server->joined = true;
+    std::fprintf(stderr,
+                 "shardgnn: storage server %s answers now: it joins part %d "
+                 "as a replica (%d of the part's servers)\n",
+                 server->address.c_str(), part, num_replicas(part));
+    return true;
+  }
+  const std::string why(s.message());
+  if (answered && why != server->why) {
+    std::fprintf(stderr,
+                 "shardgnn: warning: storage server %s answers but is not "
+                 "used: %s\n",
+                 server->address.c_str(), why.c_str());
+  }
+  server->why = why;
+  // An address given twice: the other one joined; nothing to wait for.
+  if (absl::IsAlreadyExists(s)) server->client.reset();
+  return false;
 }
 
 absl::Status RemoteGraphSource::Group(absl::Span<const NodeId> nodes,
@@ -539,8 +645,9 @@ absl::Status RemoteGraphSource::ForEachReplica(absl::Span<const NodeId> nodes,
   auto run = [&](int p) -> absl::Status {
     const internal::ReplicaSet& set = *parts_[static_cast<size_t>(p)];
     for (size_t r = 0; r < set.size(); ++r) {
-      if (skip != nullptr && (*skip)[static_cast<size_t>(p)].size() > r &&
-          (*skip)[static_cast<size_t>(p)][r]) {
+      // Past the end of the part's mask: joined after the mask was made.
+      if (skip != nullptr && ((*skip)[static_cast<size_t>(p)].size() <= r ||
+                              (*skip)[static_cast<size_t>(p)][r])) {
         continue;
       }
       RETURN_IF_ERROR(fn(p, static_cast<int>(r), set.replica(r), groups.ids(p),

@@ -27,10 +27,13 @@
 #define SHARDGNN_SAMPLER_REMOTE_GRAPH_SOURCE_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -129,13 +132,23 @@ class RemoteGraphSource : public GraphSource {
   // unreachable, still loading) within options.connect_timeout, or within
   // options.spare_replica_wait once every part has a server that answered,
   // is left out when the others cover every part: a line on stderr names it,
-  // unreached() lists it, and it does not join this source later (a replica
-  // that answered and then died does: sampler/internal/replica_set.h). When
-  // a part has no server that answered, Connect fails with the first
-  // unanswered server's error.
+  // and unreached() lists it until it joins. It is probed in the background
+  // every options.probe_interval (gRPC's health check, then Info); once it
+  // serves a part of this partition with the shard that part's replicas
+  // hold, it joins that part as one more replica (a line on stderr;
+  // ReplicaSet::Join), used by calls from then on; the learned tables'
+  // copies never include it (ForEachOwner). One that answers with another
+  // partition or shard is a warning line, and stays out (probed still: it may
+  // be restarted with the right one). A replica that answered and then died
+  // rejoins likewise (sampler/internal/replica_set.h). When a part has no
+  // server that answered, Connect fails with the first unanswered server's
+  // error.
   static absl::StatusOr<std::unique_ptr<RemoteGraphSource>> Connect(
       const std::vector<std::string>& addresses,
       const RemoteGraphSourceOptions& options = {});
+  // Stops probing the servers left out at Connect (at most a probe: a health
+  // check of a second and an Info call).
+  ~RemoteGraphSource() override;
 
   int64_t num_nodes() const override { return book_.num_nodes(); }
   int64_t feature_dim() const override { return feature_dim_; }
@@ -170,10 +183,12 @@ class RemoteGraphSource : public GraphSource {
   // server, ids, positions) for every part owning some of `nodes` (with
   // `all_parts`, for every part, with no IDs for parts owning none),
   // concurrently, each on a live server of its part (ReplicaSet::Run), never
-  // on a replica flagged in `skip` ([part][replica], if given); `replica` is
-  // the server's index among its part's replicas, `positions` the IDs'
-  // indices in `nodes`. Returns the first error. INVALID_ARGUMENT for a node
-  // outside the graph.
+  // on a replica flagged in `skip` ([part][replica], if given), nor on one
+  // past the end of its part's mask (it joined after the mask was made: a
+  // learned table's masks start as initial_replicas() long); `replica` is the
+  // server's index among its part's replicas, `positions` the IDs' indices in
+  // `nodes`. Returns the first error. INVALID_ARGUMENT for a node outside the
+  // graph.
   using OwnerCall = std::function<absl::Status(
       int part, int replica, GraphStoreClient& server,
       absl::Span<const NodeId> ids, absl::Span<const size_t> positions)>;
@@ -191,16 +206,22 @@ class RemoteGraphSource : public GraphSource {
   absl::Status ForEachReplica(absl::Span<const NodeId> nodes,
                               const OwnerCall& fn,
                               const ReplicaMask* skip = nullptr) const;
-  // Servers of part p (its replicas).
+  // Servers of part p (its replicas), those that joined since Connect too.
   int num_replicas(int part) const {
     return static_cast<int>(parts_[static_cast<size_t>(part)]->size());
   }
-
-  // The servers Connect() left out: no answer, while others covered every
-  // part (address, last error), in the order given.
-  const std::vector<std::pair<std::string, std::string>>& unreached() const {
-    return unreached_;
+  // Servers of part p when Connect returned: replicas [0, this) of the part.
+  int initial_replicas(int part) const {
+    return static_cast<int>(parts_[static_cast<size_t>(part)]->initial_size());
   }
+  // The mask of every part's replicas at Connect, none flagged (a learned
+  // table's copies: ForEachOwner, ForEachReplica).
+  ReplicaMask InitialReplicas() const;
+
+  // The servers Connect() left out that have not joined since: no answer
+  // while others covered every part, or an answer naming another partition
+  // or shard (address, last error), in the order given.
+  std::vector<std::pair<std::string, std::string>> unreached() const;
 
   // Whether part p's features are read through shared memory.
   bool reads_shared_memory(int part) const {
@@ -268,7 +289,25 @@ class RemoteGraphSource : public GraphSource {
   int64_t feature_dim_;
   int64_t num_classes_;
   std::string partition_id_;
-  std::vector<std::pair<std::string, std::string>> unreached_;
+  // The servers left out at Connect, and the thread that probes them until
+  // they join or the source is destroyed (RecruitLoop).
+  struct LeftOut {
+    std::string address;
+    std::string why;  // The last error.
+    // The recruiter's own (null once it joined, or was given up on).
+    std::unique_ptr<GraphStoreClient> client;
+    bool joined = false;  // Guarded by left_out_mu_.
+  };
+  // Probes each left-out server every probe_interval; joins those that serve
+  // a part's shard to that part (ReplicaSet::Join).
+  void RecruitLoop(absl::Duration probe_interval);
+  // One probe of *server; true if it joined.
+  bool TryRecruit(LeftOut* server);
+  mutable std::mutex left_out_mu_;
+  std::condition_variable left_out_changed_;
+  std::vector<LeftOut> left_out_;  // Guarded by left_out_mu_, but clients.
+  bool stop_recruiting_ = false;   // Guarded by left_out_mu_.
+  std::thread recruiter_;
   int64_t max_sampled_per_call_;
   int64_t max_ids_per_call_;
   // Feature rows asked in one call: max_ids_per_call_, and half the client's

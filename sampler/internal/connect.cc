@@ -222,6 +222,7 @@ absl::StatusOr<ReachedServers> ReachServers(
   for (size_t i : unreached) {
     found.unreached.emplace_back(addresses[i],
                                  std::string(reached[i].status.message()));
+    found.late_clients.push_back(std::move(reached[i].client));
   }
   return found;
 }

@@ -13,10 +13,10 @@
 //     checksum), and no address is given twice;
 //   * the parts' node ranges tile [0, num_nodes_total) in part order.
 // A server that did not answer (UNAVAILABLE, DEADLINE_EXCEEDED: a dead host,
-// one still loading) is left out, in `unreached`, when the others cover every
-// part; a part with no server answering fails with the first unanswered
-// server's error. Every other error (a bad address, a refusal, a failed
-// check) fails at once, naming the address.
+// one still loading) is left out, in `unreached` with its client, when the
+// others cover every part; a part with no server answering fails with the first
+// unanswered server's error. Every other error (a bad address, a refusal, a
+// failed check) fails at once, naming the address.
 #ifndef SHARDGNN_SAMPLER_INTERNAL_CONNECT_H_
 #define SHARDGNN_SAMPLER_INTERNAL_CONNECT_H_
 
@@ -41,8 +41,10 @@ struct ReachedServers {
   // and the first one's Info.
   std::vector<std::vector<std::unique_ptr<GraphStoreClient>>> replicas;
   std::vector<ServerInfo> infos;
-  // The servers left out: {address, why}.
+  // The servers left out: {address, why}, and their clients (same order),
+  // to probe until they answer (RemoteGraphSource joins them to their part).
   std::vector<std::pair<std::string, std::string>> unreached;
+  std::vector<std::unique_ptr<GraphStoreClient>> late_clients;
 };
 
 absl::StatusOr<ReachedServers> ReachServers(

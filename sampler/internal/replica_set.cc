@@ -114,13 +114,19 @@ bool IsReplicaFailure(const absl::Status& s) {
 
 ReplicaSet::ReplicaSet(int part, ShardMeta meta,
                        std::vector<std::unique_ptr<GraphStoreClient>> replicas,
-                       ReplicaSetOptions options)
-    : part_(part), meta_(std::move(meta)), options_(options) {
-  for (auto& client : replicas) {
-    auto r = std::make_unique<Replica>();
-    r->client = std::move(client);
-    replicas_.push_back(std::move(r));
+                       ReplicaSetOptions options, size_t spare_slots)
+    : part_(part),
+      meta_(std::move(meta)),
+      options_(options),
+      initial_size_(replicas.size()) {
+  // Every slot now: a replica that joins fills one, so the vector never
+  // reallocates under readers.
+  replicas_.resize(replicas.size() + spare_slots);
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    replicas_[i] = std::make_unique<Replica>();
+    replicas_[i]->client = std::move(replicas[i]);
   }
+  size_.store(replicas.size());
   pool_ = std::make_unique<AttemptPool>();
   prober_ = std::thread([this] { ProbeLoop(); });
 }
@@ -137,16 +143,61 @@ ReplicaSet::~ReplicaSet() {
   pool_.reset();
 }
 
+std::string ReplicaSet::MismatchWith(const GraphStoreClient& client,
+                                     const ShardMeta& m) const {
+  if (m.partition_id == meta_.partition_id && m.part_id == meta_.part_id &&
+      m.node_start == meta_.node_start && m.node_end == meta_.node_end &&
+      m.content_checksum == meta_.content_checksum) {
+    return "";
+  }
+  return absl::StrCat(client.address(), " serves part ", m.part_id,
+                      " of partition ", m.partition_id, " (content ",
+                      m.content_checksum, "), not part ", meta_.part_id, " of ",
+                      meta_.partition_id, " (content ", meta_.content_checksum,
+                      ")");
+}
+
+absl::Status ReplicaSet::Join(std::unique_ptr<GraphStoreClient>* client,
+                              const ShardMeta& meta) {
+  const std::string& address = (*client)->address();
+  const std::string mismatch = MismatchWith(**client, meta);
+  if (!mismatch.empty()) return absl::FailedPreconditionError(mismatch);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const size_t n = size();
+    for (size_t i = 0; i < n; ++i) {
+      if (replicas_[i]->client->address() == address) {
+        return absl::AlreadyExistsError(
+            absl::StrCat(address, " is a replica of part ", part_, " already"));
+      }
+    }
+    if (n == replicas_.size()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("part ", part_, " has no slot left for ", address));
+    }
+    auto r = std::make_unique<Replica>();
+    r->client = std::move(*client);
+    replicas_[n] = std::move(r);
+    // Published: readers that see the new size see the slot filled.
+    size_.store(n + 1, std::memory_order_release);
+  }
+  changed_.notify_all();  // Calls waiting for a live replica.
+  return absl::OkStatus();
+}
+
 std::string ReplicaSet::addresses() const {
   std::vector<std::string> all;
-  for (const auto& r : replicas_) all.push_back(r->client->address());
+  const size_t n = size();
+  for (size_t i = 0; i < n; ++i) all.push_back(replicas_[i]->client->address());
   return absl::StrJoin(all, ", ");
 }
 
 std::vector<ReplicaState> ReplicaSet::states() const {
   std::vector<ReplicaState> states;
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& r : replicas_) {
+  const size_t n = size();
+  for (size_t i = 0; i < n; ++i) {
+    const auto& r = replicas_[i];
     ReplicaState s;
     s.address = r->client->address();
     s.up = r->up.load();
@@ -155,20 +206,24 @@ std::vector<ReplicaState> ReplicaSet::states() const {
     s.rejoins = r->rejoins.load();
     s.in_flight = r->in_flight.load();
     s.last_error = r->last_error;
+    s.joined_late = i >= initial_size_;
     states.push_back(std::move(s));
   }
   return states;
 }
 
 int ReplicaSet::IndexOf(const GraphStoreClient& client) const {
-  for (size_t i = 0; i < replicas_.size(); ++i) {
+  const size_t n = size();
+  for (size_t i = 0; i < n; ++i) {
     if (replicas_[i]->client.get() == &client) return static_cast<int>(i);
   }
   return -1;
 }
 
 int ReplicaSet::Pick(const std::vector<bool>& tried) const {
-  const size_t n = replicas_.size();
+  // The replicas the caller's round knows (one that joined since waits for
+  // its next call).
+  const size_t n = tried.size();
   const size_t start = static_cast<size_t>(next_.fetch_add(1) % n);
   int best = -1;
   int best_load = std::numeric_limits<int>::max();
@@ -199,7 +254,7 @@ void ReplicaSet::MarkDown(size_t r, const absl::Status& why) const {
     replica.last_error = std::string(why.message());
     was_up = replica.up.exchange(false);
   }
-  if (was_up && replicas_.size() > 1) {
+  if (was_up && size() > 1) {
     std::fprintf(stderr,
                  "shardgnn: replica %s of part %d is down (%s); its calls go "
                  "to the other replicas\n",
@@ -211,11 +266,13 @@ void ReplicaSet::MarkDown(size_t r, const absl::Status& why) const {
 
 absl::Status ReplicaSet::AllDown(const absl::Status& last,
                                  absl::Duration waited) const {
-  if (replicas_.size() == 1 && waited == absl::ZeroDuration()) return last;
+  const size_t n = size();
+  if (n == 1 && waited == absl::ZeroDuration()) return last;
   std::vector<std::string> each;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& r : replicas_) {
+    for (size_t i = 0; i < n; ++i) {
+      const auto& r = replicas_[i];
       // A client's errors start with its address already.
       const std::string& address = r->client->address();
       const std::string& error = r->last_error;
@@ -226,9 +283,8 @@ absl::Status ReplicaSet::AllDown(const absl::Status& last,
     }
   }
   const std::string who =
-      replicas_.size() == 1
-          ? "its server does not answer"
-          : absl::StrCat("none of its ", replicas_.size(), " replicas answers");
+      n == 1 ? "its server does not answer"
+             : absl::StrCat("none of its ", n, " replicas answers");
   const std::string wait =
       waited > absl::ZeroDuration()
           ? absl::StrFormat(" after waiting %.1f s (--server-wait)",
@@ -261,35 +317,49 @@ absl::Status ReplicaSet::WaitForLive(absl::Time* wait_start,
   }
   // Until a replica comes back (the prober says so), or the next probe.
   std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait_for(lock,
-                    absl::ToChronoNanoseconds(std::min(
-                        options_.probe_interval,
-                        options_.server_wait - (absl::Now() - *wait_start))),
-                    [&] {
-                      for (size_t i = 0; i < replicas_.size(); ++i) {
-                        if (replicas_[i]->up.load() &&
-                            (skipped == nullptr || !(*skipped)[i])) {
-                          return true;
-                        }
-                      }
-                      return stop_;
-                    });
+  changed_.wait_for(
+      lock,
+      absl::ToChronoNanoseconds(
+          std::min(options_.probe_interval,
+                   options_.server_wait - (absl::Now() - *wait_start))),
+      [&] {
+        // A replica that joined counts unless the caller's
+        // mask leaves it out (the mask predates it).
+        const size_t n = size();
+        for (size_t i = 0; i < n; ++i) {
+          if (replicas_[i]->up.load() &&
+              (skipped == nullptr || (i < skipped->size() && !(*skipped)[i]))) {
+            return true;
+          }
+        }
+        return stop_;
+      });
   return absl::OkStatus();
 }
 
 absl::Status ReplicaSet::Run(
     const std::function<absl::Status(GraphStoreClient&)>& call,
     const std::vector<bool>* skip) const {
-  const size_t n = replicas_.size();
+  // The replicas a round may use: those in the set when it starts (one that
+  // joins during a round is used from the next round or call on).
+  size_t n = size();
   // The mask, when the caller leaves some replicas out (null on the common
-  // path: nothing left out, no scan).
-  const std::vector<bool>* skipped =
-      skip != nullptr && skip->size() == n ? skip : nullptr;
-  if (skipped != nullptr &&
-      std::find(skipped->begin(), skipped->end(), false) == skipped->end()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("part ", part_, ": every replica (", addresses(),
-                     ") is left out of this call"));
+  // path: nothing left out, no scan). Replicas past its end joined after the
+  // caller made it, and are left out too.
+  std::vector<bool> mask;
+  const std::vector<bool>* skipped = nullptr;
+  auto fit_mask = [&] {
+    mask.assign(n, true);
+    std::copy_n(skip->begin(), std::min(n, skip->size()), mask.begin());
+    skipped = &mask;
+  };
+  if (skip != nullptr) {
+    fit_mask();
+    if (std::find(mask.begin(), mask.end(), false) == mask.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("part ", part_, ": every replica (", addresses(),
+                       ") is left out of this call"));
+    }
   }
   // Replicas tried this round; the skipped ones count as tried in every round.
   std::vector<bool> tried =
@@ -300,12 +370,15 @@ absl::Status ReplicaSet::Run(
   while (true) {
     const int i = Pick(tried);
     if (i < 0) {
-      // Every replica failed this round.
+      // Every replica failed this round. Another round, with a replica
+      // that joined meanwhile (WaitForLive returns at once for one).
       RETURN_IF_ERROR(WaitForLive(&wait_start, last, skipped));
+      n = size();
       if (skipped != nullptr) {
+        fit_mask();
         tried = *skipped;
       } else {
-        std::fill(tried.begin(), tried.end(), false);
+        tried.assign(n, false);
       }
       continue;
     }
@@ -335,7 +408,8 @@ bool ReplicaSet::ShouldHedge() const {
     return false;
   }
   int live = 0;
-  for (const auto& r : replicas_) live += r->up.load() ? 1 : 0;
+  const size_t n = size();
+  for (size_t i = 0; i < n; ++i) live += replicas_[i]->up.load() ? 1 : 0;
   return live >= 2;
 }
 
@@ -391,7 +465,7 @@ absl::Status ReplicaSet::RunHedged(Attempt attempt,
                                    std::shared_ptr<void>* result,
                                    std::string* answered_by) const {
   auto race = std::make_shared<Race>(std::move(attempt));
-  const size_t n = replicas_.size();
+  size_t n = size();
   // Replicas with an attempt this round (running, or failed).
   std::vector<bool> tried(n, false);
   absl::Status last;
@@ -418,6 +492,7 @@ absl::Status ReplicaSet::RunHedged(Attempt attempt,
         lock.unlock();
         RETURN_IF_ERROR(WaitForLive(&wait_start, last));
         lock.lock();
+        n = size();  // With a replica that joined meanwhile.
         tried.assign(n, false);
         continue;
       }
@@ -469,7 +544,8 @@ void ReplicaSet::ProbeLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     std::vector<size_t> down;
-    for (size_t r = 0; r < replicas_.size(); ++r) {
+    const size_t n = size();
+    for (size_t r = 0; r < n; ++r) {
       if (!replicas_[r]->up.load()) down.push_back(r);
     }
     if (down.empty()) {
@@ -495,17 +571,10 @@ bool ReplicaSet::Probe(size_t r) {
     auto info = client.Info();
     if (!info.ok()) {
       s = info.status();
-    } else {
-      const ShardMeta& m = info->meta;
-      if (m.partition_id != meta_.partition_id || m.part_id != meta_.part_id ||
-          m.node_start != meta_.node_start || m.node_end != meta_.node_end ||
-          m.content_checksum != meta_.content_checksum) {
-        s = absl::FailedPreconditionError(absl::StrCat(
-            client.address(), " is back but serves part ", m.part_id,
-            " of partition ", m.partition_id, " (content ", m.content_checksum,
-            "), not part ", meta_.part_id, " of ", meta_.partition_id,
-            " (content ", meta_.content_checksum, ")"));
-      }
+    } else if (std::string mismatch = MismatchWith(client, info->meta);
+               !mismatch.empty()) {
+      s = absl::FailedPreconditionError(
+          absl::StrCat(mismatch, " (back on its address)"));
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -515,7 +584,7 @@ bool ReplicaSet::Probe(size_t r) {
   }
   replica.up = true;
   replica.rejoins.fetch_add(1);
-  if (replicas_.size() > 1 || options_.server_wait > absl::ZeroDuration()) {
+  if (size() > 1 || options_.server_wait > absl::ZeroDuration()) {
     std::fprintf(stderr, "shardgnn: replica %s of part %d is back\n",
                  client.address().c_str(), part_);
   }

@@ -37,6 +37,12 @@
 // owned by the call (see Call). Run, the zero-copy path that writes into the
 // caller's buffers, is never hedged.
 //
+// A replica may join the set later (Join: a server that did not answer when
+// the trainer connected, once it answers and describes the same shard), into
+// one of the spare slots the set was made with: it is appended, so indices
+// stay, and size() grows. A call uses the replicas there are when it starts;
+// a mask (`skip`) made before a replica joined leaves that replica out.
+//
 // Thread-safe; Run and Call may be called from many threads at once. The
 // destructor waits for attempts still running (hedges that lost, or whose
 // caller got its answer elsewhere): at most a call deadline.
@@ -85,32 +91,43 @@ bool IsReplicaFailure(const absl::Status& s);
 struct ReplicaState {
   std::string address;
   bool up = true;
-  int64_t calls = 0;     // Calls run on it.
-  int64_t failures = 0;  // Calls that failed over from it.
-  int64_t rejoins = 0;   // Times it came back after being marked down.
-  int in_flight = 0;     // Attempts running on it now (hedges' losers too).
+  int64_t calls = 0;         // Calls run on it.
+  int64_t failures = 0;      // Calls that failed over from it.
+  int64_t rejoins = 0;       // Times it came back after being marked down.
+  bool joined_late = false;  // Not in the set when it was made (Join).
+  int in_flight = 0;         // Attempts running on it now (hedges' losers too).
   std::string last_error;
 };
 
 class ReplicaSet {
  public:
-  // `replicas` serve part `part` and all describe `meta`. REQUIRES: at least
-  // one replica.
+  // `replicas` serve part `part` and all describe `meta`; up to
+  // `spare_slots` more may Join later. REQUIRES: at least one replica.
   ReplicaSet(int part, ShardMeta meta,
              std::vector<std::unique_ptr<GraphStoreClient>> replicas,
-             ReplicaSetOptions options);
+             ReplicaSetOptions options, size_t spare_slots = 0);
   // Stops the prober (waits for a probe in progress: at most probe_timeout
   // plus an Info call).
   ~ReplicaSet();
   ReplicaSet(const ReplicaSet&) = delete;
   ReplicaSet& operator=(const ReplicaSet&) = delete;
 
+  // Adds *client, whose server answered Info with `meta`, as a live replica
+  // with the next index (size() before the call; *client is moved from), and
+  // wakes calls waiting for a live replica. Otherwise *client is left as it
+  // was: FAILED_PRECONDITION if `meta` is not this part's shard (partition,
+  // part, node range, content checksum), ALREADY_EXISTS for an address in the
+  // set, RESOURCE_EXHAUSTED when no spare slot is left.
+  absl::Status Join(std::unique_ptr<GraphStoreClient>* client,
+                    const ShardMeta& meta);
+
   // Runs `call` on a live replica, failing over as described above. `call`
   // must be safe to run again on another replica after it failed on one (it
   // writes its results only where a later run overwrites them). Runs on the
   // calling thread; never hedged. With `skip` (one flag per replica), the
   // replicas flagged are never called (a learned table's copies a trainer
-  // stopped using: sampler/embedding_rows.h); FAILED_PRECONDITION if all are.
+  // stopped using: sampler/embedding_rows.h), nor those past its end (they
+  // joined after it was made); FAILED_PRECONDITION if all are left out.
   absl::Status Run(const std::function<absl::Status(GraphStoreClient&)>& call,
                    const std::vector<bool>* skip = nullptr) const;
 
@@ -134,7 +151,11 @@ class ReplicaSet {
       std::string* answered_by = nullptr) const;
 
   int part() const { return part_; }
-  size_t size() const { return replicas_.size(); }
+  // The replicas now (those made with, and those that joined since).
+  size_t size() const { return size_.load(std::memory_order_acquire); }
+  // The replicas the set was made with: indices [0, initial_size()).
+  size_t initial_size() const { return initial_size_; }
+  // REQUIRES: i < size().
   GraphStoreClient& replica(size_t i) const { return *replicas_[i]->client; }
   // The index of `client` among the replicas, or -1.
   int IndexOf(const GraphStoreClient& client) const;
@@ -187,11 +208,19 @@ class ReplicaSet {
   // Whether replica r answers and still serves this part's shard; sets its
   // last error if not.
   bool Probe(size_t r);
+  // Empty if `m` (from `client`'s Info) describes this part's shard, else
+  // what differs.
+  std::string MismatchWith(const GraphStoreClient& client,
+                           const ShardMeta& m) const;
 
   const int part_;
   const ShardMeta meta_;
+  // Every slot, filled ones first: [0, size_) hold replicas (a slot is
+  // filled under mu_ before size_ is raised past it), the rest are spare.
   std::vector<std::unique_ptr<Replica>> replicas_;
+  std::atomic<size_t> size_{0};
   const ReplicaSetOptions options_;
+  const size_t initial_size_;
   mutable std::atomic<uint64_t> next_{0};  // Round-robin start for ties.
   mutable std::atomic<int64_t> failovers_{0};
   mutable std::atomic<int64_t> hedges_sent_{0}, hedges_won_{0};

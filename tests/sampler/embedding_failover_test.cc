@@ -196,6 +196,47 @@ TEST_F(EmbeddingFailoverTest, APullFindingNoTableOnACopyIsAskedOfAnother) {
   EXPECT_TRUE(TablesOn(1, 1).empty());
 }
 
+// A replica that joined after Connect (its server was down then) holds no
+// copy of a table: the table is not created there, pushes and pulls never go
+// to it, and no copy is dropped; the rows stay exact.
+TEST_F(EmbeddingFailoverTest, AReplicaThatJoinedLateHoldsNoCopy) {
+  constexpr int64_t kSteps = 6;
+  const std::vector<float> reference = Reference(kSteps);
+  const std::string late = servers_[1][1]->address();
+  Kill(1, 1);
+  std::vector<std::string> addresses = {late};
+  for (int p = 0; p < kParts; ++p) {
+    for (const auto& server : servers_[p]) {
+      if (server != nullptr) addresses.push_back(server->address());
+    }
+  }
+  RemoteGraphSourceOptions options;
+  options.connect_timeout = absl::Seconds(10);
+  options.spare_replica_wait = absl::Seconds(1);
+  options.probe_interval = absl::Milliseconds(100);
+  options.client.call_timeout = absl::Seconds(5);
+  remote_.reset();
+  ASSERT_OK_AND_ASSIGN(remote_, RemoteGraphSource::Connect(addresses, options));
+  ASSERT_EQ(remote_->num_replicas(1), 1);
+  ASSERT_NO_FATAL_FAILURE(Restart(1, 1, late));
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (remote_->num_replicas(1) < 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_EQ(remote_->num_replicas(1), 2) << "not joined within 10 s";
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<LearnableRows> rows,
+                       MakeRemoteRows(remote_.get(), config_, 0, 0));
+  for (int64_t s = 0; s < kSteps; ++s) ASSERT_NO_FATAL_FAILURE(Step(*rows, s));
+  ASSERT_OK(rows->Flush());
+  // Pulls spread over a part's copies would reach the late one in a few.
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(PullAll(*rows, kSteps), reference);
+  EXPECT_EQ(rows->stats().copies_dropped, 0);
+  EXPECT_TRUE(TablesOn(1, 1).empty());
+  const auto tables = TablesOn(1, 0);
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_EQ(tables[0].applied_steps, kSteps);
+}
+
 // The last copy of a part lost fails the push (the run then rolls back to
 // its checkpoint), naming the server.
 TEST_F(EmbeddingFailoverTest, LosingEveryCopyOfAPartFailsThePush) {

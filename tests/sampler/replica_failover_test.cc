@@ -374,6 +374,75 @@ TEST_P(ReplicaFailoverTest, AReplicaDownAtConnectIsLeftOutIfItsPartHasAnother) {
   EXPECT_GT(servers_[0][1]->Totals().calls, 0);
 }
 
+// A replica down when the trainer connected joins its part once its server
+// answers (probed every 100 ms here): it is called from then on, and carries
+// the part alone when the part's other replica dies.
+TEST_P(ReplicaFailoverTest, AReplicaDownAtConnectJoinsWhenItAnswers) {
+  const std::string late = servers_[0][0]->address();
+  Kill(0, 0);
+  ASSERT_NO_FATAL_FAILURE(Connect(absl::ZeroDuration(), {late}));
+  ASSERT_EQ(remote_->num_replicas(0), 1);
+  auto remote = Sampler(remote_.get());
+  auto local = Sampler(local_.get());
+  ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), 0));
+  ASSERT_OK_AND_ASSIGN(servers_[0][0],
+                       testing::ServePart(tmp_.Sub("part"), 0, true, late));
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (remote_->num_replicas(0) < 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_EQ(remote_->num_replicas(0), 2) << "not joined within 10 s";
+  EXPECT_EQ(remote_->initial_replicas(0), 1);
+  const std::vector<internal::ReplicaState> states = remote_->replicas(0);
+  EXPECT_EQ(states[1].address, late);
+  EXPECT_TRUE(states[1].up);
+  EXPECT_TRUE(states[1].joined_late);
+  EXPECT_FALSE(states[0].joined_late);
+  EXPECT_TRUE(remote_->unreached().empty());
+  // The part's replica at Connect dies: the one that joined answers alone.
+  Kill(0, 1);
+  for (int b = 1; b < 6; ++b) {
+    ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), b));
+  }
+  EXPECT_GT(servers_[0][0]->Totals().calls, 0);
+  EXPECT_FALSE(remote_->replicas(0)[0].up);
+}
+
+// A server left out at Connect that answers later with another partition's
+// shard stays out: unreached() says why, and the part keeps its replica.
+TEST_P(ReplicaFailoverTest, AServerLeftOutThatServesAnotherPartitionStaysOut) {
+  const std::string late = servers_[0][0]->address();
+  Kill(0, 0);
+  ASSERT_NO_FATAL_FAILURE(Connect(absl::ZeroDuration(), {late}));
+  ASSERT_OK(testing::MakePartitionedRmat(tmp_.Sub("other"), kNodes, kParts, 6)
+                .status());
+  ASSERT_OK_AND_ASSIGN(
+      servers_[0][0],
+      testing::ServePart(JoinPath(tmp_.Sub("other"), "part"), 0, true, late));
+  auto said_why = [&] {
+    const auto left_out = remote_->unreached();
+    return left_out.size() == 1 &&
+           left_out[0].second.find("not this run's") != std::string::npos;
+  };
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!said_why() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_EQ(remote_->unreached().size(), 1u);
+  EXPECT_EQ(remote_->unreached()[0].first, late);
+  EXPECT_THAT(remote_->unreached()[0].second,
+              AllOf(HasSubstr(late), HasSubstr("not this run's"),
+                    HasSubstr(remote_->partition_id())));
+  // Several more probes: still out.
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_EQ(remote_->num_replicas(0), 1);
+  auto remote = Sampler(remote_.get());
+  auto local = Sampler(local_.get());
+  for (int b = 0; b < 3; ++b) {
+    ASSERT_NO_FATAL_FAILURE(ExpectSameBatch(remote.get(), local.get(), b));
+  }
+}
+
 // No server of part 1 answers: Connect waits the connect timeout (not the
 // spare wait) and fails naming one of them.
 TEST_P(ReplicaFailoverTest, APartWithNoServerAnsweringFailsConnect) {
