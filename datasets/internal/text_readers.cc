@@ -57,9 +57,17 @@ absl::Status ReadEdgeText(const std::string& path, EdgeSeparator sep,
       }
     }
     if (fields.size() != 2) {
-      return reader->LineError(absl::StrCat("expected 2 columns (src",
-                                            c == ',' ? "," : " ",
-                                            "dst), found ", fields.size()));
+      // A third column is most often a weight: say what to do with it.
+      const std::string hint =
+          fields.size() == 3
+              ? absl::StrCat(
+                    " (a weight column? edge weights are not used: keep the "
+                    "first two columns, e.g. ",
+                    c == ',' ? "cut -d, -f1,2" : "awk '{print $1, $2}'", ")")
+              : "";
+      return reader->LineError(
+          absl::StrCat("expected 2 columns (src", c == ',' ? "," : " ",
+                       "dst), found ", fields.size(), hint));
     }
     NodeId ids[2];
     for (int k = 0; k < 2; ++k) {

@@ -156,8 +156,18 @@ TEST_F(EdgeListImporterTest, EdgeNpyIdOutOfRangeNamesTheEdge) {
 }
 
 TEST_F(EdgeListImporterTest, WrongColumnCount) {
-  testing::WriteText(tmp_.Sub("in/g.txt"), "0 1\n1 2 0.5\n");
-  ExpectFailure(Options(), "g.txt:2: expected 2 columns");
+  testing::WriteText(tmp_.Sub("in/g.txt"), "0 1\n1 2 0 5\n");
+  ExpectFailure(Options(), "g.txt:2: expected 2 columns (src dst), found 4");
+}
+
+// A weighted edge list (src dst weight) is refused with what to do: weights
+// are not used, and dropping a column silently would hide that.
+TEST_F(EdgeListImporterTest, AWeightColumnIsRefusedWithAHint) {
+  testing::WriteText(tmp_.Sub("in/g.txt"), "0 1 0.5\n1 2 0.5\n");
+  ExpectFailure(Options(),
+                "g.txt:1: expected 2 columns (src dst), found 3 (a weight "
+                "column? edge weights are not used: keep the first two "
+                "columns, e.g. awk '{print $1, $2}')");
 }
 
 TEST_F(EdgeListImporterTest, NonNumericField) {
