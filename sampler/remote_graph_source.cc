@@ -126,15 +126,15 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
   auto source = std::unique_ptr<RemoteGraphSource>(new RemoteGraphSource(
       std::move(*book), std::move(parts), std::move(shared), meta.feature_dim,
       meta.num_classes, found.partition_id, options));
-  for (size_t i = 0; i < found.unreached.size(); ++i) {
-    const auto& [address, error] = found.unreached[i];
+  for (internal::UnreachedServer& server : found.unreached) {
     std::fprintf(stderr,
                  "shardgnn: warning: storage server %s did not answer (%s); "
                  "going on without it: the other servers cover every part. "
                  "It joins as a replica once it answers\n",
-                 address.c_str(), error.c_str());
-    source->left_out_.push_back(
-        {address, error, std::move(found.late_clients[i])});
+                 server.address.c_str(), server.why.c_str());
+    source->left_out_.push_back({std::move(server.address),
+                                 std::move(server.why),
+                                 std::move(server.client)});
   }
   if (!source->left_out_.empty()) {
     source->recruiter_ =
@@ -216,8 +216,9 @@ void RemoteGraphSource::RecruitLoop(absl::Duration probe_interval) {
 
 bool RemoteGraphSource::TryRecruit(LeftOut* server) {
   GraphStoreClient& client = *server->client;
-  // As a replica set probes a down replica (ReplicaSetOptions).
-  absl::Status s = client.ProbeServing(absl::Now() + absl::Seconds(1));
+  // As a replica set probes a down replica.
+  absl::Status s = client.ProbeServing(
+      absl::Now() + internal::ReplicaSetOptions().probe_timeout);
   bool answered = false;  // With something this run cannot use.
   int part = -1;
   if (s.ok()) {

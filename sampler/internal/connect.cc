@@ -220,9 +220,9 @@ absl::StatusOr<ReachedServers> ReachServers(
     found.infos.push_back(std::move(infos[p]));
   }
   for (size_t i : unreached) {
-    found.unreached.emplace_back(addresses[i],
-                                 std::string(reached[i].status.message()));
-    found.late_clients.push_back(std::move(reached[i].client));
+    found.unreached.push_back({addresses[i],
+                               std::string(reached[i].status.message()),
+                               std::move(reached[i].client)});
   }
   return found;
 }

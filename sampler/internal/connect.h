@@ -32,6 +32,14 @@
 
 namespace shardgnn::internal {
 
+// A server left out: its address, why (its last error), and its client, to
+// probe until it answers (RemoteGraphSource joins it to its part).
+struct UnreachedServer {
+  std::string address;
+  std::string why;
+  std::unique_ptr<GraphStoreClient> client;
+};
+
 struct ReachedServers {
   std::string partition_id;
   // Part p's nodes are [ranges[p], ranges[p + 1]); ranges.back() is the
@@ -41,10 +49,8 @@ struct ReachedServers {
   // and the first one's Info.
   std::vector<std::vector<std::unique_ptr<GraphStoreClient>>> replicas;
   std::vector<ServerInfo> infos;
-  // The servers left out: {address, why}, and their clients (same order),
-  // to probe until they answer (RemoteGraphSource joins them to their part).
-  std::vector<std::pair<std::string, std::string>> unreached;
-  std::vector<std::unique_ptr<GraphStoreClient>> late_clients;
+  // The servers left out, in the order their addresses were given.
+  std::vector<UnreachedServer> unreached;
 };
 
 absl::StatusOr<ReachedServers> ReachServers(
