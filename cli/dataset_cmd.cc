@@ -1,7 +1,5 @@
 // `shardgnn dataset import` and `shardgnn dataset generate`: build a canonical
 // dataset directory.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -292,9 +290,8 @@ absl::StatusOr<BuildSummary> RunGenerate(const GenerateFlags& f) {
 }
 
 // Builds the dataset with `build` and, given `edge_split`, splits its edges
-// for link prediction (datasets/edge_split.h): the dataset is built under a
-// temporary name next to `out` and the split one written to `out`, so `out`
-// appears whole or not at all.
+// for link prediction (datasets/edge_split.h BuildWithEdgeSplit: `out`
+// appears whole or not at all).
 absl::StatusOr<BuildSummary> WithEdgeSplit(
     const std::string& edge_split, uint64_t seed, const std::string& out,
     const std::function<absl::StatusOr<BuildSummary>(const std::string&)>&
@@ -302,31 +299,10 @@ absl::StatusOr<BuildSummary> WithEdgeSplit(
   if (edge_split.empty()) return build(out);
   ASSIGN_OR_RETURN(EdgeSplitOptions options, ParseEdgeSplit(edge_split));
   options.seed = seed;
-  if (fs::exists(out)) {
-    return absl::AlreadyExistsError(absl::StrCat(out, " already exists"));
-  }
-  const std::string whole = absl::StrCat(out, ".before-edge-split-", getpid());
-  absl::StatusOr<BuildSummary> built = build(whole);
-  absl::StatusOr<EdgeSplitSummary> split =
-      built.ok() ? SplitDatasetEdges(whole, options, out)
-                 : absl::StatusOr<EdgeSplitSummary>(built.status());
-  std::error_code ec;
-  fs::remove_all(whole, ec);
-  RETURN_IF_ERROR(split.status());
-  std::printf(
-      "edge split (seed %llu): %lld train / %lld valid / %lld test of %lld "
-      "edges, as many negative pairs for valid and test; valid and test edges "
-      "removed from the graph\n",
-      static_cast<unsigned long long>(seed),
-      static_cast<long long>(split->train),
-      static_cast<long long>(split->valid), static_cast<long long>(split->test),
-      static_cast<long long>(split->candidates));
-  BuildSummary summary = *built;
-  summary.out_dir = out;
-  // Of the graph that remains.
-  summary.nodes_without_neighbors = split->nodes_without_neighbors;
-  summary.split_nodes_without_neighbors.clear();
-  ASSIGN_OR_RETURN(summary.manifest, ReadDatasetManifest(out));
+  EdgeSplitSummary split;
+  ASSIGN_OR_RETURN(BuildSummary summary,
+                   BuildWithEdgeSplit(options, out, build, &split));
+  std::printf("%s\n", DescribeEdgeSplit(split, seed).c_str());
   return summary;
 }
 

@@ -32,6 +32,8 @@
 #include "common/ports.h"
 #include "common/status.h"
 #include "common/subprocess.h"
+#include "datasets/edge_split.h"
+#include "datasets/importers.h"
 #include "nlohmann/json.hpp"
 #include "partition/partition.h"
 #include "partition/partition_book.h"
@@ -47,6 +49,7 @@ struct RunFlags {
   std::string format = "ogb";
   std::string name;
   std::string split_name;
+  std::string edge_split;  // --task link on raw input; empty: kGaeEdgeSplit.
   int parts = 2;
   int trainers = 2;
   std::string method = "metis";
@@ -107,14 +110,15 @@ absl::Status CheckFlagConflicts(const RunFlags& flags) {
   };
   RETURN_IF_ERROR(conflicts(
       "--partition",
-      {"--dataset", "--name", "--format", "--split-name", "--parts",
-       "--method"},
+      {"--dataset", "--name", "--format", "--split-name", "--edge-split",
+       "--parts", "--method"},
       "a partition directory already fixes its dataset, parts and method"));
   for (const char* owner : {"--servers", "--cluster"}) {
     RETURN_IF_ERROR(conflicts(
         owner,
-        {"--dataset", "--name", "--format", "--split-name", "--parts",
-         "--method", "--disk", "--replicas", "--max-server-restarts"},
+        {"--dataset", "--name", "--format", "--split-name", "--edge-split",
+         "--parts", "--method", "--disk", "--replicas",
+         "--max-server-restarts"},
         "running servers already serve their partition, from memory or disk; "
         "this run starts only trainers"));
   }
@@ -134,9 +138,16 @@ absl::StatusOr<std::string> PreparePartition(const RunFlags& flags) {
   options.num_parts = flags.parts;
   options.method = flags.method;
   options.seed = flags.training.seed;
+  const bool link = flags.training.task == "link";
+  if (flags.given("--edge-split") && !link) {
+    return absl::InvalidArgumentError(
+        "--edge-split is for --task link (it splits a raw input's edges into "
+        "train, valid and test at import)");
+  }
   if (IsDatasetDir(options.input)) {
     std::vector<std::string> import_flags;
-    for (const char* flag : {"--name", "--format", "--split-name"}) {
+    for (const char* flag :
+         {"--name", "--format", "--split-name", "--edge-split"}) {
       if (flags.given(flag)) import_flags.push_back(flag);
     }
     if (!import_flags.empty()) {
@@ -149,6 +160,23 @@ absl::StatusOr<std::string> PreparePartition(const RunFlags& flags) {
     return absl::InvalidArgumentError(
         "shardgnn run imports only --format ogb; import other formats with "
         "`shardgnn dataset import` and pass the dataset directory");
+  } else if (link) {
+    // A link run splits the edges itself unless the input's split holds
+    // edges already (an OGB link split, imported as given).
+    OgbImportOptions ogb;
+    ogb.input_dir = options.input;
+    ogb.split = options.split_name;
+    ASSIGN_OR_RETURN(bool given, OgbSplitHoldsEdges(ogb));
+    if (given && flags.given("--edge-split")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          options.input,
+          ": its split holds edges already (a given link prediction split); "
+          "drop --edge-split"));
+    }
+    if (!given) {
+      options.edge_split =
+          flags.edge_split.empty() ? kGaeEdgeSplit : flags.edge_split;
+    }
   }
   return cli::PreparePartition(options);
 }
@@ -205,6 +233,13 @@ absl::Status RunPipeline(const RunFlags& flags) {
     }
     ASSIGN_OR_RETURN(PartitionManifest manifest,
                      ReadPartitionManifest(partition_dir));
+    if (flags.training.task == "link" && !manifest.edge_splits.count("train")) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          partition_dir,
+          " has no edge split for --task link: give run the raw input (it "
+          "splits the edges at import), or partition a dataset made with "
+          "`shardgnn dataset import|generate --edge-split 0.85,0.05,0.10`"));
+    }
     // Made once the data is ready, so a refused run leaves no work dir.
     if (security.auth_token_file.empty()) {
       ASSIGN_OR_RETURN(generated, GeneratedToken::Create(flags.work_dir));
@@ -445,6 +480,12 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--split-name", flags->split_name,
                   "Which split/<name>/ of a raw OGB input to import (default: "
                   "the only one)");
+  cmd->add_option("--edge-split", flags->edge_split,
+                  "With --task link, the fractions of a raw input's edges "
+                  "for train, valid and test (split at import, seeded by "
+                  "--seed; GAE's protocol: valid and test edges leave the "
+                  "graph; default 0.85,0.05,0.10). Not used when the input's "
+                  "split holds edges");
   cmd->add_option("--format", flags->format,
                   "Format of a raw --dataset to import (only ogb)")
       ->capture_default_str();

@@ -24,6 +24,7 @@
 #include "common/file_util.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
+#include "datasets/edge_split.h"
 #include "datasets/importers.h"
 #include "partition/partition.h"
 #include "partition/partition_book.h"
@@ -42,8 +43,9 @@ std::string FolderName(const std::string& path) {
 
 // XXH64 over the import options and every file under the input's raw/ and
 // split/ (relative path, size, bytes), in path order.
-absl::StatusOr<std::string> OgbInputChecksum(const std::string& input,
-                                             const std::string& split_name) {
+absl::StatusOr<std::string> OgbInputChecksum(const RunDataOptions& options) {
+  const std::string& input = options.input;
+  const std::string& split_name = options.split_name;
   std::vector<std::string> files;
   for (const char* sub : {"raw", "split"}) {
     std::error_code ec;
@@ -64,6 +66,11 @@ absl::StatusOr<std::string> OgbInputChecksum(const std::string& input,
   Checksum sum;
   sum.Update(absl::StrCat("shardgnn-run-import/1 ogb undirected split ",
                           split_name.size(), ":", split_name, "\n"));
+  // (Only when there is one: imports without keep their checksums.)
+  if (!options.edge_split.empty()) {
+    sum.Update(absl::StrCat("edge split ", options.edge_split, " seed ",
+                            options.seed, "\n"));
+  }
   for (const std::string& file : files) {
     ASSIGN_OR_RETURN(std::string hex, ChecksumFile(JoinPath(input, file)));
     sum.Update(absl::StrCat(file.size(), ":", file, " ", hex, "\n"));
@@ -119,18 +126,21 @@ absl::StatusOr<std::string> PrepareDataset(const RunDataOptions& options) {
         absl::StrCat("dataset name '", name,
                      "' is not a plain name; choose one with --name"));
   }
-  ASSIGN_OR_RETURN(std::string key,
-                   OgbInputChecksum(options.input, options.split_name));
+  ASSIGN_OR_RETURN(std::string key, OgbInputChecksum(options));
   const std::string datasets = JoinPath(options.work_dir, "datasets");
   const std::string dir = JoinPath(datasets, absl::StrCat(name, "-", key));
   if (IsDatasetDir(dir)) {
     ASSIGN_OR_RETURN(DatasetManifest manifest, ReadDatasetManifest(dir));
-    if (manifest.name != name || manifest.directed) {
+    const bool split = !options.edge_split.empty();
+    if (manifest.name != name || manifest.directed ||
+        manifest.edge_splits.empty() == split) {
       return absl::FailedPreconditionError(absl::StrCat(
           dir, " should hold the undirected import '", name, "' of ",
-          options.input, " but its manifest says '", manifest.name, "', ",
+          options.input, split ? " with" : " without",
+          " an edge split but its manifest says '", manifest.name, "', ",
           manifest.directed ? "directed" : "undirected",
-          "; remove it or choose another --work-dir"));
+          manifest.edge_splits.empty() ? ", without" : ", with",
+          " an edge split; remove it or choose another --work-dir"));
     }
     std::printf(
         "shardgnn run: reusing dataset %s (imported before from input of the "
@@ -140,10 +150,16 @@ absl::StatusOr<std::string> PrepareDataset(const RunDataOptions& options) {
     return dir;
   }
   std::printf(
-      "shardgnn run: importing %s into %s%s\n", options.input.c_str(),
+      "shardgnn run: importing %s into %s%s%s\n", options.input.c_str(),
       dir.c_str(),
+      options.edge_split.empty()
+          ? ""
+          : absl::StrCat(", splitting its edges for --task link (",
+                         options.edge_split, ", seed ", options.seed, ")")
+                .c_str(),
       Because(OthersNamed(datasets, name, dir,
-                          absl::StrCat("another input named '", name, "'")))
+                          absl::StrCat("another input named '", name,
+                                       "' or another import of it")))
           .c_str());
   std::fflush(stdout);
   OgbImportOptions import;
@@ -151,7 +167,24 @@ absl::StatusOr<std::string> PrepareDataset(const RunDataOptions& options) {
   import.split = options.split_name;
   import.edges.undirected = true;
   import.name = name;
-  ASSIGN_OR_RETURN(BuildSummary summary, ImportOgb(import, dir));
+  import.seed = options.seed;
+  BuildSummary summary;
+  if (options.edge_split.empty()) {
+    ASSIGN_OR_RETURN(summary, ImportOgb(import, dir));
+  } else {
+    ASSIGN_OR_RETURN(EdgeSplitOptions split,
+                     ParseEdgeSplit(options.edge_split));
+    split.seed = options.seed;
+    EdgeSplitSummary made;
+    ASSIGN_OR_RETURN(summary, BuildWithEdgeSplit(
+                                  split, dir,
+                                  [&import](const std::string& out) {
+                                    return ImportOgb(import, out);
+                                  },
+                                  &made));
+    std::printf("shardgnn run: %s\n",
+                DescribeEdgeSplit(made, options.seed).c_str());
+  }
   for (const std::string& warning : summary.warnings) {
     std::printf("shardgnn run: warning: %s\n", warning.c_str());
   }

@@ -6,7 +6,8 @@
 //   WORK_DIR/partitions/<name>-<K>parts-<method>-seed<S>-<dataset checksum>/
 //
 // The input checksum is XXH64 over every file under a raw OGB input's raw/
-// and split/ (path, size and bytes) and the import options; the dataset
+// and split/ (path, size and bytes) and the import options (an edge split and
+// its seed among them); the dataset
 // checksum is DatasetContentChecksum of the dataset's manifest (datasets/
 // dataset.h). So another dataset with the same name, or an input edited in
 // place, gets directories of its own: nothing is reused for other content, and
@@ -32,6 +33,11 @@ struct RunDataOptions {
   std::string name;  // Name of an import; empty: the input's folder name.
   std::string
       split_name;  // Which split/<name>/ to import; empty: the only one.
+  // Link prediction: "TRAIN,VALID,TEST" fractions to split a raw input's
+  // edges into at import (datasets/edge_split.h, seeded by `seed`); empty:
+  // none. Such an import is its own directory: the input imported without a
+  // split, or with another, is not reused for it.
+  std::string edge_split;
   int num_parts = 2;
   std::string method = "metis";  // PartitionMethod's name.
   uint64_t seed = 0;

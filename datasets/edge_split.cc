@@ -1,7 +1,10 @@
 #include "datasets/edge_split.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iterator>
 #include <map>
 #include <string>
@@ -285,6 +288,41 @@ absl::StatusOr<EdgeSplitSummary> SplitDatasetEdges(
   ASSIGN_OR_RETURN(EdgeSplitSummary summary, SplitEdges(options, &dataset));
   RETURN_IF_ERROR(WriteDataset(dataset, out_dir));
   return summary;
+}
+
+absl::StatusOr<BuildSummary> BuildWithEdgeSplit(
+    const EdgeSplitOptions& options, const std::string& out_dir,
+    const std::function<absl::StatusOr<BuildSummary>(const std::string&)>&
+        build,
+    EdgeSplitSummary* split) {
+  std::error_code ec;
+  if (std::filesystem::exists(out_dir, ec)) {
+    return absl::AlreadyExistsError(absl::StrCat(out_dir, " already exists"));
+  }
+  const std::string whole =
+      absl::StrCat(out_dir, ".before-edge-split-", ::getpid());
+  absl::StatusOr<BuildSummary> built = build(whole);
+  absl::StatusOr<EdgeSplitSummary> made =
+      built.ok() ? SplitDatasetEdges(whole, options, out_dir)
+                 : absl::StatusOr<EdgeSplitSummary>(built.status());
+  std::filesystem::remove_all(whole, ec);
+  RETURN_IF_ERROR(made.status());
+  if (split != nullptr) *split = *made;
+  BuildSummary summary = *std::move(built);
+  summary.out_dir = out_dir;
+  // Of the graph that remains.
+  summary.nodes_without_neighbors = made->nodes_without_neighbors;
+  summary.split_nodes_without_neighbors.clear();
+  ASSIGN_OR_RETURN(summary.manifest, ReadDatasetManifest(out_dir));
+  return summary;
+}
+
+std::string DescribeEdgeSplit(const EdgeSplitSummary& split, uint64_t seed) {
+  return absl::StrCat(
+      "edge split (seed ", seed, "): ", split.train, " train / ", split.valid,
+      " valid / ", split.test, " test of ", split.candidates,
+      " edges, as many negative pairs for valid and test; valid and test "
+      "edges removed from the graph");
 }
 
 }  // namespace shardgnn

@@ -20,6 +20,7 @@
 #define SHARDGNN_DATASETS_EDGE_SPLIT_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,8 +28,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "datasets/dataset.h"
+#include "datasets/summary.h"
 
 namespace shardgnn {
+
+// The GAE protocol's fractions, as ParseEdgeSplit reads them.
+inline constexpr char kGaeEdgeSplit[] = "0.85,0.05,0.10";
 
 struct EdgeSplitOptions {
   double train = 0.85;
@@ -81,6 +86,23 @@ absl::StatusOr<EdgeSplitSummary> ApplyGivenEdgeSplit(
 absl::StatusOr<EdgeSplitSummary> SplitDatasetEdges(
     const std::string& in_dir, const EdgeSplitOptions& options,
     const std::string& out_dir);
+
+// Builds a dataset with `build` under a temporary name next to `out_dir`,
+// splits its edges into `out_dir` (SplitDatasetEdges) and removes the
+// temporary one, so `out_dir` appears whole or not at all
+// (`dataset import|generate --edge-split`, and `run --task link` on raw
+// input). `out_dir` must not exist. The summary is the build's, its counts of
+// neighborless nodes those of the graph that remains; *split (if not null)
+// receives what the split did.
+absl::StatusOr<BuildSummary> BuildWithEdgeSplit(
+    const EdgeSplitOptions& options, const std::string& out_dir,
+    const std::function<absl::StatusOr<BuildSummary>(const std::string&)>&
+        build,
+    EdgeSplitSummary* split);
+
+// "edge split (seed S): T train / V valid / X test of N edges, ...": one line
+// for the user, without a newline.
+std::string DescribeEdgeSplit(const EdgeSplitSummary& split, uint64_t seed);
 
 }  // namespace shardgnn
 

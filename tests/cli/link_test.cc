@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "common/file_util.h"
 #include "common/npy.h"
 #include "nlohmann/json.hpp"
 #include "tests/cli/shardgnn_child.h"
@@ -28,6 +29,7 @@ namespace {
 using testing::Finished;
 using ::testing::HasSubstr;
 using testing::LastErrorLine;
+using ::testing::Not;
 using testing::RunShardgnn;
 using testing::TempDir;
 
@@ -138,6 +140,51 @@ TEST_F(LinkTest, RunsWithTwoServersAndTwoTrainers) {
   EXPECT_GT(summary["test_auc"].get<double>(), 0.8);
 }
 
+// `run --task link` on raw input (the bundled Cora when no --dataset) splits
+// the edges itself at import, as `dataset import --edge-split` would (GAE's
+// 85/5/10, seeded by --seed); the import is its own in the work dir, so a node
+// classification run there still gets the whole graph.
+TEST_F(LinkTest, RunSplitsTheEdgesOfRawInputItself) {
+  const std::string work = dir_->Sub("work-raw");
+  Finished run = RunShardgnn({"run", "--task", "link", "--epochs", "2",
+                              "--work-dir", work, "--out", dir_->Sub("raw")});
+  ASSERT_EQ(run.exit_status, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("splitting its edges for --task link"));
+  const nlohmann::json summary = ReadJson(dir_->Sub("raw") + "/summary.json");
+  ASSERT_TRUE(summary.is_object()) << run.output;
+  EXPECT_EQ(summary["task"], "link");
+  EXPECT_GT(summary["test_auc"].get<double>(), 0.8);
+  // The split is the one `dataset import --edge-split 0.85,0.05,0.10 --seed
+  // 0` makes.
+  const std::string imported = dir_->Sub("cora-links-seed0");
+  Finished made = RunShardgnn(
+      {"-q", "dataset", "import", "--format", "ogb", "--undirected", "--input",
+       testing::SourcePath("datasets/cora/ogb-planetoid"), "--out", imported,
+       "--edge-split", "0.85,0.05,0.10", "--seed", "0"});
+  ASSERT_EQ(made.exit_status, 0) << made.output;
+  std::vector<std::string> split_datasets;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(work + "/datasets")) {
+    if (std::filesystem::exists(entry.path() / "edges_test.npy"))
+      split_datasets.push_back(entry.path().string());
+  }
+  ASSERT_EQ(split_datasets.size(), 1u);
+  for (const char* name : {"edges_train.npy", "edges_test.npy",
+                           "edges_test_neg.npy", "indices.npy"}) {
+    ASSERT_OK_AND_ASSIGN(std::string ours,
+                         ReadFileToString(JoinPath(split_datasets[0], name)));
+    ASSERT_OK_AND_ASSIGN(std::string theirs,
+                         ReadFileToString(JoinPath(imported, name)));
+    EXPECT_TRUE(ours == theirs) << name;
+  }
+  // A node classification run in the same work dir imports the whole graph.
+  Finished node = RunShardgnn({"-q", "run", "--epochs", "1", "--work-dir", work,
+                               "--out", dir_->Sub("raw-node")});
+  ASSERT_EQ(node.exit_status, 0) << node.output;
+  EXPECT_TRUE(
+      ReadJson(dir_->Sub("raw-node") + "/summary.json").contains("test_acc"));
+}
+
 // A given link split in OGB's layout (as ogbl-* datasets come: raw/edge.csv
 // holds the train graph, split/<name>/ the pairs, no node labels), made from
 // the suite's GAE split: imported as given (negatives kept, --seed allowed for
@@ -211,6 +258,27 @@ TEST_F(LinkTest, BadInputGetsOneClearLine) {
       {"train", "--dataset", plain, "--task", "link", "--epochs", "1"});
   EXPECT_NE(no_split.exit_status, 0);
   EXPECT_THAT(LastErrorLine(no_split.output), HasSubstr("no edge split"));
+  // `run --task link` over a dataset directory or partition without an edge
+  // split: refused before any server starts.
+  Finished run_no_split =
+      RunShardgnn({"run", "--dataset", plain, "--task", "link", "--work-dir",
+                   dir_->Sub("work-plain")});
+  EXPECT_NE(run_no_split.exit_status, 0);
+  EXPECT_THAT(LastErrorLine(run_no_split.output),
+              HasSubstr("has no edge split"));
+  EXPECT_THAT(run_no_split.output, Not(HasSubstr("ready on")));
+  // --edge-split is for link runs over raw input.
+  Finished node_split = RunShardgnn(
+      {"run", "--edge-split", "0.8,0.1,0.1", "--work-dir", dir_->Sub("w2")});
+  EXPECT_NE(node_split.exit_status, 0);
+  EXPECT_THAT(LastErrorLine(node_split.output),
+              HasSubstr("--edge-split is for --task link"));
+  Finished dir_split =
+      RunShardgnn({"run", "--dataset", plain, "--task", "link", "--edge-split",
+                   "0.8,0.1,0.1", "--work-dir", dir_->Sub("w3")});
+  EXPECT_NE(dir_split.exit_status, 0);
+  EXPECT_THAT(LastErrorLine(dir_split.output),
+              HasSubstr("is a dataset directory already"));
   // An edge split that leaves no train edges.
   Finished empty = RunShardgnn(
       {"dataset", "import", "--format", "ogb", "--undirected", "--input",
