@@ -152,6 +152,23 @@ class LearnedRowsFile {
 };
 
 absl::Status RunInfer(const InferFlags& flags) {
+  if (flags.threads < 0) {
+    return absl::InvalidArgumentError(
+        "--threads must be 0 or more (0: this machine's cores shared among "
+        "its trainers)");
+  }
+  if (flags.chunk_nodes < 1) {
+    return absl::InvalidArgumentError("--chunk-nodes must be positive");
+  }
+  std::error_code exists;
+  if (std::filesystem::exists(flags.out_dir, exists) &&
+      !std::filesystem::is_directory(flags.out_dir, exists)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--out ", flags.out_dir,
+                     " is not a directory (infer writes "
+                     "embeddings.npy, logits.npy, predictions.npy and "
+                     "infer.json into one)"));
+  }
   TuneAllocatorForTraining();
   ASSIGN_OR_RETURN(ModelConfig config, ReadModelConfig(flags.run_dir));
   const std::string parameters = JoinPath(flags.run_dir, kModelParametersFile);

@@ -576,12 +576,29 @@ absl::StatusOr<InferResult> Infer(
   }
   try {
     SetComputeThreads(options.torch_threads);
+    ASSIGN_OR_RETURN(auto saved, internal::ReadParametersDict(parameters_path));
+    // A description that needs more parameters than the file holds is not
+    // its file's: refused before its model is allocated.
+    int64_t held = 0;
+    for (const auto& [name, t] : saved) held += t.numel();
+    const int64_t least = internal::MinParameterCount(
+        config.model, config.input_dim(), config.num_classes);
+    if (least > held) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          parameters_path, " holds ", held, " parameters, but the model ",
+          "described (", ModelKindName(config.model.kind), ", ",
+          config.model.num_layers, " layers, hidden ", config.model.hidden,
+          ", ", config.input_dim(), " inputs, ", config.num_classes,
+          " outputs) has at least ", least,
+          ": the description and the parameters do not belong together"));
+    }
     std::shared_ptr<internal::GnnModel> model = internal::MakeModel(
         config.model, config.input_dim(), config.num_classes, /*seed=*/0);
     if (config.task == TaskKind::kLink)
       internal::AddPairDecoder(model.get(), config.decoder, config.num_classes,
                                /*seed=*/0);
-    RETURN_IF_ERROR(internal::ReadParametersFile(parameters_path, model.get()));
+    RETURN_IF_ERROR(
+        internal::CopyParameters(saved, parameters_path, model.get()));
     return internal::RunLayerwise(source, *model, config, splits, options,
                                   sync);
   } catch (const c10::Error& e) {

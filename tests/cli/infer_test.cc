@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/file_util.h"
 #include "common/npy.h"
 #include "common/subprocess.h"
 #include "nlohmann/json.hpp"
@@ -208,7 +209,10 @@ TEST_F(InferTest, BadRequestsGetOneClearLine) {
   struct Case {
     std::vector<std::string> args;
     std::string mentions;
+    bool before_start = false;  // Refused before the model is read.
   };
+  const std::string a_file = dir_->Sub("a-file");
+  ASSERT_OK(WriteFileAtomic(a_file, "x"));
   const std::vector<Case> cases = {
       {{"infer", dataset_, "--dataset", dataset_, "--out", dir_->Sub("x")},
        "model.json"},
@@ -220,12 +224,26 @@ TEST_F(InferTest, BadRequestsGetOneClearLine) {
       {{"infer", run_, "--dataset", dataset_, "--servers", servers_list_,
         "--out", dir_->Sub("x")},
        "cannot be combined"},
+      {{"infer", run_, "--dataset", dataset_, "--out", dir_->Sub("x"),
+        "--threads", "-2"},
+       "--threads must be 0 or more",
+       true},
+      {{"infer", run_, "--dataset", dataset_, "--out", dir_->Sub("x"),
+        "--chunk-nodes", "0"},
+       "--chunk-nodes must be positive",
+       true},
+      {{"infer", run_, "--dataset", dataset_, "--out", a_file},
+       "is not a directory",
+       true},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(absl::StrJoin(c.args, " "));
     Finished f = RunShardgnn(c.args);
     EXPECT_EQ(f.exit_status, 1) << f.output;
     EXPECT_THAT(LastErrorLine(f.output), HasSubstr(c.mentions)) << f.output;
+    if (c.before_start) {
+      EXPECT_THAT(f.output, Not(HasSubstr("shardgnn infer:"))) << f.output;
+    }
   }
   EXPECT_FALSE(std::filesystem::exists(dir_->Sub("x/logits.npy")));
 }

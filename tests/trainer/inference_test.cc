@@ -256,6 +256,14 @@ TEST_F(InferenceTest, RefusesAModelThatDoesNotFitTheGraphOrItsParameters) {
   EXPECT_NE(r.status().message().find("layers.0.lin_self.weight"),
             std::string::npos)
       << r.status();
+  // A model.json far larger than its model.pt is refused before the model is
+  // built (hidden 2e9: terabytes of parameters).
+  ModelConfig huge = config;
+  huge.model.hidden = 2000000000;
+  r = Infer(*source_, huge, params, {}, Options(tmp_.Sub("o")));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("model.pt holds"), std::string::npos)
+      << r.status();
   ASSERT_OK(WriteFileAtomic(tmp_.Sub("garbage.pt"), "not a pickle"));
   r = Infer(*source_, config, tmp_.Sub("garbage.pt"), {},
             Options(tmp_.Sub("o")));

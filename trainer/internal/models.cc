@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
+#include <limits>
 
 #include "common/sampling.h"
 #include "trainer/internal/csr_ops.h"
@@ -353,6 +354,26 @@ void InitParameters(torch::nn::Module& module, uint64_t seed) {
 }
 
 ModelNeeds NeedsOf(ModelKind kind) { return SpecOf(kind).needs; }
+
+int64_t MinParameterCount(const ModelOptions& options, int64_t in_dim,
+                          int64_t num_classes) {
+  // Stack: layer l is make_layer(in_l, out_l), each a Linear(in_l, >= out_l)
+  // (GAT's hidden layers project to heads * hidden, and take it in).
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  int64_t total = 0;
+  int64_t in = in_dim;
+  for (int l = 0; l < options.num_layers; ++l) {
+    const int64_t out =
+        l + 1 == options.num_layers ? num_classes : options.hidden;
+    int64_t weights;
+    if (__builtin_mul_overflow(in, out, &weights) ||
+        __builtin_add_overflow(total, weights, &total)) {
+      return kMax;
+    }
+    in = options.hidden;
+  }
+  return total;
+}
 
 std::shared_ptr<GnnModel> MakeModel(const ModelOptions& options, int64_t in_dim,
                                     int64_t num_classes, uint64_t seed) {

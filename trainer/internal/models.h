@@ -100,6 +100,15 @@ ModelNeeds NeedsOf(ModelKind kind);
 std::shared_ptr<GnnModel> MakeModel(const ModelOptions& options, int64_t in_dim,
                                     int64_t num_classes, uint64_t seed);
 
+// A lower bound of the parameters MakeModel(options, in_dim, num_classes, .)
+// has, without building it: every layer holds a weight of at least its input
+// width times its output width (in_dim into the first, `hidden` between, the
+// last out to num_classes). Saturates at INT64_MAX. Inference checks a
+// model.json against its model.pt with it, so that a description that does
+// not belong to its parameters is refused rather than allocated.
+int64_t MinParameterCount(const ModelOptions& options, int64_t in_dim,
+                          int64_t num_classes);
+
 // Glorot uniform for every weight of `module` (bound sqrt(6 / (fan_in +
 // fan_out)) over the last two dimensions), zeros for biases, from a private
 // generator seeded with `seed`.

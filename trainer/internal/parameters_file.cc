@@ -29,6 +29,12 @@ absl::Status WriteParametersFile(const std::string& path,
 
 absl::Status ReadParametersFile(const std::string& path,
                                 torch::nn::Module* module) {
+  ASSIGN_OR_RETURN(auto saved, ReadParametersDict(path));
+  return CopyParameters(saved, path, module);
+}
+
+absl::StatusOr<std::map<std::string, torch::Tensor>> ReadParametersDict(
+    const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   std::map<std::string, torch::Tensor> saved;
   try {
@@ -51,6 +57,12 @@ absl::Status ReadParametersFile(const std::string& path,
   } catch (const std::exception& e) {
     return absl::DataLossError(absl::StrCat(path, ": cannot read: ", e.what()));
   }
+  return saved;
+}
+
+absl::Status CopyParameters(const std::map<std::string, torch::Tensor>& saved,
+                            const std::string& path,
+                            torch::nn::Module* module) {
   torch::NoGradGuard no_grad;
   std::vector<std::string> missing;
   size_t matched = 0;

@@ -7,9 +7,11 @@
 
 #include <torch/torch.h>
 
+#include <map>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace shardgnn::internal {
 
@@ -23,6 +25,15 @@ absl::Status WriteParametersFile(const std::string& path,
 // that is not a pickled dict of tensors is DATA_LOSS naming it.
 absl::Status ReadParametersFile(const std::string& path,
                                 torch::nn::Module* module);
+
+// ReadParametersFile in two steps, for a caller that checks what the file
+// holds before building the module: the tensors of `path` by name (DATA_LOSS
+// as above), then copied into `module` (INVALID_ARGUMENT as above, naming
+// `path`).
+absl::StatusOr<std::map<std::string, torch::Tensor>> ReadParametersDict(
+    const std::string& path);
+absl::Status CopyParameters(const std::map<std::string, torch::Tensor>& saved,
+                            const std::string& path, torch::nn::Module* module);
 
 }  // namespace shardgnn::internal
 

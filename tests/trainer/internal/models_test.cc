@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "sampler/graph_source.h"
 #include "sampler/neighbor_sampler.h"
 #include "tests/testing/status_matchers.h"
@@ -355,6 +357,34 @@ TEST(ModelsTest, EveryModelMapsFeaturesToSeedLogitsAndTrainsEveryParameter) {
     }
     EXPECT_TRUE(any_differs);
   }
+}
+
+// MinParameterCount is a lower bound of every model's parameters (inference
+// checks a model.json against its model.pt with it before building the model)
+// and counts each layer's weight.
+TEST(ModelsTest, MinParameterCountBoundsEveryModel) {
+  for (ModelKind kind :
+       {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat, ModelKind::kMlp}) {
+    for (int layers : {1, 2, 3}) {
+      SCOPED_TRACE(absl::StrCat(ModelKindName(kind), " ", layers, " layers"));
+      ModelOptions options;
+      options.kind = kind;
+      options.num_layers = layers;
+      options.hidden = 6;
+      options.heads = 3;
+      std::shared_ptr<GnnModel> model = MakeModel(options, 5, 4, 1);
+      int64_t count = 0;
+      for (const torch::Tensor& p : model->parameters()) count += p.numel();
+      const int64_t bound = MinParameterCount(options, 5, 4);
+      EXPECT_LE(bound, count);
+      EXPECT_GE(bound, layers == 1 ? 5 * 4 : 5 * 6 + 6 * 4);
+    }
+  }
+  ModelOptions huge;
+  huge.hidden = int64_t{1} << 40;
+  huge.num_layers = 64;
+  EXPECT_EQ(MinParameterCount(huge, int64_t{1} << 40, int64_t{1} << 40),
+            std::numeric_limits<int64_t>::max());
 }
 
 TEST(ModelsTest, BlockCountMustMatchLayers) {
