@@ -274,19 +274,30 @@ double Get(const Json& j, const char* key, double fallback = NAN) {
 
 absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
                                           const std::string& metrics_jsonl,
-                                          const std::string& summary_json) {
-  const Json summary = Json::parse(summary_json, nullptr, false);
+                                          const std::string& summary_json,
+                                          const std::string& config_toml) {
+  const bool finished = !summary_json.empty();
+  const Json summary =
+      finished ? Json::parse(summary_json, nullptr, false) : Json::object();
   if (!summary.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat(JoinPath(run_dir, "summary.json"), ": not a JSON object"));
   }
   std::vector<Json> epochs;
+  const std::vector<absl::string_view> lines =
+      absl::StrSplit(metrics_jsonl, '\n');
   int line_number = 0;
-  for (absl::string_view line : absl::StrSplit(metrics_jsonl, '\n')) {
+  bool cut_short = false;
+  for (absl::string_view line : lines) {
     ++line_number;
     if (line.empty()) continue;
     Json j = Json::parse(line, nullptr, false);
     if (!j.is_object() || !j.contains("epoch") || !j["epoch"].is_number()) {
+      // The last line has no newline yet: being written, or cut short.
+      if (line_number == static_cast<int>(lines.size())) {
+        cut_short = true;
+        continue;
+      }
       return absl::InvalidArgumentError(
           absl::StrCat(JoinPath(run_dir, "metrics.jsonl"), ": line ",
                        line_number, " is not an epoch record"));
@@ -338,7 +349,7 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
   }
   std::vector<Series> accuracy = {train_acc, val_acc};
   const double test = Get(summary, test_key);
-  if (test >= 0 && !xs.empty()) {
+  if (finished && test >= 0 && !xs.empty()) {
     Series t{absl::StrFormat("test %.4f", test), "#2ca02c", {}, true};
     t.points = {{xs.front(), test}, {xs.back(), test}};
     accuracy.push_back(t);
@@ -348,65 +359,90 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
   auto figure = [&](const std::string& name, const std::string& value) {
     figures.emplace_back(name, value);
   };
-  figure("test " + score,
-         absl::StrFormat("%.4f (%s)", test,
-                         summary.value("test_method", std::string("sampled"))));
-  if (link) {
-    std::string rest;
-    for (const char* key : {"test_ap", "test_mrr", "test_hits@20",
-                            "test_hits@50", "test_hits@100"}) {
-      if (summary.contains(key)) {
-        absl::StrAppend(&rest, rest.empty() ? "" : ", ", key + 5,
-                        absl::StrFormat(" %.4f", Get(summary, key)));
+  if (!finished) {
+    // The best epoch so far as the trainer ranks them (ties: the first).
+    double best = NAN;
+    int best_epoch = 0;
+    for (const Json& e : epochs) {
+      const double v = Get(e, val_key);
+      if (v >= 0 && !(v <= best)) {
+        best = v;
+        best_epoch = static_cast<int>(Get(e, "epoch", 0));
       }
     }
-    figure("other test figures", rest);
-  }
-  figure("best validation " + score,
-         absl::StrFormat("%.4f at epoch %d", Get(summary, best_key),
-                         static_cast<int>(Get(summary, "best_epoch", 0))));
-  figure("epochs run",
-         absl::StrFormat(
-             "%d%s", static_cast<int>(epochs.size()),
-             summary.value("stopped_early", false) ? " (stopped early)" : ""));
-  if (summary.contains("epoch_time")) {
-    const Json& t = summary["epoch_time"];
-    figure("throughput",
-           absl::StrFormat("%s seeds/s (%.3f s per epoch of "
-                           "training, %.0f%% waiting for batches)",
-                           HumanCount(Get(t, "seeds_per_second", 0)),
-                           Get(t, "step_seconds", 0),
-                           100 * Get(t, "wait_fraction", 0)));
-  }
-  if (summary.contains("process")) {
-    figure("peak RSS (rank 0)",
-           HumanBytes(Get(summary["process"], "peak_rss_bytes", 0)));
-  }
-  if (summary.contains("cache")) {
+    figure("status",
+           absl::StrCat("no summary.json: the run is in progress, or stopped "
+                        "before its end; ",
+                        epochs.size(), " epochs recorded",
+                        cut_short ? " (and one being written, left out)" : ""));
+    figure("best validation " + score + " so far",
+           std::isnan(best)
+               ? std::string("none yet")
+               : absl::StrFormat("%.4f at epoch %d", best, best_epoch));
+  } else {
     figure(
-        "feature cache hit rate",
-        absl::StrFormat("%.1f%%", 100 * Get(summary["cache"], "hit_rate", 0)));
+        "test " + score,
+        absl::StrFormat("%.4f (%s)", test,
+                        summary.value("test_method", std::string("sampled"))));
+    if (link) {
+      std::string rest;
+      for (const char* key : {"test_ap", "test_mrr", "test_hits@20",
+                              "test_hits@50", "test_hits@100"}) {
+        if (summary.contains(key)) {
+          absl::StrAppend(&rest, rest.empty() ? "" : ", ", key + 5,
+                          absl::StrFormat(" %.4f", Get(summary, key)));
+        }
+      }
+      figure("other test figures", rest);
+    }
+    figure("best validation " + score,
+           absl::StrFormat("%.4f at epoch %d", Get(summary, best_key),
+                           static_cast<int>(Get(summary, "best_epoch", 0))));
+    figure(
+        "epochs run",
+        absl::StrFormat(
+            "%d%s", static_cast<int>(epochs.size()),
+            summary.value("stopped_early", false) ? " (stopped early)" : ""));
+    if (summary.contains("epoch_time")) {
+      const Json& t = summary["epoch_time"];
+      figure("throughput",
+             absl::StrFormat("%s seeds/s (%.3f s per epoch of "
+                             "training, %.0f%% waiting for batches)",
+                             HumanCount(Get(t, "seeds_per_second", 0)),
+                             Get(t, "step_seconds", 0),
+                             100 * Get(t, "wait_fraction", 0)));
+    }
+    if (summary.contains("process")) {
+      figure("peak RSS (rank 0)",
+             HumanBytes(Get(summary["process"], "peak_rss_bytes", 0)));
+    }
+    if (summary.contains("cache")) {
+      figure("feature cache hit rate",
+             absl::StrFormat("%.1f%%",
+                             100 * Get(summary["cache"], "hit_rate", 0)));
+    }
+    if (summary.contains("remote")) {
+      const Json& r = summary["remote"];
+      figure(
+          "remote traffic (rank 0)",
+          absl::StrCat(HumanCount(Get(r, "requests", 0)), " requests, ",
+                       HumanBytes(Get(r, "feature_bytes", 0)), " features, ",
+                       HumanBytes(Get(r, "shared_feature_bytes", 0)),
+                       " from shared memory, ",
+                       HumanBytes(Get(r, "neighbor_bytes", 0)), " neighbors, ",
+                       HumanCount(Get(r, "failovers", 0)), " failovers"));
+    }
+    if (summary.contains("restarts")) {
+      figure("trainer restarts", summary["restarts"].dump());
+      const Json& servers = summary.value("server_restarts", Json::array());
+      figure("server restarts",
+             absl::StrCat(servers.is_array() ? servers.size() : 0));
+    }
+    figure("parameters",
+           absl::StrCat(HumanCount(Get(summary, "num_parameters", 0)),
+                        " (checksum ", summary.value("parameters_checksum", ""),
+                        ")"));
   }
-  if (summary.contains("remote")) {
-    const Json& r = summary["remote"];
-    figure("remote traffic (rank 0)",
-           absl::StrCat(HumanCount(Get(r, "requests", 0)), " requests, ",
-                        HumanBytes(Get(r, "feature_bytes", 0)), " features, ",
-                        HumanBytes(Get(r, "shared_feature_bytes", 0)),
-                        " from shared memory, ",
-                        HumanBytes(Get(r, "neighbor_bytes", 0)), " neighbors, ",
-                        HumanCount(Get(r, "failovers", 0)), " failovers"));
-  }
-  if (summary.contains("restarts")) {
-    figure("trainer restarts", summary["restarts"].dump());
-    const Json& servers = summary.value("server_restarts", Json::array());
-    figure("server restarts",
-           absl::StrCat(servers.is_array() ? servers.size() : 0));
-  }
-  figure(
-      "parameters",
-      absl::StrCat(HumanCount(Get(summary, "num_parameters", 0)), " (checksum ",
-                   summary.value("parameters_checksum", ""), ")"));
 
   std::vector<std::pair<std::string, std::string>> model, config, environment;
   if (summary.contains("model")) FlattenInto(summary["model"], "", &model);
@@ -423,6 +459,19 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
       config.emplace_back("flags", flags);
     } else if (c.is_object()) {
       FlattenInto(c, "", &config);
+    }
+  } else {
+    // config.toml: "key=value" lines under "[section]" (cli EffectiveConfig).
+    for (absl::string_view line : absl::StrSplit(config_toml, '\n')) {
+      const size_t eq = line.find('=');
+      if (line.empty() || line[0] == '#' || line[0] == '[' ||
+          eq == absl::string_view::npos) {
+        continue;
+      }
+      absl::string_view value = line.substr(eq + 1);
+      if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
+        value = value.substr(1, value.size() - 2);
+      config.emplace_back(std::string(line.substr(0, eq)), std::string(value));
     }
   }
   for (const char* key : {"mode", "world_size", "servers", "partition_id",
@@ -468,9 +517,17 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
 absl::Status WriteRunReport(const std::string& run_dir) {
   ASSIGN_OR_RETURN(std::string metrics,
                    ReadFileToString(JoinPath(run_dir, "metrics.jsonl")));
-  ASSIGN_OR_RETURN(std::string summary,
-                   ReadFileToString(JoinPath(run_dir, "summary.json")));
-  ASSIGN_OR_RETURN(std::string html, RunReportHtml(run_dir, metrics, summary));
+  const std::string summary_path = JoinPath(run_dir, "summary.json");
+  const std::string config_path = JoinPath(run_dir, "config.toml");
+  std::error_code ec;
+  std::string summary, config;
+  if (std::filesystem::exists(summary_path, ec)) {
+    ASSIGN_OR_RETURN(summary, ReadFileToString(summary_path));
+  } else if (std::filesystem::exists(config_path, ec)) {
+    ASSIGN_OR_RETURN(config, ReadFileToString(config_path));
+  }
+  ASSIGN_OR_RETURN(std::string html,
+                   RunReportHtml(run_dir, metrics, summary, config));
   return WriteFileAtomic(JoinPath(run_dir, "report.html"), html);
 }
 

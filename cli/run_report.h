@@ -16,14 +16,20 @@
 namespace shardgnn::cli {
 
 // Writes run_dir/report.html (temporary name, then rename). Fails naming the
-// file when metrics.jsonl or summary.json is missing or malformed (a line of
-// metrics.jsonl that is not an epoch record is named by its line number).
+// file when metrics.jsonl is missing, or it or summary.json is malformed (a
+// line of metrics.jsonl that is not an epoch record is named by its line
+// number). A run without summary.json (still running, or stopped before its
+// end) gets a page of the epochs recorded so far, its configuration from
+// config.toml, and says so; an unfinished last line of metrics.jsonl (being
+// written, or cut short) is left out.
 absl::Status WriteRunReport(const std::string& run_dir);
 
-// The page for these file contents (`run_dir` is only shown).
+// The page for these file contents (`run_dir` is only shown). An empty
+// `summary_json`: the run has none yet (above); `config_toml` is shown then.
 absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
                                           const std::string& metrics_jsonl,
-                                          const std::string& summary_json);
+                                          const std::string& summary_json,
+                                          const std::string& config_toml = "");
 
 }  // namespace shardgnn::cli
 

@@ -15,9 +15,11 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
 #include "common/subprocess.h"
+#include "nlohmann/json.hpp"
 #include "tests/cli/shardgnn_child.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -105,6 +107,45 @@ TEST_F(ReportTest, ReportCommandWritesItAgainAndNamesABadLine) {
   Finished missing = RunShardgnn({"report", dir_->Sub("nothing")});
   EXPECT_EQ(missing.exit_status, 1);
   EXPECT_THAT(LastErrorLine(missing.output), HasSubstr("metrics.jsonl"));
+}
+
+// A run without summary.json yet (in progress, or stopped before its end):
+// the page of the epochs so far, the best validation epoch among them and the
+// configuration from config.toml; a last line still being written is left out,
+// a malformed line before it is still an error.
+TEST_F(ReportTest, ARunWithoutSummaryGetsThePageOfItsEpochsSoFar) {
+  const std::string run = dir_->Sub("run");
+  const std::string partial = dir_->Sub("partial");
+  std::filesystem::create_directories(partial);
+  ASSERT_OK_AND_ASSIGN(std::string metrics,
+                       ReadFileToString(run + "/metrics.jsonl"));
+  ASSERT_OK(WriteFileAtomic(partial + "/metrics.jsonl",
+                            metrics + "{\"epoch\": 5, \"lo"));
+  std::filesystem::copy_file(run + "/config.toml", partial + "/config.toml");
+  Finished report = RunShardgnn({"report", partial});
+  ASSERT_EQ(report.exit_status, 0) << report.output;
+  ASSERT_OK_AND_ASSIGN(std::string html,
+                       ReadFileToString(partial + "/report.html"));
+  EXPECT_THAT(html, HasSubstr("the run is in progress, or stopped before its "
+                              "end; 4 epochs recorded (and one being written"));
+  // The best epoch so far is the one the finished run kept.
+  ASSERT_OK_AND_ASSIGN(std::string summary,
+                       ReadFileToString(run + "/summary.json"));
+  const nlohmann::json s = nlohmann::json::parse(summary);
+  EXPECT_THAT(html, HasSubstr(absl::StrFormat("%.4f at epoch %d",
+                                              s["best_val_acc"].get<double>(),
+                                              s["best_epoch"].get<int>())));
+  EXPECT_THAT(html, Not(HasSubstr("test accuracy")));
+  // From config.toml.
+  EXPECT_THAT(html, HasSubstr("<th>fanouts</th><td>10,10</td>"));
+  EXPECT_EQ(Count(html, "<svg"), 3);
+  // A malformed line that is not the last is still named.
+  ASSERT_OK(WriteFileAtomic(partial + "/metrics.jsonl",
+                            "{\"epoch\": 1, \"loss\": 1}\n{\"ep\n" + metrics));
+  Finished bad = RunShardgnn({"report", partial});
+  EXPECT_EQ(bad.exit_status, 1) << bad.output;
+  EXPECT_THAT(LastErrorLine(bad.output),
+              HasSubstr("metrics.jsonl: line 2 is not an epoch record"));
 }
 
 // Chromium draws the page: the plots' colours cover real areas of the
