@@ -1,8 +1,11 @@
 #include "datasets/generators.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <numeric>
@@ -126,6 +129,41 @@ absl::Status CheckOptions(const GeneratorOptions& o) {
   return absl::OkStatus();
 }
 
+// A graph this machine cannot hold is refused before anything is made: the
+// edge lists alone (src and dst, 16 bytes an edge) must fit in its memory,
+// and the CSR's indices and the features in the output's file system. Both
+// are lower bounds of what generation takes, so nothing feasible is refused.
+absl::Status CheckMachineFits(const GeneratorOptions& o, int64_t edges,
+                              const std::string& out_dir) {
+  const double memory = 16.0 * static_cast<double>(edges) +
+                        8.0 * static_cast<double>(o.num_nodes);
+  const double ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
+                     static_cast<double>(sysconf(_SC_PAGESIZE));
+  const std::string graph =
+      absl::StrCat(o.num_nodes, " nodes at average degree ", o.avg_degree);
+  if (ram > 0 && memory > ram) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "generate: ", graph, " needs at least ", HumanBytes(memory),
+        " of memory for its edge lists; this machine has ", HumanBytes(ram),
+        ": fewer --nodes or a smaller --avg-degree"));
+  }
+  const double disk = 16.0 * static_cast<double>(edges) +
+                      4.0 * static_cast<double>(o.num_nodes) *
+                          static_cast<double>(o.feature_dim);
+  std::error_code ec;
+  std::filesystem::path parent =
+      std::filesystem::absolute(out_dir, ec).parent_path();
+  const std::filesystem::space_info space = std::filesystem::space(parent, ec);
+  if (!ec && disk > static_cast<double>(space.available)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("generate: ", graph, " and ", o.feature_dim,
+                     " features need at least ", HumanBytes(disk), " on disk; ",
+                     parent.string(), " has ", HumanBytes(space.available),
+                     " free: fewer --nodes or --features, or another --out"));
+  }
+  return absl::OkStatus();
+}
+
 Model BuildModel(const GeneratorOptions& o) {
   Model model;
   const int64_t n = o.num_nodes, c = o.num_classes;
@@ -245,6 +283,7 @@ absl::StatusOr<BuildSummary> GenerateDataset(const GeneratorOptions& options,
   const int64_t f = options.feature_dim;
   const int64_t m = std::max<int64_t>(
       1, std::llround(static_cast<double>(n) * options.avg_degree / 2.0));
+  RETURN_IF_ERROR(CheckMachineFits(options, m, out_dir));
   ASSIGN_OR_RETURN(std::unique_ptr<StagingDir> staging,
                    StagingDir::Create(out_dir));
   const std::string& dir = staging->path();

@@ -190,6 +190,17 @@ TEST_F(GeneratorsTest, RejectsBadOptionsAndLeavesNothing) {
   EXPECT_THAT(testing::Entries(tmp_.path()), IsEmpty());
 }
 
+// A graph no machine holds is refused at once, naming what it needs.
+TEST_F(GeneratorsTest, RefusesAGraphLargerThanTheMachineAtOnce) {
+  GeneratorOptions o = Small(GraphKind::kSbm);
+  o.num_nodes = int64_t{1} << 40;  // 88 TB of edge lists.
+  absl::StatusOr<BuildSummary> s = GenerateDataset(o, tmp_.Sub("x"));
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(s.status().message()),
+              HasSubstr("of memory for its edge lists; this machine has"));
+  EXPECT_THAT(testing::Entries(tmp_.path()), IsEmpty());
+}
+
 TEST_F(GeneratorsTest, OutputExists) {
   std::filesystem::create_directory(tmp_.Sub("x"));
   absl::StatusOr<BuildSummary> s =
