@@ -167,7 +167,6 @@ absl::StatusOr<std::string> PrepareDataset(const RunDataOptions& options) {
   import.split = options.split_name;
   import.edges.undirected = true;
   import.name = name;
-  import.seed = options.seed;
   BuildSummary summary;
   if (options.edge_split.empty()) {
     ASSIGN_OR_RETURN(summary, ImportOgb(import, dir));
