@@ -16,6 +16,8 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/status.h"
@@ -66,6 +68,52 @@ c10::intrusive_ptr<c10d::Store> WithPrefix(const DistributedOptions& o,
                                            c10::intrusive_ptr<c10d::Store> s) {
   if (o.store_prefix.empty()) return s;
   return c10::make_intrusive<c10d::PrefixStore>(o.store_prefix, std::move(s));
+}
+
+// Marks this rank as joined in `store` and waits until every rank has, or the
+// rendezvous timeout: a trainer that never started (a wrong WORLD_SIZE,
+// another MASTER_PORT, a launch that failed on its host) is then named,
+// instead of TCPStore's or Gloo's "Socket Timeout". The missing ranks, or ""
+// when all joined. A store that stops answering meanwhile (rank 0, hosting
+// it, gave up first) ends the wait with the ranks missing until then.
+std::string AwaitEveryRank(c10d::Store& store, const DistributedOptions& o) {
+  auto key = [](int rank) { return absl::StrCat("shardgnn/joined/", rank); };
+  store.set(key(o.rank), std::vector<uint8_t>{1});
+  const auto start = Clock::now();
+  std::vector<int> missing;
+  for (int r = 0; r < o.world_size; ++r) missing.push_back(r);
+  std::string lost;
+  while (true) {
+    try {
+      missing.erase(
+          std::remove_if(missing.begin(), missing.end(),
+                         [&](int r) { return store.check({key(r)}); }),
+          missing.end());
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      lost = absl::StrCat(
+          " before the rendezvous store stopped answering after ",
+          absl::StrFormat(
+              "%.1f",
+              std::chrono::duration<double>(Clock::now() - start).count()),
+          " s (",
+          o.use_agent_store ? "torchrun's agent" : "rank 0, which hosts it",
+          ", gave up or stopped: ", what.substr(0, what.find('\n')), ")");
+      break;
+    }
+    if (missing.empty()) return "";
+    if (Clock::now() - start >= o.timeout) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return absl::StrCat(
+      missing.size() == 1 ? "rank " : "ranks ", absl::StrJoin(missing, ", "),
+      " of ", o.world_size, " did not join",
+      lost.empty()
+          ? absl::StrCat(" within ",
+                         std::chrono::duration<double>(o.timeout).count(),
+                         " s (were all of them started, with the same "
+                         "MASTER_ADDR, MASTER_PORT and WORLD_SIZE?)")
+          : lost);
 }
 
 // The liveness of the other ranks (DistributedOptions::peer_timeout). A thread
@@ -401,7 +449,8 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
     // workers it still counts itself in the store's own "init/" key.
     store_options.isServer = options.rank == 0 && !options.use_agent_store;
     store_options.numWorkers = options.world_size;
-    store_options.waitWorkers = true;
+    // The ranks are awaited below, by name (AwaitEveryRank).
+    store_options.waitWorkers = false;
     store_options.timeout = options.timeout;
     if (options.store_file.empty()) {
       impl->store =
@@ -412,6 +461,13 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
           WithPrefix(options, c10::make_intrusive<c10d::FileStore>(
                                   options.store_file, options.world_size));
       impl->store->setTimeout(options.timeout);
+    }
+    if (std::string missing = AwaitEveryRank(*impl->store, options);
+        !missing.empty()) {
+      return absl::UnavailableError(absl::StrCat(
+          "rank ", options.rank, " (node ", options.node_rank, ", local rank ",
+          options.local_rank, "): rendezvous with ", options.world_size,
+          " trainers ", StoreName(options), ": ", missing));
     }
     auto gloo_options =
         c10d::ProcessGroupGloo::Options::create(options.timeout);

@@ -294,6 +294,33 @@ TEST(ProcessGroupTest, MissingPeerFailsRendezvousWithinTimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
+// A trainer that never starts (a wrong WORLD_SIZE, another MASTER_PORT) is
+// named by the ranks that did, through a TCPStore and through a file (a rank
+// whose store goes away with rank 0 names them too).
+TEST(ProcessGroupTest, RanksThatNeverJoinAreNamed) {
+  testing::TempDir dir;
+  for (const std::string store_file : {std::string(), dir.Sub("rendezvous")}) {
+    SCOPED_TRACE(store_file.empty() ? "TCPStore" : "FileStore");
+    const int port = testing::PickFreePort();
+    std::vector<absl::Status> status(3);
+    std::vector<std::thread> threads;
+    for (int r : {0, 2}) {
+      threads.emplace_back([&, r] {
+        DistributedOptions options = Options(r, 4, port, milliseconds(2000));
+        options.store_file = store_file;
+        status[r > 0 ? 1 : 0] = ProcessGroup::Connect(options).status();
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int i : {0, 1}) {
+      EXPECT_EQ(status[i].code(), absl::StatusCode::kUnavailable) << status[i];
+      EXPECT_NE(status[i].message().find("ranks 1, 3 of 4 did not join"),
+                absl::string_view::npos)
+          << status[i];
+    }
+  }
+}
+
 TEST(ProcessGroupTest, DeadPeerMakesCollectiveFailNotHang) {
   int port = testing::PickFreePort();
   absl::Status survivor;
