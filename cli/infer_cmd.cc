@@ -308,6 +308,16 @@ absl::Status RunInfer(const InferFlags& flags) {
       summary[name + "_acc"] = acc.acc;
       std::printf("%s accuracy %.4f (%lld labeled nodes)\n", name.c_str(),
                   acc.acc, static_cast<long long>(acc.labeled));
+      if (acc.beyond_classes > 0) {
+        summary[name + "_labels_beyond_classes"] = acc.beyond_classes;
+        std::printf(
+            "shardgnn infer: warning: %lld of the %s split's labels are %lld "
+            "or more, beyond the model's %lld classes: the graph's labels are "
+            "not the model's, and its accuracy counts them as wrong\n",
+            static_cast<long long>(acc.beyond_classes), name.c_str(),
+            static_cast<long long>(config.num_classes),
+            static_cast<long long>(config.num_classes));
+      }
     }
     summary["world_size"] = options.world_size;
     summary["mode"] = in_process ? "in-process" : "distributed";

@@ -427,6 +427,7 @@ class LayerwiseRun {
                            ", not a node of the graph"));
         }
         ++acc.labeled;
+        acc.beyond_classes += labels[i] >= logits.cols();
         acc.correct += Argmax(logits.row(nodes[i]), logits.cols()) == labels[i];
       }
       if (acc.labeled > 0)

@@ -90,6 +90,9 @@ struct SplitAccuracy {
   int64_t labeled = 0;
   int64_t correct = 0;  // Labeled nodes predicted right.
   double acc = -1.0;    // correct / labeled; -1 without labeled nodes.
+  // Labeled nodes whose label is no class of the model (>= its classes): the
+  // graph's labels are another set than the model's (counted as wrong).
+  int64_t beyond_classes = 0;
 };
 
 struct InferResult {

@@ -205,6 +205,29 @@ TEST_F(InferTest, TwoTrainersAgainstServersMatchOneProcessAndPyTorch) {
   EXPECT_THAT(child->Tail(2000), HasSubstr("predictions equal"));
 }
 
+// A graph with another label set than the model's (as wide features, more
+// classes): inference runs, and says its accuracies compare other labels.
+TEST_F(InferTest, LabelsBeyondTheModelsClassesAreSaid) {
+  const std::string other = dir_->Sub("ten-classes");
+  Finished made =
+      RunShardgnn({"-q", "dataset", "generate", "--nodes", "600", "--features",
+                   "1433", "--classes", "10", "--out", other});
+  ASSERT_EQ(made.exit_status, 0) << made.output;
+  const std::string out = dir_->Sub("ten-classes-out");
+  Finished f = RunShardgnn({"infer", run_, "--dataset", other, "--out", out});
+  ASSERT_EQ(f.exit_status, 0) << f.output;
+  EXPECT_THAT(f.output, HasSubstr("beyond the model's 7 classes"));
+  std::ifstream in(out + "/infer.json");
+  const nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(summary.is_object());
+  EXPECT_GT(summary.value("test_labels_beyond_classes", 0), 0);
+  // Cora's own labels are the model's: no warning.
+  Finished own = RunShardgnn(
+      {"infer", run_, "--dataset", dataset_, "--out", dir_->Sub("own")});
+  ASSERT_EQ(own.exit_status, 0) << own.output;
+  EXPECT_THAT(own.output, Not(HasSubstr("beyond the model's")));
+}
+
 TEST_F(InferTest, BadRequestsGetOneClearLine) {
   struct Case {
     std::vector<std::string> args;
