@@ -73,10 +73,10 @@ c10::intrusive_ptr<c10d::Store> WithPrefix(const DistributedOptions& o,
 // Marks this rank as joined in `store` and waits until every rank has, or the
 // rendezvous timeout: a trainer that never started (a wrong WORLD_SIZE,
 // another MASTER_PORT, a launch that failed on its host) is then named,
-// instead of TCPStore's or Gloo's "Socket Timeout". The missing ranks, or ""
-// when all joined. A store that stops answering meanwhile (rank 0, hosting
-// it, gave up first) ends the wait with the ranks missing until then.
-std::string AwaitEveryRank(c10d::Store& store, const DistributedOptions& o) {
+// instead of TCPStore's or Gloo's "Socket Timeout": UNAVAILABLE naming the
+// ranks missing. A store that stops answering meanwhile (rank 0, hosting it,
+// gave up first) ends the wait with the ranks missing until then.
+absl::Status AwaitEveryRank(c10d::Store& store, const DistributedOptions& o) {
   auto key = [](int rank) { return absl::StrCat("shardgnn/joined/", rank); };
   store.set(key(o.rank), std::vector<uint8_t>{1});
   const auto start = Clock::now();
@@ -101,11 +101,11 @@ std::string AwaitEveryRank(c10d::Store& store, const DistributedOptions& o) {
           ", gave up or stopped: ", what.substr(0, what.find('\n')), ")");
       break;
     }
-    if (missing.empty()) return "";
+    if (missing.empty()) return absl::OkStatus();
     if (Clock::now() - start >= o.timeout) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return absl::StrCat(
+  return absl::UnavailableError(absl::StrCat(
       missing.size() == 1 ? "rank " : "ranks ", absl::StrJoin(missing, ", "),
       " of ", o.world_size, " did not join",
       lost.empty()
@@ -113,7 +113,7 @@ std::string AwaitEveryRank(c10d::Store& store, const DistributedOptions& o) {
                          std::chrono::duration<double>(o.timeout).count(),
                          " s (were all of them started, with the same "
                          "MASTER_ADDR, MASTER_PORT and WORLD_SIZE?)")
-          : lost);
+          : lost));
 }
 
 // The liveness of the other ranks (DistributedOptions::peer_timeout). A thread
@@ -462,12 +462,14 @@ absl::StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
                                   options.store_file, options.world_size));
       impl->store->setTimeout(options.timeout);
     }
-    if (std::string missing = AwaitEveryRank(*impl->store, options);
-        !missing.empty()) {
-      return absl::UnavailableError(absl::StrCat(
-          "rank ", options.rank, " (node ", options.node_rank, ", local rank ",
-          options.local_rank, "): rendezvous with ", options.world_size,
-          " trainers ", StoreName(options), ": ", missing));
+    if (absl::Status joined = AwaitEveryRank(*impl->store, options);
+        !joined.ok()) {
+      return absl::Status(
+          joined.code(),
+          absl::StrCat("rank ", options.rank, " (node ", options.node_rank,
+                       ", local rank ", options.local_rank,
+                       "): rendezvous with ", options.world_size, " trainers ",
+                       StoreName(options), ": ", joined.message()));
     }
     auto gloo_options =
         c10d::ProcessGroupGloo::Options::create(options.timeout);
