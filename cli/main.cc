@@ -133,7 +133,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "shardgnn: error: %s\n", e.what());
     return 1;
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version print and succeed; a refused flag or value is one
+    // line, as every other error.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "shardgnn: error: %s (--help lists the flags)\n",
+                 e.what());
+    return 1;
   }
   if (!result.ok()) {
     std::fprintf(stderr, "shardgnn: error: %s\n",

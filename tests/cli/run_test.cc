@@ -486,6 +486,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"Parts", {"--parts", "0"}, "--parts"},
         BadFlag{"Epochs", {"--epochs", "0"}, "--epochs"},
         BadFlag{"Method", {"--method", "bogus"}, "method 'bogus'"},
+        // What the flag parser refuses is one line too.
+        BadFlag{"NotANumber", {"--epochs", "many"}, "--epochs = many"},
+        BadFlag{"UnknownFlag", {"--bogus"}, "--bogus"},
         // Out-of-range values are refused, not taken as "the default"
         // (only the documented "unset" values are).
         BadFlag{"NegativeCache", {"--cache-mb", "-1"}, "--cache-mb"},
