@@ -360,13 +360,16 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
     figures.emplace_back(name, value);
   };
   if (!finished) {
-    // The best epoch so far as the trainer ranks them (ties: the first).
-    double best = NAN;
+    // The best epoch so far as the trainer ranks them (trainer.cc: the
+    // highest validation score, ties to the lower validation loss).
+    double best = NAN, best_loss = NAN;
     int best_epoch = 0;
     for (const Json& e : epochs) {
-      const double v = Get(e, val_key);
-      if (v >= 0 && !(v <= best)) {
+      const double v = Get(e, val_key), loss = Get(e, "val_loss");
+      if (v >= 0 &&
+          (std::isnan(best) || v > best || (v == best && loss < best_loss))) {
         best = v;
+        best_loss = loss;
         best_epoch = static_cast<int>(Get(e, "epoch", 0));
       }
     }

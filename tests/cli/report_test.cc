@@ -139,6 +139,16 @@ TEST_F(ReportTest, ARunWithoutSummaryGetsThePageOfItsEpochsSoFar) {
   // From config.toml.
   EXPECT_THAT(html, HasSubstr("<th>fanouts</th><td>10,10</td>"));
   EXPECT_EQ(Count(html, "<svg"), 3);
+  // Ties go to the lower validation loss, as the trainer keeps epochs.
+  ASSERT_OK(WriteFileAtomic(
+      partial + "/metrics.jsonl",
+      "{\"epoch\": 1, \"loss\": 1, \"val_acc\": 0.8, \"val_loss\": 0.9}\n"
+      "{\"epoch\": 2, \"loss\": 1, \"val_acc\": 0.8, \"val_loss\": 0.7}\n"
+      "{\"epoch\": 3, \"loss\": 1, \"val_acc\": 0.8, \"val_loss\": 0.8}\n"));
+  Finished tie = RunShardgnn({"report", partial});
+  ASSERT_EQ(tie.exit_status, 0) << tie.output;
+  ASSERT_OK_AND_ASSIGN(html, ReadFileToString(partial + "/report.html"));
+  EXPECT_THAT(html, HasSubstr("0.8000 at epoch 2"));
   // A malformed line that is not the last is still named.
   ASSERT_OK(WriteFileAtomic(partial + "/metrics.jsonl",
                             "{\"epoch\": 1, \"loss\": 1}\n{\"ep\n" + metrics));
