@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -100,6 +101,49 @@ std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
 
 namespace {
 
+// Rows of x per call of the BLAS when no gradient is recorded (Project).
+int64_t ProjectChunkRows(int64_t width) {
+  constexpr int64_t kChunkBytes = int64_t{8} << 20;
+  return std::max<int64_t>(1,
+                           kChunkBytes / (std::max<int64_t>(width, 1) *
+                                          static_cast<int64_t>(sizeof(float))));
+}
+
+}  // namespace
+
+torch::Tensor Project(torch::nn::Linear& linear, const torch::Tensor& x) {
+  const int64_t rows = x.dim() == 2 ? x.size(0) : 0;
+  const int64_t chunk = ProjectChunkRows(x.dim() == 2 ? x.size(1) : 0);
+  if (torch::GradMode::is_enabled() || rows <= chunk || !x.is_contiguous() ||
+      x.scalar_type() != torch::kFloat) {
+    return linear->forward(x);
+  }
+  const torch::Tensor weight_t = linear->weight.t();
+  const int64_t width = linear->weight.size(0);
+  torch::Tensor out = torch::empty({rows, width}, x.options());
+  // The bias first, then each part's product added into it, as addmm does
+  // (addmm_out into a part with a bias takes a slow path: 3x on 127k x 256 ->
+  // 16).
+  const bool bias = linear->bias.defined();
+  if (bias) out.copy_(linear->bias.expand({rows, width}));
+  // Parts of equal size (within a row): the BLAS may round a product of a
+  // few rows differently (OpenBLAS's small-matrix kernels).
+  const int64_t parts = (rows + chunk - 1) / chunk;
+  for (int64_t p = 0, first = 0; p < parts; ++p) {
+    const int64_t n = rows / parts + (p < rows % parts ? 1 : 0);
+    torch::Tensor part = out.narrow(0, first, n);
+    if (bias) {
+      part.addmm_(x.narrow(0, first, n), weight_t);
+    } else {
+      torch::mm_out(part, x.narrow(0, first, n), weight_t);
+    }
+    first += n;
+  }
+  return out;
+}
+
+namespace {
+
 // One layer of a stack: the states of a block's sources to those of its
 // destinations.
 class Layer : public torch::nn::Module {
@@ -122,9 +166,10 @@ class SageLayer : public Layer {
     torch::Tensor h_dst = h.narrow(0, 0, b.num_dst);
     // Mean and projection commute; do the cheaper one on the wide side.
     torch::Tensor agg =
-        project_first_ ? CsrAggregate(neigh_(h), {}, b.indptr, b.indices, true)
-                       : neigh_(CsrAggregate(h, {}, b.indptr, b.indices, true));
-    return self_(h_dst) + agg;
+        project_first_
+            ? CsrAggregate(Project(neigh_, h), {}, b.indptr, b.indices, true)
+            : Project(neigh_, CsrAggregate(h, {}, b.indptr, b.indices, true));
+    return Project(self_, h_dst) + agg;
   }
 
  private:
@@ -146,10 +191,11 @@ class GcnLayer : public Layer {
   torch::Tensor Forward(const BlockTensors& b,
                         const torch::Tensor& h) override {
     torch::Tensor agg =
-        project_first_ ? CsrAggregate(linear_(h), b.gcn_weight, b.loop_indptr,
-                                      b.loop_indices, false)
-                       : linear_(CsrAggregate(h, b.gcn_weight, b.loop_indptr,
-                                              b.loop_indices, false));
+        project_first_
+            ? CsrAggregate(Project(linear_, h), b.gcn_weight, b.loop_indptr,
+                           b.loop_indices, false)
+            : Project(linear_, CsrAggregate(h, b.gcn_weight, b.loop_indptr,
+                                            b.loop_indices, false));
     return agg + bias_;
   }
 
@@ -181,7 +227,7 @@ class GatLayer : public Layer {
   }
   torch::Tensor Forward(const BlockTensors& b,
                         const torch::Tensor& h) override {
-    torch::Tensor z = linear_(h);
+    torch::Tensor z = Project(linear_, h);
     torch::Tensor z3 = z.view({b.num_src, heads_, out_});
     torch::Tensor el = (z3 * attn_l_).sum(-1);
     torch::Tensor er = (z3.narrow(0, 0, b.num_dst) * attn_r_).sum(-1);
@@ -215,7 +261,7 @@ class MlpLayer : public Layer {
   }
   torch::Tensor Forward(const BlockTensors& b,
                         const torch::Tensor& h) override {
-    return linear_(h.narrow(0, 0, b.num_dst));
+    return Project(linear_, h.narrow(0, 0, b.num_dst));
   }
 
  private:

@@ -109,6 +109,18 @@ std::shared_ptr<GnnModel> MakeModel(const ModelOptions& options, int64_t in_dim,
 int64_t MinParameterCount(const ModelOptions& options, int64_t in_dim,
                           int64_t num_classes);
 
+// linear(x) for x [n, in]. With no gradient recorded (evaluation, inference)
+// the product runs over row parts of at most 8 MB of x each, written into one
+// output: OpenBLAS packs all of a call's rows of x into its own work buffer,
+// whose pages stay mapped once touched, so a call on more rows than training
+// ever made (the test pass's larger fanouts, inference's chunks) would fault in
+// fresh pages, up to the size of x itself; in parts the buffer stays within
+// what training touched. Rows are independent and the parts of equal size
+// (OpenBLAS rounds a product of a few rows differently), so the result is
+// bitwise linear(x)'s with Debian's OpenBLAS (tested). Layers of user models
+// should project with it too.
+torch::Tensor Project(torch::nn::Linear& linear, const torch::Tensor& x);
+
 // Glorot uniform for every weight of `module` (bound sqrt(6 / (fan_in +
 // fan_out)) over the last two dimensions), zeros for biases, from a private
 // generator seeded with `seed`.

@@ -387,6 +387,32 @@ TEST(ModelsTest, MinParameterCountBoundsEveryModel) {
             std::numeric_limits<int64_t>::max());
 }
 
+TEST(ModelsTest, ProjectIsTheLinearWithAndWithoutGradients) {
+  // Rows over several of Project's 8 MB chunks, and a remainder, at widths
+  // whose chunks differ (8192 and 1463 rows), with a bias and without.
+  for (const int64_t in : {int64_t{256}, int64_t{1433}}) {
+    for (const bool bias : {true, false}) {
+      SCOPED_TRACE(absl::StrCat("in ", in, " bias ", bias));
+      torch::manual_seed(7);
+      torch::nn::Linear linear(torch::nn::LinearOptions(in, 48).bias(bias));
+      const int64_t chunk = (int64_t{8} << 20) / (in * 4);
+      const torch::Tensor x = torch::randn({3 * chunk + 7, in});
+      torch::Tensor expected, chunked;
+      {
+        torch::NoGradGuard no_grad;
+        expected = linear(x);
+        chunked = Project(linear, x);
+      }
+      EXPECT_FALSE(chunked.requires_grad());
+      EXPECT_TRUE(torch::equal(chunked, expected));
+      // Recording gradients: one call, and the gradient flows.
+      const torch::Tensor graded = Project(linear, x.narrow(0, 0, 100));
+      EXPECT_TRUE(graded.requires_grad());
+      EXPECT_TRUE(torch::equal(graded.detach(), expected.narrow(0, 0, 100)));
+    }
+  }
+}
+
 TEST(ModelsTest, BlockCountMustMatchLayers) {
   ModelOptions options;
   options.num_layers = 3;
