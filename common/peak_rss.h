@@ -1,9 +1,10 @@
 // The peak resident set, the minor page faults and the CPU time of this
-// process, for summaries and reports.
+// process, for summaries and reports, and the machine's physical memory.
 #ifndef SHARDGNN_COMMON_PEAK_RSS_H_
 #define SHARDGNN_COMMON_PEAK_RSS_H_
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstdint>
 
@@ -35,6 +36,14 @@ inline double CpuSeconds() {
            1e-6 * static_cast<double>(t.tv_usec);
   };
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// Physical memory of this machine in bytes (sysconf), -1 if unknown.
+inline int64_t PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return -1;
+  return static_cast<int64_t>(pages) * page;
 }
 
 }  // namespace shardgnn

@@ -1,7 +1,5 @@
 #include "datasets/generators.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "common/file_util.h"
 #include "common/npy.h"
+#include "common/peak_rss.h"
 #include "common/progress.h"
 #include "common/sampling.h"
 #include "common/status.h"
@@ -137,8 +136,7 @@ absl::Status CheckMachineFits(const GeneratorOptions& o, int64_t edges,
                               const std::string& out_dir) {
   const double memory = 16.0 * static_cast<double>(edges) +
                         8.0 * static_cast<double>(o.num_nodes);
-  const double ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
-                     static_cast<double>(sysconf(_SC_PAGESIZE));
+  const double ram = static_cast<double>(PhysicalMemoryBytes());
   const std::string graph =
       absl::StrCat(o.num_nodes, " nodes at average degree ", o.avg_degree);
   if (ram > 0 && memory > ram) {

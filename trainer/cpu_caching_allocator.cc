@@ -18,6 +18,7 @@
 #include "c10/core/impl/alloc_cpu.h"
 #include "c10/util/Exception.h"
 #include "common/large_buffer.h"
+#include "common/peak_rss.h"
 
 namespace shardgnn {
 namespace {
@@ -250,10 +251,8 @@ class CachingAllocator final : public c10::Allocator {
 CachingAllocator* CachingAllocator::instance = nullptr;
 
 int64_t QuarterOfMemory() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return int64_t{1} << 30;
-  return static_cast<int64_t>(pages) * page / 4;
+  const int64_t memory = PhysicalMemoryBytes();
+  return memory > 0 ? memory / 4 : int64_t{1} << 30;
 }
 
 }  // namespace
