@@ -129,15 +129,15 @@ torch::Tensor Project(torch::nn::Linear& linear, const torch::Tensor& x) {
   // Parts of equal size (within a row): the BLAS may round a product of a
   // few rows differently (OpenBLAS's small-matrix kernels).
   const int64_t parts = (rows + chunk - 1) / chunk;
-  for (int64_t p = 0, first = 0; p < parts; ++p) {
-    const int64_t n = rows / parts + (p < rows % parts ? 1 : 0);
+  for (int64_t p = 0; p < parts; ++p) {
+    const int64_t first = rows * p / parts;
+    const int64_t n = rows * (p + 1) / parts - first;
     torch::Tensor part = out.narrow(0, first, n);
     if (bias) {
       part.addmm_(x.narrow(0, first, n), weight_t);
     } else {
       torch::mm_out(part, x.narrow(0, first, n), weight_t);
     }
-    first += n;
   }
   return out;
 }

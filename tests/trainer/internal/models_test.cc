@@ -388,8 +388,8 @@ TEST(ModelsTest, MinParameterCountBoundsEveryModel) {
 }
 
 TEST(ModelsTest, ProjectIsTheLinearWithAndWithoutGradients) {
-  // Rows over several of Project's 8 MB chunks, and a remainder, at widths
-  // whose chunks differ (8192 and 1463 rows), with a bias and without.
+  // Rows over several of Project's 8 MB parts, not a multiple of a part, at
+  // widths whose parts differ (8192 and 1463 rows), with a bias and without.
   for (const int64_t in : {int64_t{256}, int64_t{1433}}) {
     for (const bool bias : {true, false}) {
       SCOPED_TRACE(absl::StrCat("in ", in, " bias ", bias));
