@@ -615,7 +615,7 @@ void AddLaunchCommand(CLI::App& app, absl::Status* result) {
     }
     *result = ApplyTrainTable(*spec, cmd);
     if (!result->ok()) return;
-    flags->effective_config = EffectiveConfig(*cmd);
+    flags->effective_config = EffectiveConfig(*cmd, &flags->training);
     *result = Launcher(*flags, *spec).Run();
   });
 }

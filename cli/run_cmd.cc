@@ -545,7 +545,7 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
     return cmd->count(flag) > 0;
   };
   cmd->callback([cmd, flags, result] {
-    flags->effective_config = EffectiveConfig(*cmd);
+    flags->effective_config = EffectiveConfig(*cmd, &flags->training);
     *result = RunPipeline(*flags);
   });
 }

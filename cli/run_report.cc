@@ -4,11 +4,14 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/file_util.h"
 #include "common/progress.h"
 #include "common/status.h"
@@ -464,17 +467,45 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
       FlattenInto(c, "", &config);
     }
   } else {
-    // config.toml: "key=value" lines under "[section]" (cli EffectiveConfig).
+    // config.toml: "key=value" lines under "[section]", then the values the
+    // flags left unset resolved to, as "# key=value" (cli EffectiveConfig).
+    std::map<std::string, std::string> values;
     for (absl::string_view line : absl::StrSplit(config_toml, '\n')) {
+      const bool resolved = absl::ConsumePrefix(&line, "# ");
       const size_t eq = line.find('=');
       if (line.empty() || line[0] == '#' || line[0] == '[' ||
-          eq == absl::string_view::npos) {
+          eq == absl::string_view::npos ||
+          line.find(' ') < eq) {  // A comment of words.
         continue;
       }
       absl::string_view value = line.substr(eq + 1);
       if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
         value = value.substr(1, value.size() - 2);
-      config.emplace_back(std::string(line.substr(0, eq)), std::string(value));
+      const std::string key(line.substr(0, eq));
+      values[key] = std::string(value);
+      if (!resolved) config.emplace_back(key, std::string(value));
+    }
+    // The model as summary.json's "model" names it (keys in its order).
+    const std::pair<const char*, const char*> model_keys[] = {
+        {"average_decay", "average-decay"},
+        {"batch_size", "batch-size"},
+        {"dropout", "dropout"},
+        {"feature_norm", "feature-norm"},
+        {"heads", "heads"},
+        {"hidden", "hidden"},
+        {"kind", "model"},
+        {"layers", "fanouts"},
+        {"lr", "lr"},
+        {"weight_decay", "weight-decay"}};
+    for (const auto& [name, key] : model_keys) {
+      auto it = values.find(key);
+      if (it == values.end()) continue;
+      const std::string& value = it->second;
+      model.emplace_back(
+          name,
+          std::string(name) == "layers"
+              ? absl::StrCat(1 + std::count(value.begin(), value.end(), ','))
+              : value);
     }
   }
   for (const char* key : {"mode", "world_size", "servers", "partition_id",

@@ -19,9 +19,10 @@ namespace shardgnn::cli {
 // file when metrics.jsonl is missing, or it or summary.json is malformed (a
 // line of metrics.jsonl that is not an epoch record is named by its line
 // number). A run without summary.json (still running, or stopped before its
-// end) gets a page of the epochs recorded so far, its configuration from
-// config.toml, and says so; an unfinished last line of metrics.jsonl (being
-// written, or cut short) is left out.
+// end) gets a page of the epochs recorded so far, its configuration and model
+// from config.toml (with the values unset flags resolved to: cli
+// EffectiveConfig), and says so; an unfinished last line of metrics.jsonl
+// (being written, or cut short) is left out.
 absl::Status WriteRunReport(const std::string& run_dir);
 
 // The page for these file contents (`run_dir` is only shown). An empty

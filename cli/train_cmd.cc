@@ -605,7 +605,7 @@ void AddTrainCommand(CLI::App& app, absl::Status* result) {
                   "Directory for metrics.jsonl and summary.json (rank 0)");
   AddTrainingFlags(cmd, &flags->training);
   cmd->callback([cmd, flags, result] {
-    flags->effective_config = EffectiveConfig(*cmd);
+    flags->effective_config = EffectiveConfig(*cmd, &flags->training);
     *result = RunTrain(*flags);
   });
 }

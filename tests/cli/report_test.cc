@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
@@ -138,6 +139,19 @@ TEST_F(ReportTest, ARunWithoutSummaryGetsThePageOfItsEpochsSoFar) {
   EXPECT_THAT(html, Not(HasSubstr("test accuracy")));
   // From config.toml.
   EXPECT_THAT(html, HasSubstr("<th>fanouts</th><td>10,10</td>"));
+  // The model, from the flags and the values the unset ones resolved to: the
+  // one the finished run reports.
+  EXPECT_THAT(html, HasSubstr("<th>kind</th><td>sage</td>"));
+  for (const char* key : {"layers", "hidden"}) {
+    EXPECT_THAT(html,
+                HasSubstr(absl::StrCat("<th>", key, "</th><td>",
+                                       s["model"][key].get<int>(), "</td>")));
+  }
+  for (const char* key : {"lr", "weight_decay", "dropout"}) {
+    EXPECT_THAT(
+        html, HasSubstr(absl::StrCat("<th>", key, "</th><td>",
+                                     s["model"][key].get<double>(), "</td>")));
+  }
   EXPECT_EQ(Count(html, "<svg"), 3);
   // Ties go to the lower validation loss, as the trainer keeps epochs.
   ASSERT_OK(WriteFileAtomic(

@@ -495,7 +495,11 @@ TEST(TrainInProcessTest, ConfigFileGivesFlagsAndTheRunKeepsItsOwn) {
                        ReadFileToString(dir.Sub("a/config.toml")));
   EXPECT_THAT(config, HasSubstr("[train]"));
   EXPECT_THAT(config, HasSubstr("lr=0.02"));
-  EXPECT_THAT(config, Not(HasSubstr("=\"\"")));  // Unset flags left out.
+  EXPECT_THAT(config, Not(HasSubstr("=\"\"")));  // Unset flags left out,
+  // and what they resolved to as comments: GCN's defaults.
+  EXPECT_THAT(config, HasSubstr("\n# hidden=256\n"));
+  EXPECT_THAT(config, HasSubstr("\n# average-decay=0.9\n"));
+  EXPECT_THAT(config, Not(HasSubstr("# lr=")));  // Given: a flag.
   auto [again_status, again] = RunShardgnn(
       {"train", "--config", dir.Sub("a/config.toml"), "--out", dir.Sub("b")});
   ASSERT_EQ(again_status, 0) << again;
