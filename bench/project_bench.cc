@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -196,4 +197,15 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace shardgnn
 
-int main(int argc, char** argv) { return shardgnn::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // LibTorch reports a failed allocation or a bad shape by throwing: one line
+  // and a failed exit, not an abort.
+  try {
+    return shardgnn::Main(argc, argv);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();  // LibTorch's: a backtrace follows.
+    std::fprintf(stderr, "project_bench: %s\n",
+                 what.substr(0, what.find('\n')).c_str());
+    return 1;
+  }
+}
