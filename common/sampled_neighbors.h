@@ -1,20 +1,29 @@
-// The result of batched neighbor sampling, shared by the storage servers (graphstore/) and the samplers
-// (sampler/), so that both layers speak the same type.
+// The result of batched neighbor sampling, shared by the storage servers
+// (graphstore/) and the samplers (sampler/), so that both layers speak the same
+// type.
 #ifndef SHARDGNN_COMMON_SAMPLED_NEIGHBORS_H_
 #define SHARDGNN_COMMON_SAMPLED_NEIGHBORS_H_
 
 #include <cstdint>
 #include <vector>
 
+#include "common/large_buffer.h"
 #include "common/types.h"
 
 namespace shardgnn {
 
-// The neighbors sampled for a list of nodes, in CSR form: the i-th node's neighbors (global IDs) are
-// neighbors[offset_i .. offset_i + counts[i]) where offset_i is the sum of the earlier counts.
+// The neighbors sampled for a list of nodes, in CSR form: the i-th node's
+// neighbors (global IDs) are neighbors[offset_i .. offset_i + counts[i]) where
+// offset_i is the sum of the earlier counts.
+//
+// Both arrays are large buffers (common/large_buffer.h): in a trainer they come
+// from the block cache LibTorch's tensors use, so that the samplers' kept
+// answers, grown once to the test pass's larger fanouts, take the pages of the
+// blocks training left (RetireCpuCachedBlocks) instead of fresh ones; on a
+// server, std::malloc.
 struct SampledNeighbors {
-  std::vector<int64_t> counts;
-  std::vector<NodeId> neighbors;
+  Int64Buffer counts;
+  Int64Buffer neighbors;
 };
 
 }  // namespace shardgnn

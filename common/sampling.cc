@@ -7,7 +7,7 @@ namespace shardgnn {
 
 void SampleNeighbors(const NodeId* neighbors, int64_t degree, int fanout,
                      bool replace, uint64_t seed, NodeId node,
-                     std::vector<NodeId>* out) {
+                     Int64Buffer* out) {
   if (fanout < 0 || (!replace && degree <= fanout)) {
     out->insert(out->end(), neighbors, neighbors + degree);
     return;

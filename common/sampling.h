@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/large_buffer.h"
 #include "common/types.h"
 
 namespace shardgnn {
@@ -45,7 +46,7 @@ inline uint64_t UniformBelow(uint64_t* state, uint64_t n) {
 //   if degree == 0).
 void SampleNeighbors(const NodeId* neighbors, int64_t degree, int fanout,
                      bool replace, uint64_t seed, NodeId node,
-                     std::vector<NodeId>* out);
+                     Int64Buffer* out);
 
 // The number of neighbors SampleNeighbors appends.
 inline int64_t SampledCount(int64_t degree, int fanout, bool replace) {

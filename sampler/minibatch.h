@@ -34,7 +34,7 @@ struct MiniBatch {
   std::vector<NodeId> seeds;
   // Global IDs of blocks.front()'s sources, in local-index order. Every block's
   // sources are a prefix of it.
-  std::vector<NodeId> input_nodes;
+  Int64Buffer input_nodes;
   // blocks.front() consumes the input features; blocks.back() has destinations
   // == seeds.
   std::vector<Block> blocks;

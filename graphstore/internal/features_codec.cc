@@ -123,7 +123,7 @@ class SliceReader {
 // length read already) into *out, reusing its capacity; DATA_LOSS if the
 // length is not whole values or runs past the message.
 absl::Status ReadInt64s(SliceReader& in, const char* field, uint64_t len,
-                        std::vector<int64_t>* out) {
+                        Int64Buffer* out) {
   if (len % 8 != 0) {
     return absl::DataLossError(
         absl::StrCat(field, " holds ", len, " bytes, not whole 8-byte values"));

@@ -50,7 +50,7 @@ class BlockBuilder {
 
   // Every node seen, in local-index order (the input nodes once all hops are
   // added).
-  const std::vector<NodeId>& nodes() const { return nodes_; }
+  const Int64Buffer& nodes() const { return nodes_; }
 
   // Scratch for a hop's sampled neighbors, kept with the builder (which the
   // sampler pools) so that its memory serves batch after batch.
@@ -64,7 +64,7 @@ class BlockBuilder {
   bool dense_;
   std::vector<int32_t> dense_map_;  // -1 = not seen; used when dense_
   absl::flat_hash_map<NodeId, int64_t> hash_map_;
-  std::vector<NodeId> nodes_;
+  Int64Buffer nodes_;
   SampledNeighbors hop_sample_;
 };
 

@@ -120,7 +120,9 @@ TEST_P(FeaturePortTest, BadSamplesGetTheServersErrorsAndTheConnectionStays) {
       std::unique_ptr<GraphStoreClient> grpc,
       GraphStoreClient::Connect(server_->address(), grpc_only));
   ASSERT_OK(grpc->SampleNeighbors({first, first + 1}, 2, false, 3, &over_grpc));
-  EXPECT_EQ(std::vector<int64_t>(counts, counts + 2), over_grpc.counts);
+  EXPECT_EQ(
+      std::vector<int64_t>(counts, counts + 2),
+      std::vector<int64_t>(over_grpc.counts.begin(), over_grpc.counts.end()));
   EXPECT_EQ(std::memcmp(payload.data() + 16, over_grpc.neighbors.data(),
                         over_grpc.neighbors.size() * 8),
             0);

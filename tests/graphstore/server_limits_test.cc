@@ -123,7 +123,7 @@ grpc::Status RawCall(const std::string& address, const std::string& method,
   return status;
 }
 
-std::string IdBytes(const std::vector<NodeId>& ids) {
+std::string IdBytes(absl::Span<const NodeId> ids) {
   return std::string(reinterpret_cast<const char*>(ids.data()),
                      ids.size() * sizeof(NodeId));
 }

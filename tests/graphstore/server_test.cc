@@ -73,7 +73,7 @@ class ServerTest : public ::testing::TestWithParam<bool> {
     size_t pos = 0;
     for (size_t i = 0; i < ids.size(); ++i) {
       auto adj = graph_.Neighbors(ids[i]);
-      std::vector<NodeId> want;
+      Int64Buffer want;
       SampleNeighbors(adj.data(), static_cast<int64_t>(adj.size()), fanout,
                       replace, seed, ids[i], &want);
       ASSERT_EQ(got.counts[i], static_cast<int64_t>(want.size()));
@@ -260,7 +260,7 @@ TEST_P(ServerTest, SixteenThreadsThousandCallsEach) {
           size_t pos = 0;
           for (size_t i = 0; i < ids.size(); ++i) {
             auto adj = graph_.Neighbors(ids[i]);
-            std::vector<NodeId> want;
+            Int64Buffer want;
             SampleNeighbors(adj.data(), static_cast<int64_t>(adj.size()), 10,
                             false, call, ids[i], &want);
             if (s->counts[i] != static_cast<int64_t>(want.size()) ||

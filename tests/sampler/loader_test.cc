@@ -261,7 +261,7 @@ class ThreadRecordingLoader {
             threads_.insert(static_cast<int64_t>(syscall(SYS_gettid)));
           }
           out->seeds.assign(batch_items.begin(), batch_items.end());
-          out->input_nodes = out->seeds;
+          out->input_nodes.assign(out->seeds.begin(), out->seeds.end());
           out->features.assign(batch_items.size(), 1.0f);
           return absl::OkStatus();
         },

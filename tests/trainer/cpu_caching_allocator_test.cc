@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "common/large_buffer.h"
+#include "common/sampled_neighbors.h"
+#include "sampler/minibatch.h"
 
 namespace shardgnn {
 namespace {
@@ -188,6 +190,36 @@ TEST_F(CpuCachingAllocatorTest, FeatureBuffersShareTheTensorsBlocks) {
   const CpuCachingAllocatorStats s = GetCpuCachingAllocatorStats();
   EXPECT_EQ(s.in_use_bytes, start.in_use_bytes);
   EXPECT_EQ(s.cached_bytes, start.cached_bytes);
+}
+
+// The samplers' kept arrays (a sample's neighbors, a minibatch's input nodes)
+// are large buffers too: a freed tensor's block serves them, and after
+// RetireCpuCachedBlocks(), one grown past every free block takes the retired
+// blocks' pages instead of fresh ones (the test pass after training).
+TEST_F(CpuCachingAllocatorTest, SamplerArraysShareTheTensorsBlocks) {
+  { torch::Tensor t = torch::ones({Floats(5)}); }
+  const CpuCachingAllocatorStats start = GetCpuCachingAllocatorStats();
+  SampledNeighbors sample;
+  sample.neighbors.resize(static_cast<size_t>(Floats(5) / 2), 7);
+  CpuCachingAllocatorStats s = GetCpuCachingAllocatorStats();
+  EXPECT_EQ(s.reused - start.reused, 1);
+  EXPECT_EQ(s.fresh_bytes, start.fresh_bytes);
+  MiniBatch batch;
+  batch.input_nodes.resize(static_cast<size_t>(Floats(2) / 2));
+  s = GetCpuCachingAllocatorStats();
+  EXPECT_EQ(s.allocations - start.allocations, 2);
+  EXPECT_GE(s.in_use_bytes - start.in_use_bytes, 7 * kMiB);
+  // Grown past every free block after the blocks are retired: made of their
+  // pages (a 20 MiB tensor's and the 5 MiB sample's), not fresh ones.
+  { torch::Tensor t = torch::ones({Floats(20)}); }
+  sample.neighbors = Int64Buffer();
+  RetireCpuCachedBlocks();
+  const CpuCachingAllocatorStats retired = GetCpuCachingAllocatorStats();
+  sample.neighbors.resize(static_cast<size_t>(Floats(30) / 2), 1);
+  s = GetCpuCachingAllocatorStats();
+  EXPECT_GE(s.moved_bytes - retired.moved_bytes, 20 * kMiB);
+  EXPECT_LE(s.fresh_bytes - retired.fresh_bytes, 12 * kMiB);
+  EXPECT_EQ(sample.neighbors.back(), 1);
 }
 
 TEST_F(CpuCachingAllocatorTest, KeepsAtMostTheCapAndReleasesTheRest) {

@@ -18,7 +18,7 @@ void TwoHops(BlockBuilder* builder, std::vector<NodeId>* nodes,
                             std::vector<NodeId>{7, 10, 7}, &(*blocks)[1]));
   ASSERT_OK(builder->AddHop(std::vector<int64_t>{0, 1, 3},
                             std::vector<NodeId>{99, 40, 3, 99}, &(*blocks)[0]));
-  *nodes = builder->nodes();
+  nodes->assign(builder->nodes().begin(), builder->nodes().end());
 }
 
 TEST(BlockBuilderTest, AssignsFirstAppearanceOrderWithDenseAndHashMaps) {

@@ -242,7 +242,10 @@ TEST(ModelsTest, FullNeighborhoodTrainingFollowsThePapersEquations) {
   std::vector<NodeId> all(graph.n);
   for (int64_t v = 0; v < graph.n; ++v) all[v] = v;
   ASSERT_OK_AND_ASSIGN(MiniBatch batch, sampler->Sample(all, 3));
-  ASSERT_EQ(batch.input_nodes, all);  // Every node is a seed, in order.
+  // Every node is a seed, in order.
+  ASSERT_EQ(
+      std::vector<NodeId>(batch.input_nodes.begin(), batch.input_nodes.end()),
+      all);
   torch::Tensor x = graph.Features();
   torch::Tensor y = torch::tensor(labels);
   torch::Tensor train = torch::arange(0, 20);
