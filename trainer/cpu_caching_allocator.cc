@@ -163,28 +163,45 @@ class CachingAllocator final : public c10::Allocator {
   // Retired free blocks whose pages a new block of `size` takes instead of
   // fresh ones (tensors larger than every free block: the test pass's
   // twice-as-large fanouts after training), taken out of the cache: the
-  // largest first, as many as fit in `size`, at most kMaxPieces. Only retired
-  // blocks: a block whose size comes again (the training step's, after a
-  // validation with larger batches) would otherwise be made again, fresh,
-  // for every block taken from it. Blocks made of pieces are not taken again
-  // (mremap moves one mapping at a time, and a pieced block is several).
+  // largest first, as many as fit in `size`, at most kMaxPieces, and the rest
+  // from the head of the smallest retired block larger than it, whose tail
+  // stays in the cache, retired (a mapping of its own once the head has
+  // moved). Only retired blocks: a block whose size comes again (the training
+  // step's, after a validation with larger batches) would otherwise be made
+  // again, fresh, for every block taken from it. Blocks made of pieces are
+  // not taken again (mremap moves one mapping at a time, and a pieced block
+  // is several). Sizes are whole pages (RoundUp), so every piece is.
   std::vector<std::pair<void*, size_t>> TakePieces(size_t size) const {
     constexpr size_t kMaxPieces = 16;
     std::vector<std::pair<void*, size_t>> pieces;
     std::lock_guard<std::mutex> lock(mu_);
+    auto takeable = [&](void* block) {
+      return retired_.count(block) != 0 && pieced_.count(block) == 0;
+    };
     size_t taken = 0;
     for (auto it = free_.lower_bound(size);
          it != free_.begin() && pieces.size() < kMaxPieces;) {
       --it;
-      if (taken + it->first > size || retired_.count(it->second) == 0 ||
-          pieced_.count(it->second) != 0) {
-        continue;
-      }
+      if (taken + it->first > size || !takeable(it->second)) continue;
       taken += it->first;
       pieces.emplace_back(it->second, it->first);
       retired_.erase(it->second);
       cached_ -= it->first;
       it = free_.erase(it);
+    }
+    const size_t rest = size - taken;
+    if (rest == 0 || pieces.size() >= kMaxPieces) return pieces;
+    for (auto it = free_.upper_bound(rest); it != free_.end(); ++it) {
+      if (!takeable(it->second)) continue;
+      char* head = static_cast<char*>(it->second);
+      const size_t bytes = it->first;
+      free_.erase(it);
+      retired_.erase(head);
+      pieces.emplace_back(head, rest);
+      free_.emplace(bytes - rest, head + rest);
+      retired_.insert(head + rest);
+      cached_ -= rest;
+      break;
     }
     return pieces;
   }

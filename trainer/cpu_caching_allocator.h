@@ -18,10 +18,13 @@
 // headroom never faults later). Free blocks the caller has retired (their
 // sizes will not come again: training's, before the test pass with larger
 // fanouts) give their pages to a request that no free block serves: moved
-// under the new block with mremap, so that it faults in only the rest.
+// under the new block with mremap, whole blocks that fit and the head of a
+// larger one for the rest (its tail stays cached, retired), so that the new
+// block faults in a page only when no retired block is left.
 // Smaller requests go to LibTorch's default allocator unchanged. Installing
 // it also makes it the provider of large buffers outside LibTorch
-// (common/large_buffer.h: minibatches' feature rows), which then share its
+// (common/large_buffer.h: minibatches' feature rows, the samplers' arrays),
+// which then share its
 // blocks, retired ones included. Thread-safe.
 //
 // Installed once per process, before the first tensor of the run is made
