@@ -38,6 +38,7 @@
 #include "partition/partition.h"
 #include "partition/partition_book.h"
 #include "sampler/remote_graph_source.h"
+#include "trainer/trainer.h"
 
 namespace shardgnn::cli {
 namespace {
@@ -126,9 +127,10 @@ absl::Status CheckFlagConflicts(const RunFlags& flags) {
 }
 
 // Imports (or reuses) the dataset and partitions it (or reuses the
-// partition), keyed by content (cli/run_work_dir.h). Returns the partition
-// dir.
-absl::StatusOr<std::string> PreparePartition(const RunFlags& flags) {
+// partition), keyed by content (cli/run_work_dir.h), with the edge split a
+// link task trains on. Returns the partition dir.
+absl::StatusOr<std::string> PreparePartition(const RunFlags& flags,
+                                             TaskKind task) {
   RunDataOptions options;
   options.work_dir = flags.work_dir;
   options.input = flags.dataset.empty() ? DefaultDataset() : flags.dataset;
@@ -138,7 +140,7 @@ absl::StatusOr<std::string> PreparePartition(const RunFlags& flags) {
   options.num_parts = flags.parts;
   options.method = flags.method;
   options.seed = flags.training.seed;
-  const bool link = flags.training.task == "link";
+  const bool link = task == TaskKind::kLink;
   if (flags.given("--edge-split") && !link) {
     return absl::InvalidArgumentError(
         "--edge-split is for --task link (it splits a raw input's edges into "
@@ -207,7 +209,8 @@ absl::Status RunPipeline(const RunFlags& flags) {
   if (flags.training.resume && flags.out_dir.empty())
     return absl::InvalidArgumentError(
         "--resume needs --out, the directory of the run to continue");
-  RETURN_IF_ERROR(ToTrainOptions(flags.training).status());
+  ASSIGN_OR_RETURN(const TrainOptions train_options,
+                   ToTrainOptions(flags.training));
 
   const std::string self = SelfPath();
   Supervisor supervisor;
@@ -229,11 +232,13 @@ absl::Status RunPipeline(const RunFlags& flags) {
   std::unique_ptr<GeneratedToken> generated;
   if (own_servers) {
     if (partition_dir.empty()) {
-      ASSIGN_OR_RETURN(partition_dir, PreparePartition(flags));
+      ASSIGN_OR_RETURN(partition_dir,
+                       PreparePartition(flags, train_options.task));
     }
     ASSIGN_OR_RETURN(PartitionManifest manifest,
                      ReadPartitionManifest(partition_dir));
-    if (flags.training.task == "link" && !manifest.edge_splits.count("train")) {
+    if (train_options.task == TaskKind::kLink &&
+        !manifest.edge_splits.count("train")) {
       return absl::FailedPreconditionError(absl::StrCat(
           partition_dir,
           " has no edge split for --task link: give run the raw input (it "
