@@ -45,24 +45,33 @@ class BufferPool {
     kept_.pop_back();
     return t;
   }
-  // The kept object that best fits a use of `want` (its capacity(t) the
-  // least of those >= want), or, if none is that large, the one of least
-  // capacity (it is to grow; the larger ones stay for other uses); a
-  // default-constructed T when none is kept. For uses of varied sizes
-  // (sampling answers, a layer's ten times the last's): with Take(), a large
-  // use may get a small buffer and grow it into fresh pages while a large
-  // one sits kept.
+  // The kept object that best fits a use of `want`: of those that hold it
+  // and are at most 4 times as large, the least; if none, the least of those
+  // smaller than `want` (it is to grow; the larger ones stay for other uses);
+  // if none either (only far larger ones are kept, or none), a
+  // default-constructed T. For uses of varied sizes (sampling answers, a
+  // layer's ten times the last's): with Take(), a large use may get a small
+  // buffer and grow it into fresh pages while a large one sits kept; and a
+  // small use that took a far larger buffer (its own all in use: training's
+  // answers while validation's are in flight, issue 17) would leave the next
+  // large use to grow a small one into megabytes of fresh pages, where the
+  // small use's own new buffer costs a few.
   template <typename Capacity>
   T TakeFitting(size_t want, Capacity capacity) {
+    constexpr size_t kFarLarger = 4;
+    constexpr size_t kNone = static_cast<size_t>(-1);
     std::lock_guard<std::mutex> lock(mu_);
-    if (kept_.empty()) return T();
-    size_t best = 0;
-    for (size_t i = 1; i < kept_.size(); ++i) {
+    size_t fitting = kNone, smaller = kNone;
+    for (size_t i = 0; i < kept_.size(); ++i) {
       const size_t have = capacity(kept_[i]);
-      const size_t best_have = capacity(kept_[best]);
-      const bool fits = have >= want, best_fits = best_have >= want;
-      if (fits != best_fits ? fits : have < best_have) best = i;
+      if (have < want) {
+        if (smaller == kNone || have < capacity(kept_[smaller])) smaller = i;
+      } else if (have / kFarLarger <= want) {
+        if (fitting == kNone || have < capacity(kept_[fitting])) fitting = i;
+      }
     }
+    const size_t best = fitting != kNone ? fitting : smaller;
+    if (best == kNone) return T();
     T t = std::move(kept_[best]);
     kept_[best] = std::move(kept_.back());
     kept_.pop_back();

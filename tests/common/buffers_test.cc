@@ -55,6 +55,31 @@ TEST(BufferPoolTest, TakeFittingGivesTheLeastBufferThatHoldsTheUse) {
   EXPECT_EQ(pool.TakeFitting(1, capacity).capacity(), 0u);  // None kept.
 }
 
+// A small use while the small buffers are out (training's sampling answers
+// while the next validation's are in flight) does not take a buffer many times
+// its size: it gets one of its own, and the large buffer stays for the large
+// use that comes next (which would otherwise grow a small one into megabytes
+// of fresh pages).
+TEST(BufferPoolTest, ASmallUseLeavesAFarLargerBufferForTheLargeUses) {
+  BufferPool<std::vector<int>> pool(8);
+  auto capacity = [](const std::vector<int>& v) { return v.capacity(); };
+  for (size_t n : {1000, 100}) {
+    std::vector<int> v;
+    v.reserve(n);
+    pool.Give(std::move(v));
+  }
+  BufferPool<std::vector<int>>::Lease small(&pool, 80, capacity);
+  EXPECT_EQ(small->capacity(), 100u);
+  // Only the 1000 is kept: more than 4 times 80.
+  EXPECT_EQ(pool.TakeFitting(80, capacity).capacity(), 0u);
+  EXPECT_EQ(pool.TakeFitting(800, capacity).capacity(), 1000u);
+  // Within 4 times: taken.
+  std::vector<int> v;
+  v.reserve(300);
+  pool.Give(std::move(v));
+  EXPECT_EQ(pool.TakeFitting(80, capacity).capacity(), 300u);
+}
+
 TEST(BufferPoolTest, AFittingLeaseTakesTheBufferThatHoldsItsUseAndGivesItBack) {
   BufferPool<std::vector<int>> pool(8);
   auto capacity = [](const std::vector<int>& v) { return v.capacity(); };
@@ -71,14 +96,13 @@ TEST(BufferPoolTest, AFittingLeaseTakesTheBufferThatHoldsItsUseAndGivesItBack) {
   }
   // Both back: the least that holds 5 is the 10.
   EXPECT_EQ(pool.TakeFitting(5, capacity).capacity(), 10u);
-  EXPECT_EQ(pool.TakeFitting(5, capacity).capacity(), 1000u);
+  EXPECT_EQ(pool.TakeFitting(500, capacity).capacity(), 1000u);
 }
 
 // A hedged call's attempts: the winner's buffer is the caller's until it is
 // done with it, the loser's (ending later, on another thread) goes back too.
 TEST(PooledTest, GoesBackWhenDestroyedOnAnyThreadButNotOnceReleased) {
   auto pool = std::make_shared<BufferPool<std::vector<int>>>(8);
-  auto capacity = [](const std::vector<int>& v) { return v.capacity(); };
   auto make = [&](size_t n) {
     std::vector<int> v;
     v.reserve(n);
@@ -91,17 +115,17 @@ TEST(PooledTest, GoesBackWhenDestroyedOnAnyThreadButNotOnceReleased) {
       EXPECT_EQ(moved->capacity(), 200u);
     });
     loser.join();
-    EXPECT_EQ(pool->TakeFitting(1, capacity).capacity(), 200u);
+    EXPECT_EQ(pool->Take().capacity(), 200u);
     EXPECT_EQ(winner->capacity(), 100u);
   }
-  EXPECT_EQ(pool->TakeFitting(1, capacity).capacity(), 100u);
-  EXPECT_EQ(pool->TakeFitting(1, capacity).capacity(), 0u);  // None kept.
+  EXPECT_EQ(pool->Take().capacity(), 100u);
+  EXPECT_EQ(pool->Take().capacity(), 0u);  // None kept.
   {
     Pooled<std::vector<int>> kept = make(300);
     std::vector<int> mine = kept.Release();
     EXPECT_EQ(mine.capacity(), 300u);
   }
-  EXPECT_EQ(pool->TakeFitting(1, capacity).capacity(), 0u);
+  EXPECT_EQ(pool->Take().capacity(), 0u);
 }
 
 }  // namespace
