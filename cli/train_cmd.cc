@@ -65,13 +65,24 @@ struct TrainFlags {
 
 namespace {
 
-// The r-th of `world` contiguous, near-equal chunks of `ids`.
+// The r-th of `world` contiguous, near-equal chunks of `ids` (ShareOf).
 std::vector<NodeId> Chunk(const std::vector<NodeId>& ids, int rank, int world) {
-  size_t n = ids.size();
-  size_t begin = n * static_cast<size_t>(rank) / static_cast<size_t>(world);
-  size_t end = n * static_cast<size_t>(rank + 1) / static_cast<size_t>(world);
-  return std::vector<NodeId>(ids.begin() + static_cast<std::ptrdiff_t>(begin),
-                             ids.begin() + static_cast<std::ptrdiff_t>(end));
+  const auto [begin, end] =
+      ShareOf(static_cast<int64_t>(ids.size()), rank, world);
+  return std::vector<NodeId>(ids.begin() + begin, ids.begin() + end);
+}
+
+// The link task's edge splits, each read by name with `read` (train, valid,
+// valid_neg, test, test_neg: the dataset's or the partition's).
+absl::Status ReadEdgeSplits(
+    const std::function<absl::StatusOr<std::vector<NodeId>>(const char*)>& read,
+    TrainSplits* splits) {
+  ASSIGN_OR_RETURN(splits->train_edges, read("train"));
+  ASSIGN_OR_RETURN(splits->valid_edges, read("valid"));
+  ASSIGN_OR_RETURN(splits->valid_negatives, read("valid_neg"));
+  ASSIGN_OR_RETURN(splits->test_edges, read("test"));
+  ASSIGN_OR_RETURN(splits->test_negatives, read("test_neg"));
+  return absl::OkStatus();
 }
 
 // The distinct nodes of flattened pairs, in first-appearance order.
@@ -250,16 +261,13 @@ absl::Status RunInProcess(const TrainFlags& flags) {
   splits.test = split("test");
   const bool link = options.task == TaskKind::kLink;
   if (link) {
-    auto edges = [&](const char* name) {
-      auto it = dataset.edge_splits.find(name);
-      return it == dataset.edge_splits.end() ? std::vector<NodeId>()
-                                             : it->second;
-    };
-    splits.train_edges = edges("train");
-    splits.valid_edges = edges("valid");
-    splits.valid_negatives = edges("valid_neg");
-    splits.test_edges = edges("test");
-    splits.test_negatives = edges("test_neg");
+    RETURN_IF_ERROR(ReadEdgeSplits(
+        [&](const char* name) -> absl::StatusOr<std::vector<NodeId>> {
+          auto it = dataset.edge_splits.find(name);
+          return it == dataset.edge_splits.end() ? std::vector<NodeId>()
+                                                 : it->second;
+        },
+        &splits));
     if (splits.train_edges.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           flags.dataset_dir,
@@ -385,17 +393,14 @@ absl::Status RunTrain(const TrainFlags& flags) {
     // the link task trains and evaluates its share.
     ASSIGN_OR_RETURN(PartitionManifest manifest,
                      ReadPartitionManifest(flags.cluster.partition_dir));
-    auto read = [&](const char* name) -> absl::StatusOr<std::vector<NodeId>> {
-      if (std::string(name) != "train" && !manifest.edge_splits.count(name))
-        return std::vector<NodeId>();
-      return ReadPartitionEdgeSplit(flags.cluster.partition_dir, manifest,
-                                    name);
-    };
-    ASSIGN_OR_RETURN(splits.train_edges, read("train"));
-    ASSIGN_OR_RETURN(splits.valid_edges, read("valid"));
-    ASSIGN_OR_RETURN(splits.valid_negatives, read("valid_neg"));
-    ASSIGN_OR_RETURN(splits.test_edges, read("test"));
-    ASSIGN_OR_RETURN(splits.test_negatives, read("test_neg"));
+    RETURN_IF_ERROR(ReadEdgeSplits(
+        [&](const char* name) -> absl::StatusOr<std::vector<NodeId>> {
+          if (std::string(name) != "train" && !manifest.edge_splits.count(name))
+            return std::vector<NodeId>();
+          return ReadPartitionEdgeSplit(flags.cluster.partition_dir, manifest,
+                                        name);
+        },
+        &splits));
     const auto edges = static_cast<int64_t>(splits.train_edges.size() / 2);
     if (options.steps_per_epoch == 0) {
       options.steps_per_epoch =

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -105,6 +106,13 @@ absl::Status ValidateDistributedOptions(const DistributedOptions& options);
 // trainer (it died, stalled or failed first): the cause lies elsewhere. Such
 // errors carry a payload that survives being returned up unchanged.
 bool IsPeerFailure(const absl::Status& status);
+
+// [begin, end) of `rank`'s share of n items among `world` ranks: contiguous,
+// near-equal (sizes differ by at most one), in rank order, together all n.
+// How data-parallel ranks split seed nodes and edges.
+inline std::pair<int64_t, int64_t> ShareOf(int64_t n, int rank, int world) {
+  return {n * rank / world, n * (rank + 1) / world};
+}
 
 class ProcessGroup {
  public:

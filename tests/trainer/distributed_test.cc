@@ -299,7 +299,7 @@ TEST(ProcessGroupTest, MissingPeerFailsRendezvousWithinTimeout) {
 // whose store goes away with rank 0 names them too).
 TEST(ProcessGroupTest, RanksThatNeverJoinAreNamed) {
   testing::TempDir dir;
-  for (const std::string store_file : {std::string(), dir.Sub("rendezvous")}) {
+  for (const std::string& store_file : {std::string(), dir.Sub("rendezvous")}) {
     SCOPED_TRACE(store_file.empty() ? "TCPStore" : "FileStore");
     const int port = testing::PickFreePort();
     std::vector<absl::Status> status(3);

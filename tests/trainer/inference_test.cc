@@ -158,7 +158,9 @@ TEST_F(InferenceTest, LayerwiseEqualsAFullGraphForwardForEveryModel) {
     EXPECT_NEAR(result.accuracy.at("test").acc,
                 static_cast<double>(correct) / labeled, 2.0 / labeled);
     // Chance is 0.25; the features alone (MLP) give little more.
-    if (kind != ModelKind::kMlp) EXPECT_GT(result.accuracy.at("test").acc, 0.5);
+    if (kind != ModelKind::kMlp) {
+      EXPECT_GT(result.accuracy.at("test").acc, 0.5);
+    }
     EXPECT_TRUE(std::filesystem::is_empty(tmp_.Sub("scratch")));
   }
 }

@@ -10,6 +10,7 @@
 #include "common/sampling.h"
 #include "common/status.h"
 #include "sampler/link_batcher.h"
+#include "trainer/distributed.h"
 #include "trainer/gradient_sync.h"
 #include "trainer/internal/decoder.h"
 #include "trainer/internal/task.h"
@@ -20,11 +21,6 @@ namespace {
 
 constexpr uint64_t kEvalSampleStream = 3;
 constexpr uint64_t kDecoderStream = 5;
-
-// [begin, end) of rank r's share of n items among `world`.
-std::pair<int64_t, int64_t> ShareOf(int64_t n, int rank, int world) {
-  return {n * rank / world, n * (rank + 1) / world};
-}
 
 class LinkTask : public Task {
  public:
