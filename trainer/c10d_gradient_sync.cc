@@ -1,5 +1,7 @@
 #include "trainer/c10d_gradient_sync.h"
 
+#include <torch/torch.h>
+
 #include <algorithm>
 
 namespace shardgnn {

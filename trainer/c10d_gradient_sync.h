@@ -23,9 +23,9 @@ class C10dGradientSync : public GradientSync {
                             int64_t bucket_bytes = 25 << 20);
 
   absl::Status BroadcastParameters(
-      const std::vector<torch::Tensor>& parameters) override;
+      const std::vector<at::Tensor>& parameters) override;
   absl::Status AllreduceGradients(
-      const std::vector<torch::Tensor>& parameters) override;
+      const std::vector<at::Tensor>& parameters) override;
   absl::Status AllreduceSum(absl::Span<double> values) override;
   absl::Status AllreduceSum(absl::Span<float> values) override;
 
@@ -33,7 +33,7 @@ class C10dGradientSync : public GradientSync {
   // Runs `op` over contiguous float buckets holding `tensors` (copied in, and
   // back out afterwards).
   template <typename Op>
-  absl::Status ForEachBucket(const std::vector<torch::Tensor>& tensors, Op op);
+  absl::Status ForEachBucket(const std::vector<at::Tensor>& tensors, Op op);
 
   ProcessGroup* group_;
   int64_t bucket_floats_;

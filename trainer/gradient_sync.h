@@ -10,12 +10,17 @@
 #ifndef SHARDGNN_TRAINER_GRADIENT_SYNC_H_
 #define SHARDGNN_TRAINER_GRADIENT_SYNC_H_
 
-#include <torch/torch.h>
-
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+
+// LibTorch's tensor (torch::Tensor is this class), declared only: a header
+// that names it need not make every includer compile <torch/torch.h>
+// (cli/train_cmd.cc and cli/infer_cmd.cc included it through here).
+namespace at {
+class Tensor;
+}  // namespace at
 
 namespace shardgnn {
 
@@ -25,11 +30,11 @@ class GradientSync {
 
   // Makes every rank's parameters equal to rank 0's (in place).
   virtual absl::Status BroadcastParameters(
-      const std::vector<torch::Tensor>& parameters) = 0;
+      const std::vector<at::Tensor>& parameters) = 0;
   // Replaces each parameter's gradient with the mean over ranks (in place).
   // Gradients are defined.
   virtual absl::Status AllreduceGradients(
-      const std::vector<torch::Tensor>& parameters) = 0;
+      const std::vector<at::Tensor>& parameters) = 0;
   // Sums `values` over ranks in place (evaluation counts).
   virtual absl::Status AllreduceSum(absl::Span<double> values) = 0;
   // Sums `values` over ranks in place (rows exchanged by layer-wise

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <torch/torch.h>
 
 #include <chrono>
 #include <filesystem>
