@@ -24,8 +24,7 @@
 // Smaller requests go to LibTorch's default allocator unchanged. Installing
 // it also makes it the provider of large buffers outside LibTorch
 // (common/large_buffer.h: minibatches' feature rows, the samplers' arrays),
-// which then share its
-// blocks, retired ones included. Thread-safe.
+// which then share its blocks, retired ones included. Thread-safe.
 //
 // Installed once per process, before the first tensor of the run is made
 // (tensors made earlier keep their own deleter and are freed as before).

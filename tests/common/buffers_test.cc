@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <thread>
@@ -9,6 +10,16 @@
 
 namespace shardgnn {
 namespace {
+
+// Gives *pool an empty vector of each capacity, in order.
+void Keep(BufferPool<std::vector<int>>* pool,
+          std::initializer_list<size_t> capacities) {
+  for (size_t n : capacities) {
+    std::vector<int> v;
+    v.reserve(n);
+    pool->Give(std::move(v));
+  }
+}
 
 TEST(ReserveWithHeadroomTest, GrowsByAQuarterMoreAndThenKeepsTheBuffer) {
   std::vector<float> v;
@@ -37,19 +48,13 @@ TEST(ReserveWithHeadroomTest, GrowsByAQuarterMoreAndThenKeepsTheBuffer) {
 TEST(BufferPoolTest, TakeFittingGivesTheLeastBufferThatHoldsTheUse) {
   BufferPool<std::vector<int>> pool(8);
   auto capacity = [](const std::vector<int>& v) { return v.capacity(); };
-  for (size_t n : {100, 10, 1000}) {
-    std::vector<int> v;
-    v.reserve(n);
-    pool.Give(std::move(v));
-  }
+  Keep(&pool, {100, 10, 1000});
   // The least that holds 50: the 100; then the least that holds 5: the 10.
   EXPECT_EQ(pool.TakeFitting(50, capacity).capacity(), 100u);
   EXPECT_EQ(pool.TakeFitting(5, capacity).capacity(), 10u);
   // None holds 5000 once the 1000 has a smaller one beside it: the smaller
   // one grows, the 1000 stays.
-  std::vector<int> small;
-  small.reserve(20);
-  pool.Give(std::move(small));
+  Keep(&pool, {20});
   EXPECT_EQ(pool.TakeFitting(5000, capacity).capacity(), 20u);
   EXPECT_EQ(pool.TakeFitting(5000, capacity).capacity(), 1000u);
   EXPECT_EQ(pool.TakeFitting(1, capacity).capacity(), 0u);  // None kept.
@@ -63,31 +68,21 @@ TEST(BufferPoolTest, TakeFittingGivesTheLeastBufferThatHoldsTheUse) {
 TEST(BufferPoolTest, ASmallUseLeavesAFarLargerBufferForTheLargeUses) {
   BufferPool<std::vector<int>> pool(8);
   auto capacity = [](const std::vector<int>& v) { return v.capacity(); };
-  for (size_t n : {1000, 100}) {
-    std::vector<int> v;
-    v.reserve(n);
-    pool.Give(std::move(v));
-  }
+  Keep(&pool, {1000, 100});
   BufferPool<std::vector<int>>::Lease small(&pool, 80, capacity);
   EXPECT_EQ(small->capacity(), 100u);
   // Only the 1000 is kept: more than 4 times 80.
   EXPECT_EQ(pool.TakeFitting(80, capacity).capacity(), 0u);
   EXPECT_EQ(pool.TakeFitting(800, capacity).capacity(), 1000u);
   // Within 4 times: taken.
-  std::vector<int> v;
-  v.reserve(300);
-  pool.Give(std::move(v));
+  Keep(&pool, {300});
   EXPECT_EQ(pool.TakeFitting(80, capacity).capacity(), 300u);
 }
 
 TEST(BufferPoolTest, AFittingLeaseTakesTheBufferThatHoldsItsUseAndGivesItBack) {
   BufferPool<std::vector<int>> pool(8);
   auto capacity = [](const std::vector<int>& v) { return v.capacity(); };
-  for (size_t n : {1000, 10}) {  // The small one on top: Take() would give it.
-    std::vector<int> v;
-    v.reserve(n);
-    pool.Give(std::move(v));
-  }
+  Keep(&pool, {1000, 10});  // The small one on top: Take() would give it.
   {
     BufferPool<std::vector<int>>::Lease lease(&pool, 500, capacity);
     EXPECT_EQ(lease->capacity(), 1000u);
