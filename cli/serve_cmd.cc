@@ -41,8 +41,7 @@ struct ServeFlags {
   int feature_port_connections_per_ip =
       GraphStoreServerOptions().feature_port_connections_per_ip;
   int64_t max_sampled_per_call = GraphStoreServerOptions().max_sampled_per_call;
-  int64_t max_embedding_mb =
-      GraphStoreServerOptions().max_embedding_bytes >> 20;
+  int64_t max_embedding_mb = 0;  // 0: DefaultMaxEmbeddingBytes.
   std::string embedding_dir;
   std::string embedding_table_dir;
   int max_connections = GraphStoreServerOptions().max_connections;
@@ -298,8 +297,10 @@ void AddServeCommand(CLI::App& app, absl::Status* result) {
   cmd->add_option("--max-embedding-mb", flags->max_embedding_mb,
                   "MiB the learnable embedding tables of training runs may "
                   "reserve on this server (rows and optimizer state); a larger "
-                  "table is refused")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+                  "table is refused. 0: half of this machine's memory (65536 "
+                  "with --embedding-table-dir); above the machine's memory "
+                  "only with --embedding-table-dir")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30))
       ->capture_default_str();
   cmd->add_option("--embedding-dir", flags->embedding_dir,
                   "Directory for snapshots of the learnable embedding tables, "

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/peak_rss.h"
 #include "common/status.h"
 #include "graphstore/internal/connection_limits.h"
 #include "graphstore/internal/feature_port.h"
@@ -57,10 +58,30 @@ absl::Status CheckOptions(const GraphStoreServerOptions& options) {
         "feature_port_connections_per_ip, max_queued_per_ip and idle_timeout "
         "must be positive");
   }
+  if (options.max_embedding_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_embedding_bytes ", options.max_embedding_bytes,
+                     " must be >= 0 (0: the default)"));
+  }
+  const int64_t memory = PhysicalMemoryBytes();
+  if (options.embedding_table_dir.empty() && memory > 0 &&
+      options.max_embedding_bytes > memory) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the learnable tables' limit (--max-embedding-mb ",
+        options.max_embedding_bytes >> 20, ") is above this machine's memory (",
+        memory >> 20,
+        " MiB): tables that large need --embedding-table-dir (on disk)"));
+  }
   return absl::OkStatus();
 }
 
 }  // namespace
+
+int64_t DefaultMaxEmbeddingBytes(bool tables_on_disk) {
+  if (tables_on_disk) return int64_t{64} << 30;
+  const int64_t memory = PhysicalMemoryBytes();
+  return memory > 0 ? memory / 2 : int64_t{32} << 30;
+}
 
 absl::StatusOr<std::unique_ptr<GraphStoreServer>> GraphStoreServer::Start(
     std::shared_ptr<const ShardStore> store,

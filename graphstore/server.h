@@ -135,8 +135,11 @@ struct GraphStoreServerOptions {
 
   // Learnable tables (CreateEmbeddingTable; issue 15): the bytes all tables
   // of this server may reserve (rows and optimizer state; pages are used as
-  // rows are touched). Above it a new table gets RESOURCE_EXHAUSTED.
-  int64_t max_embedding_bytes = int64_t{64} << 30;
+  // rows are touched). Above it a new table gets RESOURCE_EXHAUSTED. 0: the
+  // default, DefaultMaxEmbeddingBytes. In memory (no embedding_table_dir) a
+  // value above the machine's physical memory is refused by Bind: tables
+  // that large belong on disk.
+  int64_t max_embedding_bytes = 0;
   // Where the tables' snapshots go (SnapshotEmbeddings; a resumed run's
   // CreateEmbeddingTable reads them back): DIR/<table>/<run ID>/epoch-E.emb,
   // the last two epochs of each run kept. Empty: snapshots are refused
@@ -157,6 +160,12 @@ struct GraphStoreServerOptions {
   // label until then. Start() knows the store, so it needs none.
   int metrics_part = -1;
 };
+
+// The default bound on a server's learnable tables: half of this machine's
+// physical memory when they are in memory (the shard and the calls need the
+// rest; 32 GiB if the memory is unknown), 64 GiB on disk
+// (GraphStoreServerOptions::embedding_table_dir).
+int64_t DefaultMaxEmbeddingBytes(bool tables_on_disk);
 
 // Process-wide malloc settings for a storage server process; call once at
 // start. Blocks of 4 MiB and more (sampling answers of big requests, gRPC

@@ -90,7 +90,10 @@ internal::EmbeddingServiceLimits EmbeddingLimits(
     const GraphStoreServerOptions& options) {
   internal::EmbeddingServiceLimits limits;
   limits.max_ids_per_call = options.max_ids_per_call;
-  limits.max_table_bytes = options.max_embedding_bytes;
+  limits.max_table_bytes =
+      options.max_embedding_bytes > 0
+          ? options.max_embedding_bytes
+          : DefaultMaxEmbeddingBytes(!options.embedding_table_dir.empty());
   limits.snapshot_dir = options.embedding_snapshot_dir;
   limits.table_dir = options.embedding_table_dir;
   return limits;

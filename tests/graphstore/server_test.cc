@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "common/peak_rss.h"
 #include "common/sampling.h"
 #include "common/shared_memory.h"
 #include "graphstore/client.h"
@@ -443,6 +444,56 @@ TEST(ServerStartTest, BadAddressIsUnavailable) {
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(second.status().message()),
               HasSubstr(first->address()));
+}
+
+// The learnable tables' default bound follows the machine's memory (half
+// of it in memory), and a bound beyond the memory is refused unless the
+// tables are on disk: a token holder cannot make tables the host cannot hold.
+TEST(ServerStartTest, EmbeddingTablesAreBoundedByTheMachinesMemory) {
+  const int64_t memory = PhysicalMemoryBytes();
+  ASSERT_GT(memory, 0);
+  EXPECT_EQ(DefaultMaxEmbeddingBytes(/*tables_on_disk=*/false), memory / 2);
+  EXPECT_EQ(DefaultMaxEmbeddingBytes(/*tables_on_disk=*/true),
+            int64_t{64} << 30);
+
+  TempDir dir;
+  ASSERT_OK(WriteTestShards(MakeTestGraph(100, 4), 1, dir.path()).status());
+  ShardStoreOptions options;
+  options.path = dir.Sub("part-0");
+  options.in_memory = true;
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<const ShardStore> store,
+                       ShardStore::Open(options));
+  GraphStoreServerOptions server_options;
+  server_options.max_embedding_bytes = memory + (int64_t{1} << 30);
+  auto refused = GraphStoreServer::Start(store, server_options);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("--embedding-table-dir"));
+  server_options.embedding_table_dir = dir.Sub("tables");
+  ASSERT_OK_AND_ASSIGN(auto on_disk,
+                       GraphStoreServer::Start(store, server_options));
+
+  // A 75 MiB table: within the default (half the memory) ...
+  ASSERT_OK_AND_ASSIGN(auto server, GraphStoreServer::Start(store, {}));
+  ASSERT_OK_AND_ASSIGN(auto client,
+                       GraphStoreClient::Connect(server->address()));
+  EmbeddingTableConfig config;
+  config.name = "huge";
+  config.dim = kMaxEmbeddingDim;
+  config.optimizer = EmbeddingOptimizer::kAdam;
+  config.num_trainers = 1;
+  config.run_id = "r";
+  ASSERT_OK(client->CreateEmbeddingTable(config));
+  // ... and a second server bounded below it refuses the same table.
+  server_options = {};
+  server_options.max_embedding_bytes = 64 << 20;
+  ASSERT_OK_AND_ASSIGN(auto small,
+                       GraphStoreServer::Start(store, server_options));
+  ASSERT_OK_AND_ASSIGN(auto small_client,
+                       GraphStoreClient::Connect(small->address()));
+  const absl::Status over = small_client->CreateEmbeddingTable(config);
+  EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted) << over;
+  EXPECT_THAT(std::string(over.message()), HasSubstr("--max-embedding-mb"));
 }
 
 }  // namespace
