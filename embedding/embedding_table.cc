@@ -517,12 +517,16 @@ absl::Status EmbeddingTable::Impl::HoldPush(int trainer, int64_t step,
                                             absl::Span<const NodeId> ids,
                                             absl::Span<const float> grads) {
   std::lock_guard<std::mutex> held_lock(held_mu_);
-  // A synchronous trainer pushes a step only after its pull of that step,
-  // which waited for every step before: never beyond the clock. Held pushes
-  // are therefore bounded (one step per trainer); a client that runs ahead
-  // is refused rather than held without end.
+  // A synchronous trainer pushes step s only after its pull of s, which
+  // waited until every step before s was complete on the copy it read. A
+  // replica of the same part may lag that copy by one step: each trainer
+  // sends a push to every copy at once and the next only when all took it,
+  // so every copy has all of step s - 2 (and this trainer's s - 1), and at
+  // most step s - 1 is incomplete here. Held pushes are therefore bounded
+  // (two steps per trainer); a client further ahead is refused rather than
+  // held without end.
   const int64_t applied = applied_.load(std::memory_order_acquire);
-  if (step > applied) {
+  if (step > applied + 1) {
     return absl::FailedPreconditionError(absl::StrCat(
         "embedding table ", config_.name, ": trainer ", trainer,
         " pushed step ", step, " but only ", applied,

@@ -85,10 +85,12 @@ struct EmbeddingTableConfig {
   // on which trainer's push arrives first, which matters for Adam and
   // Adagrad (their per-row state makes updates order-dependent), so a run is
   // reproducible with any number of trainers. A step's pushes are held until
-  // it is complete; the clock advances when they are applied. A push for a
-  // step beyond the complete ones (steps before it still incomplete) is
-  // refused with FAILED_PRECONDITION: a synchronous trainer pulls a step
-  // before pushing it, so at most one step per trainer is ever held.
+  // it is complete; the clock advances when they are applied. A push more
+  // than one step beyond the complete ones is refused with
+  // FAILED_PRECONDITION: a synchronous trainer pulls a step before pushing
+  // it, and a replica of the part may lag the copy it pulled from by one
+  // step (sampler/embedding_rows.h), so at most two steps per trainer are
+  // ever held.
   bool ordered = false;
 };
 inline constexpr int64_t kMaxEmbeddingDim = 65536;
