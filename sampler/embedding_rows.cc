@@ -270,11 +270,16 @@ class RemoteRows final : public LearnableRows {
         std::fill(copies.begin(), copies.end(), false);
       }
     }
+    // A copy whose snapshot is damaged (DATA_LOSS: its checksum failed)
+    // holds no table after the attempt, as one without the snapshot: it is
+    // left, and the part's other copies hold the rows.
     return ForEachCopy(
-        {}, [&](int, int, GraphStoreClient& server, absl::Span<const NodeId>,
-                absl::Span<const size_t>) {
+        {},
+        [&](int, int, GraphStoreClient& server, absl::Span<const NodeId>,
+            absl::Span<const size_t>) {
           return server.CreateEmbeddingTable(config_, epoch, step);
-        });
+        },
+        /*damaged_is_gone=*/true);
   }
 
  private:
@@ -366,10 +371,12 @@ class RemoteRows final : public LearnableRows {
 
   // Runs fn on every copy of each part this trainer still uses
   // (RemoteGraphSource::ForEachReplica); a copy that fails as a gone one does
-  // (the replica failed, or holds no table: NOT_FOUND) is dropped
-  // (DropCopy), and the part's other copies go on.
+  // (the replica failed, or holds no table: NOT_FOUND; with
+  // `damaged_is_gone`, DATA_LOSS too) is dropped (DropCopy), and the part's
+  // other copies go on.
   absl::Status ForEachCopy(absl::Span<const NodeId> nodes,
-                           const RemoteGraphSource::OwnerCall& fn) {
+                           const RemoteGraphSource::OwnerCall& fn,
+                           bool damaged_is_gone = false) {
     RemoteGraphSource::ReplicaMask lost;
     const RemoteGraphSource::ReplicaMask* skip = Lost(&lost);
     GoneCopies gone;
@@ -380,7 +387,8 @@ class RemoteRows final : public LearnableRows {
             absl::Span<const size_t> positions) -> absl::Status {
           absl::Status r = fn(part, replica, server, ids, positions);
           if (!r.ok() &&
-              (internal::IsReplicaFailure(r) || absl::IsNotFound(r))) {
+              (internal::IsReplicaFailure(r) || absl::IsNotFound(r) ||
+               (damaged_is_gone && absl::IsDataLoss(r)))) {
             gone.Add({part, replica, r});
             return absl::OkStatus();
           }

@@ -116,7 +116,10 @@ std::unique_ptr<LearnableRows> MakeLocalRows(
 // Replicas: every replica of a part holds a copy of the part's rows; creates,
 // pushes, snapshots and restores go to each (RemoteGraphSource::
 // ForEachReplica), pulls to any live one. In `sync` the copies apply the same
-// pushes in the same order and stay equal, bit for bit; in `bounded:K` and
+// pushes in the same order and stay equal, bit for bit (a copy may lag the
+// one a pull read by a step, as another trainer's push reaches the copies at
+// different times: it holds a push of the step after its incomplete one,
+// EmbeddingTableConfig::ordered); in `bounded:K` and
 // `async` pushes of different trainers may reach them in other orders, so
 // they may differ by float rounding.
 //
@@ -131,7 +134,10 @@ std::unique_ptr<LearnableRows> MakeLocalRows(
 // have (in `sync`, bit for bit). Losing the last copy of a part fails the
 // push, and the run rolls back to its last checkpoint, as with a single
 // server. Restore asks every copy, dropped ones too: a copy that restores is
-// used again; one without that epoch's snapshot is dropped. Creating the
+// used again; one without that epoch's snapshot, or whose snapshot is
+// damaged (its checksum fails: DATA_LOSS, said on stderr as the copy is left),
+// is dropped, and the part's other copies hold the rows; every copy of a part
+// damaged fails the restore, naming the file. Creating the
 // table needs every copy (one left out there could be joined by another
 // trainer later, which would then wait for this one's pushes there). A copy
 // that fails one trainer's pushes but not another's (a network split between

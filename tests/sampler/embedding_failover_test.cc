@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -291,6 +293,59 @@ TEST_F(EmbeddingFailoverTest, SnapshotsAndRestoresAfterACopyIsLost) {
   ASSERT_OK(rows->Flush());
   EXPECT_EQ(TablesOn(1, 0)[0].applied_steps, 3);
   EXPECT_EQ(PullAll(*rows, 3), Reference(3));
+}
+
+// Flips one byte in the middle of every epoch-`epoch` snapshot file under
+// `dir`; how many it damaged.
+int DamageSnapshots(const std::string& dir, int epoch) {
+  int damaged = 0;
+  const std::string name = absl::StrCat("epoch-", epoch, ".emb");
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (entry.path().filename() != name) continue;
+    std::fstream f(entry.path(),
+                   std::ios::in | std::ios::out | std::ios::binary);
+    const auto middle = static_cast<std::streamoff>(entry.file_size() / 2);
+    f.seekg(middle);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x10);
+    f.seekp(middle);
+    f.write(&c, 1);
+    damaged += f.good() ? 1 : 0;
+  }
+  return damaged;
+}
+
+// A copy whose snapshot is damaged (its checksum fails) holds no table after
+// the restore: it is left, saying why, and the part's other copy, restored,
+// holds the rows; with every copy of a part damaged the restore fails,
+// naming the file.
+TEST_F(EmbeddingFailoverTest, ADamagedSnapshotCopyIsLeftForAnotherCopy) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<LearnableRows> rows,
+                       MakeRemoteRows(remote_.get(), config_, 0, 0));
+  for (int64_t s = 0; s < 4; ++s) ASSERT_NO_FATAL_FAILURE(Step(*rows, s));
+  ASSERT_OK(rows->Flush());
+  ASSERT_OK(rows->Snapshot(1, 4).status());
+  const std::vector<float> at_snapshot = PullAll(*rows, 4);
+  for (int64_t s = 4; s < 6; ++s) ASSERT_NO_FATAL_FAILURE(Step(*rows, s));
+  ASSERT_OK(rows->Flush());
+  ASSERT_NE(PullAll(*rows, 6), at_snapshot);
+
+  ASSERT_EQ(DamageSnapshots(SnapshotDir(1, 0), 1), 1);
+  ASSERT_OK(rows->Restore(1, 4));
+  EXPECT_EQ(rows->stats().copies_dropped, 1);
+  EXPECT_TRUE(TablesOn(1, 0).empty());
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(PullAll(*rows, 4), at_snapshot);
+
+  // Trained on, so that a restore loads the snapshot again.
+  for (int64_t s = 4; s < 6; ++s) ASSERT_NO_FATAL_FAILURE(Step(*rows, s));
+  ASSERT_OK(rows->Flush());
+  ASSERT_EQ(DamageSnapshots(SnapshotDir(0, 0), 1), 1);
+  ASSERT_EQ(DamageSnapshots(SnapshotDir(0, 1), 1), 1);
+  const absl::Status both = rows->Restore(1, 4);
+  EXPECT_EQ(both.code(), absl::StatusCode::kDataLoss) << both;
+  EXPECT_THAT(both.message(), HasSubstr("epoch-1.emb"));
+  EXPECT_THAT(both.message(), HasSubstr("damaged"));
 }
 
 }  // namespace
