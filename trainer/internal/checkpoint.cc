@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/checksum.h"
 #include "common/file_util.h"
 #include "common/status.h"
 
@@ -19,6 +21,70 @@ constexpr int64_t kVersion = 1;
 // epoch, steps, loss, train_acc, val_acc, val_loss (older checkpoints: not
 // the last).
 constexpr int kHistoryColumns = 7;
+
+// The file is the archive's bytes followed by a trailer: kTrailerMagic, the
+// archive's size and its XXH64, each 8 bytes (little-endian), so that a
+// damaged file is refused before LibTorch parses any of it.
+constexpr char kTrailerMagic[8] = {'S', 'G', 'N', 'N', 'C', 'K', 'P', '1'};
+constexpr size_t kTrailerBytes = 24;
+
+void AppendUint64(std::string* out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
+}
+
+uint64_t ReadUint64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) {
+    v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  }
+  return v;
+}
+
+uint64_t Xxh64(absl::string_view bytes) {
+  Checksum sum;
+  sum.Update(bytes);
+  return sum.Value();
+}
+
+// The archive inside a checkpoint file's bytes, once its trailer holds;
+// DATA_LOSS saying what is wrong otherwise.
+absl::StatusOr<absl::string_view> VerifiedArchive(const std::string& path,
+                                                  const std::string& bytes) {
+  auto damaged = [&path](absl::string_view what) {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint ", path, " is damaged: ", what));
+  };
+  if (bytes.size() < kTrailerBytes ||
+      bytes.compare(bytes.size() - kTrailerBytes, sizeof(kTrailerMagic),
+                    kTrailerMagic, sizeof(kTrailerMagic)) != 0) {
+    return damaged(
+        "it does not end in a checksum (cut short, or not a shardgnn "
+        "checkpoint)");
+  }
+  const char* trailer = bytes.data() + bytes.size() - kTrailerBytes;
+  const uint64_t size = ReadUint64(trailer + 8);
+  const uint64_t saved = ReadUint64(trailer + 16);
+  if (size != bytes.size() - kTrailerBytes) {
+    return damaged(absl::StrCat("it says ", size, " bytes but holds ",
+                                bytes.size() - kTrailerBytes));
+  }
+  const absl::string_view archive(bytes.data(), size);
+  if (Xxh64(archive) != saved) {
+    return damaged(absl::StrCat("checksum mismatch (", ChecksumHex(saved),
+                                " recorded, ", ChecksumHex(Xxh64(archive)),
+                                " computed)"));
+  }
+  return archive;
+}
+
+// LibTorch's message without the C++ backtrace c10::Error carries: its first
+// line.
+std::string FirstLine(const std::exception& e) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+  std::string message =
+      c10_error != nullptr ? c10_error->what_without_backtrace() : e.what();
+  return message.substr(0, message.find('\n'));
+}
 
 torch::Tensor Scalar(int64_t v) { return torch::tensor({v}, torch::kLong); }
 torch::Tensor Scalar(double v) { return torch::tensor({v}, torch::kDouble); }
@@ -90,6 +156,12 @@ absl::Status WriteCheckpoint(const std::string& path,
     archive.write("optimizer", optimizer_archive);
     std::ostringstream out;
     archive.save_to(out);
+    std::string bytes = out.str();
+    const uint64_t archive_bytes = bytes.size();
+    const uint64_t checksum = Xxh64(bytes);
+    bytes.append(kTrailerMagic, sizeof(kTrailerMagic));
+    AppendUint64(&bytes, archive_bytes);
+    AppendUint64(&bytes, checksum);
     // Keep the checkpoint being replaced as PreviousCheckpointPath(path): a
     // hard link renamed into place, so `path` itself is never missing.
     std::error_code ec;
@@ -103,10 +175,10 @@ absl::Status WriteCheckpoint(const std::string& path,
             "keeping the previous checkpoint of ", path, ": ", ec.message()));
       }
     }
-    return Annotate(WriteFileAtomic(path, out.str()), "writing checkpoint");
+    return Annotate(WriteFileAtomic(path, bytes), "writing checkpoint");
   } catch (const std::exception& e) {
     return absl::InternalError(
-        absl::StrCat("writing checkpoint ", path, ": ", e.what()));
+        absl::StrCat("writing checkpoint ", path, ": ", FirstLine(e)));
   }
 }
 
@@ -117,9 +189,12 @@ absl::StatusOr<bool> ReadCheckpoint(const std::string& path,
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return false;
   ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
+  ASSIGN_OR_RETURN(const absl::string_view verified,
+                   VerifiedArchive(path, bytes));
+  bytes.resize(verified.size());  // The archive alone.
   try {
     torch::serialize::InputArchive archive;
-    std::istringstream in(bytes);
+    std::istringstream in(std::move(bytes));
     archive.load_from(in);
     torch::Tensor t;
     t = Read(archive, "version");
@@ -213,8 +288,32 @@ absl::StatusOr<bool> ReadCheckpoint(const std::string& path,
     optimizer->load(optimizer_archive);
   } catch (const std::exception& e) {
     return absl::DataLossError(
-        absl::StrCat("checkpoint ", path, " is unreadable: ", e.what()));
+        absl::StrCat("checkpoint ", path, " is unreadable: ", FirstLine(e)));
   }
+  return true;
+}
+
+absl::StatusOr<bool> ReadCheckpointOrPrevious(
+    const std::string& path, const std::string& fingerprint,
+    CheckpointState* state, torch::optim::Optimizer* optimizer) {
+  absl::StatusOr<bool> current =
+      ReadCheckpoint(path, fingerprint, state, optimizer);
+  if (!absl::IsDataLoss(current.status())) return current;
+  const std::string previous = PreviousCheckpointPath(path);
+  absl::StatusOr<bool> older =
+      ReadCheckpoint(previous, fingerprint, state, optimizer);
+  if (!older.ok() || !*older) {
+    return absl::DataLossError(absl::StrCat(
+        current.status().message(), "; and its previous checkpoint ", previous,
+        older.ok() ? " does not exist"
+                   : absl::StrCat(" cannot be used either: ",
+                                  older.status().message())));
+  }
+  std::fprintf(stderr,
+               "shardgnn: warning: %s; resuming from the checkpoint before it, "
+               "%s (epoch %d)\n",
+               std::string(current.status().message()).c_str(),
+               previous.c_str(), state->epoch);
   return true;
 }
 

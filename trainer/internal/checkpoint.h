@@ -56,12 +56,21 @@ absl::Status WriteCheckpoint(const std::string& path,
 
 // Reads `path` into *state (copying parameters into state->parameters' tensors,
 // which must have the saved shapes) and `optimizer`. Returns false if there is
-// no file; fails, naming the file, if it is unreadable or belongs to a
-// different run.
+// no file; FAILED_PRECONDITION if it belongs to a different run; DATA_LOSS,
+// naming the file in one line, if it is damaged (the file ends in a checksum
+// of the rest, verified before anything is parsed) or unreadable.
 absl::StatusOr<bool> ReadCheckpoint(const std::string& path,
                                     const std::string& fingerprint,
                                     CheckpointState* state,
                                     torch::optim::Optimizer* optimizer);
+
+// ReadCheckpoint of `path`, or, when that file is damaged (DATA_LOSS), of
+// PreviousCheckpointPath(path), one checkpoint older, with a warning line on
+// stderr naming both; DATA_LOSS naming both files when that one cannot be
+// read either.
+absl::StatusOr<bool> ReadCheckpointOrPrevious(
+    const std::string& path, const std::string& fingerprint,
+    CheckpointState* state, torch::optim::Optimizer* optimizer);
 
 }  // namespace shardgnn::internal
 
