@@ -1,13 +1,19 @@
 #include "partition/internal/assign.h"
 
 #include <metis.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <numeric>
 #include <string>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/progress.h"
 #include "common/sampling.h"
 #include "common/status.h"
@@ -35,6 +41,63 @@ void Shuffle(std::vector<NodeId>* items, uint64_t* state) {
     size_t j = UniformBelow(state, i);
     std::swap((*items)[i - 1], (*items)[j]);
   }
+}
+
+// While alive, what this process writes to stdout goes to a temporary file
+// instead (METIS prints its complaints there with printf, "***Cannot bisect
+// a graph with 0 vertices!", between the progress lines); Take() restores
+// stdout and returns what was written. Partitioning prints nothing else to
+// stdout while METIS runs.
+class StdoutCapture {
+ public:
+  StdoutCapture() {
+    std::fflush(stdout);
+    file_ = std::tmpfile();
+    saved_ = file_ != nullptr ? dup(STDOUT_FILENO) : -1;
+    if (saved_ >= 0 && dup2(fileno(file_), STDOUT_FILENO) < 0) {
+      close(saved_);
+      saved_ = -1;
+    }
+  }
+  ~StdoutCapture() { Take(); }
+  StdoutCapture(const StdoutCapture&) = delete;
+  StdoutCapture& operator=(const StdoutCapture&) = delete;
+
+  std::string Take() {
+    std::string text;
+    if (saved_ >= 0) {
+      std::fflush(stdout);
+      dup2(saved_, STDOUT_FILENO);
+      close(saved_);
+      saved_ = -1;
+      std::rewind(file_);
+      char buffer[4096];
+      size_t got;
+      while (text.size() < (1 << 16) &&
+             (got = std::fread(buffer, 1, sizeof(buffer), file_)) > 0) {
+        text.append(buffer, got);
+      }
+    }
+    if (file_ != nullptr) std::fclose(file_);
+    file_ = nullptr;
+    return text;
+  }
+
+ private:
+  std::FILE* file_ = nullptr;
+  int saved_ = -1;
+};
+
+// METIS's lines, "***" and blanks trimmed, joined by "; ".
+std::string MetisSaid(absl::string_view text) {
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    while (absl::ConsumePrefix(&line, "*")) {
+    }
+    if (!line.empty()) lines.emplace_back(line);
+  }
+  return absl::StrJoin(lines, "; ");
 }
 
 absl::Status MetisError(int rc) {
@@ -244,6 +307,7 @@ absl::StatusOr<Assignment> AssignParts(
   const std::string what =
       absl::StrCat("metis k-way (", k, " parts, ", ncon, " constraints)");
   Progress progress(what, n, "nodes");
+  std::string metis_said;
   {
     // METIS reports nothing until it returns, which takes minutes on large
     // graphs: say it is still running.
@@ -251,23 +315,45 @@ absl::StatusOr<Assignment> AssignParts(
     every_few_seconds.interval_seconds = 5;
     StageHeartbeat heartbeat(absl::StrCat("partition: ", what, " running"),
                              every_few_seconds);
+    StdoutCapture capture;
     rc = METIS_PartGraphKway(
         &nvtxs, &ncon, graph->xadj.data(), graph->adjncy.data(), vwgt.data(),
         /*vsize=*/nullptr, /*adjwgt=*/nullptr, &nparts,
         /*tpwgts=*/nullptr, ubvec.data(), metis_options, &objval, part.data());
+    metis_said = MetisSaid(capture.Take());
   }
   if (rc != METIS_OK) {
-    return Annotate(MetisError(rc), absl::StrCat("partitioning ", n,
-                                                 " nodes into ", k, " parts"));
+    return Annotate(
+        MetisError(rc),
+        absl::StrCat("partitioning ", n, " nodes into ", k, " parts",
+                     metis_said.empty() ? "" : ": METIS says ", metis_said));
   }
   progress.Update(n);
   progress.Done();
   result.assign_seconds = SecondsSince(start);
+  std::vector<int64_t> sizes(static_cast<size_t>(k), 0);
   for (int64_t v = 0; v < n; ++v) {
     if (part[v] < 0 || part[v] >= k) {
       return absl::InternalError(absl::StrCat("METIS assigned node ", v,
                                               " to part ", part[v], " of ", k));
     }
+    ++sizes[static_cast<size_t>(part[v])];
+  }
+  const int64_t empty = std::count(sizes.begin(), sizes.end(), 0);
+  if (empty > 0) {
+    // A part without nodes serves nothing and trains nothing; the random
+    // assignment fills every part (k <= n).
+    result.warnings.push_back(absl::StrCat(
+        "METIS left ", empty, " of ", k, " parts empty (", n,
+        " nodes are too few for ", k, " parts",
+        metis_said.empty() ? "" : absl::StrCat("; METIS says: ", metis_said),
+        "); fell back to --method random (balanced, seeded): fewer parts "
+        "keep METIS's locality"));
+    result.method = PartitionMethod::kRandom;
+    start = std::chrono::steady_clock::now();
+    result.part = RandomAssignment(dataset, k, options.seed);
+    result.assign_seconds = SecondsSince(start);
+    return result;
   }
   result.part = std::move(part);
   return result;

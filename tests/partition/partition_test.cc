@@ -189,13 +189,51 @@ TEST_F(PartitionTest, EdgelessAndTinyGraphsStillPartition) {
                        PartitionInMemory(d, tmp.Sub("edgeless"), options));
   EXPECT_EQ(m.edge_cut, 0);
   CheckPartition(d, tmp.Sub("edgeless"), m);
-  // K == N: one node per part (METIS may leave some empty; still valid).
+  // K == N: one node per part.
   Dataset tiny = ClusteredGraph(2, 3, 4);
   options.num_parts = 6;
   ASSERT_OK_AND_ASSIGN(PartitionManifest t,
                        PartitionInMemory(tiny, tmp.Sub("tiny"), options));
   EXPECT_EQ(t.node_ranges.back(), 6);
   CheckPartition(tiny, tmp.Sub("tiny"), t);
+}
+
+// As many parts as nodes, or nearly: METIS often leaves some empty (and
+// prints "***Cannot bisect a graph with 0 vertices!" to stdout). An empty
+// part is of no use (a server owning nothing, trainers with no nodes), so
+// such a partition falls back to the balanced random assignment and says so
+// in its warnings; nothing of METIS's reaches stdout.
+TEST_F(PartitionTest, EmptyMetisPartsFallBackToRandomWithAWarning) {
+  int fell_back = 0;
+  for (uint64_t seed = 1; seed <= 2; ++seed) {
+    for (int degree : {2, 4}) {
+      Dataset d = ClusteredGraph(2, 5, degree, /*with_train=*/true, seed);
+      for (int k : {9, 10}) {
+        TempDir tmp;
+        PartitionOptions options;
+        options.num_parts = k;
+        ::testing::internal::CaptureStdout();
+        absl::StatusOr<PartitionManifest> m =
+            PartitionInMemory(d, tmp.Sub("p"), options);
+        const std::string out = ::testing::internal::GetCapturedStdout();
+        ASSERT_OK(m.status());
+        EXPECT_EQ(out.find("***"), std::string::npos) << out;
+        for (int p = 0; p < k; ++p) {
+          EXPECT_GE(m->node_ranges[p + 1] - m->node_ranges[p], 1)
+              << "seed " << seed << " degree " << degree << ": part " << p
+              << " of " << k << " is empty";
+        }
+        if (m->method == "random") {
+          ++fell_back;
+          ASSERT_EQ(m->warnings.size(), 1u);
+          EXPECT_THAT(m->warnings[0], HasSubstr("empty"));
+          EXPECT_THAT(m->warnings[0], HasSubstr("--method random"));
+        }
+        CheckPartition(d, tmp.Sub("p"), *m);
+      }
+    }
+  }
+  EXPECT_GT(fell_back, 0) << "no graph here made METIS leave a part empty";
 }
 
 TEST_F(PartitionTest, FallsBackToRandomWhenMetisIndexWouldOverflow) {
