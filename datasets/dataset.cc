@@ -1,6 +1,7 @@
 #include "datasets/dataset.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
@@ -214,10 +215,57 @@ std::string DatasetContentChecksum(const DatasetManifest& m) {
   return sum.Hex();
 }
 
+namespace {
+
+// Why `dir`, which has no manifest, is not a dataset directory, when it is
+// what one is made from or made into: the command that makes one of it.
+// Empty otherwise.
+std::string WhatTheFolderIs(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(JoinPath(dir, "raw"), ec)) {
+    return absl::StrCat(
+        dir,
+        " is raw OGB input, not a dataset directory: import it first with "
+        "`shardgnn dataset import --format ogb --input ",
+        dir,
+        " --undirected --out DATASET_DIR` (--undirected for graphs listed "
+        "once per edge, as OGB's are), or give it to `shardgnn run --dataset "
+        "DIR`, which imports and partitions it");
+  }
+  if (std::filesystem::exists(JoinPath(dir, "partition.json"), ec)) {
+    return absl::StrCat(dir,
+                        " is a partition directory, not a dataset directory: "
+                        "give the dataset it was made from (its "
+                        "partition.json names it), or the partition where a "
+                        "command takes --partition");
+  }
+  bool content = false, cites = false;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string ext = entry.path().extension().string();
+    content = content || ext == ".content";
+    cites = cites || ext == ".cites";
+  }
+  if (content && cites) {
+    return absl::StrCat(
+        dir,
+        " holds LINQS input (.content, .cites), not a dataset directory: "
+        "import it first with `shardgnn dataset import --format linqs --input ",
+        dir, " --out DATASET_DIR`");
+  }
+  return "";
+}
+
+}  // namespace
+
 absl::StatusOr<DatasetManifest> ReadDatasetManifest(const std::string& dir) {
   std::string path = JoinPath(dir, kDatasetManifestFile);
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  return datasets_internal::ManifestFromJson(text, path);
+  absl::StatusOr<std::string> text = ReadFileToString(path);
+  if (absl::IsNotFound(text.status())) {
+    const std::string what = WhatTheFolderIs(dir);
+    if (!what.empty()) return absl::FailedPreconditionError(what);
+  }
+  if (!text.ok()) return text.status();
+  return datasets_internal::ManifestFromJson(*text, path);
 }
 
 absl::StatusOr<Dataset> LoadDataset(const std::string& dir,

@@ -56,6 +56,49 @@ TEST(DatasetTest, WriteThenLoadRoundTrips) {
   EXPECT_TRUE(LeavesNothingBut(tmp.path(), 1));
 }
 
+// A folder that is not a dataset directory but what one is made from (raw
+// OGB input, LINQS files) or made into (a partition) is named as such, with
+// the command that makes a dataset of it.
+TEST(DatasetTest, RawInputAndPartitionsAreToldApartFromDatasets) {
+  testing::TempDir tmp;
+  fs::create_directories(tmp.Sub("ogb/raw"));
+  std::ofstream(tmp.Sub("ogb/raw/edge.csv.gz")) << "";
+  absl::StatusOr<Dataset> ogb = LoadDataset(tmp.Sub("ogb"));
+  ASSERT_FALSE(ogb.ok());
+  const std::string ogb_message(ogb.status().message());
+  EXPECT_NE(ogb_message.find("raw OGB input"), std::string::npos)
+      << ogb_message;
+  EXPECT_NE(ogb_message.find("shardgnn dataset import --format ogb --input " +
+                             tmp.Sub("ogb")),
+            std::string::npos)
+      << ogb_message;
+  EXPECT_NE(ogb_message.find("shardgnn run --dataset"), std::string::npos);
+
+  fs::create_directories(tmp.Sub("linqs"));
+  std::ofstream(tmp.Sub("linqs/cora.content")) << "";
+  std::ofstream(tmp.Sub("linqs/cora.cites")) << "";
+  absl::StatusOr<DatasetManifest> linqs = ReadDatasetManifest(tmp.Sub("linqs"));
+  ASSERT_FALSE(linqs.ok());
+  EXPECT_NE(std::string(linqs.status().message()).find("--format linqs"),
+            std::string::npos)
+      << linqs.status();
+
+  fs::create_directories(tmp.Sub("part"));
+  std::ofstream(tmp.Sub("part/partition.json")) << "{}";
+  absl::StatusOr<DatasetManifest> part = ReadDatasetManifest(tmp.Sub("part"));
+  ASSERT_FALSE(part.ok());
+  EXPECT_NE(std::string(part.status().message()).find("partition directory"),
+            std::string::npos)
+      << part.status();
+
+  // Anything else: the manifest it lacks.
+  fs::create_directories(tmp.Sub("empty"));
+  absl::StatusOr<DatasetManifest> empty = ReadDatasetManifest(tmp.Sub("empty"));
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(std::string(empty.status().message()).find("manifest.json"),
+            std::string::npos);
+}
+
 TEST(DatasetTest, ManifestHasFormatAndVersion) {
   testing::TempDir tmp;
   ASSERT_OK(WriteDataset(TinyDataset(), tmp.Sub("out")));
