@@ -23,6 +23,10 @@ constexpr int64_t kLatencyWarmup = 20;
 constexpr absl::Duration kAdaptiveInitialDelay = absl::Milliseconds(100);
 constexpr int64_t kP95Every = 16;
 
+// DATA_LOSS: the replica answered, and its answer failed the client's
+// checks (graphstore/internal/answer_checks.h).
+bool IsWrongAnswer(const absl::Status& s) { return absl::IsDataLoss(s); }
+
 }  // namespace
 
 // Threads for hedged calls' attempts. A task that finds no idle thread
@@ -283,8 +287,12 @@ absl::Status ReplicaSet::AllDown(const absl::Status& last,
     }
   }
   const std::string who =
-      n == 1 ? "its server does not answer"
-             : absl::StrCat("none of its ", n, " replicas answers");
+      absl::IsDataLoss(last) && waited == absl::ZeroDuration()
+          ? (n == 1
+                 ? "its server answers wrongly"
+                 : absl::StrCat("each of its ", n, " replicas answers wrongly"))
+      : n == 1 ? "its server does not answer"
+               : absl::StrCat("none of its ", n, " replicas answers");
   const std::string wait =
       waited > absl::ZeroDuration()
           ? absl::StrFormat(" after waiting %.1f s (--server-wait)",
@@ -367,11 +375,19 @@ absl::Status ReplicaSet::Run(
   absl::Status last;
   absl::Time wait_start = absl::InfinitePast();
   bool failed_over = false;
+  // Every failure this round was a wrong answer (kept until one is not).
+  bool answered_wrongly = true;
   while (true) {
     const int i = Pick(tried);
     if (i < 0) {
-      // Every replica failed this round. Another round, with a replica
-      // that joined meanwhile (WaitForLive returns at once for one).
+      // Every replica failed this round. Every one answered, wrongly: no
+      // wait makes that right (a server that answers is never "back").
+      if (answered_wrongly && !last.ok()) {
+        return AllDown(last, absl::ZeroDuration());
+      }
+      // Another round, with a replica that joined meanwhile (WaitForLive
+      // returns at once for one).
+      answered_wrongly = true;
       RETURN_IF_ERROR(WaitForLive(&wait_start, last, skipped));
       n = size();
       if (skipped != nullptr) {
@@ -398,6 +414,7 @@ absl::Status ReplicaSet::Run(
     MarkDown(static_cast<size_t>(i), s);
     tried[static_cast<size_t>(i)] = true;
     last = s;
+    answered_wrongly = answered_wrongly && IsWrongAnswer(s);
     failed_over = true;
   }
 }
@@ -471,7 +488,8 @@ absl::Status ReplicaSet::RunHedged(Attempt attempt,
   absl::Status last;
   absl::Time wait_start = absl::InfinitePast();
   bool failed_over = false;
-  bool hedged = false;  // At most one second copy per call.
+  bool answered_wrongly = true;  // As in Run.
+  bool hedged = false;           // At most one second copy per call.
   int running = 0;
   absl::Time hedge_at = absl::InfiniteFuture();
   // A live replica without an attempt yet: starts one there.
@@ -489,6 +507,10 @@ absl::Status ReplicaSet::RunHedged(Attempt attempt,
       // The first attempt, or every one so far failed: as in Run.
       const int i = Pick(tried);
       if (i < 0) {
+        if (answered_wrongly && !last.ok()) {
+          return AllDown(last, absl::ZeroDuration());
+        }
+        answered_wrongly = true;
         lock.unlock();
         RETURN_IF_ERROR(WaitForLive(&wait_start, last));
         lock.lock();
@@ -535,6 +557,7 @@ absl::Status ReplicaSet::RunHedged(Attempt attempt,
     // Its replica was marked down by the attempt. Fail over now to a live
     // replica not tried yet, even while another attempt runs.
     last = s;
+    answered_wrongly = answered_wrongly && IsWrongAnswer(s);
     failed_over = true;
     if (running > 0) start_on_live(/*hedge=*/false);
   }

@@ -21,8 +21,11 @@
 //
 // When no replica is live, Run waits up to options.server_wait for one to
 // come back (one line on stderr saying what it waits for), then fails naming
-// the part and every replica's address and last error. With server_wait zero
-// and a single replica, the replica's own error is returned unchanged.
+// the part and every replica's address and last error. When every replica
+// tried answered wrongly (DATA_LOSS: an answer that fails the client's
+// checks), it fails at once, saying what was wrong: such a server passes its
+// health check, so no wait would bring back a right answer. With server_wait
+// zero and a single replica, the replica's own error is returned unchanged.
 //
 // Hedged calls (options.hedge_after, or hedge_adaptive: the p95 of this
 // part's recent calls, at least hedge_floor): Call(call, hedge) with hedge on

@@ -219,6 +219,31 @@ TEST_F(HostileServerTest, NegativeCountThatSumsRightIsDataLoss) {
                  "count -1");
 }
 
+// A server that answers wrongly is not a server that is down: with
+// --server-wait the trainer does not wait for it to "come back" (its health
+// check passes, and every answer fails again), it says what was wrong at once.
+TEST_F(HostileServerTest, AWrongAnswerIsSaidAtOnceNotWaitedOut) {
+  service_.sample = [](const std::vector<int64_t>& ids, int,
+                       proto::SampleNeighborsResponse* resp) {
+    resp->set_counts(Pack(std::vector<int64_t>(ids.size(), 1)));
+    resp->set_neighbors(Pack(std::vector<int64_t>(ids.size(), 99)));
+  };
+  RemoteGraphSourceOptions options = FastOptions();
+  options.server_wait = absl::Seconds(60);
+  options.probe_interval = absl::Milliseconds(50);
+  ASSERT_OK_AND_ASSIGN(
+      auto source, RemoteGraphSource::Connect({server_.address()}, options));
+  SampledNeighbors out;
+  const absl::Time start = absl::Now();
+  const absl::Status s = source->SampleNeighbors({0, 1, 2}, 2, false, 7, &out);
+  // Far below the 60 s wait: no wait at all (the call's own deadline is
+  // 30 s, so this bound cannot pass by waiting out anything).
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+  ExpectDataLoss(s, "neighbor");
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::Not(HasSubstr("does not answer")));
+}
+
 TEST_F(HostileServerTest, CountsThatOverflowTheirSumAreDataLoss) {
   // INT64_MAX + INT64_MAX + 2 wraps to 0: an empty neighbor array "matches".
   service_.sample = [](const std::vector<int64_t>&, int,
