@@ -1,8 +1,16 @@
 #include "sampler/internal/connect.h"
 
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -10,6 +18,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace shardgnn::internal {
 
@@ -28,6 +37,91 @@ bool Unreachable(const absl::Status& s) {
   return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s);
 }
 
+// Why a TCP connection to `address` (HOST:PORT, or [V6]:PORT) fails now, in
+// a few words for people ("connection refused: nothing listens there");
+// empty when it connects (the server is there, but not answering gRPC yet:
+// still loading) or the address is not of that form.
+std::string TcpProblem(const std::string& address, absl::Duration timeout) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) return "";
+  std::string host = address.substr(0, colon);
+  const std::string port = address.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0 ||
+      found == nullptr) {
+    return absl::StrCat("the host name ", host, " does not resolve");
+  }
+  std::string problem;
+  const int fd = socket(found->ai_family,
+                        found->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                        found->ai_protocol);
+  if (fd >= 0) {
+    int err = 0;
+    if (connect(fd, found->ai_addr, found->ai_addrlen) != 0) {
+      err = errno;
+      if (err == EINPROGRESS) {
+        pollfd p{fd, POLLOUT, 0};
+        const int ready =
+            poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout)));
+        socklen_t len = sizeof(err);
+        if (ready <= 0) {
+          err = ETIMEDOUT;
+        } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+          err = errno;
+        }
+      }
+    }
+    close(fd);
+    if (err == ECONNREFUSED) {
+      problem = "connection refused: nothing listens there";
+    } else if (err == ETIMEDOUT) {
+      problem =
+          absl::StrCat("no TCP answer within ", absl::FormatDuration(timeout),
+                       ": the host is down, or a firewall drops it");
+    } else if (err != 0) {
+      problem = std::strerror(err);
+    }
+  }
+  freeaddrinfo(found);
+  return problem;
+}
+
+// "A (why), B (why)" for the first few of `addresses`, each with its
+// TcpProblem, and how many more.
+std::string NameWithProblems(const std::vector<std::string>& addresses) {
+  constexpr size_t kNamed = 4;
+  std::vector<std::string> named;
+  for (size_t i = 0; i < addresses.size() && i < kNamed; ++i) {
+    const std::string why = TcpProblem(addresses[i], absl::Milliseconds(500));
+    named.push_back(why.empty() ? absl::StrCat(addresses[i],
+                                               " (it accepts "
+                                               "connections but does not "
+                                               "answer yet)")
+                                : absl::StrCat(addresses[i], " (", why, ")"));
+  }
+  if (addresses.size() > kNamed) {
+    named.push_back(absl::StrCat("and ", addresses.size() - kNamed, " more"));
+  }
+  return absl::StrJoin(named, ", ");
+}
+
+// When no server answered for long, what to check.
+constexpr char kWhatToCheck[] =
+    "check that `shardgnn serve` runs at each address (its ready line prints "
+    "the address and port it listens on), that --servers names those "
+    "addresses, and that no firewall is in the way";
+
+// The wait for servers is said once it has lasted this long, and again
+// every kSayWaitEvery.
+constexpr absl::Duration kSayWaitAfter = absl::Seconds(2);
+constexpr absl::Duration kSayWaitEvery = absl::Seconds(10);
+
 // Asks every address for Health, then Info, all at once, each on a thread of
 // its own, until all have answered, or the connect deadline passed, or every
 // part of the partition the answers describe has a server that answered and
@@ -39,7 +133,8 @@ std::vector<Reached> ReachAll(const std::vector<std::string>& addresses,
   std::vector<Reached> reached(addresses.size());
   std::mutex mu;
   std::condition_variable changed;
-  size_t answered = 0;    // Guarded by mu.
+  size_t answered = 0;                              // Guarded by mu.
+  std::vector<bool> done(addresses.size(), false);  // Guarded by mu.
   std::set<int> covered;  // Parts with a server that answered; by mu.
   int num_parts = -1;     // The first answer's; by mu.
   std::atomic<bool> stop{false};
@@ -67,6 +162,7 @@ std::vector<Reached> ReachAll(const std::vector<std::string>& addresses,
       }
       std::lock_guard<std::mutex> lock(mu);
       ++answered;
+      done[i] = true;
       if (r.status.ok()) {
         if (num_parts < 0) num_parts = r.info.meta.num_parts;
         covered.insert(r.info.meta.part_id);
@@ -77,12 +173,30 @@ std::vector<Reached> ReachAll(const std::vector<std::string>& addresses,
   {
     std::unique_lock<std::mutex> lock(mu);
     std::optional<absl::Time> all_covered;
+    absl::Time say_wait_at = absl::Now() + kSayWaitAfter;
     while (answered < addresses.size() && absl::Now() < deadline) {
       if (!all_covered.has_value() && num_parts > 0 &&
           static_cast<int>(covered.size()) >= num_parts) {
         all_covered = absl::Now();
       }
-      absl::Time until = deadline;
+      if (absl::Now() >= say_wait_at && !all_covered.has_value()) {
+        std::vector<std::string> waiting;
+        for (size_t i = 0; i < addresses.size(); ++i) {
+          if (!done[i]) waiting.push_back(addresses[i]);
+        }
+        lock.unlock();
+        std::fprintf(stderr,
+                     "shardgnn: waiting up to %s more for %zu storage "
+                     "server(s) to answer: %s\n",
+                     absl::FormatDuration(
+                         absl::Trunc(deadline - absl::Now(), absl::Seconds(1)))
+                         .c_str(),
+                     waiting.size(), NameWithProblems(waiting).c_str());
+        lock.lock();
+        say_wait_at = absl::Now() + kSayWaitEvery;
+        continue;
+      }
+      absl::Time until = std::min(deadline, say_wait_at);
       if (all_covered.has_value()) {
         until = std::min(until, *all_covered + options.spare_replica_wait);
         if (absl::Now() >= until) break;
@@ -107,7 +221,13 @@ absl::StatusOr<ReachedServers> ReachServers(
     if (!Unreachable(reached[i].status)) return reached[i].status;
     unreached.push_back(i);
   }
-  if (unreached.size() == reached.size()) return reached[0].status;
+  if (unreached.size() == reached.size()) {
+    return absl::UnavailableError(
+        absl::StrCat("no storage server answered within ",
+                     absl::FormatDuration(options.connect_timeout), ": ",
+                     NameWithProblems(addresses), "; ", kWhatToCheck,
+                     " (last error: ", reached[0].status.message(), ")"));
+  }
   // By part; maps, not vectors of num_parts slots: a server's claim of many
   // parts must not allocate before the parts are found missing.
   std::map<int, std::vector<std::unique_ptr<GraphStoreClient>>> by_part;
@@ -193,7 +313,16 @@ absl::StatusOr<ReachedServers> ReachServers(
   for (int p = 0; p < num_parts; ++p) {
     if (by_part.count(p) == 0) {
       // A server that did not answer may be the part's.
-      if (!unreached.empty()) return reached[unreached[0]].status;
+      if (!unreached.empty()) {
+        std::vector<std::string> silent;
+        for (size_t i : unreached) silent.push_back(addresses[i]);
+        return absl::UnavailableError(absl::StrCat(
+            "part ", p, " of partition ", partition_id,
+            " has no server that answered within ",
+            absl::FormatDuration(options.connect_timeout),
+            "; these did not: ", NameWithProblems(silent), "; ", kWhatToCheck,
+            " (last error: ", reached[unreached[0]].status.message(), ")"));
+      }
       return absl::InvalidArgumentError(absl::StrCat(
           "no server for part ", p, " of partition ", partition_id, " (",
           num_parts, " parts, as ", first_address, " reports) among the ",

@@ -162,6 +162,34 @@ TEST_F(ConnectTest, NamesAnUnreachableServer) {
   EXPECT_THAT(std::string(remote.status().message()), HasSubstr(address));
 }
 
+// Servers that do not answer: the wait is said while it lasts, naming each
+// address and why (nothing listens there), and the error at its end names
+// every one and what to check.
+TEST_F(ConnectTest, DeadServersAreNamedWhileWaitedForAndAtTheEnd) {
+  std::vector<std::string> dead;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_OK_AND_ASSIGN(auto gone,
+                         testing::ServePart(tmp_.Sub("part"), i, true));
+    dead.push_back(gone->address());
+    gone->Shutdown(absl::Now());
+  }
+  RemoteGraphSourceOptions options = FastOptions();
+  options.connect_timeout = absl::Seconds(4);
+  ::testing::internal::CaptureStderr();
+  auto remote = RemoteGraphSource::Connect(dead, options);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  ASSERT_FALSE(remote.ok());
+  const std::string error(remote.status().message());
+  for (const std::string& address : dead) {
+    EXPECT_THAT(said, HasSubstr(address)) << said;
+    EXPECT_THAT(error, HasSubstr(address)) << error;
+  }
+  EXPECT_THAT(said, HasSubstr("waiting")) << said;
+  EXPECT_THAT(said, HasSubstr("connection refused")) << said;
+  EXPECT_THAT(error, HasSubstr("connection refused")) << error;
+  EXPECT_THAT(error, HasSubstr("shardgnn serve")) << error;
+}
+
 // --- Data path over 1, 2 and 4 servers, memory and disk mode ----------------
 
 class RemoteSourceTest : public ::testing::TestWithParam<std::tuple<int, bool>>,
