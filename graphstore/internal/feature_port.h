@@ -77,6 +77,7 @@
 
 #include <netinet/in.h>
 
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -91,6 +92,7 @@
 #include "absl/types/span.h"
 #include "common/sampled_neighbors.h"
 #include "common/types.h"
+#include "graphstore/internal/connection_limits.h"
 #include "graphstore/internal/listener.h"
 #include "graphstore/internal/method_stats.h"
 #include "graphstore/internal/sample_request.h"
@@ -172,10 +174,15 @@ struct FeaturePortLimits {
   // A sample's bounds, as the gRPC service's (GraphStoreServerOptions).
   int max_fanout = 10000;
   int64_t max_sampled_per_call = int64_t{8} << 20;
-  // Connections beyond these, in all and from one client address
-  // (listener.h's PeerKey), are closed on accept (clients then use gRPC).
+  // Connections in all and from one client address (listener.h's PeerKey);
+  // the per-address cap is cut to half the total (PerAddressCap in
+  // connection_limits.h). A connection over the per-address cap is closed on
+  // accept (its client uses gRPC); one over the total takes the place of the
+  // connection idle longest between requests, if idle for
+  // `min_idle_to_evict`, and is closed otherwise.
   int max_connections = 256;
   int max_connections_per_ip = 128;
+  absl::Duration min_idle_to_evict = kMinIdleToEvict;
   // A request begun but not finished, or a response not taken, within this
   // closes the connection (a stalled or hostile client cannot hold a
   // connection thread).
@@ -215,6 +222,9 @@ struct FeaturePortHooks {
 // step, over several connections: buffers of each connection's own would be
 // faulted in once per connection), at most 256 MiB of each kept, given back
 // after 10 s without a pull or push. Idle connections hold next to no memory.
+// A connection in a request is never closed for a newcomer; one waiting for
+// its next request may be, by the rule of connection_limits.h (its client
+// retries on a new connection once, then uses gRPC).
 class FeaturePortServer {
  public:
   // Binds `host` (as in the gRPC listen address; port 0 picks a free port)
@@ -243,7 +253,14 @@ class FeaturePortServer {
     std::string peer;  // PeerKey of the client.
     bool done = false;
     std::thread thread;
+    // Between requests: when the last one was answered (steady clock, ns);
+    // else kBusy or kEvicted. The connection's thread takes it to kBusy,
+    // and Admit() to kEvicted, by compare-and-swap: a request begun is never
+    // cut for a newcomer.
+    std::atomic<int64_t> idle_since{0};
   };
+  static constexpr int64_t kBusy = -1;
+  static constexpr int64_t kEvicted = -2;
   FeaturePortServer() = default;
   // The listener's admission: takes `fd` unless a cap is reached.
   bool Admit(int fd, const std::string& peer);
@@ -273,6 +290,9 @@ class FeaturePortServer {
                                      uint32_t table_bytes,
                                      uint32_t run_id_bytes) const;
   void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Shuts down the connection idle longest (at least
+  // limits_.min_idle_to_evict) between requests; false if there is none.
+  bool EvictLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::shared_ptr<const ShardStore> store_;
   FeaturePortLimits limits_;

@@ -14,6 +14,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/auth.h"
+#include "graphstore/internal/connection_limits.h"
 #include "graphstore/internal/embedding_service.h"
 #include "graphstore/internal/feature_port.h"
 #include "graphstore/internal/feature_port_server_parts.h"
@@ -34,6 +35,13 @@ constexpr size_t kKeptBufferBytes = 1 << 20;
 constexpr int kEmbeddingBuffersIdleMs = 10000;
 // The server's bound on a connection's authentication handshake.
 constexpr absl::Duration kHandshakeTimeout = absl::Seconds(10);
+
+// The clock of a connection's idle_since.
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 }  // namespace
 
@@ -84,6 +92,9 @@ absl::StatusOr<std::unique_ptr<FeaturePortServer>> FeaturePortServer::Start(
   server->port_ = server->listener_->port();
   server->store_ = std::move(store);
   server->limits_ = limits;
+  server->limits_.max_connections_per_ip =
+      PerAddressCap(limits.max_connections, limits.max_connections_per_ip,
+                    kFeaturePortAddressParts);
   server->hooks_ = hooks;
   server->embedding_buffers_ = std::make_unique<EmbeddingBuffers>();
   if (server->hooks_.pulls == nullptr) server->hooks_.pulls = hooks.features;
@@ -104,14 +115,17 @@ bool FeaturePortServer::Admit(int fd, const std::string& peer) {
     }
     return false;  // The client falls back to gRPC.
   };
-  if (stopped_ ||
-      static_cast<int>(connections_.size()) >= limits_.max_connections) {
+  // Evicted connections are on their way out: their places are free.
+  int total = 0, from_peer = 0;
+  for (const Connection& c : connections_) {
+    if (c.idle_since.load() == kEvicted) continue;
+    ++total;
+    if (c.peer == peer) ++from_peer;
+  }
+  if (stopped_ || from_peer >= limits_.max_connections_per_ip ||
+      (total >= limits_.max_connections && !EvictLocked())) {
     return reject();
   }
-  const auto from_peer =
-      std::count_if(connections_.begin(), connections_.end(),
-                    [&](const Connection& c) { return c.peer == peer; });
-  if (from_peer >= limits_.max_connections_per_ip) return reject();
   if (hooks_.connections != nullptr) {
     hooks_.connections->accepted.fetch_add(1, std::memory_order_relaxed);
     hooks_.connections->open.fetch_add(1, std::memory_order_relaxed);
@@ -121,8 +135,33 @@ bool FeaturePortServer::Admit(int fd, const std::string& peer) {
   Connection& conn = connections_.emplace_back();
   conn.fd = fd;
   conn.peer = peer;
+  conn.idle_since = SteadyNowNs();
   conn.thread = std::thread([this, c = &conn] { Serve(c); });
   return true;
+}
+
+bool FeaturePortServer::EvictLocked() {
+  const int64_t latest =
+      SteadyNowNs() - absl::ToInt64Nanoseconds(limits_.min_idle_to_evict);
+  while (true) {
+    Connection* victim = nullptr;
+    int64_t since = 0;
+    for (Connection& c : connections_) {
+      const int64_t t = c.idle_since.load();
+      if (!c.done && t >= 0 && t <= latest &&
+          (victim == nullptr || t < since)) {
+        victim = &c;
+        since = t;
+      }
+    }
+    if (victim == nullptr) return false;
+    // Lost to its thread if a request has just begun: try the next.
+    if (victim->idle_since.compare_exchange_strong(since, kEvicted)) {
+      // The thread sees end of file and ends; the fd is closed when reaped.
+      shutdown(victim->fd, SHUT_RDWR);
+      return true;
+    }
+  }
 }
 
 void FeaturePortServer::ReapLocked() {
@@ -160,7 +199,13 @@ void FeaturePortServer::Serve(Connection* conn) {
     const int64_t ms = absl::ToInt64Milliseconds(limits_.idle_timeout);
     int r = poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, INT_MAX)));
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0 || !Answer(conn->fd, conn->peer, &buffers)) break;
+    if (r <= 0) break;
+    int64_t since = conn->idle_since.load();
+    if (since < 0 || !conn->idle_since.compare_exchange_strong(since, kBusy)) {
+      break;  // Evicted for a newcomer.
+    }
+    if (!Answer(conn->fd, conn->peer, &buffers)) break;
+    conn->idle_since = SteadyNowNs();
     buffers.Trim();
     if (poll(&p, 1, kEmbeddingBuffersIdleMs) == 0) {
       const absl::Duration idle = absl::Milliseconds(kEmbeddingBuffersIdleMs);

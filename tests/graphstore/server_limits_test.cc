@@ -22,6 +22,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/graphstore.grpc.pb.h"
+#include "tests/graphstore/server_testing.h"
 #include "tests/graphstore/test_shards.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -29,6 +30,8 @@
 namespace shardgnn {
 namespace {
 
+using testing::ClosedByServerWithin;
+using testing::ConnectFrom;
 using ::testing::HasSubstr;
 using testing::MakeTestGraph;
 using testing::TempDir;
@@ -71,21 +74,6 @@ int IdleConnection(const std::string& host, int port) {
     }
   }
   return fd;
-}
-
-// True if the server closes `fd` (end of file or reset) within `timeout`.
-bool ClosedByServerWithin(int fd, absl::Duration timeout) {
-  const absl::Time end = absl::Now() + timeout;
-  while (absl::Now() < end) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 50) <= 0) continue;
-    char byte;
-    ssize_t n = recv(fd, &byte, 1, MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
-      return true;
-    }
-  }
-  return false;
 }
 
 // Calls GraphStore method `method` with the request bytes `request` and
@@ -320,6 +308,46 @@ TEST_P(ServerLimitsTest, ConnectionCapsAreCountedPerAddress) {
   for (int fd : attacker) close(fd);
   auto back = Client("[::1]");
   EXPECT_OK(back->WaitForHealthy(absl::Now() + absl::Seconds(5)));
+}
+
+// Issue 51: under a 1024 open-file limit the per-address cap (256) was the
+// whole cap (a quarter of the limit), so idle connections from one address
+// made Health UNAVAILABLE for every other client until the idle timeout.
+// One address now holds at most a quarter of the gRPC port and half of the
+// feature port.
+TEST_P(ServerLimitsTest, OneAddressLeavesRoomForOthers) {
+  GraphStoreServerOptions options;
+  options.max_connections = 64;  // The per-address cap asks for all of it.
+  options.max_connections_per_ip = 64;
+  options.feature_port_connections = 16;
+  options.feature_port_connections_per_ip = 16;
+  Start(options);
+  std::vector<int> attacker;
+  for (int i = 0; i < 80; ++i) {
+    for (int port : {server_->port(), server_->feature_port()}) {
+      if (port == server_->feature_port() && i >= 20) continue;
+      const int fd = ConnectFrom("127.0.0.2", port);
+      ASSERT_GE(fd, 0);
+      attacker.push_back(fd);
+    }
+  }
+  // Another address is served at once, over both ports.
+  auto other = Client("127.0.0.1");
+  ASSERT_OK(other->WaitForHealthy(absl::Now() + absl::Seconds(3)));
+  ASSERT_OK(other->Info().status());
+  EXPECT_TRUE(other->UsesFeaturePort());
+  std::vector<float> rows(kDim * 3);
+  EXPECT_OK(other->GetFeatures(Ids(3), kDim, rows.data()));
+  ASSERT_OK_AND_ASSIGN(ServerStats stats, other->Stats());
+  EXPECT_EQ(testing::MethodCalls(stats, "FeaturePort"), 1);
+  // The attacker keeps 16 gRPC and 8 feature port connections; the server
+  // closed the rest on accept.
+  int open = 0;
+  for (int fd : attacker) {
+    if (!ClosedByServerWithin(fd, absl::Milliseconds(1))) ++open;
+    close(fd);
+  }
+  EXPECT_EQ(open, 16 + 8);
 }
 
 // Calls beyond an address's queue are shed with UNAVAILABLE ("server busy"),
