@@ -1,13 +1,9 @@
 #include "graphstore/internal/server_metrics.h"
 
 #include <dirent.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -18,8 +14,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "absl/time/time.h"
+#include "common/status.h"
 #include "graphstore/internal/listener.h"
+#include "graphstore/internal/one_request_server.h"
 #include "prometheus/client_metric.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/text_serializer.h"
@@ -35,52 +32,6 @@ using prometheus::MetricType;
 // bounds MethodStats's quarter-power-of-two buckets fall on exactly.
 constexpr int kFirstBucketLog2Us = 3;
 constexpr int kLastBucketLog2Us = 25;
-
-// A scrape's request must arrive, and its answer leave, within this: the
-// Listener's thread answers one scrape at a time.
-constexpr absl::Duration kScrapeTimeout = absl::Seconds(2);
-// Longest request head read; a scrape's is a few hundred bytes.
-constexpr size_t kMaxRequestBytes = 8 << 10;
-
-// Waits until `fd` is ready for `events` or `deadline` passes.
-bool WaitReady(int fd, short events, absl::Time deadline) {
-  while (true) {
-    const absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) return false;
-    pollfd p{fd, events, 0};
-    const int ms = static_cast<int>(
-        std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, INT_MAX));
-    const int r = poll(&p, 1, ms);
-    if (r < 0 && errno == EINTR) continue;
-    return r > 0;
-  }
-}
-
-// The request head (up to the blank line), or what came of it by the
-// deadline.
-std::string ReadHead(int fd, absl::Time deadline) {
-  std::string head;
-  char buf[1024];
-  while (head.find("\r\n\r\n") == std::string::npos &&
-         head.size() < kMaxRequestBytes && WaitReady(fd, POLLIN, deadline)) {
-    const ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) break;
-    head.append(buf, static_cast<size_t>(n));
-  }
-  return head;
-}
-
-void SendAll(int fd, const std::string& data, absl::Time deadline) {
-  size_t sent = 0;
-  while (sent < data.size() && WaitReady(fd, POLLOUT, deadline)) {
-    const ssize_t n = send(fd, data.data() + sent, data.size() - sent,
-                           MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) return;
-    sent += static_cast<size_t>(n);
-  }
-}
 
 int64_t ResidentBytes() {
   FILE* f = std::fopen("/proc/self/statm", "r");
@@ -329,18 +280,17 @@ absl::StatusOr<std::unique_ptr<MetricsExporter>> MetricsExporter::Start(
   }
   auto exporter = std::unique_ptr<MetricsExporter>(new MetricsExporter());
   exporter->sources_ = std::move(sources);
-  exporter->listener_ = std::move(listener).value();
-  exporter->port_ = exporter->listener_->port();
-  exporter->listener_->Start([e = exporter.get()](int fd, const std::string&) {
-    e->Answer(fd);
-    return true;  // Answered and closed.
-  });
+  ASSIGN_OR_RETURN(
+      exporter->server_,
+      OneRequestServer::Start(std::move(listener).value(), OneRequestLimits{},
+                              [e = exporter.get()](const std::string& head) {
+                                return e->Respond(head);
+                              }));
+  exporter->port_ = exporter->server_->port();
   return exporter;
 }
 
-void MetricsExporter::Answer(int fd) const {
-  const absl::Time deadline = absl::Now() + kScrapeTimeout;
-  const std::string head = ReadHead(fd, deadline);
+std::string MetricsExporter::Respond(const std::string& head) const {
   const std::string line = head.substr(0, head.find("\r\n"));
   // "GET /metrics HTTP/1.1"; a query string is ignored.
   const size_t space = line.find(' ');
@@ -360,7 +310,7 @@ void MetricsExporter::Answer(int fd) const {
     status = "404 Not Found";
   }
   if (status == "200 OK") {
-    try {  // No exception may leave the Listener's thread.
+    try {  // No exception may leave the server's thread.
       body = RenderMetrics(sources_);
     } catch (const std::exception&) {
       status = "500 Internal Server Error";
@@ -374,12 +324,11 @@ void MetricsExporter::Answer(int fd) const {
       "HTTP/1.1 ", status, "\r\nContent-Type: ", type,
       "\r\nContent-Length: ", body.size(), "\r\nConnection: close\r\n\r\n");
   if (method != "HEAD") answer += body;
-  SendAll(fd, answer, deadline);
-  close(fd);
+  return answer;
 }
 
-MetricsExporter::~MetricsExporter() {
-  listener_->Stop();  // Joins its thread: no scrape reads the sources after.
-}
+// server_ goes first (the members' reverse order): its thread, the one
+// reader of sources_, is joined before they go.
+MetricsExporter::~MetricsExporter() = default;
 
 }  // namespace shardgnn::internal

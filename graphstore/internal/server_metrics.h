@@ -13,10 +13,18 @@
 // prometheus-cpp's Exposer: Debian's civetweb under it starts its threads
 // with 100 KiB stacks, which glibc refuses (EINVAL) in a process whose static
 // TLS is as large as LibTorch's, so it cannot start inside `shardgnn`.
-// Instead a Listener (listener.h) accepts, and its thread answers each
-// scrape itself (one at a time, each within 2 s): a scrape is a few dozen
+// Instead a Listener (listener.h) accepts and a OneRequestServer
+// (one_request_server.h) reads the requests and writes the answers, all
+// connections on one thread that never waits for a client: each request
+// within 2 s, at most 64 connections at once and 8 from one client address,
+// so stalled clients cannot hold off a scrape. A scrape is a few dozen
 // atomic loads and a few kilobytes of text. prometheus-cpp's headers stay in
 // server_metrics.cc.
+//
+// The endpoint has no authentication: anyone who reaches it reads the
+// figures the Stats RPC answers only with the auth token (calls, errors,
+// latency and bytes per method, connections, the shard's size, memory).
+// Never graph data, and never the token (docs/operations.md, "Metrics").
 #ifndef SHARDGNN_GRAPHSTORE_INTERNAL_SERVER_METRICS_H_
 #define SHARDGNN_GRAPHSTORE_INTERNAL_SERVER_METRICS_H_
 
@@ -31,7 +39,7 @@
 
 namespace shardgnn::internal {
 
-class Listener;
+class OneRequestServer;
 
 // What a scrape asks the server at that moment.
 struct ServerMetricsState {
@@ -77,7 +85,8 @@ class MetricsExporter {
   // use, not a local address, a name that does not resolve).
   static absl::StatusOr<std::unique_ptr<MetricsExporter>> Start(
       const std::string& listen_address, ServerMetricsSources sources);
-  // Stops listening; a scrape in progress finishes first (within 2 s).
+  // Stops listening and closes the connections open; a scrape being
+  // rendered finishes first.
   ~MetricsExporter();
   MetricsExporter(const MetricsExporter&) = delete;
   MetricsExporter& operator=(const MetricsExporter&) = delete;
@@ -86,11 +95,11 @@ class MetricsExporter {
 
  private:
   MetricsExporter() = default;
-  // Reads one request from `fd`, answers it and closes `fd`.
-  void Answer(int fd) const;
+  // The HTTP answer to a request head.
+  std::string Respond(const std::string& head) const;
 
   ServerMetricsSources sources_;
-  std::unique_ptr<Listener> listener_;
+  std::unique_ptr<OneRequestServer> server_;
   int port_ = 0;
 };
 
