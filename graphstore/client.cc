@@ -16,6 +16,7 @@
 #include "graphstore/internal/feature_port.h"
 #include "graphstore/internal/features_codec.h"
 #include "graphstore/internal/health_probe.h"
+#include "graphstore/internal/tls_check.h"
 #include "graphstore/internal/wire.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
@@ -111,6 +112,7 @@ absl::Status GraphStoreClient::Health() {
 absl::Status GraphStoreClient::WaitForHealthy(absl::Time deadline) {
   absl::Duration backoff = absl::Milliseconds(10);
   absl::Status last;
+  bool tls_checked = false;
   while (true) {
     absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) break;
@@ -118,13 +120,31 @@ absl::Status GraphStoreClient::WaitForHealthy(absl::Time deadline) {
     grpc::ClientContext ctx;
     impl_->Prepare(&ctx,
                    absl::Now() + std::min(left, impl_->options().call_timeout));
-    // Wait for the connection instead of failing fast while it is down.
-    ctx.set_wait_for_ready(true);
+    // Wait for the connection instead of failing fast while it is down;
+    // under TLS not the first time, whose failure may be the handshake's
+    // (checked below) rather than a server still starting.
+    const bool tls = !impl_->options().tls_ca_pem.empty();
+    ctx.set_wait_for_ready(!tls || tls_checked);
     grpc::Status s = impl_->stub()->Health(&ctx, proto::HealthRequest(), &resp);
     if (s.ok() && resp.serving()) return absl::OkStatus();
     last = s.ok() ? absl::UnavailableError("server is not serving yet")
                   : absl::Status(static_cast<absl::StatusCode>(s.error_code()),
                                  s.error_message());
+    if (!s.ok() && tls && !tls_checked) {
+      // gRPC retries a failed handshake as it does a refused connection,
+      // until the deadline: one handshake of our own says why at once.
+      tls_checked = true;
+      const std::string problem = internal::TlsHandshakeProblem(
+          address_,
+          {impl_->options().tls_ca_pem, impl_->options().tls_cert_pem,
+           impl_->options().tls_key_pem},
+          std::min(absl::Seconds(2),
+                   std::max(deadline - absl::Now(), absl::Milliseconds(100))));
+      if (!problem.empty()) {
+        return absl::UnauthenticatedError(
+            absl::StrCat(address_, ": TLS handshake failed: ", problem));
+      }
+    }
     absl::SleepFor(std::min(backoff, deadline - absl::Now()));
     backoff = std::min(backoff * 2, absl::Milliseconds(200));
   }

@@ -143,7 +143,12 @@ class GraphStoreClient {
   const std::string& address() const { return address_; }
 
   // Polls Health until the server answers or `deadline` passes
-  // (DEADLINE_EXCEEDED naming the address and the last error).
+  // (DEADLINE_EXCEEDED naming the address and the last error). Under TLS, a
+  // failed first attempt is followed by one handshake of the client's own
+  // (internal/tls_check.h): a certificate the CA did not sign, one that does
+  // not name this address, or a refused client certificate is
+  // UNAUTHENTICATED at once, saying which, rather than a wait to the
+  // deadline.
   absl::Status WaitForHealthy(absl::Time deadline);
   absl::Status Health();
   // One probe with gRPC's standard health service (grpc.health.v1 Check for

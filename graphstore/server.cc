@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -22,6 +23,7 @@
 #include "graphstore/internal/server_metrics.h"
 #include "graphstore/internal/service.h"
 #include "graphstore/internal/standard_services.h"
+#include "graphstore/internal/tls_check.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/server_posix.h"
 
@@ -57,6 +59,17 @@ absl::Status CheckOptions(const GraphStoreServerOptions& options) {
         "max_sampled_per_call, max_connections, max_connections_per_ip, "
         "feature_port_connections_per_ip, max_queued_per_ip and idle_timeout "
         "must be positive");
+  }
+  if (!options.tls_cert_pem.empty()) {
+    // A certificate out of its dates is refused by every client (after each
+    // waited for its connect deadline): refused here at once.
+    std::string warning;
+    RETURN_IF_ERROR(internal::CheckCertificateDates(
+        options.tls_cert_pem, "the server's certificate (--tls-cert)",
+        absl::Now(), absl::Hours(24 * 14), &warning));
+    if (!warning.empty()) {
+      std::fprintf(stderr, "shardgnn: warning: %s\n", warning.c_str());
+    }
   }
   if (options.max_embedding_bytes < 0) {
     return absl::InvalidArgumentError(

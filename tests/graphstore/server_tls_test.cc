@@ -13,6 +13,7 @@
 #include "common/file_util.h"
 #include "common/status.h"
 #include "graphstore/client.h"
+#include "graphstore/internal/tls_check.h"
 #include "graphstore/server.h"
 #include "tests/graphstore/test_shards.h"
 #include "tests/testing/status_matchers.h"
@@ -175,6 +176,97 @@ TEST_F(ServerTlsTest, TokenIsCheckedUnderTlsToo) {
   ASSERT_OK(InfoFrom(&pki_, nullptr, token));
   absl::Status s = InfoFrom(&pki_, nullptr, "");
   EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated) << s;
+}
+
+// What a trainer's connect does (WaitForHealthy) with a CA that did not
+// sign the server's certificate, a certificate that names another address,
+// or no client certificate for a server that wants one: UNAUTHENTICATED
+// saying which, at the first attempt, not a wait to the deadline.
+TEST_F(ServerTlsTest, HandshakeFailuresAreSaidAtOnceAndInWords) {
+  ASSERT_TRUE(pki_.MakeLeaf("elsewhere", "IP:127.0.0.2"));
+  auto wait_from = [&](const TestPki& ca, const TestPki* client_pki) {
+    GraphStoreClientOptions options;
+    options.tls_ca_pem = ca.Pem("ca.pem");
+    if (client_pki != nullptr) {
+      options.tls_cert_pem = client_pki->Pem("trainer.pem");
+      options.tls_key_pem = client_pki->Pem("trainer.key");
+    }
+    auto client = GraphStoreClient::Connect(server_->address(), options);
+    EXPECT_OK(client.status());
+    if (!client.ok()) return client.status();
+    const absl::Time start = absl::Now();
+    absl::Status s = (*client)->WaitForHealthy(start + absl::Seconds(30));
+    EXPECT_LT(absl::Now() - start, absl::Seconds(10)) << s;
+    return s;
+  };
+  StartServer(/*mutual=*/false);
+  absl::Status s = wait_from(other_, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated) << s;
+  EXPECT_THAT(s.message(), HasSubstr(server_->address()));
+  EXPECT_THAT(s.message(), HasSubstr("not signed by a CA in --tls-ca")) << s;
+  ASSERT_OK(wait_from(pki_, nullptr));
+
+  // A certificate for another address.
+  GraphStoreServerOptions options;
+  options.tls_cert_pem = pki_.Pem("elsewhere.pem");
+  options.tls_key_pem = pki_.Pem("elsewhere.key");
+  ASSERT_OK_AND_ASSIGN(server_, GraphStoreServer::Start(store_, options));
+  s = wait_from(pki_, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated) << s;
+  EXPECT_THAT(s.message(), HasSubstr("does not name 127.0.0.1")) << s;
+
+  // Mutual TLS without a client certificate, or with another CA's.
+  StartServer(/*mutual=*/true);
+  s = wait_from(pki_, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated) << s;
+  EXPECT_THAT(s.message(), HasSubstr("--tls-cert")) << s;
+  s = wait_from(pki_, &other_);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated) << s;
+  ASSERT_OK(wait_from(pki_, &pki_));
+}
+
+// A server does not start on a certificate out of its dates (every client
+// would refuse it), and warns of one about to expire.
+TEST_F(ServerTlsTest, ACertificateOutOfItsDatesIsRefusedAtStart) {
+  // Valid for 2020-01-01 to 2020-01-02 only: `openssl ca` sets the dates.
+  const std::string dir = dir_.Sub("old");
+  ASSERT_TRUE(Sh(absl::StrCat(
+      "mkdir -p ", dir, " && cd ", dir,
+      " && touch index.txt && echo 01 > serial && printf "
+      "'[ca]\\ndefault_ca=d\\n[d]\\ndatabase=index.txt\\nnew_certs_dir=."
+      "\\nserial=serial\\ndefault_md=sha256\\npolicy=p\\n[p]\\n"
+      "commonName=supplied\\n' > c.cnf && openssl req -newkey ec -pkeyopt "
+      "ec_paramgen_curve:prime256v1 -nodes -subj '/CN=old' -keyout old.key "
+      "-out old.csr && openssl ca -batch -config c.cnf -selfsign -keyfile "
+      "old.key -in old.csr -startdate 20200101000000Z -enddate "
+      "20200102000000Z -out old.pem")));
+  GraphStoreServerOptions options;
+  ASSERT_OK_AND_ASSIGN(options.tls_cert_pem,
+                       ReadFileToString(JoinPath(dir, "old.pem")));
+  ASSERT_OK_AND_ASSIGN(options.tls_key_pem,
+                       ReadFileToString(JoinPath(dir, "old.key")));
+  auto server = GraphStoreServer::Start(store_, options);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(server.status().message(), HasSubstr("--tls-cert"));
+  EXPECT_THAT(server.status().message(), HasSubstr("expired on 2020-01-02"));
+
+  // The same dates seen from other moments: not valid yet; about to expire.
+  std::string warning;
+  const absl::Time start = absl::FromCivil(
+      absl::CivilSecond(2020, 1, 1, 0, 0, 0), absl::UTCTimeZone());
+  absl::Status early = internal::CheckCertificateDates(
+      options.tls_cert_pem, "--tls-cert", start - absl::Hours(1),
+      absl::Hours(1), &warning);
+  EXPECT_EQ(early.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(early.message(), HasSubstr("not valid before 2020-01-01"));
+  ASSERT_OK(internal::CheckCertificateDates(options.tls_cert_pem, "--tls-cert",
+                                            start + absl::Hours(12),
+                                            absl::Hours(24 * 14), &warning));
+  EXPECT_THAT(warning, HasSubstr("expires on 2020-01-02"));
+  ASSERT_OK(internal::CheckCertificateDates(options.tls_cert_pem, "--tls-cert",
+                                            start + absl::Hours(12),
+                                            absl::Hours(1), &warning));
+  EXPECT_TRUE(warning.empty()) << warning;
 }
 
 TEST_F(ServerTlsTest, IncompleteSettingsAreRefused) {
