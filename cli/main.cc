@@ -3,11 +3,14 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
+#include "cli/config_file.h"
+#include "cli/suggestions.h"
 #include "common/progress.h"
 #include "glog/logging.h"
 #include "trainer/compute_env.h"
@@ -92,14 +95,15 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("shardgnn ") +
                                         shardgnn::cli::kShardgnnVersion + " (" +
                                         shardgnn::cli::kGitCommit + ")");
-  // Flags from a TOML file, a [SUBCOMMAND] section each ([dataset.import] for
-  // a nested one); flags on the command line win; a key that names no flag is
-  // an error.
+  // Flags from a TOML file, a [SUBCOMMAND] table each ([dataset.import] for
+  // a nested one), read by toml++ (cli/config_file.h); flags on the command
+  // line win; a key that names no flag is an error. Set before the
+  // subcommands are added: each takes its parent's reader.
+  app.config_formatter(std::make_shared<shardgnn::cli::TomlConfig>(&app));
   app.set_config("--config", "",
-                 "TOML file of flags: a [train], [run], [serve], ... section "
-                 "per subcommand, keys named as the flags (epochs = 30); the "
-                 "command line wins");
-  app.allow_config_extras(CLI::config_extras_mode::error);
+                 "TOML file of flags: a [train], [run], [serve], ... table "
+                 "per subcommand, keys named as the flags (epochs = 30, "
+                 "fanouts = [10, 5]); the command line wins");
 
   absl::Status result;
   shardgnn::cli::AddDatasetCommand(app, &result);
@@ -121,23 +125,28 @@ int main(int argc, char** argv) {
   try {
     app.parse(static_cast<int>(pointers.size()), pointers.data());
   } catch (const CLI::ConfigError& e) {
-    // CLI11 says "INI was not able to parse train.epoch".
-    std::string what = e.what();
-    const std::string prefix = "INI was not able to parse ";
-    if (what.rfind(prefix, 0) == 0) {
-      what = "no flag matches the key \"" + what.substr(prefix.size()) + "\"";
-    }
-    std::fprintf(stderr, "shardgnn: error: --config: %s\n", what.c_str());
+    // TomlConfig's "FILE:LINE:COLUMN: what".
+    std::fprintf(stderr, "shardgnn: error: --config %s\n", e.what());
     return 1;
   } catch (const CLI::FileError& e) {
-    std::fprintf(stderr, "shardgnn: error: %s\n", e.what());
+    // The one file CLI11 opens is --config's.
+    std::fprintf(stderr,
+                 "shardgnn: error: --config %s: cannot read it "
+                 "(missing?)\n",
+                 app.get_config_ptr()->as<std::string>().c_str());
     return 1;
   } catch (const CLI::ParseError& e) {
     // --help and --version print and succeed; a refused flag or value is one
-    // line, as every other error.
+    // line, as every other error. An argument no command took (a typo,
+    // mostly) comes first: a flag it left missing is its consequence.
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "shardgnn: error: %s (--help lists the flags)\n",
-                 e.what());
+    const std::string unknown = shardgnn::cli::UnknownArgumentMessage(app);
+    if (!unknown.empty()) {
+      std::fprintf(stderr, "shardgnn: error: %s\n", unknown.c_str());
+    } else {
+      std::fprintf(stderr, "shardgnn: error: %s (--help lists the flags)\n",
+                   e.what());
+    }
     return 1;
   }
   if (!result.ok()) {

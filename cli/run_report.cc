@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "cli/config_file.h"
 #include "common/file_util.h"
 #include "common/progress.h"
 #include "common/status.h"
@@ -317,7 +317,7 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
                            }),
                epochs.end());
 
-  Series loss{"train loss", "#1f77b4"}, val_loss{"val loss", "#ff7f0e"};
+  Series loss{"train loss", "#1f77b4", {}}, val_loss{"val loss", "#ff7f0e", {}};
   // Node tasks plot accuracy; link tasks ROC-AUC (train batches, validation
   // pairs, test pairs).
   const bool link = summary.value("task", std::string("node")) == "link";
@@ -326,12 +326,12 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
   const char* test_key = link ? "test_auc" : "test_acc";
   const char* best_key = link ? "best_valid_auc" : "best_val_acc";
   const std::string score = link ? "ROC-AUC" : "accuracy";
-  Series train_acc{link ? "train auc" : "train acc", "#1f77b4"},
-      val_acc{link ? "val auc" : "val acc", "#ff7f0e"};
+  Series train_acc{link ? "train auc" : "train acc", "#1f77b4", {}},
+      val_acc{link ? "val auc" : "val acc", "#ff7f0e", {}};
   std::vector<double> xs;
-  Part compute{"compute", "#1f77b4"}, allreduce{"allreduce", "#9467bd"},
-      waiting{"waiting for batches", "#d62728"}, eval{"evaluation", "#2ca02c"},
-      other{"other", "#bbbbbb"};
+  Part compute{"compute", "#1f77b4", {}}, allreduce{"allreduce", "#9467bd", {}},
+      waiting{"waiting for batches", "#d62728", {}},
+      eval{"evaluation", "#2ca02c", {}}, other{"other", "#bbbbbb", {}};
   for (const Json& e : epochs) {
     const double x = e["epoch"].get<double>();
     xs.push_back(x);
@@ -465,25 +465,18 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
     } else if (c.is_object()) {
       FlattenInto(c, "", &config);
     }
-  } else {
-    // config.toml: "key=value" lines under "[section]", then the values the
-    // flags left unset resolved to, as "# key=value" (cli EffectiveConfig).
+  } else if (!config_toml.empty()) {
+    // config.toml: the flags, then the values the flags left unset resolved
+    // to, as comments (cli EffectiveConfig).
+    ASSIGN_OR_RETURN(
+        RunConfig run_config,
+        ParseRunConfig(config_toml, JoinPath(run_dir, "config.toml")));
     std::map<std::string, std::string> values;
-    for (absl::string_view line : absl::StrSplit(config_toml, '\n')) {
-      const bool resolved = absl::ConsumePrefix(&line, "# ");
-      const size_t eq = line.find('=');
-      if (line.empty() || line[0] == '#' || line[0] == '[' ||
-          eq == absl::string_view::npos ||
-          line.find(' ') < eq) {  // A comment of words.
-        continue;
-      }
-      absl::string_view value = line.substr(eq + 1);
-      if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
-        value = value.substr(1, value.size() - 2);
-      const std::string key(line.substr(0, eq));
-      values[key] = std::string(value);
-      if (!resolved) config.emplace_back(key, std::string(value));
+    for (const auto& [key, value] : run_config.flags) {
+      values[key] = value;
+      config.emplace_back(key, value);
     }
+    for (const auto& [key, value] : run_config.resolved) values[key] = value;
     // The model as summary.json's "model" names it (keys in its order).
     const std::pair<const char*, const char*> model_keys[] = {
         {"average_decay", "average-decay"},

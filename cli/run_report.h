@@ -16,11 +16,12 @@
 namespace shardgnn::cli {
 
 // Writes run_dir/report.html (temporary name, then rename). Fails naming the
-// file when metrics.jsonl is missing, or it or summary.json is malformed (a
-// line of metrics.jsonl that is not an epoch record is named by its line
-// number). A run without summary.json (still running, or stopped before its
-// end) gets a page of the epochs recorded so far, its configuration and model
-// from config.toml (with the values unset flags resolved to: cli
+// file when metrics.jsonl is missing, or it, summary.json or the config.toml
+// read in its place is malformed (a line of metrics.jsonl that is not an
+// epoch record is named by its line number, a place in config.toml by its
+// line and column). A run without summary.json (still running, or stopped
+// before its end) gets a page of the epochs recorded so far, its configuration
+// and model from config.toml (with the values unset flags resolved to: cli
 // EffectiveConfig), and says so; an unfinished last line of metrics.jsonl
 // (being written, or cut short) is left out.
 absl::Status WriteRunReport(const std::string& run_dir);

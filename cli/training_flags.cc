@@ -4,10 +4,10 @@
 #include <cstdio>
 
 #include "CLI/CLI.hpp"
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "cli/config_file.h"
 #include "common/status.h"
 #include "sampler/embedding_rows.h"
 
@@ -270,43 +270,18 @@ absl::StatusOr<std::vector<int>> ParseFanouts(const std::string& text) {
 
 std::string EffectiveConfig(const CLI::App& cmd,
                             const TrainingFlags* training) {
-  std::string out =
-      absl::StrCat("# shardgnn ", cmd.get_name(),
-                   ", every flag as it was resolved\n[", cmd.get_name(), "]\n");
-  const std::string all =
-      cmd.config_to_str(/*default_also=*/true, /*write_description=*/false);
-  std::vector<std::string> unset;
-  for (absl::string_view line : absl::StrSplit(all, '\n', absl::SkipEmpty())) {
-    if (absl::EndsWith(line, "=\"\"")) {
-      unset.emplace_back(line.substr(0, line.size() - 3));
-      continue;
-    }
-    absl::StrAppend(&out, line, "\n");
-  }
-  if (training == nullptr) return out;
+  if (training == nullptr) return RunConfigToml(cmd, {});
   absl::StatusOr<TrainOptions> options = ToTrainOptions(*training);
-  if (!options.ok()) return out;
-  const std::pair<const char*, std::string> resolved[] = {
-      {"epochs", absl::StrCat(options->epochs)},
-      {"patience", absl::StrCat(options->patience)},
-      {"hidden", absl::StrCat(options->model.hidden)},
-      {"heads", absl::StrCat(options->model.heads)},
-      {"dropout", absl::StrCat(options->model.dropout)},
-      {"lr", absl::StrCat(options->lr)},
-      {"weight-decay", absl::StrCat(options->weight_decay)},
-      {"average-decay", absl::StrCat(options->average_decay)}};
-  std::string defaults;
-  for (const auto& [key, value] : resolved) {
-    if (std::find(unset.begin(), unset.end(), key) != unset.end())
-      absl::StrAppend(&defaults, "# ", key, "=", value, "\n");
-  }
-  if (!defaults.empty()) {
-    absl::StrAppend(&out,
-                    "# Left unset above (--config leaves them to the model's "
-                    "defaults); this run's:\n",
-                    defaults);
-  }
-  return out;
+  if (!options.ok()) return RunConfigToml(cmd, {});  // The command fails.
+  return RunConfigToml(
+      cmd, {{"epochs", absl::StrCat(options->epochs)},
+            {"patience", absl::StrCat(options->patience)},
+            {"hidden", absl::StrCat(options->model.hidden)},
+            {"heads", absl::StrCat(options->model.heads)},
+            {"dropout", absl::StrCat(options->model.dropout)},
+            {"lr", absl::StrCat(options->lr)},
+            {"weight-decay", absl::StrCat(options->weight_decay)},
+            {"average-decay", absl::StrCat(options->average_decay)}});
 }
 
 absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {

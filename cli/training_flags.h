@@ -80,14 +80,14 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* flags);
 // train`).
 std::vector<std::string> TrainingArgs(const TrainingFlags& flags);
 
-// The run directory's config.toml for subcommand `cmd`: "[<name>]" and every
-// flag with its resolved value (defaults too), as --config reads it back.
-// Flags left unset (empty: a model-dependent default) are left out, so that
-// reading the file back leaves them unset; with `training` (the command's
-// flags), the values they resolve to for this run follow as comments,
-// "# lr=0.01" (the model's defaults: what `report` shows of a run that has
-// no summary.json yet). Nothing of that when the flags do not resolve (the
-// command fails on them).
+// The run directory's config.toml for subcommand `cmd` (config_file.h
+// RunConfigToml): its table, [<name>], of every flag with its resolved value
+// (defaults too), as --config reads it back. Flags left unset (empty: a
+// model-dependent default) are left out, so that reading the file back
+// leaves them unset; with `training` (the command's flags), the values they
+// resolve to for this run follow as comments, "# lr = 0.01" (the model's
+// defaults: what `report` shows of a run that has no summary.json yet).
+// Nothing of that when the flags do not resolve (the command fails on them).
 std::string EffectiveConfig(const CLI::App& cmd,
                             const TrainingFlags* training = nullptr);
 

@@ -305,7 +305,7 @@ TEST_F(LaunchTest, TrainsOnTwoHostsAndCopiesOnlyWhatChanged) {
   EXPECT_TRUE(fs::exists(out + "/metrics.jsonl"));
   EXPECT_TRUE(fs::exists(out + "/report.html"));
   // The launch's own configuration, with the cluster file's [train] epochs.
-  EXPECT_THAT(ReadFile(out + "/config.toml"), HasSubstr("epochs=2"));
+  EXPECT_THAT(ReadFile(out + "/config.toml"), HasSubstr("\nepochs = 2\n"));
   ExpectNoRemoteShardgnn();
 
   // Again: the parts are there with the same content, so nothing is copied.

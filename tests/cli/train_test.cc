@@ -23,6 +23,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
+#include "toml++/toml.h"
 
 namespace shardgnn {
 namespace {
@@ -494,12 +495,12 @@ TEST(TrainInProcessTest, ConfigFileGivesFlagsAndTheRunKeepsItsOwn) {
   ASSERT_OK_AND_ASSIGN(std::string config,
                        ReadFileToString(dir.Sub("a/config.toml")));
   EXPECT_THAT(config, HasSubstr("[train]"));
-  EXPECT_THAT(config, HasSubstr("lr=0.02"));
-  EXPECT_THAT(config, Not(HasSubstr("=\"\"")));  // Unset flags left out,
+  EXPECT_THAT(config, HasSubstr("\nlr = 0.02\n"));
+  EXPECT_THAT(config, Not(HasSubstr("= \"\"")));  // Unset flags left out,
   // and what they resolved to as comments: GCN's defaults.
-  EXPECT_THAT(config, HasSubstr("\n# hidden=256\n"));
-  EXPECT_THAT(config, HasSubstr("\n# average-decay=0.9\n"));
-  EXPECT_THAT(config, Not(HasSubstr("# lr=")));  // Given: a flag.
+  EXPECT_THAT(config, HasSubstr("\n# hidden = 256\n"));
+  EXPECT_THAT(config, HasSubstr("\n# average-decay = 0.9\n"));
+  EXPECT_THAT(config, Not(HasSubstr("# lr =")));  // Given: a flag.
   auto [again_status, again] = RunShardgnn(
       {"train", "--config", dir.Sub("a/config.toml"), "--out", dir.Sub("b")});
   ASSERT_EQ(again_status, 0) << again;
@@ -509,9 +510,11 @@ TEST(TrainInProcessTest, ConfigFileGivesFlagsAndTheRunKeepsItsOwn) {
 
   ASSERT_OK(WriteFileAtomic(dir.Sub("bad.toml"), "[train]\nepoch = 2\n"));
   for (const auto& [file, mentions] :
-       {std::pair<std::string, std::string>{dir.Sub("bad.toml"),
-                                            "no flag matches the key "
-                                            "\"train.epoch\""},
+       {std::pair<std::string, std::string>{
+            dir.Sub("bad.toml"),
+            "--config " + dir.Sub("bad.toml") +
+                ":2:1: unknown key 'epoch' in [train]: no such flag; did you "
+                "mean 'epochs'?"},
         {dir.Sub("missing.toml"), "missing.toml"}}) {
     auto [bad_status, bad] =
         RunShardgnn({"train", "--dataset", cora, "--config", file});
@@ -522,6 +525,41 @@ TEST(TrainInProcessTest, ConfigFileGivesFlagsAndTheRunKeepsItsOwn) {
     EXPECT_THAT(lines[0],
                 AllOf(HasSubstr("shardgnn: error: "), HasSubstr(mentions)));
   }
+}
+
+// config.toml holds each flag's value as one TOML value, whatever the value
+// holds: a quote and newlines in --out set no other flag when --config reads
+// the file back.
+TEST(TrainInProcessTest, ConfigTomlKeepsEachValueWhole) {
+  testing::TempDir dir;
+  std::string cora;
+  ASSERT_NO_FATAL_FAILURE(ImportCora(dir, &cora));
+  const std::string out = dir.Sub("x\"\nlr=99.0\n#");
+  auto [status, output] =
+      RunShardgnn({"-q", "train", "--dataset", cora, "--epochs", "1",
+                   "--checkpoint-every", "0", "--out", out});
+  ASSERT_EQ(status, 0) << output;
+  ASSERT_OK_AND_ASSIGN(std::string config,
+                       ReadFileToString(out + "/config.toml"));
+  toml::table table;
+  try {
+    table = toml::parse(config);
+  } catch (const toml::parse_error& e) {
+    FAIL() << "config.toml is not TOML: " << e << "\n" << config;
+  }
+  EXPECT_EQ(table["train"]["out"].value<std::string>(), out) << config;
+  EXPECT_FALSE(table["train"]["lr"]) << config;
+
+  auto [again_status, again] =
+      RunShardgnn({"-q", "train", "--config", out + "/config.toml", "--out",
+                   dir.Sub("again")});
+  ASSERT_EQ(again_status, 0) << again;
+  ASSERT_OK_AND_ASSIGN(std::string first,
+                       ReadFileToString(out + "/summary.json"));
+  ASSERT_OK_AND_ASSIGN(std::string second,
+                       ReadFileToString(dir.Sub("again/summary.json")));
+  EXPECT_EQ(nlohmann::json::parse(second)["model"]["lr"],
+            nlohmann::json::parse(first)["model"]["lr"]);
 }
 
 TEST(TrainInProcessTest, ComputeThreadsShareTheMachine) {
