@@ -102,7 +102,9 @@ class InferTest : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     for (auto& s : *servers_) {
-      if (s) EXPECT_EQ(s->Terminate(std::chrono::seconds(10)), 0) << s->Tail(5);
+      if (s) {
+        EXPECT_EQ(s->Terminate(std::chrono::seconds(10)), 0) << s->Tail(5);
+      }
     }
     delete servers_;
     delete dir_;

@@ -317,7 +317,9 @@ TEST_P(FeaturePortTest, AClientToldBusyOnThePortSamplesOverGrpc) {
   // On disk every call waits for a worker; in memory gRPC judges a call
   // by its request's size before reading it (200 IDs: small) and answers it
   // on its own thread.
-  if (!GetParam()) EXPECT_GE(took, absl::Milliseconds(250));
+  if (!GetParam()) {
+    EXPECT_GE(took, absl::Milliseconds(250));
+  }
   SampledNeighbors expected;
   ASSERT_OK(internal::SampleWithinLimits(*store_, ids, -1, false, 7,
                                          internal::SampleLimits(), &expected));

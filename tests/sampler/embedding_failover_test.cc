@@ -162,7 +162,9 @@ TEST_F(EmbeddingFailoverTest, DeadAndRestartedCopiesAreLeftAndRowsStayExact) {
   for (int64_t s = 0; s < kSteps; ++s) {
     if (s == 3) Kill(1, 0);
     if (s == 5) Kill(0, 1);
-    if (s == 7) ASSERT_NO_FATAL_FAILURE(Restart(1, 0, restarted));
+    if (s == 7) {
+      ASSERT_NO_FATAL_FAILURE(Restart(1, 0, restarted));
+    }
     ASSERT_NO_FATAL_FAILURE(Step(*rows, s));
   }
   ASSERT_OK(rows->Flush());

@@ -87,7 +87,9 @@ class RemoteSharedMemoryTest : public ::testing::Test {
         SharedRegion::Create("fake", kNodes * kDim * sizeof(float), words));
     float* rows = reinterpret_cast<float*>(region->payload());
     std::fill(rows, rows + kNodes * kDim, 7.0f);
-    if (seal) ASSERT_OK(region->Seal());
+    if (seal) {
+      ASSERT_OK(region->Seal());
+    }
     auto offering =
         std::make_shared<OfferingStore>(std::move(store), std::move(region));
     ASSERT_OK_AND_ASSIGN(

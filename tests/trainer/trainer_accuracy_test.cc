@@ -34,8 +34,10 @@ TEST(SbmTest, DISABLED_SageBeatsMlpOn100kNodes) {
   ASSERT_OK(GenerateDataset(generate, tmp.Sub("sbm")).status());
   ASSERT_OK_AND_ASSIGN(Dataset dataset, LoadDataset(tmp.Sub("sbm")));
   ASSERT_OK_AND_ASSIGN(auto source, InMemoryGraphSource::FromDataset(dataset));
-  TrainSplits splits{dataset.splits.at("train"), dataset.splits.at("valid"),
-                     dataset.splits.at("test")};
+  TrainSplits splits;
+  splits.train = dataset.splits.at("train");
+  splits.valid = dataset.splits.at("valid");
+  splits.test = dataset.splits.at("test");
   double acc[2];
   for (ModelKind kind : {ModelKind::kSage, ModelKind::kMlp}) {
     TrainOptions options;

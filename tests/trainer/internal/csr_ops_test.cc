@@ -67,7 +67,9 @@ TEST_F(CsrOpsTest, AggregateMatchesIndexAddReferenceForwardAndBackward) {
       SCOPED_TRACE(testing::Message() << "mean=" << mean << " heads=" << heads);
       EXPECT_TRUE(torch::allclose(out, ref, 1e-5, 1e-5));
       EXPECT_TRUE(torch::allclose(gx, x.grad(), 1e-5, 1e-5));
-      if (heads) EXPECT_TRUE(torch::allclose(gw, w.grad(), 1e-4, 1e-5));
+      if (heads) {
+        EXPECT_TRUE(torch::allclose(gw, w.grad(), 1e-4, 1e-5));
+      }
     }
   }
 }
