@@ -116,6 +116,9 @@ absl::StatusOr<nlohmann::json> ReadJson(const std::string& path) {
 std::string DescribeSummary(const nlohmann::json& s) {
   std::string out;
   const std::string mode = Text(s, "mode");
+  if (s.contains("dataset_name")) {
+    absl::StrAppend(&out, "  dataset: ", Text(s, "dataset_name"), "\n");
+  }
   if (mode == "in-process") {
     absl::StrAppend(&out, "  mode: in-process, dataset ", Text(s, "dataset"),
                     "\n");

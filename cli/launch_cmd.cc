@@ -259,7 +259,8 @@ class Launcher {
       hosts_.back().ssh[0] = ssh;
     }
     ASSIGN_OR_RETURN(out_dir_,
-                     CreateRunDirectory(flags_.out_dir, flags_.work_dir));
+                     CreateRunDirectory(flags_.out_dir, flags_.work_dir,
+                                        manifest_.dataset_name));
     RETURN_IF_ERROR(WriteFileAtomic(JoinPath(out_dir_, "config.toml"),
                                     flags_.effective_config));
     ASSIGN_OR_RETURN(token_, GeneratedToken::Create(flags_.work_dir));

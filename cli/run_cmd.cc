@@ -251,8 +251,8 @@ absl::Status RunPipeline(const RunFlags& flags) {
       security.auth_token_file = generated->path();
     }
     // The servers keep the learned tables' snapshots in the run directory.
-    ASSIGN_OR_RETURN(out_dir,
-                     CreateRunDirectory(flags.out_dir, flags.work_dir));
+    ASSIGN_OR_RETURN(out_dir, CreateRunDirectory(flags.out_dir, flags.work_dir,
+                                                 manifest.dataset_name));
     // Until now Ctrl-C simply ends the launcher (imports and partitions are
     // staged); from here on it stops the children first.
     InstallRunSignalHandlers();
@@ -346,8 +346,15 @@ absl::Status RunPipeline(const RunFlags& flags) {
   }
 
   if (out_dir.empty()) {
-    ASSIGN_OR_RETURN(out_dir,
-                     CreateRunDirectory(flags.out_dir, flags.work_dir));
+    // The dataset's name, when a partition directory says it.
+    std::string dataset;
+    if (!partition_dir.empty()) {
+      absl::StatusOr<PartitionManifest> manifest =
+          ReadPartitionManifest(partition_dir);
+      if (manifest.ok()) dataset = manifest->dataset_name;
+    }
+    ASSIGN_OR_RETURN(
+        out_dir, CreateRunDirectory(flags.out_dir, flags.work_dir, dataset));
   }
   std::error_code ec;
   // The effective configuration, every flag with its value, as a --config

@@ -500,8 +500,9 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
               : value);
     }
   }
-  for (const char* key : {"mode", "world_size", "servers", "partition_id",
-                          "dataset", "steps_per_epoch", "train_seconds"}) {
+  for (const char* key :
+       {"dataset_name", "mode", "world_size", "servers", "partition",
+        "partition_id", "dataset", "steps_per_epoch", "train_seconds"}) {
     if (summary.contains(key)) {
       environment.emplace_back(key, summary[key].is_string()
                                         ? summary[key].get<std::string>()
@@ -511,10 +512,17 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
   if (summary.contains("process"))
     FlattenInto(summary["process"], "process", &environment);
 
+  // The dataset the run trained on (summary.json; runs without it: none).
+  const std::string dataset_name =
+      summary.contains("dataset_name") && summary["dataset_name"].is_string()
+          ? summary["dataset_name"].get<std::string>()
+          : "";
+  const std::string dataset_title =
+      dataset_name.empty() ? "" : absl::StrCat(dataset_name, ", ");
   std::string html = absl::StrCat(
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
       "<title>shardgnn run report: ",
-      Escape(run_dir),
+      Escape(dataset_title), Escape(run_dir),
       "</title>\n<style>\n"
       "body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}\n"
       "h1{font-size:20px}h2{font-size:16px;margin-top:28px}\n"
@@ -527,7 +535,8 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
       "table{border-collapse:collapse;font-size:13px}\n"
       "th,td{border:1px solid #ddd;padding:3px 8px;text-align:left}\n"
       "th{background:#f6f6f6;font-weight:normal;color:#555}\n"
-      "</style></head><body>\n<h1>shardgnn run report</h1>\n<p>",
+      "</style></head><body>\n<h1>shardgnn run report",
+      dataset_name.empty() ? "" : ": ", Escape(dataset_name), "</h1>\n<p>",
       Escape(run_dir), "</p>\n<h2>Results</h2>\n", Table(figures),
       "<h2>Per epoch</h2>\n<div class=\"charts\">\n",
       LineChart("Loss", "loss", {loss, val_loss}),

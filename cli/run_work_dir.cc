@@ -274,12 +274,26 @@ absl::StatusOr<std::string> PreparePartition(const RunDataOptions& options) {
 }
 
 absl::StatusOr<std::string> CreateRunDirectory(const std::string& out_dir_flag,
-                                               const std::string& work_dir) {
+                                               const std::string& work_dir,
+                                               const std::string& dataset) {
   std::string out_dir = out_dir_flag;
   if (out_dir.empty()) {
-    char stamp[32];
+    char time_text[32];
     std::time_t now = std::time(nullptr);
-    std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::localtime(&now));
+    std::strftime(time_text, sizeof(time_text), "%Y%m%d-%H%M%S",
+                  std::localtime(&now));
+    // The dataset's name first, as one path component of safe characters.
+    std::string name;
+    for (char c : dataset) {
+      if (name.size() >= 64) break;
+      name += absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' ||
+                      c == '_' || c == '.'
+                  ? c
+                  : '_';
+    }
+    if (!name.empty() && name[0] == '.') name[0] = '_';
+    const std::string stamp = name.empty() ? std::string(time_text)
+                                           : absl::StrCat(name, "-", time_text);
     // A fresh directory even when another run started in the same second
     // (create_directory claims it atomically).
     std::string runs = JoinPath(work_dir, "runs");

@@ -55,10 +55,13 @@ bool IsDatasetDir(const std::string& dir);
 absl::StatusOr<std::string> PreparePartition(const RunDataOptions& options);
 
 // The run directory of a launcher (`run`, `launch`): `out_dir`, created, or
-// when empty a fresh WORK_DIR/runs/<YYYYmmdd-HHMMSS>[-N]. ALREADY_EXISTS when
-// it holds a finished run (summary.json).
+// when empty a fresh WORK_DIR/runs/<DATASET>-<YYYYmmdd-HHMMSS>[-N] (DATASET:
+// `dataset`, the name the partition records, characters other than letters,
+// digits, '-', '_' and '.' replaced by '_'; without it, no prefix).
+// ALREADY_EXISTS when it holds a finished run (summary.json).
 absl::StatusOr<std::string> CreateRunDirectory(const std::string& out_dir,
-                                               const std::string& work_dir);
+                                               const std::string& work_dir,
+                                               const std::string& dataset);
 
 // The token file of a launcher's own cluster: a fresh random token, mode 0600
 // in the work dir, named on the children's command lines by its path only,

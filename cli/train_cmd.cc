@@ -341,6 +341,7 @@ absl::Status RunInProcess(const TrainFlags& flags) {
                   static_cast<int64_t>(train_items));
   summary["mode"] = "in-process";
   summary["dataset"] = flags.dataset_dir;
+  summary["dataset_name"] = dataset.manifest.name;
   if (embeddings != nullptr) summary["embeddings"] = learned;
   RETURN_IF_ERROR(WriteFileAtomic(JoinPath(flags.out_dir, "summary.json"),
                                   summary.dump(2) + "\n"));
@@ -548,6 +549,15 @@ absl::Status RunTrain(const TrainFlags& flags) {
       if (embeddings != nullptr) summary["embeddings"] = learned;
       summary["servers"] = addresses;
       summary["partition_id"] = remote->partition_id();
+      if (!flags.cluster.partition_dir.empty()) {
+        // The dataset's name, as the partition records it.
+        absl::StatusOr<PartitionManifest> manifest =
+            ReadPartitionManifest(flags.cluster.partition_dir);
+        if (manifest.ok()) {
+          summary["partition"] = flags.cluster.partition_dir;
+          summary["dataset_name"] = manifest->dataset_name;
+        }
+      }
       if (cache) {
         auto cs = cache->stats();
         summary["cache"] = {{"hit_rate", cs.hit_rate()},

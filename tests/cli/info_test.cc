@@ -79,10 +79,11 @@ TEST_F(InfoTest, FinishedRunDirectory) {
     ASSERT_EQ(info.exit_status, 0) << info.output;
     EXPECT_THAT(
         info.output,
-        AllOf(HasSubstr("run directory "), HasSubstr("mode: in-process"),
-              HasSubstr("model: sage, 2 layers"), HasSubstr("parameters"),
-              HasSubstr("result: test acc 0."), HasSubstr("2 epochs run"),
-              HasSubstr("time: train "), HasSubstr("peak RSS"),
+        AllOf(HasSubstr("run directory "), HasSubstr("dataset: sbm\n"),
+              HasSubstr("mode: in-process"), HasSubstr("model: sage, 2 layers"),
+              HasSubstr("parameters"), HasSubstr("result: test acc 0."),
+              HasSubstr("2 epochs run"), HasSubstr("time: train "),
+              HasSubstr("peak RSS"),
               HasSubstr("metrics.jsonl: 2 epoch(s); last: epoch 2, loss "),
               HasSubstr("model.json: sage, 2 layers, 32 input features -> "
                         "8 classes, parameters in model.pt")));

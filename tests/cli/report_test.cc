@@ -82,6 +82,9 @@ TEST_F(ReportTest, TrainWritesASelfContainedPageWithItsPlots) {
   EXPECT_GE(Count(html, "<rect class=\"bar\""), 8);  // 4 epochs, 2+ parts.
   EXPECT_THAT(html, HasSubstr("test accuracy"));
   EXPECT_THAT(html, HasSubstr("seeds/s"));
+  // The dataset it trained on, in the heading.
+  // (Imported without --name: the input folder's name.)
+  EXPECT_THAT(html, HasSubstr("<h1>shardgnn run report: ogb-planetoid</h1>"));
   // Nothing is fetched: no scripts, no external references.
   EXPECT_THAT(html, Not(HasSubstr("<script")));
   EXPECT_THAT(html, Not(HasSubstr("src=")));

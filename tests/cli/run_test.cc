@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/file_util.h"
 #include "common/subprocess.h"
 #include "nlohmann/json.hpp"
 #include "tests/cli/process_table.h"
@@ -50,6 +51,7 @@ using testing::ReportedTestAccuracy;
 using testing::RunShardgnn;
 using testing::RunTest;
 using testing::StartShardgnn;
+using ::testing::StartsWith;
 
 TEST_F(RunTest, TrainsCoraEndToEndAndLeavesNoChildren) {
   const std::string out = dir_.Sub("run");
@@ -135,6 +137,13 @@ TEST_F(RunTest, SecondRunReusesDatasetAndPartition) {
   int finished_runs = 0;
   for (const auto& entry : fs::directory_iterator(work_dir_ + "/runs")) {
     finished_runs += fs::exists(entry.path() / "summary.json");
+    // Each names the dataset: its directory and its summary.
+    EXPECT_THAT(entry.path().filename().string(), StartsWith("cora-"));
+    auto summary = ReadFileToString((entry.path() / "summary.json").string());
+    ASSERT_OK(summary.status());
+    const auto j = nlohmann::json::parse(*summary);
+    EXPECT_EQ(j.value("dataset_name", ""), "cora");
+    EXPECT_THAT(j.value("partition", ""), HasSubstr(work_dir_));
   }
   EXPECT_EQ(finished_runs, 2);
 }
