@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
+#include "common/large_buffer.h"
 #include "common/npy.h"
 #include "common/status.h"
 #include "sampler/neighbor_sampler.h"
@@ -150,6 +151,10 @@ absl::Status CheckInputWidth(const GraphSource& source,
                    " input features but the graph has ", source.feature_dim()));
 }
 
+// One call of RunLayerwise(): every layer for every node, each rank computing
+// its share of the rows and exchanging them with the others after every
+// round of chunks. Every rank runs the same number of rounds (the largest
+// share's), so their allreduces meet in lockstep even when a share is empty.
 class LayerwiseRun {
  public:
   LayerwiseRun(const GraphSource& source, internal::GnnModel& model,
@@ -161,9 +166,12 @@ class LayerwiseRun {
         options_(options),
         sync_(sync) {}
 
+  // Checks the options, runs the layers, then reports on `splits` and
+  // writes the outputs; every rank calls it with the same options but its
+  // rank.
   absl::StatusOr<InferResult> Go(
       const std::map<std::string, std::vector<NodeId>>& splits) {
-    const auto start = Clock::now();
+    start_ = Clock::now();
     RETURN_IF_ERROR(Check());
     model_->eval();
     transform_ = internal::MakeInputTransform(config_.model.features);
@@ -177,55 +185,75 @@ class LayerwiseRun {
         options_.embedding_layer > 0
             ? options_.embedding_layer
             : (link ? num_layers : std::max(1, num_layers - 1));
+    // states[l]: the outputs of layer l (from 1); layer 0's input is the
+    // source's features.
+    std::vector<std::unique_ptr<LayerFile>> states(
+        static_cast<size_t>(num_layers) + 1);
+    RETURN_IF_ERROR(RunLayers(&states, &result));
+    RETURN_IF_ERROR(Conclude(*states[num_layers],
+                             *states[result.embedding_layer], splits, &result));
+    result.seconds =
+        std::chrono::duration<double>(Clock::now() - start_).count();
+    return result;
+  }
+
+ private:
+  // Fills (*states)[1..] layer after layer in scratch files. A layer's input
+  // is removed once its outputs are computed, unless it is the exported
+  // layer, so that at most two layers (and that one) take disk space.
+  absl::Status RunLayers(std::vector<std::unique_ptr<LayerFile>>* states,
+                         InferResult* result) {
     std::error_code ec;
     std::filesystem::create_directories(options_.scratch_dir, ec);
     if (ec) {
       return absl::PermissionDeniedError(absl::StrCat(
           options_.scratch_dir, ": cannot create: ", ec.message()));
     }
-    // states[l]: the outputs of layer l (from 1); layer 0's input is the
-    // source's features.
-    std::vector<std::unique_ptr<LayerFile>> states(
-        static_cast<size_t>(num_layers) + 1);
+    std::vector<std::unique_ptr<LayerFile>>& files = *states;
     int64_t scratch = 0;
-    for (int l = 0; l < num_layers; ++l) {
+    for (int l = 0; l < model_->num_layers(); ++l) {
       ASSIGN_OR_RETURN(
-          states[l + 1],
+          files[l + 1],
           LayerFile::Create(JoinPath(options_.scratch_dir,
                                      absl::StrCat("layer-", l + 1, "-rank-",
                                                   options_.rank, ".f32")),
                             n_, model_->layer_width(l)));
-      scratch += static_cast<int64_t>(states[l + 1]->bytes());
-      result.scratch_bytes = std::max(result.scratch_bytes, scratch);
-      RETURN_IF_ERROR(
-          RunLayer(l, states[l].get(), states[l + 1].get(), &result, start));
+      scratch += static_cast<int64_t>(files[l + 1]->bytes());
+      result->scratch_bytes = std::max(result->scratch_bytes, scratch);
+      RETURN_IF_ERROR(RunLayer(l, files[l].get(), files[l + 1].get(), result));
       // The input of this layer is no longer needed, unless it is exported.
-      if (l >= 1 && l != result.embedding_layer) {
-        scratch -= static_cast<int64_t>(states[l]->bytes());
-        states[l].reset();
+      if (l >= 1 && l != result->embedding_layer) {
+        scratch -= static_cast<int64_t>(files[l]->bytes());
+        files[l].reset();
       }
     }
-    LayerFile& logits = *states[num_layers];
-    LayerFile& embeddings = *states[result.embedding_layer];
-    result.embedding_dim = embeddings.cols();
-    if (!link) RETURN_IF_ERROR(Accuracies(logits, splits, &result));
+    return absl::OkStatus();
+  }
+
+  // What the last layer (`logits`) and the exported one (`embeddings`)
+  // give: a node model's accuracies, a link model's pair scores, and rank
+  // 0's output files.
+  absl::Status Conclude(
+      LayerFile& logits, LayerFile& embeddings,
+      const std::map<std::string, std::vector<NodeId>>& splits,
+      InferResult* result) {
+    const bool link = config_.task == TaskKind::kLink;
+    result->embedding_dim = embeddings.cols();
+    if (!link) RETURN_IF_ERROR(Accuracies(logits, splits, result));
     if (link && options_.pair_scores != nullptr) {
       // Every rank holds the whole last layer: each scores every pair.
       *options_.pair_scores = ScorePairRows(logits);
-      result.scored_pairs = static_cast<int64_t>(options_.pair_scores->size());
+      result->scored_pairs = static_cast<int64_t>(options_.pair_scores->size());
     }
     if (options_.rank == 0 && !options_.out_dir.empty()) {
       RETURN_IF_ERROR(WriteOutputs(embeddings, logits));
       if (link && !options_.score_pairs.empty()) {
-        ASSIGN_OR_RETURN(result.scored_pairs, WriteScores(logits));
+        ASSIGN_OR_RETURN(result->scored_pairs, WriteScores(logits));
       }
     }
-    result.seconds =
-        std::chrono::duration<double>(Clock::now() - start).count();
-    return result;
+    return absl::OkStatus();
   }
 
- private:
   // The first layer's input for `batch`'s input nodes, as training built it
   // (trainer/internal/input_rows.h): the features, transformed, with the
   // learned rows appended (or the learned rows alone).
@@ -249,6 +277,22 @@ class LayerwiseRun {
     return absl::OkStatus();
   }
 
+  // A later layer's input: the previous layer's rows of `nodes`, copied out
+  // of its file in their order.
+  static torch::Tensor GatherRows(LayerFile& in, const Int64Buffer& nodes) {
+    const auto rows = static_cast<int64_t>(nodes.size());
+    torch::Tensor x = torch::empty({rows, in.cols()}, torch::kFloat);
+    float* dst = x.data_ptr<float>();
+    const size_t row_bytes = static_cast<size_t>(in.cols()) * sizeof(float);
+    for (int64_t i = 0; i < rows; ++i) {
+      std::memcpy(dst + i * in.cols(), in.row(nodes[static_cast<size_t>(i)]),
+                  row_bytes);
+    }
+    return x;
+  }
+
+  // Refuses options that would index outside the graph or the world (the
+  // layer files are indexed by node without further checks), and sets n_.
   absl::Status Check() {
     n_ = source_.num_nodes();
     if (options_.world_size < 1 || options_.rank < 0 ||
@@ -286,21 +330,16 @@ class LayerwiseRun {
   int64_t ShareBegin(int r) const { return n_ * r / options_.world_size; }
 
   // Layer l for every node: this rank's share in chunks, each round followed
-  // by the exchange of the rows every rank computed in it.
+  // by the exchange of the rows every rank computed in it. The next chunk is
+  // sampled while this one computes.
   absl::Status RunLayer(int l, LayerFile* in, LayerFile* out,
-                        InferResult* result, Clock::time_point start) {
-    const int world = options_.world_size;
+                        InferResult* result) {
     const int64_t chunk = options_.chunk_nodes;
-    const int64_t width = out->cols();
-    const int64_t largest = (n_ + world - 1) / world;
+    const int64_t largest =
+        (n_ + options_.world_size - 1) / options_.world_size;
     const int64_t rounds = (largest + chunk - 1) / chunk;
-    SamplerOptions sampling;
-    sampling.fanouts = {-1};
-    sampling.fetch_features = l == 0 && !config_.ignore_features;
-    sampling.fetch_labels = false;
-    sampling.fetch_degrees = internal::NeedsOf(config_.model.kind).degrees;
     ASSIGN_OR_RETURN(std::unique_ptr<NeighborSampler> sampler,
-                     NeighborSampler::Create(&source_, sampling));
+                     MakeLayerSampler(l));
     const int64_t lo = ShareBegin(options_.rank);
     const int64_t hi = ShareBegin(options_.rank + 1);
     std::vector<NodeId> ids[2];
@@ -325,69 +364,97 @@ class LayerwiseRun {
       if (k + 1 < rounds)
         next = std::async(std::launch::async, sample, k + 1, 1 - slot);
       const std::vector<NodeId>& seeds = ids[slot];
-      const int64_t a = seeds.empty() ? hi : seeds.front();
       if (!seeds.empty()) {
-        MiniBatch& batch = batches[slot];
-        RETURN_IF_ERROR(CheckBatch(batch, seeds));
-        result->edges += batch.blocks[0].num_edges();
-        torch::NoGradGuard no_grad;
-        const auto rows = static_cast<int64_t>(batch.input_nodes.size());
-        torch::Tensor x;
-        if (l == 0) {
-          RETURN_IF_ERROR(FirstLayerInput(batch, &x));
-        } else {
-          x = torch::empty({rows, in->cols()}, torch::kFloat);
-          float* dst = x.data_ptr<float>();
-          const size_t row_bytes =
-              static_cast<size_t>(in->cols()) * sizeof(float);
-          for (int64_t i = 0; i < rows; ++i) {
-            std::memcpy(dst + i * in->cols(),
-                        in->row(batch.input_nodes[static_cast<size_t>(i)]),
-                        row_bytes);
-          }
-        }
-        std::vector<internal::BlockTensors> blocks =
-            internal::ToBlockTensors(batch, config_.model.kind);
-        torch::Tensor y = model_->ForwardLayer(l, blocks[0], x).contiguous();
-        std::memcpy(out->row(a), y.data_ptr<float>(),
-                    static_cast<size_t>(y.numel()) * sizeof(float));
+        RETURN_IF_ERROR(ComputeChunk(l, seeds, batches[slot], in, out, result));
       }
-      if (world > 1) {
-        // Every rank's rows of this round, each in its own slot.
-        exchange.assign(static_cast<size_t>(world * chunk * width), 0.0f);
-        if (!seeds.empty()) {
-          std::memcpy(
-              exchange.data() + options_.rank * chunk * width, out->row(a),
-              seeds.size() * static_cast<size_t>(width) * sizeof(float));
-        }
-        RETURN_IF_ERROR(sync_->AllreduceSum(absl::MakeSpan(exchange)));
-        for (int r = 0; r < world; ++r) {
-          if (r == options_.rank) continue;
-          const int64_t rb =
-              std::min(ShareBegin(r + 1), ShareBegin(r) + k * chunk);
-          const int64_t re = std::min(ShareBegin(r + 1), rb + chunk);
-          if (rb < re) {
-            std::memcpy(out->row(rb), exchange.data() + r * chunk * width,
-                        static_cast<size_t>((re - rb) * width) * sizeof(float));
-          }
-        }
+      if (options_.world_size > 1) {
+        RETURN_IF_ERROR(ExchangeRound(k, seeds, out, &exchange));
       }
       if (options_.rank == 0 && options_.on_progress) {
-        InferProgress p;
-        p.layer = l + 1;
-        p.layers = model_->num_layers();
-        p.rows = n_;
-        for (int r = 0; r < world; ++r) {
-          p.rows_done +=
-              std::min(ShareBegin(r + 1) - ShareBegin(r), (k + 1) * chunk);
-        }
-        p.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-        p.layer_seconds =
-            std::chrono::duration<double>(Clock::now() - layer_start).count();
-        options_.on_progress(p);
+        ReportProgress(l, k, layer_start);
       }
     }
     return absl::OkStatus();
+  }
+
+  // Full neighborhoods, one hop: layer l needs only its inputs' rows, and
+  // the features only for the first layer.
+  absl::StatusOr<std::unique_ptr<NeighborSampler>> MakeLayerSampler(
+      int l) const {
+    SamplerOptions sampling;
+    sampling.fanouts = {-1};
+    sampling.fetch_features = l == 0 && !config_.ignore_features;
+    sampling.fetch_labels = false;
+    sampling.fetch_degrees = internal::NeedsOf(config_.model.kind).degrees;
+    return NeighborSampler::Create(&source_, sampling);
+  }
+
+  // Layer l's outputs for `seeds` (consecutive nodes of this rank's share),
+  // from their sampled neighborhood `batch`, into their rows of `out`.
+  absl::Status ComputeChunk(int l, const std::vector<NodeId>& seeds,
+                            MiniBatch& batch, LayerFile* in, LayerFile* out,
+                            InferResult* result) {
+    RETURN_IF_ERROR(CheckBatch(batch, seeds));
+    result->edges += batch.blocks[0].num_edges();
+    torch::NoGradGuard no_grad;
+    torch::Tensor x;
+    if (l == 0) {
+      RETURN_IF_ERROR(FirstLayerInput(batch, &x));
+    } else {
+      x = GatherRows(*in, batch.input_nodes);
+    }
+    std::vector<internal::BlockTensors> blocks =
+        internal::ToBlockTensors(batch, config_.model.kind);
+    torch::Tensor y = model_->ForwardLayer(l, blocks[0], x).contiguous();
+    std::memcpy(out->row(seeds.front()), y.data_ptr<float>(),
+                static_cast<size_t>(y.numel()) * sizeof(float));
+    return absl::OkStatus();
+  }
+
+  // Round k's exchange: every rank's rows of the round (this rank's
+  // `seeds`), each in its own slot of one allreduce, copied into `out` by
+  // the ranks that did not compute them. Every rank calls it every round,
+  // with or without rows.
+  absl::Status ExchangeRound(int64_t k, const std::vector<NodeId>& seeds,
+                             LayerFile* out, std::vector<float>* exchange) {
+    const int world = options_.world_size;
+    const int64_t chunk = options_.chunk_nodes;
+    const int64_t width = out->cols();
+    exchange->assign(static_cast<size_t>(world * chunk * width), 0.0f);
+    if (!seeds.empty()) {
+      std::memcpy(exchange->data() + options_.rank * chunk * width,
+                  out->row(seeds.front()),
+                  seeds.size() * static_cast<size_t>(width) * sizeof(float));
+    }
+    RETURN_IF_ERROR(sync_->AllreduceSum(absl::MakeSpan(*exchange)));
+    for (int r = 0; r < world; ++r) {
+      if (r == options_.rank) continue;
+      const int64_t rb = std::min(ShareBegin(r + 1), ShareBegin(r) + k * chunk);
+      const int64_t re = std::min(ShareBegin(r + 1), rb + chunk);
+      if (rb < re) {
+        std::memcpy(out->row(rb), exchange->data() + r * chunk * width,
+                    static_cast<size_t>((re - rb) * width) * sizeof(float));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // InferOptions::on_progress after round k of layer l: the rows all ranks
+  // have computed of the layer so far.
+  void ReportProgress(int l, int64_t k, Clock::time_point layer_start) const {
+    const int64_t chunk = options_.chunk_nodes;
+    InferProgress p;
+    p.layer = l + 1;
+    p.layers = model_->num_layers();
+    p.rows = n_;
+    for (int r = 0; r < options_.world_size; ++r) {
+      p.rows_done +=
+          std::min(ShareBegin(r + 1) - ShareBegin(r), (k + 1) * chunk);
+    }
+    p.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    p.layer_seconds =
+        std::chrono::duration<double>(Clock::now() - layer_start).count();
+    options_.on_progress(p);
   }
 
   // What came from the source must match what was asked before it indexes
@@ -409,6 +476,8 @@ class LayerwiseRun {
     return absl::OkStatus();
   }
 
+  // Each split's accuracy over its labelled nodes (every rank holds every
+  // row of the last layer, so each measures whole splits itself).
   absl::Status Accuracies(
       LayerFile& logits,
       const std::map<std::string, std::vector<NodeId>>& splits,
@@ -437,10 +506,13 @@ class LayerwiseRun {
     return absl::OkStatus();
   }
 
+  // The first largest of the row's n values (the predicted class).
   static int64_t Argmax(const float* row, int64_t n) {
     return static_cast<int64_t>(std::max_element(row, row + n) - row);
   }
 
+  // embeddings.npy (and for node models logits.npy, predictions.npy), rows
+  // in original ID order.
   absl::Status WriteOutputs(LayerFile& embeddings, LayerFile& logits) const {
     std::error_code ec;
     std::filesystem::create_directories(options_.out_dir, ec);
@@ -545,6 +617,7 @@ class LayerwiseRun {
   GradientSync* sync_;
   int64_t n_ = 0;
   internal::InputTransform transform_;
+  Clock::time_point start_;  // Of the run, for its progress and seconds.
 };
 
 }  // namespace
