@@ -167,11 +167,12 @@ class Run {
   }
 
   // With TrainOptions::resume, reads the checkpoint into state_ and the
-  // optimizer and puts the learned-embedding tables back to its epoch.
-  // Returns whether the run continues from a checkpoint.
+  // optimizer (a damaged one: the one before it, said on stderr) and puts
+  // the learned-embedding tables back to its epoch. Returns whether the run
+  // continues from a checkpoint.
   absl::StatusOr<bool> Resume() {
     if (!options_.resume || options_.checkpoint_path.empty()) return false;
-    ASSIGN_OR_RETURN(bool resumed, internal::ReadCheckpoint(
+    ASSIGN_OR_RETURN(bool resumed, internal::ReadCheckpointOrPrevious(
                                        options_.checkpoint_path, fingerprint_,
                                        &state_, optimizer_.get()));
     if (sync_ != nullptr) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -434,6 +435,58 @@ TEST(TrainInProcessTest, RefusesAnOutDirThatHoldsARunUnlessResuming) {
   // --resume continues it (two more epochs).
   auto [resumed, resumed_output] = train({"--resume", "--epochs", "4"});
   EXPECT_EQ(resumed, 0) << resumed_output;
+}
+
+// A damaged checkpoint (one flipped bit) is not resumed from: --resume says
+// so and continues from the checkpoint before it, to the result of the run
+// never stopped; both damaged is one error line naming both files.
+TEST(TrainInProcessTest, ADamagedCheckpointResumesFromTheOneBefore) {
+  testing::TempDir dir;
+  std::string cora;
+  ASSERT_NO_FATAL_FAILURE(ImportCora(dir, &cora));
+  auto train = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"-q",    "train", "--dataset", cora,
+                                     "--out", out,     "--seed",    "3"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunShardgnn(args);
+  };
+  auto checksum = [](const std::string& run) {
+    auto text = ReadFileToString(run + "/summary.json");
+    EXPECT_OK(text.status());
+    return text.ok() ? nlohmann::json::parse(*text).value("parameters_checksum",
+                                                          std::string("none"))
+                     : std::string("none");
+  };
+  auto flip = [](const std::string& path, size_t where) {
+    auto bytes = ReadFileToString(path);
+    ASSERT_OK(bytes.status());
+    std::string damaged = *bytes;
+    damaged[where % damaged.size()] ^= 0x04;
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << damaged;
+  };
+  auto [whole, whole_output] = train(dir.Sub("whole"), {"--epochs", "4"});
+  ASSERT_EQ(whole, 0) << whole_output;
+  const std::string out = dir.Sub("run");
+  auto [first, first_output] = train(out, {"--epochs", "3"});
+  ASSERT_EQ(first, 0) << first_output;
+  const std::string ckpt = out + "/checkpoints/rank-0.ckpt";
+  ASSERT_TRUE(std::filesystem::exists(ckpt + ".prev"));
+  flip(ckpt, 4321);
+  auto [resumed, resumed_output] = train(out, {"--resume", "--epochs", "4"});
+  ASSERT_EQ(resumed, 0) << resumed_output;
+  EXPECT_THAT(resumed_output, HasSubstr("rank-0.ckpt is damaged"));
+  EXPECT_THAT(resumed_output,
+              HasSubstr("resuming from the checkpoint before it"));
+  EXPECT_EQ(checksum(out), checksum(dir.Sub("whole")));
+
+  // Both the checkpoint and the one before it damaged: one line, exit 1.
+  flip(ckpt, 999);
+  flip(ckpt + ".prev", 999);
+  auto [failed, failed_output] = train(out, {"--resume", "--epochs", "5"});
+  EXPECT_EQ(failed, 1) << failed_output;
+  EXPECT_THAT(failed_output, HasSubstr("rank-0.ckpt is damaged"));
+  EXPECT_THAT(failed_output, HasSubstr("rank-0.ckpt.prev"));
+  EXPECT_THAT(failed_output, Not(HasSubstr("frame #")));
 }
 
 // Long epochs and a long final test show progress lines with the steps done,
