@@ -7,8 +7,10 @@
 #include <map>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/config_file.h"
 #include "common/file_util.h"
@@ -272,6 +274,70 @@ double Get(const Json& j, const char* key, double fallback = NAN) {
   return it != j.end() && it->is_number() ? it->get<double>() : fallback;
 }
 
+// metrics.jsonl's epoch records in epoch order, the last record of an epoch
+// kept (a resumed run appends); an unfinished last line is left out
+// (*cut_short set); another line that is no epoch record is an error naming
+// it.
+absl::StatusOr<std::vector<Json>> ParseEpochs(const std::string& run_dir,
+                                              const std::string& metrics_jsonl,
+                                              bool* cut_short) {
+  std::vector<Json> epochs;
+  const std::vector<absl::string_view> lines =
+      absl::StrSplit(metrics_jsonl, '\n');
+  int line_number = 0;
+  *cut_short = false;
+  for (absl::string_view line : lines) {
+    ++line_number;
+    if (line.empty()) continue;
+    Json j = Json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("epoch") || !j["epoch"].is_number()) {
+      // The last line has no newline yet: being written, or cut short.
+      if (line_number == static_cast<int>(lines.size())) {
+        *cut_short = true;
+        continue;
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat(JoinPath(run_dir, "metrics.jsonl"), ": line ",
+                       line_number, " is not an epoch record"));
+    }
+    epochs.push_back(std::move(j));
+  }
+  // The last record of an epoch wins: sorted stably, then the later kept.
+  std::stable_sort(epochs.begin(), epochs.end(),
+                   [](const Json& a, const Json& b) {
+                     return a["epoch"].get<double>() < b["epoch"].get<double>();
+                   });
+  std::vector<Json> kept;
+  for (size_t i = 0; i < epochs.size(); ++i) {
+    if (i + 1 < epochs.size() && epochs[i + 1]["epoch"] == epochs[i]["epoch"]) {
+      continue;
+    }
+    kept.push_back(std::move(epochs[i]));
+  }
+  return kept;
+}
+
+// "--flag value" pairs of summary.json's "config" (the training flags as
+// given: a list of words), by flag; a flag without a value is "(set)".
+std::map<std::string, std::string> ConfigFlags(const Json& summary) {
+  std::map<std::string, std::string> flags;
+  if (!summary.contains("config") || !summary["config"].is_array()) {
+    return flags;
+  }
+  std::vector<std::string> words;
+  for (const Json& word : summary["config"]) {
+    words.push_back(word.is_string() ? word.get<std::string>() : word.dump());
+  }
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (!absl::StartsWith(words[i], "--")) continue;
+    const bool has_value =
+        i + 1 < words.size() && !absl::StartsWith(words[i + 1], "--");
+    flags[words[i]] = has_value ? words[i + 1] : "(set)";
+    if (has_value) ++i;
+  }
+  return flags;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
@@ -285,37 +351,9 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
     return absl::InvalidArgumentError(
         absl::StrCat(JoinPath(run_dir, "summary.json"), ": not a JSON object"));
   }
-  std::vector<Json> epochs;
-  const std::vector<absl::string_view> lines =
-      absl::StrSplit(metrics_jsonl, '\n');
-  int line_number = 0;
   bool cut_short = false;
-  for (absl::string_view line : lines) {
-    ++line_number;
-    if (line.empty()) continue;
-    Json j = Json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("epoch") || !j["epoch"].is_number()) {
-      // The last line has no newline yet: being written, or cut short.
-      if (line_number == static_cast<int>(lines.size())) {
-        cut_short = true;
-        continue;
-      }
-      return absl::InvalidArgumentError(
-          absl::StrCat(JoinPath(run_dir, "metrics.jsonl"), ": line ",
-                       line_number, " is not an epoch record"));
-    }
-    epochs.push_back(std::move(j));
-  }
-  // A resumed run appends: the last record of an epoch wins.
-  std::stable_sort(epochs.begin(), epochs.end(),
-                   [](const Json& a, const Json& b) {
-                     return a["epoch"].get<double>() < b["epoch"].get<double>();
-                   });
-  epochs.erase(std::unique(epochs.begin(), epochs.end(),
-                           [](const Json& a, const Json& b) {
-                             return a["epoch"] == b["epoch"];
-                           }),
-               epochs.end());
+  ASSIGN_OR_RETURN(std::vector<Json> epochs,
+                   ParseEpochs(run_dir, metrics_jsonl, &cut_short));
 
   Series loss{"train loss", "#1f77b4", {}}, val_loss{"val loss", "#ff7f0e", {}};
   // Node tasks plot accuracy; link tasks ROC-AUC (train batches, validation
@@ -564,6 +602,166 @@ absl::Status WriteRunReport(const std::string& run_dir) {
   ASSIGN_OR_RETURN(std::string html,
                    RunReportHtml(run_dir, metrics, summary, config));
   return WriteFileAtomic(JoinPath(run_dir, "report.html"), html);
+}
+
+absl::StatusOr<std::string> ComparisonReportHtml(
+    const std::vector<std::string>& run_dirs) {
+  // Distinct colors, one per run (they repeat past ten runs).
+  static constexpr const char* kColors[] = {
+      "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  std::vector<Series> val, loss, seconds;
+  std::vector<std::map<std::string, std::string>> flags;
+  std::vector<std::vector<std::pair<std::string, std::string>>> rows;
+  bool any_link = false, any_node = false;
+  for (size_t r = 0; r < run_dirs.size(); ++r) {
+    const std::string& dir = run_dirs[r];
+    ASSIGN_OR_RETURN(const std::string metrics,
+                     ReadFileToString(JoinPath(dir, "metrics.jsonl")));
+    std::error_code ec;
+    Json summary = Json::object();
+    const std::string summary_path = JoinPath(dir, "summary.json");
+    if (std::filesystem::exists(summary_path, ec)) {
+      ASSIGN_OR_RETURN(const std::string text, ReadFileToString(summary_path));
+      summary = Json::parse(text, nullptr, false);
+      if (!summary.is_object()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(summary_path, ": not a JSON object"));
+      }
+    }
+    bool cut_short = false;
+    ASSIGN_OR_RETURN(const std::vector<Json> epochs,
+                     ParseEpochs(dir, metrics, &cut_short));
+    const bool link = summary.value("task", std::string("node")) == "link";
+    any_link = any_link || link;
+    any_node = any_node || !link;
+    // Runs by their directory's last component, numbered when equal.
+    std::string name = std::filesystem::path(dir).filename().string();
+    if (name.empty())
+      name = std::filesystem::path(dir).parent_path().filename();
+    name = absl::StrCat(r + 1, ": ", name);
+    const char* color = kColors[r % (sizeof(kColors) / sizeof(kColors[0]))];
+    Series v{name, color, {}}, l{name, color, {}}, t{name, color, {}};
+    for (const Json& e : epochs) {
+      const double x = e["epoch"].get<double>();
+      const double score = Get(e, link ? "valid_auc" : "val_acc");
+      v.points.emplace_back(x, score >= 0 ? score : NAN);
+      l.points.emplace_back(x, Get(e, "loss"));
+      t.points.emplace_back(x, Get(e, "epoch_seconds"));
+    }
+    val.push_back(std::move(v));
+    loss.push_back(std::move(l));
+    seconds.push_back(std::move(t));
+    flags.push_back(ConfigFlags(summary));
+    std::vector<std::pair<std::string, std::string>> row = {
+        {"run", name},
+        {"directory", dir},
+        {"dataset", summary.value("dataset_name", std::string("?"))},
+    };
+    if (summary.contains("model") && summary["model"].is_object()) {
+      const Json& m = summary["model"];
+      row.emplace_back("model",
+                       absl::StrFormat("%s, %d layers, hidden %d",
+                                       m.value("kind", std::string("?")),
+                                       static_cast<int>(Get(m, "layers", 0)),
+                                       static_cast<int>(Get(m, "hidden", 0))));
+    }
+    const double test = Get(summary, link ? "test_auc" : "test_acc");
+    row.emplace_back(link ? "test auc" : "test acc",
+                     std::isnan(test) ? std::string("unfinished")
+                                      : absl::StrFormat("%.4f", test));
+    row.emplace_back(
+        "best validation",
+        summary.contains("best_epoch")
+            ? absl::StrFormat(
+                  "%.4f at epoch %d",
+                  Get(summary, link ? "best_valid_auc" : "best_val_acc"),
+                  static_cast<int>(Get(summary, "best_epoch", 0)))
+            : std::string("-"));
+    row.emplace_back("epochs", absl::StrCat(epochs.size()));
+    if (summary.contains("epoch_time")) {
+      const Json& et = summary["epoch_time"];
+      row.emplace_back("s per epoch",
+                       absl::StrFormat("%.3f", Get(et, "epoch_seconds", 0)));
+      row.emplace_back("seeds/s", HumanCount(Get(et, "seeds_per_second", 0)));
+    }
+    row.emplace_back("parameters checksum",
+                     summary.value("parameters_checksum", std::string("-")));
+    rows.push_back(std::move(row));
+  }
+  // The results: a row per run, a column per figure (the first run's).
+  std::string results = "<table>\n<tr>";
+  for (const auto& [key, value] : rows.front()) {
+    absl::StrAppend(&results, "<th>", Escape(key), "</th>");
+  }
+  results += "</tr>\n";
+  for (const auto& row : rows) {
+    results += "<tr>";
+    for (const auto& [key, unused] : rows.front()) {
+      std::string value = "-";
+      for (const auto& [k, v] : row) {
+        if (k == key) value = v;
+      }
+      absl::StrAppend(&results, "<td>", Escape(value), "</td>");
+    }
+    results += "</tr>\n";
+  }
+  results += "</table>\n";
+  // The flags whose values differ between runs (absent: "-").
+  std::map<std::string, bool> all;
+  for (const auto& f : flags) {
+    for (const auto& [k, unused] : f) all[k] = true;
+  }
+  std::vector<std::pair<std::string, std::string>> differing;
+  for (const auto& [key, unused] : all) {
+    std::vector<std::string> values;
+    bool differ = false;
+    for (const auto& f : flags) {
+      auto it = f.find(key);
+      values.push_back(it == f.end() ? "-" : it->second);
+      differ = differ || values.back() != values.front();
+    }
+    if (differ) differing.emplace_back(key, absl::StrJoin(values, " | "));
+  }
+  const std::string score = any_link && any_node ? "accuracy / ROC-AUC"
+                            : any_link           ? "ROC-AUC"
+                                                 : "accuracy";
+  std::vector<std::string> names;
+  for (const auto& row : rows) names.push_back(row.front().second);
+  return absl::StrCat(
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      "<title>shardgnn runs compared: ",
+      Escape(absl::StrJoin(names, ", ")),
+      "</title>\n<style>\n"
+      "body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}\n"
+      "h1{font-size:20px}h2{font-size:16px;margin-top:28px}\n"
+      ".charts{display:flex;flex-wrap:wrap;gap:12px}\n"
+      ".chart{border:1px solid #ddd;background:#fff}\n"
+      ".chart .title{font-size:13px;font-weight:bold}\n"
+      ".chart .tick{font-size:11px;fill:#444}\n"
+      ".chart .grid{stroke:#eee}.chart .axis{stroke:#888}\n"
+      ".chart .series{fill:none;stroke-width:2}\n"
+      "table{border-collapse:collapse;font-size:13px}\n"
+      "th,td{border:1px solid #ddd;padding:3px 8px;text-align:left}\n"
+      "th{background:#f6f6f6;font-weight:normal;color:#555}\n"
+      "</style></head><body>\n<h1>shardgnn runs compared</h1>\n"
+      "<h2>Results</h2>\n",
+      results, "<h2>Per epoch</h2>\n<div class=\"charts\">\n",
+      LineChart("Validation " + score, score, val),
+      LineChart("Training loss", "loss", loss),
+      LineChart("Epoch time", "seconds", seconds),
+      "</div>\n<h2>Flags that differ</h2>\n",
+      differing.empty() ? std::string("<p>none</p>\n") : Table(differing),
+      "</body></html>\n");
+}
+
+absl::Status WriteComparisonReport(const std::vector<std::string>& run_dirs,
+                                   const std::string& out_path) {
+  if (run_dirs.empty()) {
+    return absl::InvalidArgumentError("no run directory to compare");
+  }
+  ASSIGN_OR_RETURN(const std::string html, ComparisonReportHtml(run_dirs));
+  return WriteFileAtomic(out_path, html);
 }
 
 }  // namespace shardgnn::cli

@@ -9,6 +9,7 @@
 #define SHARDGNN_CLI_RUN_REPORT_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -32,6 +33,19 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
                                           const std::string& metrics_jsonl,
                                           const std::string& summary_json,
                                           const std::string& config_toml = "");
+
+// Several runs on one page (`shardgnn report RUN1 RUN2 ...`): their
+// validation score, training loss and epoch time overlaid per epoch (a
+// color per run), a row of results per run (dataset, model, test and best
+// validation score, epochs, time per epoch, throughput, parameters'
+// checksum) and the training flags whose values differ between them. Each
+// run read as WriteRunReport reads it (one without summary.json: its epochs
+// so far, "unfinished"). Written to `out_path` (temporary name, then
+// rename); fails naming the first file that cannot be read.
+absl::Status WriteComparisonReport(const std::vector<std::string>& run_dirs,
+                                   const std::string& out_path);
+absl::StatusOr<std::string> ComparisonReportHtml(
+    const std::vector<std::string>& run_dirs);
 
 }  // namespace shardgnn::cli
 

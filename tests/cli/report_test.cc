@@ -113,6 +113,39 @@ TEST_F(ReportTest, ReportCommandWritesItAgainAndNamesABadLine) {
   EXPECT_THAT(LastErrorLine(missing.output), HasSubstr("metrics.jsonl"));
 }
 
+// Several runs on one page: their curves overlaid (a series per run in each
+// of three charts), a row of results per run, and the flags that differ.
+TEST_F(ReportTest, SeveralRunsAreComparedOnOnePage) {
+  const std::string first = dir_->Sub("run");
+  const std::string second = dir_->Sub("run-gcn");
+  Finished trained =
+      RunShardgnn({"-q", "train", "--dataset", dir_->Sub("cora"), "--epochs",
+                   "2", "--model", "gcn", "--out", second});
+  ASSERT_EQ(trained.exit_status, 0) << trained.output;
+  const std::string out = dir_->Sub("compare.html");
+  Finished compared = RunShardgnn({"report", first, second, "--out", out});
+  ASSERT_EQ(compared.exit_status, 0) << compared.output;
+  EXPECT_THAT(compared.output, HasSubstr("2 runs compared"));
+  ASSERT_OK_AND_ASSIGN(std::string html, ReadFileToString(out));
+  EXPECT_EQ(Count(html, "<svg"), 3) << html;
+  EXPECT_EQ(Count(html, "<polyline"), 6) << html;  // 3 charts x 2 runs.
+  EXPECT_THAT(html, HasSubstr("1: run<"));
+  EXPECT_THAT(html, HasSubstr("2: run-gcn<"));
+  // The flags that differ, with each run's value; those equal are left out.
+  EXPECT_THAT(html, HasSubstr("<th>--model</th><td>sage | gcn</td>"));
+  EXPECT_THAT(html, HasSubstr("<th>--epochs</th><td>4 | 2</td>"));
+  EXPECT_THAT(html, Not(HasSubstr("<th>--seed</th>")));
+  EXPECT_THAT(html, Not(HasSubstr("<script")));
+  // --out is for several runs; a missing run is named.
+  Finished one = RunShardgnn({"report", first, "--out", out});
+  EXPECT_EQ(one.exit_status, 1) << one.output;
+  Finished missing =
+      RunShardgnn({"report", first, dir_->Sub("nothing"), "--out", out});
+  EXPECT_EQ(missing.exit_status, 1);
+  EXPECT_THAT(LastErrorLine(missing.output),
+              HasSubstr("nothing/metrics.jsonl"));
+}
+
 // A run without summary.json yet (in progress, or stopped before its end):
 // the page of the epochs so far, the best validation epoch among them and the
 // configuration from config.toml; a last line still being written is left out,
