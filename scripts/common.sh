@@ -34,9 +34,22 @@ shardgnn_install_deps() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# Arguments are cmake -D settings ("-DSHARDGNN_WERROR=ON"): applied at the
+# first configure, and to an existing build whose cache does not hold them.
 shardgnn_build() {
   if [ ! -f "$SHARDGNN_BUILD/build.ninja" ]; then
-    cmake -S "$SHARDGNN_ROOT" -B "$SHARDGNN_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release
+    cmake -S "$SHARDGNN_ROOT" -B "$SHARDGNN_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+  else
+    local setting
+    for setting in "$@"; do
+      # -DNAME=VALUE is cached as NAME:TYPE=VALUE.
+      local name="${setting#-D}" value="${setting#*=}"
+      name="${name%%=*}"
+      if ! grep -q "^${name}:[A-Z]*=${value}\$" "$SHARDGNN_BUILD/CMakeCache.txt"; then
+        cmake -S "$SHARDGNN_ROOT" -B "$SHARDGNN_BUILD" "$@"
+        break
+      fi
+    done
   fi
   # Two cores: LibTorch translation units need ~1.5 GB each, so -j2 is safe on the 24 GiB machines.
   cmake --build "$SHARDGNN_BUILD" -- -j"$(nproc)"
