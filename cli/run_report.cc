@@ -53,6 +53,22 @@ struct Series {
   bool dashed = false;
 };
 
+// The pages' style sheet (a run's page and the comparison).
+constexpr char kStyle[] =
+    "<style>\n"
+    "body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}\n"
+    "h1{font-size:20px}h2{font-size:16px;margin-top:28px}\n"
+    ".charts{display:flex;flex-wrap:wrap;gap:12px}\n"
+    ".chart{border:1px solid #ddd;background:#fff}\n"
+    ".chart .title{font-size:13px;font-weight:bold}\n"
+    ".chart .tick{font-size:11px;fill:#444}\n"
+    ".chart .grid{stroke:#eee}.chart .axis{stroke:#888}\n"
+    ".chart .series{fill:none;stroke-width:2}\n"
+    "table{border-collapse:collapse;font-size:13px}\n"
+    "th,td{border:1px solid #ddd;padding:3px 8px;text-align:left}\n"
+    "th{background:#f6f6f6;font-weight:normal;color:#555}\n"
+    "</style>";
+
 // Chart geometry (SVG user units).
 constexpr double kWidth = 560, kHeight = 260;
 constexpr double kLeft = 56, kRight = 150, kTop = 28, kBottom = 40;
@@ -560,20 +576,8 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
   std::string html = absl::StrCat(
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
       "<title>shardgnn run report: ",
-      Escape(dataset_title), Escape(run_dir),
-      "</title>\n<style>\n"
-      "body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}\n"
-      "h1{font-size:20px}h2{font-size:16px;margin-top:28px}\n"
-      ".charts{display:flex;flex-wrap:wrap;gap:12px}\n"
-      ".chart{border:1px solid #ddd;background:#fff}\n"
-      ".chart .title{font-size:13px;font-weight:bold}\n"
-      ".chart .tick{font-size:11px;fill:#444}\n"
-      ".chart .grid{stroke:#eee}.chart .axis{stroke:#888}\n"
-      ".chart .series{fill:none;stroke-width:2}\n"
-      "table{border-collapse:collapse;font-size:13px}\n"
-      "th,td{border:1px solid #ddd;padding:3px 8px;text-align:left}\n"
-      "th{background:#f6f6f6;font-weight:normal;color:#555}\n"
-      "</style></head><body>\n<h1>shardgnn run report",
+      Escape(dataset_title), Escape(run_dir), "</title>\n", kStyle,
+      "</head><body>\n<h1>shardgnn run report",
       dataset_name.empty() ? "" : ": ", Escape(dataset_name), "</h1>\n<p>",
       Escape(run_dir), "</p>\n<h2>Results</h2>\n", Table(figures),
       "<h2>Per epoch</h2>\n<div class=\"charts\">\n",
@@ -731,20 +735,8 @@ absl::StatusOr<std::string> ComparisonReportHtml(
   return absl::StrCat(
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
       "<title>shardgnn runs compared: ",
-      Escape(absl::StrJoin(names, ", ")),
-      "</title>\n<style>\n"
-      "body{font-family:sans-serif;margin:24px;color:#222;max-width:1200px}\n"
-      "h1{font-size:20px}h2{font-size:16px;margin-top:28px}\n"
-      ".charts{display:flex;flex-wrap:wrap;gap:12px}\n"
-      ".chart{border:1px solid #ddd;background:#fff}\n"
-      ".chart .title{font-size:13px;font-weight:bold}\n"
-      ".chart .tick{font-size:11px;fill:#444}\n"
-      ".chart .grid{stroke:#eee}.chart .axis{stroke:#888}\n"
-      ".chart .series{fill:none;stroke-width:2}\n"
-      "table{border-collapse:collapse;font-size:13px}\n"
-      "th,td{border:1px solid #ddd;padding:3px 8px;text-align:left}\n"
-      "th{background:#f6f6f6;font-weight:normal;color:#555}\n"
-      "</style></head><body>\n<h1>shardgnn runs compared</h1>\n"
+      Escape(absl::StrJoin(names, ", ")), "</title>\n", kStyle,
+      "</head><body>\n<h1>shardgnn runs compared</h1>\n"
       "<h2>Results</h2>\n",
       results, "<h2>Per epoch</h2>\n<div class=\"charts\">\n",
       LineChart("Validation " + score, score, val),

@@ -64,4 +64,16 @@ absl::StatusOr<int> PickFreeLoopbackPort() {
       "could not find a free port on 127.0.0.1: ", std::strerror(errno)));
 }
 
+bool SplitHostPort(const std::string& address, std::string* host,
+                   std::string* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  *host = address.substr(0, colon);
+  *port = address.substr(colon + 1);
+  if (host->size() > 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  return true;
+}
+
 }  // namespace shardgnn

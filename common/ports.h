@@ -4,6 +4,8 @@
 #ifndef SHARDGNN_COMMON_PORTS_H_
 #define SHARDGNN_COMMON_PORTS_H_
 
+#include <string>
+
 #include "absl/status/statusor.h"
 
 namespace shardgnn {
@@ -16,6 +18,11 @@ namespace shardgnn {
 // picking the same way could take it. Falls back to a kernel-chosen port when
 // the range leaves no room below it.
 absl::StatusOr<int> PickFreeLoopbackPort();
+
+// The host and port of "HOST:PORT" or "[V6]:PORT" (the brackets removed);
+// false when `address` has no colon after a non-empty host.
+bool SplitHostPort(const std::string& address, std::string* host,
+                   std::string* port);
 
 }  // namespace shardgnn
 

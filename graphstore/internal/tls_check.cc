@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "common/ports.h"
 
 namespace shardgnn::internal {
 namespace {
@@ -121,13 +122,8 @@ std::string VerifyProblem(long result, const std::string& host) {  // NOLINT
 std::string TlsHandshakeProblem(const std::string& address,
                                 const TlsClientPems& pems,
                                 absl::Duration timeout) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) return "";
-  std::string host = address.substr(0, colon);
-  const std::string port = address.substr(colon + 1);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
+  std::string host, port;
+  if (!SplitHostPort(address, &host, &port)) return "";
   ERR_clear_error();
   std::unique_ptr<SSL_CTX, FreeCtx> ctx(SSL_CTX_new(TLS_client_method()));
   if (ctx == nullptr) return "";

@@ -248,15 +248,19 @@ absl::StatusOr<Assignment> AssignParts(
   absl::StatusOr<MetisGraph> graph = SymmetrizeForMetis(
       dataset.indptr, dataset.indices, options.metis_index_limit);
   result.symmetrize_seconds = SecondsSince(start);
-  if (absl::IsOutOfRange(graph.status())) {
+  // METIS cannot be used, or its result is of no use: the balanced random
+  // assignment instead, with a warning saying why.
+  auto fall_back = [&](const std::string& why) {
     result.warnings.push_back(
-        absl::StrCat(graph.status().message(),
-                     "; fell back to --method random (balanced, seeded)"));
+        absl::StrCat(why, "; fell back to --method random (balanced, seeded)"));
     result.method = PartitionMethod::kRandom;
-    start = std::chrono::steady_clock::now();
+    const auto random_start = std::chrono::steady_clock::now();
     result.part = RandomAssignment(dataset, k, options.seed);
-    result.assign_seconds = SecondsSince(start);
+    result.assign_seconds = SecondsSince(random_start);
     return result;
+  };
+  if (absl::IsOutOfRange(graph.status())) {
+    return fall_back(std::string(graph.status().message()));
   }
   if (!graph.ok()) return graph.status();
 
@@ -343,17 +347,13 @@ absl::StatusOr<Assignment> AssignParts(
   if (empty > 0) {
     // A part without nodes serves nothing and trains nothing; the random
     // assignment fills every part (k <= n).
-    result.warnings.push_back(absl::StrCat(
+    return fall_back(absl::StrCat(
         "METIS left ", empty, " of ", k, " parts empty (", n,
-        " nodes are too few for ", k, " parts",
+        " nodes are too few for ", k,
+        " parts; fewer parts keep METIS's "
+        "locality",
         metis_said.empty() ? "" : absl::StrCat("; METIS says: ", metis_said),
-        "); fell back to --method random (balanced, seeded): fewer parts "
-        "keep METIS's locality"));
-    result.method = PartitionMethod::kRandom;
-    start = std::chrono::steady_clock::now();
-    result.part = RandomAssignment(dataset, k, options.seed);
-    result.assign_seconds = SecondsSince(start);
-    return result;
+        ")"));
   }
   result.part = std::move(part);
   return result;

@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/ports.h"
 
 namespace shardgnn::internal {
 
@@ -42,13 +43,8 @@ bool Unreachable(const absl::Status& s) {
 // empty when it connects (the server is there, but not answering gRPC yet:
 // still loading) or the address is not of that form.
 std::string TcpProblem(const std::string& address, absl::Duration timeout) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) return "";
-  std::string host = address.substr(0, colon);
-  const std::string port = address.substr(colon + 1);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
+  std::string host, port;
+  if (!SplitHostPort(address, &host, &port)) return "";
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
