@@ -497,18 +497,19 @@ absl::Status RunTrain(const TrainFlags& flags) {
   }
   std::unique_ptr<LearnableRows> embeddings;
   if (flags.training.learn_embeddings > 0) {
-    ASSIGN_OR_RETURN(
-        const std::string run_id,
-        AgreeOnRunId(&sync, leader, flags.out_dir, flags.training.resume));
+    ASSIGN_OR_RETURN(const EmbeddingRun run,
+                     AgreeOnEmbeddingRun(&sync, leader, flags.out_dir,
+                                         flags.training.resume));
     if (leader && !flags.out_dir.empty()) {
       RETURN_IF_ERROR(WriteEmbeddingRunFile(
-          flags.out_dir, {run_id, flags.cluster.partition_dir,
+          flags.out_dir, {run.run_id, flags.cluster.partition_dir,
                           remote->num_nodes(), /*partition_ids=*/true}));
     }
     int staleness = 0;
     ASSIGN_OR_RETURN(EmbeddingTableConfig config,
-                     EmbeddingConfigFor(flags.training, dist.world_size, run_id,
-                                        &staleness));
+                     EmbeddingConfigFor(flags.training, dist.world_size,
+                                        run.run_id, &staleness));
+    config.run_secret = run.secret;
     ASSIGN_OR_RETURN(
         embeddings, MakeRemoteRows(remote.get(), config, dist.rank, staleness));
     options.embeddings = embeddings.get();

@@ -1,14 +1,18 @@
 #include "cli/train_embeddings.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "cli/train_output.h"
+#include "common/auth.h"
 #include "common/file_util.h"
 #include "common/status.h"
 #include "graphstore/client.h"
@@ -134,46 +138,120 @@ absl::StatusOr<nlohmann::ordered_json> FinishEmbeddings(
   return j;
 }
 
-// A run ID every trainer shares (rank 0 draws it; the others learn it through
-// an allreduce), so that a server holding a table of an earlier run replaces
-// it rather than continue from its rows. A resumed run takes it back from
-// the run directory's embedding_run.json (WriteEmbeddingRunFile): the
-// servers' snapshots are filed under it.
-absl::StatusOr<std::string> AgreeOnRunId(GradientSync* sync, bool leader,
-                                         const std::string& out_dir,
-                                         bool resume) {
-  constexpr uint32_t kHalf = (1u << 26) - 1;
-  double id[2] = {0.0, 0.0};
-  if (leader) {
-    bool known = false;
-    if (resume && !out_dir.empty()) {
-      auto run = ReadEmbeddingRunFile(out_dir);
-      if (run.ok()) {
-        std::vector<std::string> halves = absl::StrSplit(run->run_id, '-');
-        uint32_t a = 0, b = 0;
-        if (halves.size() != 2 || !absl::SimpleAtoi(halves[0], &a) ||
-            !absl::SimpleAtoi(halves[1], &b) || a > kHalf || b > kHalf) {
-          return absl::DataLossError(
-              absl::StrCat(JoinPath(out_dir, kEmbeddingRunFile), ": run_id \"",
-                           run->run_id, "\" is not two numbers joined by '-'"));
-        }
-        id[0] = a;
-        id[1] = b;
-        known = true;
-      } else if (!absl::IsNotFound(run.status())) {
-        return run.status();
+namespace {
+
+// The ID's two halves and the secret's pieces, as the allreduce carries them.
+constexpr uint32_t kIdHalf = (1u << 26) - 1;
+constexpr size_t kSecretPieceDigits = 6;  // 24 bits each.
+constexpr size_t kSecretPieces =
+    (kEmbeddingRunSecretHexDigits + kSecretPieceDigits - 1) /
+    kSecretPieceDigits;
+
+// What rank 0 contributes: the run ID's halves and the secret, read back or
+// drawn, the secret file written.
+struct LeaderRun {
+  uint32_t id[2] = {0, 0};
+  std::string secret;
+};
+
+absl::StatusOr<LeaderRun> LeaderEmbeddingRun(const std::string& out_dir,
+                                             bool resume) {
+  LeaderRun run;
+  bool known_id = false;
+  if (resume && !out_dir.empty()) {
+    auto file = ReadEmbeddingRunFile(out_dir);
+    if (file.ok()) {
+      std::vector<std::string> halves = absl::StrSplit(file->run_id, '-');
+      if (halves.size() != 2 || !absl::SimpleAtoi(halves[0], &run.id[0]) ||
+          !absl::SimpleAtoi(halves[1], &run.id[1]) || run.id[0] > kIdHalf ||
+          run.id[1] > kIdHalf) {
+        return absl::DataLossError(
+            absl::StrCat(JoinPath(out_dir, kEmbeddingRunFile), ": run_id \"",
+                         file->run_id, "\" is not two numbers joined by '-'"));
       }
-    }
-    if (!known) {
-      std::random_device random;
-      // Two 26-bit halves: exact in a double, summed with zeros.
-      id[0] = static_cast<double>(random() & kHalf);
-      id[1] = static_cast<double>(random() & kHalf);
+      known_id = true;
+      absl::StatusOr<std::string> secret = ReadEmbeddingRunSecret(out_dir);
+      if (secret.ok()) {
+        run.secret = *std::move(secret);
+      } else if (absl::IsNotFound(secret.status())) {
+        std::fprintf(stderr,
+                     "shardgnn train: %s does not exist (a run started "
+                     "before run secrets, or the file was removed): run %s "
+                     "continues under a new secret, which servers holding "
+                     "its tables under another one refuse\n",
+                     JoinPath(out_dir, kEmbeddingRunSecretFile).c_str(),
+                     file->run_id.c_str());
+      } else {
+        return secret.status();
+      }
+    } else if (!absl::IsNotFound(file.status())) {
+      return file.status();
     }
   }
-  RETURN_IF_ERROR(sync->AllreduceSum(absl::MakeSpan(id, 2)));
-  return absl::StrCat(static_cast<uint64_t>(id[0]), "-",
-                      static_cast<uint64_t>(id[1]));
+  if (!known_id) {
+    std::random_device random;
+    run.id[0] = static_cast<uint32_t>(random()) & kIdHalf;
+    run.id[1] = static_cast<uint32_t>(random()) & kIdHalf;
+  }
+  if (run.secret.empty()) {
+    ASSIGN_OR_RETURN(const std::string bytes,
+                     RandomBytes(kEmbeddingRunSecretHexDigits / 2));
+    run.secret = absl::BytesToHexString(bytes);
+    if (!out_dir.empty()) {
+      RETURN_IF_ERROR(WriteEmbeddingRunSecret(out_dir, run.secret));
+    }
+  }
+  return run;
+}
+
+}  // namespace
+
+absl::StatusOr<EmbeddingRun> AgreeOnEmbeddingRun(GradientSync* sync,
+                                                 bool leader,
+                                                 const std::string& out_dir,
+                                                 bool resume) {
+  // [0]: rank 0 failed; [1], [2]: the ID's halves; then the secret's pieces.
+  double values[3 + kSecretPieces] = {};
+  absl::Status failed;
+  if (leader) {
+    absl::StatusOr<LeaderRun> run = LeaderEmbeddingRun(out_dir, resume);
+    if (run.ok()) {
+      values[1] = run->id[0];
+      values[2] = run->id[1];
+      for (size_t i = 0; i < kSecretPieces; ++i) {
+        uint32_t piece = 0;
+        const std::string digits =
+            run->secret.substr(i * kSecretPieceDigits, kSecretPieceDigits);
+        if (!absl::SimpleHexAtoi(digits, &piece)) {
+          failed = absl::InternalError("the run's secret is not hex");
+          break;
+        }
+        values[3 + i] = piece;
+      }
+    } else {
+      failed = run.status();
+    }
+    if (!failed.ok()) values[0] = 1;
+  }
+  RETURN_IF_ERROR(sync->AllreduceSum(absl::MakeSpan(values)));
+  if (!failed.ok()) return failed;
+  if (values[0] != 0) {
+    return absl::FailedPreconditionError(
+        "rank 0 could not draw or read back the run's ID and secret (its "
+        "error says why)");
+  }
+  EmbeddingRun run;
+  run.run_id = absl::StrCat(static_cast<uint64_t>(values[1]), "-",
+                            static_cast<uint64_t>(values[2]));
+  for (size_t i = 0; i < kSecretPieces; ++i) {
+    const size_t digits =
+        std::min(kSecretPieceDigits,
+                 kEmbeddingRunSecretHexDigits - i * kSecretPieceDigits);
+    absl::StrAppend(&run.secret,
+                    absl::StrFormat("%0*x", static_cast<int>(digits),
+                                    static_cast<uint32_t>(values[3 + i])));
+  }
+  return run;
 }
 
 }  // namespace shardgnn::cli

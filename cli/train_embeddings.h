@@ -30,14 +30,39 @@ absl::StatusOr<nlohmann::ordered_json> FinishEmbeddings(
     const std::vector<NodeId>& orig_ids, const std::string& out_dir,
     const RemoteGraphSource* remote);
 
-// A run ID every trainer shares (rank 0 draws it; the others learn it through
-// an allreduce), so that a server holding a table of an earlier run replaces
-// it rather than continue from its rows. A resumed run takes it back from
-// the run directory's embedding_run.json (WriteEmbeddingRunFile): the
-// servers' snapshots are filed under it.
-absl::StatusOr<std::string> AgreeOnRunId(GradientSync* sync, bool leader,
-                                         const std::string& out_dir,
-                                         bool resume);
+// What every trainer of a run with tables on the servers shares.
+struct EmbeddingRun {
+  // Public (embedding_run.json): a server holding a table of an earlier run
+  // replaces it rather than continue from its rows, and files the run's
+  // snapshots under it.
+  std::string run_id;
+  // The run's alone (issue 51): the servers answer the run's tables only to
+  // calls carrying it (EmbeddingTableConfig::run_secret).
+  // kEmbeddingRunSecretHexDigits lowercase hex digits.
+  std::string secret;
+};
+
+// Rank 0 draws the run ID, and the secret from the kernel's CSPRNG (128
+// bits); a resumed run takes them back from its run directory
+// (embedding_run.json, and embedding_run.secret: ReadEmbeddingRunSecret).
+// The other trainers learn both through one allreduce: sums of doubles, each
+// holding 26 bits of the ID or 24 bits of the secret (exact in a double;
+// the others add zeros), so the secret is in no file but rank 0's mode-0600
+// one and on no command line or environment. It crosses the trainers' Gloo
+// connections, as their gradients do (docs/architecture.md, "Security": they
+// belong on a private network). A failure on rank 0 is carried by the same
+// allreduce, so every trainer fails at once rather than wait for it.
+//
+// The leader with a run directory writes the secret file (mode 0600) before
+// the allreduce, unless it read it back. A resumed run whose directory has a
+// run ID but no secret file (a run started before run secrets, or the file
+// removed) continues under a new secret, saying so: servers that hold the
+// run's tables or snapshots under another secret then refuse it
+// (PERMISSION_DENIED).
+absl::StatusOr<EmbeddingRun> AgreeOnEmbeddingRun(GradientSync* sync,
+                                                 bool leader,
+                                                 const std::string& out_dir,
+                                                 bool resume);
 
 }  // namespace shardgnn::cli
 

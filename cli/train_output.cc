@@ -1,8 +1,12 @@
 #include "cli/train_output.h"
 
 #include <ATen/Parallel.h>
+#include <sys/stat.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <memory>
@@ -197,6 +201,49 @@ absl::StatusOr<EmbeddingRunFile> ReadEmbeddingRunFile(
   return EmbeddingRunFile{
       j["run_id"].get<std::string>(), j["partition"].get<std::string>(),
       j["num_nodes"].get<int64_t>(), j["partition_ids"].get<bool>()};
+}
+
+absl::Status WriteEmbeddingRunSecret(const std::string& run_dir,
+                                     const std::string& secret) {
+  return WriteFileAtomic(JoinPath(run_dir, kEmbeddingRunSecretFile),
+                         absl::StrCat(secret, "\n"), 0600);
+}
+
+absl::StatusOr<std::string> ReadEmbeddingRunSecret(const std::string& run_dir) {
+  const std::string path = JoinPath(run_dir, kEmbeddingRunSecretFile);
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+    }
+    return absl::PermissionDeniedError(
+        absl::StrCat(path, ": cannot read it: ", std::strerror(errno)));
+  }
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        path, ": group or others may access the run's secret (mode ",
+        absl::StrFormat("%03o", st.st_mode & 0777),
+        "); it must be readable by its owner only: chmod 600 ", path));
+  }
+  if (!S_ISREG(st.st_mode) ||
+      st.st_size != static_cast<off_t>(kEmbeddingRunSecretHexDigits + 1)) {
+    return absl::DataLossError(
+        absl::StrCat(path, " is not a run's secret (one line of ",
+                     kEmbeddingRunSecretHexDigits, " hex digits)"));
+  }
+  ASSIGN_OR_RETURN(std::string secret, ReadFileToString(path));
+  const bool hex = secret.size() == kEmbeddingRunSecretHexDigits + 1 &&
+                   secret.back() == '\n' &&
+                   std::all_of(secret.begin(), secret.end() - 1, [](char c) {
+                     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                   });
+  if (!hex) {
+    return absl::DataLossError(
+        absl::StrCat(path, " is not a run's secret (one line of ",
+                     kEmbeddingRunSecretHexDigits, " hex digits)"));
+  }
+  secret.pop_back();
+  return secret;
 }
 
 std::string StartedAt() {

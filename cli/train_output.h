@@ -5,6 +5,7 @@
 #ifndef SHARDGNN_CLI_TRAIN_OUTPUT_H_
 #define SHARDGNN_CLI_TRAIN_OUTPUT_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <fstream>
 #include <functional>
@@ -38,6 +39,23 @@ absl::Status WriteEmbeddingRunFile(const std::string& run_dir,
 // is malformed.
 absl::StatusOr<EmbeddingRunFile> ReadEmbeddingRunFile(
     const std::string& run_dir);
+
+// The run's secret (issue 51), beside embedding_run.json but not in it:
+// embedding_run.secret, written by rank 0 with mode 0600 when a run with
+// tables on the servers starts, read back by a resumed run. The servers
+// answer a run's tables only to calls carrying it (graphstore/internal/
+// embedding_service.h), while the run ID is public. One line of
+// kEmbeddingRunSecretHexDigits lowercase hex digits (128 bits).
+inline constexpr char kEmbeddingRunSecretFile[] = "embedding_run.secret";
+inline constexpr size_t kEmbeddingRunSecretHexDigits = 32;
+// Written through a temporary file of mode 0600 (WriteFileAtomic): never
+// readable by others, not even for a moment.
+absl::Status WriteEmbeddingRunSecret(const std::string& run_dir,
+                                     const std::string& secret);
+// NOT_FOUND if the run directory has none; PERMISSION_DENIED naming the
+// file if group or others may access it (as ssh refuses a private key);
+// DATA_LOSS naming it if it is not one line of 32 hex digits.
+absl::StatusOr<std::string> ReadEmbeddingRunSecret(const std::string& run_dir);
 
 // When this process started (the first call), as UTC ISO 8601
 // ("2026-12-01T13:08:06Z").

@@ -131,6 +131,13 @@ std::string HmacSha256(absl::string_view key, absl::string_view data) {
   return std::string(reinterpret_cast<const char*>(mac), len);
 }
 
+std::string Sha256(absl::string_view data) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(),
+         digest);
+  return std::string(reinterpret_cast<const char*>(digest), sizeof(digest));
+}
+
 bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
   unsigned char da[SHA256_DIGEST_LENGTH];
   unsigned char db[SHA256_DIGEST_LENGTH];

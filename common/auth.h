@@ -45,6 +45,9 @@ absl::StatusOr<std::string> RandomBytes(size_t n);
 // HMAC-SHA256(key, data): kHmacBytes bytes.
 std::string HmacSha256(absl::string_view key, absl::string_view data);
 
+// SHA-256(data): kHmacBytes bytes.
+std::string Sha256(absl::string_view data);
+
 // a == b in time that depends on neither content nor where they differ (both
 // are hashed first, so not on their lengths either).
 bool ConstantTimeEquals(absl::string_view a, absl::string_view b);

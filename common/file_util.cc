@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -104,12 +105,22 @@ absl::Status StagingDir::Commit() {
 }
 
 absl::Status WriteFileAtomic(const std::string& path,
-                             absl::string_view contents) {
+                             absl::string_view contents, mode_t mode) {
   std::string temp = absl::StrCat(path, ".tmp-", getpid());
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, mode);
   if (fd < 0)
     return absl::PermissionDeniedError(
         absl::StrCat(temp, ": cannot create: ", std::strerror(errno)));
+  // A temporary file left behind keeps its own mode: never more than `mode`.
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || ((st.st_mode & 07777 & ~mode) != 0 &&
+                                ::fchmod(fd, st.st_mode & 07777 & mode) != 0)) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(temp.c_str());
+    return absl::PermissionDeniedError(
+        absl::StrCat(temp, ": cannot set its mode: ", std::strerror(err)));
+  }
   size_t done = 0;
   while (done < contents.size()) {
     ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);

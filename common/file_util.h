@@ -3,6 +3,8 @@
 #ifndef SHARDGNN_COMMON_FILE_UTIL_H_
 #define SHARDGNN_COMMON_FILE_UTIL_H_
 
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
 
@@ -45,8 +47,10 @@ class StagingDir {
 };
 
 // Writes `contents` to `path` through a temporary file, fsync and rename.
+// The file has `mode` (less the umask's bits) from its first byte on: 0600
+// for a secret, never readable by others even for a moment.
 absl::Status WriteFileAtomic(const std::string& path,
-                             absl::string_view contents);
+                             absl::string_view contents, mode_t mode = 0644);
 
 // Reads a whole (small) file.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);

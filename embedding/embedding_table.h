@@ -80,6 +80,14 @@ struct EmbeddingTableConfig {
   // Identifies the run; a server asked for a table by a run with another ID
   // replaces the table it holds (a new run starts afresh).
   std::string run_id;
+  // What proves to a storage server that a call comes from the run that
+  // created the table (issue 51): the run ID is public (embedding_run.json),
+  // this is not. Every trainer of the run holds the same one; empty for a
+  // table in the training process, which nobody else can reach. Not a
+  // setting of the table: never compared (EmbeddingConfigDifferences), never
+  // written to a snapshot, never kept by a server (it keeps a digest:
+  // graphstore/internal/embedding_service.h).
+  std::string run_secret;
   // Apply each step's pushes together, in trainer order, once every trainer
   // has pushed that step (synchronous training): the rows then do not depend
   // on which trainer's push arrives first, which matters for Adam and

@@ -189,10 +189,15 @@ class GraphStoreClient {
   absl::StatusOr<ServerStats> Stats();
 
   // Learnable tables (graphstore/internal/embedding_service.h; issue 15).
+  // Every call on a table carries config.run_secret (issue 51): a table
+  // created with one secret answers others PERMISSION_DENIED ("another
+  // run's table").
   //
   // Creates the run's table on this server, or confirms the one it holds
   // (FAILED_PRECONDITION naming the settings that differ). Returns the rows
-  // the server holds; DATA_LOSS if they are not the shard's node range.
+  // the server holds; DATA_LOSS if they are not the shard's node range;
+  // FAILED_PRECONDITION from a server that does not check run secrets (one
+  // older than this client: its tables would answer anyone).
   // With restore_epoch >= 0 (a resumed run): the table as the run's
   // snapshot of that epoch, taken at restore_step, left it (epoch 0: the
   // initial table); NOT_FOUND naming the file if the server has none. A

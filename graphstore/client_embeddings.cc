@@ -21,6 +21,7 @@ absl::Status GraphStoreClient::CreateEmbeddingTable(
     int64_t restore_step) {
   proto::CreateEmbeddingTableRequest req;
   internal::SpecFromConfig(config, req.mutable_spec());
+  req.set_run_secret(config.run_secret);
   std::optional<absl::Duration> timeout;
   if (restore_epoch >= 0) {
     req.set_restore(true);
@@ -35,6 +36,14 @@ absl::Status GraphStoreClient::CreateEmbeddingTable(
         return s->CreateEmbeddingTable(c, q, r);
       },
       timeout));
+  if (!resp.run_secret_checked()) {
+    // Its tables would answer anyone with the token and the run ID.
+    return impl_->CallError(
+        absl::StatusCode::kFailedPrecondition, "CreateEmbeddingTable",
+        "the server does not check run secrets (it is older than this "
+        "client): any client with the cluster's token could read and write "
+        "the run's learned rows there; update the server's shardgnn");
+  }
   const internal::ShardBounds b = impl_->bounds();
   if (b.known &&
       (resp.node_start() != b.node_start || resp.node_end() != b.node_end)) {
@@ -53,6 +62,7 @@ GraphStoreClient::SnapshotEmbeddings(const EmbeddingTableConfig& table,
   proto::SnapshotEmbeddingsRequest req;
   req.set_table(table.name);
   req.set_run_id(table.run_id);
+  req.set_run_secret(table.run_secret);
   req.set_epoch(epoch);
   req.set_step(step);
   proto::SnapshotEmbeddingsResponse resp;
@@ -87,6 +97,7 @@ absl::Status GraphStoreClient::PullEmbeddings(const EmbeddingTableConfig& table,
     internal::FeaturePortClient::PullSpec spec;
     spec.table = table.name;
     spec.run_id = table.run_id;
+    spec.run_secret = table.run_secret;
     spec.dim = table.dim;
     spec.step = step;
     spec.staleness = staleness;
@@ -106,6 +117,7 @@ absl::Status GraphStoreClient::PullEmbeddings(const EmbeddingTableConfig& table,
   proto::PullEmbeddingsRequest req;
   req.set_table(table.name);
   req.set_run_id(table.run_id);
+  req.set_run_secret(table.run_secret);
   wire::Pack<NodeId>(ids, req.mutable_node_ids());
   req.set_step(step);
   req.set_staleness(staleness);
@@ -150,6 +162,7 @@ absl::Status GraphStoreClient::PushEmbeddingGradients(
     internal::FeaturePortClient::PushSpec spec;
     spec.table = table.name;
     spec.run_id = table.run_id;
+    spec.run_secret = table.run_secret;
     spec.trainer = trainer;
     spec.step = step;
     bool transport_failed = false;
@@ -166,6 +179,7 @@ absl::Status GraphStoreClient::PushEmbeddingGradients(
   proto::PushEmbeddingGradientsRequest req;
   req.set_table(table.name);
   req.set_run_id(table.run_id);
+  req.set_run_secret(table.run_secret);
   req.set_trainer(trainer);
   req.set_step(step);
   wire::Pack<NodeId>(ids, req.mutable_node_ids());

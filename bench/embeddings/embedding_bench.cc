@@ -159,6 +159,7 @@ int Main(int argc, char** argv) {
     config.optimizer = *optimizer;
     config.num_trainers = clients;
     config.run_id = absl::StrCat("bench-", clients);
+    config.run_secret = "the benchmark run's secret, 128 bits";
     // conns pull over the feature port (if the server has one), grpc_conns
     // over gRPC.
     std::vector<std::unique_ptr<GraphStoreClient>> conns, grpc_conns;

@@ -1,11 +1,15 @@
 #include "graphstore/internal/embedding_service.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/auth.h"
 #include "common/buffers.h"
 #include "common/file_util.h"
 #include "common/status.h"
@@ -59,10 +63,38 @@ int64_t EmbeddingTableBytes(const EmbeddingTableConfig& config, int64_t rows) {
   return bytes >= 9e18 ? INT64_MAX : static_cast<int64_t>(bytes);
 }
 
+namespace {
+
+// A call on run `run_id`'s table `table` whose secret is not the run's.
+absl::Status SecretRefused(const std::string& table,
+                           const std::string& run_id) {
+  return absl::PermissionDeniedError(absl::StrCat(
+      "embedding table ", table, " of run ", run_id,
+      ": the call's run secret is not the run's, so this is another run's "
+      "table (the run ID is public, the secret is not: every trainer of a "
+      "run learns it from rank 0, and a resumed run reads it back from its "
+      "run directory's embedding_run.secret)"));
+}
+
+}  // namespace
+
 absl::Status EmbeddingService::Create(
     const ShardMeta& shard, const proto::CreateEmbeddingTableRequest& req,
     proto::CreateEmbeddingTableResponse* resp) {
   ASSIGN_OR_RETURN(EmbeddingTableConfig config, ConfigFromSpec(req.spec()));
+  if (req.run_secret().size() < kMinRunSecretBytes ||
+      req.run_secret().size() > kMaxRunSecretBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "embedding table ", config.name, " of run ", config.run_id,
+        req.run_secret().empty()
+            ? ": no run secret (a client older than this server sends none)"
+            : absl::StrCat(": a run secret of ", req.run_secret().size(),
+                           " bytes"),
+        "; a table is created with its run's secret of at least ",
+        kMinRunSecretBytes, " bytes (at most ", kMaxRunSecretBytes,
+        "), which every call on it must then carry"));
+  }
+  const std::string digest = Sha256(req.run_secret());
   resp->set_node_start(shard.node_start);
   resp->set_node_end(shard.node_end);
   std::string snapshot;  // The file a restore loads (none for epoch 0).
@@ -83,6 +115,11 @@ absl::Status EmbeddingService::Create(
   absl::MutexLock lock(&mu_);
   auto it = tables_.find(config.name);
   if (it != tables_.end() && it->second->config().run_id == config.run_id) {
+    auto held = secret_digests_.find(config.name);
+    if (held == secret_digests_.end() ||
+        !ConstantTimeEquals(digest, held->second)) {
+      return SecretRefused(config.name, config.run_id);
+    }
     const std::string differences =
         EmbeddingConfigDifferences(config, it->second->config());
     if (!differences.empty()) {
@@ -102,7 +139,19 @@ absl::Status EmbeddingService::Create(
                            it->second->applied_steps() == req.restore_step());
     if (join) {
       resp->set_created(false);
+      resp->set_run_secret_checked(true);
       return absl::OkStatus();
+    }
+  } else {
+    // The run's table is not held here (none, or another run's): its
+    // snapshots may be, bound to its secret.
+    ASSIGN_OR_RETURN(const std::string kept,
+                     KeptDigest(config.name, config.run_id));
+    if (!kept.empty() && !ConstantTimeEquals(digest, kept)) {
+      return SecretRefused(config.name, config.run_id);
+    }
+    if (kept.empty()) {
+      RETURN_IF_ERROR(KeepDigest(config.name, config.run_id, digest));
     }
   }
   // Other tables plus this one, within the limit (a replaced table's bytes
@@ -140,6 +189,7 @@ absl::Status EmbeddingService::Create(
                                       limits_.table_dir));
   }
   tables_[config.name] = std::move(table);
+  secret_digests_[config.name] = digest;
   if (req.restore()) {
     restored_epoch_[config.name] = req.restore_epoch();
   } else {
@@ -147,6 +197,7 @@ absl::Status EmbeddingService::Create(
   }
   waited_seconds_.erase(config.name);  // The figures of the new table only.
   resp->set_created(true);
+  resp->set_run_secret_checked(true);
   return absl::OkStatus();
 }
 
@@ -186,6 +237,49 @@ absl::StatusOr<std::string> EmbeddingService::SnapshotDir(
   return JoinPath(JoinPath(limits_.snapshot_dir, table), run_id);
 }
 
+absl::StatusOr<std::string> EmbeddingService::KeptDigest(
+    const std::string& name, const std::string& run_id) const {
+  absl::StatusOr<std::string> dir = SnapshotDir(name, run_id);
+  if (!dir.ok()) return std::string();  // No snapshots either.
+  const std::string path = JoinPath(*dir, kRunSecretDigestFile);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::string();
+  absl::StatusOr<std::string> text = ReadFileToString(path);
+  const auto hex = [](char c) {
+    return absl::ascii_isxdigit(static_cast<unsigned char>(c));
+  };
+  if (!text.ok() || text->size() != 2 * kHmacBytes + 1 ||
+      (*text)[2 * kHmacBytes] != '\n' ||
+      !std::all_of(text->begin(), text->end() - 1, hex)) {
+    return absl::DataLossError(absl::StrCat(
+        path, " is not the digest of run ", run_id,
+        "'s secret (64 hex digits and a newline); the server does not know "
+        "which run may use its snapshots"));
+  }
+  return absl::HexStringToBytes(text->substr(0, 2 * kHmacBytes));
+}
+
+absl::Status EmbeddingService::KeepDigest(const std::string& name,
+                                          const std::string& run_id,
+                                          const std::string& digest) const {
+  absl::StatusOr<std::string> dir = SnapshotDir(name, run_id);
+  if (!dir.ok()) return absl::OkStatus();  // Nowhere to keep snapshots.
+  std::error_code ec;
+  std::filesystem::create_directories(*dir, ec);
+  absl::Status written =
+      ec ? absl::UnavailableError(ec.message())
+         : WriteFileAtomic(JoinPath(*dir, kRunSecretDigestFile),
+                           absl::StrCat(absl::BytesToHexString(digest), "\n"),
+                           0600);
+  if (!written.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "embedding table ", name, " of run ", run_id,
+        ": cannot keep the digest of the run's secret beside its snapshots in ",
+        *dir, ": ", written.message()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status EmbeddingService::Snapshot(
     const proto::SnapshotEmbeddingsRequest& req,
     proto::SnapshotEmbeddingsResponse* resp) {
@@ -195,7 +289,7 @@ absl::Status EmbeddingService::Snapshot(
         " at step ", req.step(), " (epochs and steps are >= 0)"));
   }
   ASSIGN_OR_RETURN(std::shared_ptr<EmbeddingTable> table,
-                   Find(req.table(), req.run_id()));
+                   Find(req.table(), req.run_id(), req.run_secret()));
   ASSIGN_OR_RETURN(const std::string dir,
                    SnapshotDir(req.table(), req.run_id()));
   absl::MutexLock lock(&snapshot_mu_);  // One writer of a directory.
@@ -208,7 +302,9 @@ absl::Status EmbeddingService::Snapshot(
 }
 
 absl::StatusOr<std::shared_ptr<EmbeddingTable>> EmbeddingService::Find(
-    const std::string& name, const std::string& run_id) const {
+    const std::string& name, const std::string& run_id,
+    const std::string& secret) const {
+  const std::string digest = Sha256(secret);
   absl::MutexLock lock(&mu_);
   auto it = tables_.find(name);
   if (it == tables_.end()) {
@@ -223,6 +319,11 @@ absl::StatusOr<std::shared_ptr<EmbeddingTable>> EmbeddingService::Find(
     return absl::FailedPreconditionError(absl::StrCat(
         "embedding table ", name, " belongs to another run now (run ",
         it->second->config().run_id, ", not ", run_id, ")"));
+  }
+  auto held = secret_digests_.find(name);
+  if (held == secret_digests_.end() ||
+      !ConstantTimeEquals(digest, held->second)) {
+    return SecretRefused(name, run_id);
   }
   return it->second;
 }
@@ -277,7 +378,8 @@ void EmbeddingService::Pull(const proto::PullEmbeddingsRequest* req,
         std::min(w.deadline, w.since + absl::Milliseconds(req->max_wait_ms()));
   }
   absl::Status checked = [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(w.table, Find(req->table(), req->run_id()));
+    ASSIGN_OR_RETURN(w.table,
+                     Find(req->table(), req->run_id(), req->run_secret()));
     RETURN_IF_ERROR(wire::CheckLength<NodeId>(req->node_ids(), "node_ids"));
     const int64_t n =
         static_cast<int64_t>(req->node_ids().size() / sizeof(NodeId));
@@ -392,7 +494,7 @@ absl::Status EmbeddingService::Push(
     const proto::PushEmbeddingGradientsRequest& req,
     proto::PushEmbeddingGradientsResponse* resp) {
   ASSIGN_OR_RETURN(std::shared_ptr<EmbeddingTable> table,
-                   Find(req.table(), req.run_id()));
+                   Find(req.table(), req.run_id(), req.run_secret()));
   RETURN_IF_ERROR(wire::CheckLength<NodeId>(req.node_ids(), "node_ids"));
   RETURN_IF_ERROR(wire::CheckLength<float>(req.gradients(), "gradients"));
   const int64_t n =

@@ -1,19 +1,54 @@
 // The storage server's learnable tables (issue 15): the handlers of the
-// CreateEmbeddingTable, PullEmbeddings, PushEmbeddingGradients and
-// EmbeddingStats calls (proto/graphstore.proto), behind the Service's
-// authentication, admission and stats (graphstore/server.cc).
+// CreateEmbeddingTable, PullEmbeddings, PushEmbeddingGradients,
+// SnapshotEmbeddings and EmbeddingStats calls (proto/graphstore.proto), behind
+// the Service's authentication, admission and stats (graphstore/server.cc).
 //
 // Each table holds the rows of the nodes the shard owns
 // (embedding/embedding_table.h). Every request is validated before any work:
-// the table and run exist, byte lengths, the ID count against
-// max_ids_per_call, ownership (inside EmbeddingTable), and a new table's
-// arrays against max_table_bytes. A pull waits for the step clock at most
-// until its call's deadline or max_pull_wait, whichever is first.
+// the table and run exist, the run's secret, byte lengths, the ID count
+// against max_ids_per_call, ownership (inside EmbeddingTable), and a new
+// table's arrays against max_table_bytes. A pull waits for the step clock at
+// most until its call's deadline or max_pull_wait, whichever is first.
+//
+// Run secrets (issue 51). The auth token admits a cluster's clients; the
+// run ID names a run but is public (a run directory's embedding_run.json),
+// so neither tells one run's trainers from another client of the cluster. A
+// table is therefore created with its run's secret (at least
+// kMinRunSecretBytes, INVALID_ARGUMENT otherwise: a client older than this
+// server sends none), and every call on it must carry the same secret, or
+// be refused with PERMISSION_DENIED ("another run's table") before it reads
+// or changes anything: pulls (the rows are the run's training state), pushes,
+// snapshots, and creates (a join, or a restore, which would put the rows
+// back to a snapshot or to the initial table). EmbeddingStats (names and
+// figures) stays open, as Stats does. The server keeps the secret's SHA-256
+// only, and compares digests in constant time (ConstantTimeEquals), so
+// neither its memory nor its files give the secret away. With a snapshot
+// directory the digest is also written beside the run's snapshots,
+// DIR/<table>/<run ID>/run-secret.sha256 (mode 0600), when the run first
+// creates the table there: a run ID stays bound to its secret after its
+// table was replaced or the server restarted, so another client cannot
+// create a table under that run ID and then read the run's snapshots
+// (restore) or overwrite them (snapshot). Snapshots written before run
+// secrets (no digest file) are adopted by the first run to create or restore
+// the table.
+//
+// Another run (another run ID) may still replace a table of the same name,
+// whatever its secret: that is how a finished, stopped or dead run's table
+// is freed (servers outlive runs: `run --servers` twice in a row), and a
+// server cannot tell a dead run from one between two steps (refusing while
+// the table was used in the last N minutes would keep a crashed run's table
+// from the run started after it for N minutes, and still only guess). The
+// replaced run's next call is FAILED_PRECONDITION ("belongs to another run
+// now"); its rows are lost on this server but not its snapshots, from which
+// it resumes (a restore under its run ID and secret replaces the table in
+// turn). So a token holder can interrupt another run, but never read its
+// rows nor make it train on rows it did not write.
 //
 // Thread-safe.
 #ifndef SHARDGNN_GRAPHSTORE_INTERNAL_EMBEDDING_SERVICE_H_
 #define SHARDGNN_GRAPHSTORE_INTERNAL_EMBEDDING_SERVICE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -32,6 +67,13 @@
 #include "proto/graphstore.pb.h"
 
 namespace shardgnn::internal {
+
+// A run secret's length bounds (128 bits at least; run_secret in
+// proto/graphstore.proto).
+inline constexpr size_t kMinRunSecretBytes = 16;
+inline constexpr size_t kMaxRunSecretBytes = 1024;
+// Beside a run's snapshots: the SHA-256 of its secret, in hex.
+inline constexpr char kRunSecretDigestFile[] = "run-secret.sha256";
 
 struct EmbeddingServiceLimits {
   int64_t max_ids_per_call = int64_t{1} << 20;
@@ -69,7 +111,8 @@ class EmbeddingService {
 
   // A new table, the run's table joined, or (req.restore) the table of a
   // snapshot: NOT_FOUND naming the file if the server has none for that
-  // epoch.
+  // epoch; PERMISSION_DENIED if the run's table, or its snapshots, were
+  // created with another secret.
   absl::Status Create(const ShardMeta& shard,
                       const proto::CreateEmbeddingTableRequest& req,
                       proto::CreateEmbeddingTableResponse* resp);
@@ -92,9 +135,21 @@ class EmbeddingService {
 
  private:
   // The run's table `name`: NOT_FOUND if there is none, FAILED_PRECONDITION
-  // if another run's replaced it.
+  // if another run's replaced it, PERMISSION_DENIED unless `secret` is the
+  // run's.
   absl::StatusOr<std::shared_ptr<EmbeddingTable>> Find(
-      const std::string& name, const std::string& run_id) const;
+      const std::string& name, const std::string& run_id,
+      const std::string& secret) const;
+
+  // The digest of the secret run `run_id` created table `name` with, kept
+  // beside its snapshots: empty if there is none (no snapshot directory, a
+  // name that cannot be a file's, or a run not seen here). DATA_LOSS naming
+  // the file if it cannot be read.
+  absl::StatusOr<std::string> KeptDigest(const std::string& name,
+                                         const std::string& run_id) const;
+  // Writes `digest` there (when there is a place for it).
+  absl::Status KeepDigest(const std::string& name, const std::string& run_id,
+                          const std::string& digest) const;
 
   // DIR/<table>/<run ID> of the snapshot directory: FAILED_PRECONDITION
   // without one, INVALID_ARGUMENT for a name that is not one safe path
@@ -121,6 +176,9 @@ class EmbeddingService {
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<EmbeddingTable>> tables_
       ABSL_GUARDED_BY(mu_);
+  // Per table name: the SHA-256 of the run secret the table was created
+  // with.
+  std::map<std::string, std::string> secret_digests_ ABSL_GUARDED_BY(mu_);
   // Per table name: the epoch a resumed run's table was restored from
   // (absent for a fresh table).
   std::map<std::string, int> restored_epoch_ ABSL_GUARDED_BY(mu_);

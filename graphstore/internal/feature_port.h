@@ -19,17 +19,29 @@
 // same checks, waits and answers; graphstore/internal/embedding_service.h):
 //   request:  FeatureRequestHeader{kEmbeddingPullMagic, 0, num_ids},
 //             EmbeddingPullHeader, table_bytes bytes of the table's name,
-//             run_id_bytes bytes of the run ID, then num_ids int64 node IDs.
+//             run_id_bytes bytes of the run ID, secret_bytes bytes of the
+//             run's secret, then num_ids int64 node IDs.
 //   response: as above; the rows are the table's ([num_ids, dim]).
 // A learned-embedding push (PushEmbeddingGradients, answered the same way):
 //   request:  FeatureRequestHeader{kEmbeddingPushMagic, 0, num_ids},
 //             EmbeddingPushHeader, table_bytes bytes of the table's name,
-//             run_id_bytes bytes of the run ID, num_ids int64 node IDs, then
-//             gradient_bytes bytes of float32 gradients ([num_ids, dim]).
+//             run_id_bytes bytes of the run ID, secret_bytes bytes of the
+//             run's secret, num_ids int64 node IDs, then gradient_bytes bytes
+//             of float32 gradients ([num_ids, dim]).
 //   response: as above; when code is 0 the payload is the table's applied
 //             steps (one int64).
 // A server without learnable tables answers both UNIMPLEMENTED (the client
 // then pulls and pushes over gRPC).
+// The run's secret (issue 51) travels as in the gRPC requests, in clear: the
+// port is on only without TLS, where the gRPC calls (CreateEmbeddingTable
+// first) carry it in clear as well, so a proof bound to the connection here
+// would hide it from no one who can read the traffic. The secret is what
+// the server checks (against its digest), not a digest the client sends,
+// so the digest a server keeps is worth nothing to a thief. The port's first
+// embedding protocol ("SFE1", "SFG1", without the secret) is answered
+// FAILED_PRECONDITION, saying the client is older than the server, and the
+// connection is closed: an old client fails with that line instead of
+// falling back to gRPC, where its calls would be refused anyway.
 // A sample (SampleNeighbors, with the gRPC service's checks and limits:
 // fanout within [-1, max_fanout], owned IDs, at most max_sampled_per_call
 // neighbors and the message limit, refused with the same messages):
@@ -48,9 +60,10 @@
 // sample that finds its client address's queue full, or waits the I/O
 // timeout without a worker, is answered UNAVAILABLE "server busy" (the
 // client then samples over gRPC, which retries it).
-// A request the server cannot frame (bad magic, too many IDs, names longer
-// than kMaxEmbeddingNameBytes) gets an error response and the connection is
-// closed; any other error leaves it open.
+// A request the server cannot frame (bad magic, too many IDs, names or a
+// secret longer than kMaxEmbeddingNameBytes, an embedding frame of the first
+// protocol) gets an error response and the connection is closed; any other
+// error leaves it open.
 //
 // Authentication, when the server has a token (GraphStoreServerOptions::
 // auth_token), before the first request of a connection:
@@ -106,9 +119,12 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 inline constexpr uint32_t kFeatureRequestMagic = 0x31514653;   // "SFQ1"
 inline constexpr uint32_t kFeatureResponseMagic = 0x31524653;  // "SFR1"
 
-inline constexpr uint32_t kEmbeddingPullMagic = 0x31454653;  // "SFE1"
-inline constexpr uint32_t kEmbeddingPushMagic = 0x31474653;  // "SFG1"
-inline constexpr uint32_t kSampleMagic = 0x314e4653;         // "SFN1"
+inline constexpr uint32_t kEmbeddingPullMagic = 0x32454653;  // "SFE2"
+inline constexpr uint32_t kEmbeddingPushMagic = 0x32474653;  // "SFG2"
+// The first protocol's, refused (no run secret).
+inline constexpr uint32_t kEmbeddingPullMagicV1 = 0x31454653;  // "SFE1"
+inline constexpr uint32_t kEmbeddingPushMagicV1 = 0x31474653;  // "SFG1"
+inline constexpr uint32_t kSampleMagic = 0x314e4653;           // "SFN1"
 
 inline constexpr uint32_t kAuthHelloMagic = 0x31484653;      // "SFH1"
 inline constexpr uint32_t kAuthChallengeMagic = 0x31434653;  // "SFC1"
@@ -138,7 +154,7 @@ struct EmbeddingPullHeader {
   int32_t staleness = 0;
   uint32_t table_bytes = 0;
   uint32_t run_id_bytes = 0;
-  uint32_t reserved = 0;
+  uint32_t secret_bytes = 0;
 };
 // Follows a kEmbeddingPushMagic header: the fields of
 // PushEmbeddingGradientsRequest, and the length of its gradients.
@@ -148,7 +164,7 @@ struct EmbeddingPushHeader {
   int32_t trainer = 0;
   uint32_t table_bytes = 0;
   uint32_t run_id_bytes = 0;
-  uint32_t reserved = 0;
+  uint32_t secret_bytes = 0;
 };
 // Follows a kSampleMagic header: the fields of SampleNeighborsRequest.
 struct SampleHeader {
@@ -156,6 +172,7 @@ struct SampleHeader {
   uint32_t replace = 0;
   uint64_t seed = 0;
 };
+// Longest table name, run ID and run secret.
 inline constexpr uint32_t kMaxEmbeddingNameBytes = 1024;
 // Longest error message a client reads; longer ones are cut.
 inline constexpr uint64_t kMaxFeaturePortErrorBytes = 64 << 10;
@@ -278,6 +295,8 @@ class FeaturePortServer {
   // (feature_port_embeddings.cc; the rest is in feature_port_server.cc).
   bool AnswerPull(int fd, const FeatureRequestHeader& h);
   bool AnswerPush(int fd, const FeatureRequestHeader& h);
+  // Refuses an embedding request of the first protocol (its magic in `h`).
+  bool AnswerFirstProtocol(int fd, const FeatureRequestHeader& h);
   bool AnswerSample(int fd, const std::string& peer,
                     const FeatureRequestHeader& h, Buffers* buffers);
   // Samples *ids on hooks_.workers under `peer` and waits for the answer,
@@ -288,7 +307,8 @@ class FeaturePortServer {
   absl::Status CheckEmbeddingFraming(const char* what,
                                      const FeatureRequestHeader& h,
                                      uint32_t table_bytes,
-                                     uint32_t run_id_bytes) const;
+                                     uint32_t run_id_bytes,
+                                     uint32_t secret_bytes) const;
   void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Shuts down the connection idle longest (at least
   // limits_.min_idle_to_evict) between requests; false if there is none.
@@ -334,13 +354,14 @@ class FeaturePortClient {
                      bool* transport_failed);
 
   // An embedding pull: writes the row of table `table` (of run `run_id`,
-  // `dim` wide) of ids[i] to out + (rows ? rows[i] : i) * dim, as
-  // GraphStoreClient::PullEmbeddings. `max_wait` > 0 bounds the server's
-  // wait for the step clock (FAILED_PRECONDITION when not reached).
-  // Errors and *transport_failed as for Fetch; a server that does not serve
-  // pulls here is UNIMPLEMENTED with *transport_failed set.
+  // whose secret is `run_secret`; `dim` wide) of ids[i] to
+  // out + (rows ? rows[i] : i) * dim, as GraphStoreClient::PullEmbeddings.
+  // `max_wait` > 0 bounds the server's wait for the step clock
+  // (FAILED_PRECONDITION when not reached). Errors and *transport_failed as for
+  // Fetch; a server that does not serve pulls here is UNIMPLEMENTED with
+  // *transport_failed set.
   struct PullSpec {
-    std::string table, run_id;
+    std::string table, run_id, run_secret;
     int64_t dim = 0;
     int64_t step = 0;
     int staleness = 0;
@@ -352,12 +373,13 @@ class FeaturePortClient {
 
   // An embedding push: trainer `trainer`'s gradients of `step` for `ids`
   // (row-major, gradients.size() / ids.size() wide) to table `table` of run
-  // `run_id`, as GraphStoreClient::PushEmbeddingGradients. Pushes are
+  // `run_id` (whose secret is `run_secret`), as
+  // GraphStoreClient::PushEmbeddingGradients. Pushes are
   // idempotent per trainer and step (the table acknowledges a repeat without
   // applying it), so a broken pooled connection is retried like a fetch.
   // Errors and *transport_failed as for Pull.
   struct PushSpec {
-    std::string table, run_id;
+    std::string table, run_id, run_secret;
     int trainer = 0;
     int64_t step = 0;
   };

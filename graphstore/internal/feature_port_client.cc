@@ -24,24 +24,28 @@ namespace {
 constexpr absl::Duration kConnectTimeout = absl::Seconds(1);
 
 // What follows an embedding request's header: `header` (an
-// EmbeddingPullHeader or EmbeddingPushHeader, the names' lengths set here),
-// the table name and the run ID. INVALID_ARGUMENT for names the server
-// would refuse.
+// EmbeddingPullHeader or EmbeddingPushHeader, the lengths set here), the
+// table name, the run ID and the run's secret. INVALID_ARGUMENT for names
+// the server would refuse.
 template <typename Header>
 absl::StatusOr<std::string> EmbeddingExtra(Header header,
                                            const std::string& table,
-                                           const std::string& run_id) {
+                                           const std::string& run_id,
+                                           const std::string& run_secret) {
   if (table.size() > kMaxEmbeddingNameBytes ||
-      run_id.size() > kMaxEmbeddingNameBytes) {
+      run_id.size() > kMaxEmbeddingNameBytes ||
+      run_secret.size() > kMaxEmbeddingNameBytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("embedding table name or run ID over ",
+        absl::StrCat("embedding table name, run ID or run secret over ",
                      kMaxEmbeddingNameBytes, " bytes"));
   }
   header.table_bytes = static_cast<uint32_t>(table.size());
   header.run_id_bytes = static_cast<uint32_t>(run_id.size());
+  header.secret_bytes = static_cast<uint32_t>(run_secret.size());
   std::string extra(reinterpret_cast<const char*>(&header), sizeof(header));
   extra += table;
   extra += run_id;
+  extra += run_secret;
   return extra;
 }
 
@@ -220,7 +224,8 @@ absl::Status FeaturePortClient::Pull(const PullSpec& spec,
       std::max<int64_t>(1, absl::ToInt64Milliseconds(deadline - absl::Now()));
   Prefix prefix;
   prefix.magic = kEmbeddingPullMagic;
-  ASSIGN_OR_RETURN(prefix.extra, EmbeddingExtra(p, spec.table, spec.run_id));
+  ASSIGN_OR_RETURN(prefix.extra,
+                   EmbeddingExtra(p, spec.table, spec.run_id, spec.run_secret));
   Destination to;
   to.out = reinterpret_cast<char*>(out);
   to.places = rows;
@@ -244,7 +249,8 @@ absl::Status FeaturePortClient::Push(const PushSpec& spec,
   p.gradient_bytes = gradients.size() * sizeof(float);
   Prefix prefix;
   prefix.magic = kEmbeddingPushMagic;
-  ASSIGN_OR_RETURN(prefix.extra, EmbeddingExtra(p, spec.table, spec.run_id));
+  ASSIGN_OR_RETURN(prefix.extra,
+                   EmbeddingExtra(p, spec.table, spec.run_id, spec.run_secret));
   prefix.trailer = absl::MakeConstSpan(
       reinterpret_cast<const char*>(gradients.data()), p.gradient_bytes);
   int64_t applied_steps = 0;

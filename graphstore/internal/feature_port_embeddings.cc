@@ -26,41 +26,43 @@ using port_server::SendResponse;
 
 namespace {
 
-// An embedding request's table name, run ID and node IDs, in that order on
-// the wire after its header (their sizes checked by CheckEmbeddingFraming),
-// counted into *bytes_in; false if the connection failed.
-template <typename Request>
-bool ReadNamesAndIds(int fd, const FeatureRequestHeader& h,
-                     uint32_t table_bytes, uint32_t run_id_bytes, Request* req,
-                     int64_t* bytes_in) {
-  if (!ReadInto(fd, req->mutable_table(), table_bytes) ||
-      !ReadInto(fd, req->mutable_run_id(), run_id_bytes) ||
+// An embedding request's table name, run ID, run secret and node IDs, in
+// that order on the wire after its header `p` (their sizes checked by
+// CheckEmbeddingFraming), counted into *bytes_in; false if the connection
+// failed.
+template <typename Header, typename Request>
+bool ReadNamesAndIds(int fd, const FeatureRequestHeader& h, const Header& p,
+                     Request* req, int64_t* bytes_in) {
+  if (!ReadInto(fd, req->mutable_table(), p.table_bytes) ||
+      !ReadInto(fd, req->mutable_run_id(), p.run_id_bytes) ||
+      !ReadInto(fd, req->mutable_run_secret(), p.secret_bytes) ||
       !ReadInto(fd, req->mutable_node_ids(), h.num_ids * sizeof(NodeId))) {
     return false;
   }
-  *bytes_in +=
-      static_cast<int64_t>(table_bytes + run_id_bytes + req->node_ids().size());
+  *bytes_in += static_cast<int64_t>(p.table_bytes) + p.run_id_bytes +
+               p.secret_bytes + static_cast<int64_t>(req->node_ids().size());
   return true;
 }
 
 }  // namespace
 
 // The framing an embedding request shares, checked before anything is sized
-// by it: the number of IDs and the lengths of the names.
+// by it: the number of IDs and the lengths of the names and the secret.
 absl::Status FeaturePortServer::CheckEmbeddingFraming(
     const char* what, const FeatureRequestHeader& h, uint32_t table_bytes,
-    uint32_t run_id_bytes) const {
+    uint32_t run_id_bytes, uint32_t secret_bytes) const {
   if (h.num_ids > static_cast<uint64_t>(limits_.max_ids_per_call)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "embedding ", what, " of ", h.num_ids, " IDs exceeds the limit of ",
         limits_.max_ids_per_call, " IDs per call"));
   }
   if (table_bytes > kMaxEmbeddingNameBytes ||
-      run_id_bytes > kMaxEmbeddingNameBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("embedding ", what, " names a table of ", table_bytes,
-                     " bytes and a run ID of ", run_id_bytes,
-                     " bytes; at most ", kMaxEmbeddingNameBytes, " each"));
+      run_id_bytes > kMaxEmbeddingNameBytes ||
+      secret_bytes > kMaxEmbeddingNameBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "embedding ", what, " names a table of ", table_bytes,
+        " bytes and a run ID of ", run_id_bytes, " bytes, with a secret of ",
+        secret_bytes, " bytes; at most ", kMaxEmbeddingNameBytes, " each"));
   }
   return absl::OkStatus();
 }
@@ -71,15 +73,13 @@ bool FeaturePortServer::AnswerPull(int fd, const FeatureRequestHeader& h) {
   EmbeddingPullHeader p;
   if (!ReadFull(fd, &p, sizeof(p))) return false;
   bytes_in += sizeof(p);
-  const absl::Status framing =
-      CheckEmbeddingFraming("pull", h, p.table_bytes, p.run_id_bytes);
+  const absl::Status framing = CheckEmbeddingFraming(
+      "pull", h, p.table_bytes, p.run_id_bytes, p.secret_bytes);
   if (!framing.ok()) return Refuse(fd, timer, bytes_in, framing);
   const port_server::KeptPool<PullSet>::Lease set =
       embedding_buffers_->pulls.Take();
   proto::PullEmbeddingsRequest& req = set->request;
-  if (!ReadNamesAndIds(fd, h, p.table_bytes, p.run_id_bytes, &req, &bytes_in)) {
-    return false;
-  }
+  if (!ReadNamesAndIds(fd, h, p, &req, &bytes_in)) return false;
   absl::Status status;
   proto::PullEmbeddingsResponse& resp = set->response;
   resp.Clear();
@@ -116,8 +116,8 @@ bool FeaturePortServer::AnswerPush(int fd, const FeatureRequestHeader& h) {
   EmbeddingPushHeader p;
   if (!ReadFull(fd, &p, sizeof(p))) return false;
   bytes_in += sizeof(p);
-  absl::Status framing =
-      CheckEmbeddingFraming("push", h, p.table_bytes, p.run_id_bytes);
+  absl::Status framing = CheckEmbeddingFraming("push", h, p.table_bytes,
+                                               p.run_id_bytes, p.secret_bytes);
   if (framing.ok() &&
       p.gradient_bytes > static_cast<uint64_t>(limits_.max_message_bytes)) {
     framing = absl::InvalidArgumentError(absl::StrFormat(
@@ -129,7 +129,7 @@ bool FeaturePortServer::AnswerPush(int fd, const FeatureRequestHeader& h) {
   const port_server::KeptPool<PushSet>::Lease set =
       embedding_buffers_->pushes.Take();
   proto::PushEmbeddingGradientsRequest& req = set->request;
-  if (!ReadNamesAndIds(fd, h, p.table_bytes, p.run_id_bytes, &req, &bytes_in) ||
+  if (!ReadNamesAndIds(fd, h, p, &req, &bytes_in) ||
       !ReadInto(fd, req.mutable_gradients(), p.gradient_bytes)) {
     return false;
   }
@@ -149,6 +149,20 @@ bool FeaturePortServer::AnswerPush(int fd, const FeatureRequestHeader& h) {
   timer.Record(status.code(), bytes_in,
                status.ok() ? sizeof(applied_steps) : status.message().size());
   return SendResponse(fd, status, &applied_steps, sizeof(applied_steps));
+}
+
+bool FeaturePortServer::AnswerFirstProtocol(int fd,
+                                            const FeatureRequestHeader& h) {
+  const bool pull = h.magic == kEmbeddingPullMagicV1;
+  const RequestTimer timer(pull ? hooks_.pulls : hooks_.pushes);
+  return Refuse(
+      fd, timer, sizeof(h),
+      absl::FailedPreconditionError(absl::StrCat(
+          "an embedding ", pull ? "pull" : "push",
+          " of the feature port's first protocol, without the run's secret: "
+          "the client is older than this server, whose learned-embedding "
+          "tables answer only their run's secret; update the trainers' "
+          "shardgnn")));
 }
 
 }  // namespace shardgnn::internal

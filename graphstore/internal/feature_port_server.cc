@@ -230,6 +230,9 @@ bool FeaturePortServer::Answer(int fd, const std::string& peer,
   }
   if (h.magic == kEmbeddingPullMagic) return AnswerPull(fd, h);
   if (h.magic == kEmbeddingPushMagic) return AnswerPush(fd, h);
+  if (h.magic == kEmbeddingPullMagicV1 || h.magic == kEmbeddingPushMagicV1) {
+    return AnswerFirstProtocol(fd, h);
+  }
   if (h.magic == kSampleMagic) return AnswerSample(fd, peer, h, buffers);
   std::vector<NodeId>* ids = &buffers->ids;
   std::vector<char>* rows = &buffers->rows;

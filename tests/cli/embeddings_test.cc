@@ -3,10 +3,14 @@
 // child processes), what it writes, and the flags it refuses.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,9 +26,12 @@ namespace {
 
 using testing::Finished;
 using ::testing::HasSubstr;
+using testing::kRunTimeout;
+using ::testing::Not;
 using testing::ReportedTestAccuracy;
 using testing::RunShardgnn;
 using testing::RunTest;
+using testing::StartShardgnn;
 
 TEST_F(RunTest, LearnsEmbeddingsOnTheServersAndWritesThem) {
   const std::string out = dir_.Sub("run");
@@ -184,6 +191,8 @@ TEST_F(RunTest, InProcessEmbeddingsSnapshotResumeAndExport) {
   ASSERT_EQ(first.exit_status, 0) << first.output;
   EXPECT_TRUE(
       std::filesystem::exists(out + "/embedding_snapshots/epoch-2.emb"));
+  // Nobody else reaches a table in the training process: no secret.
+  EXPECT_FALSE(std::filesystem::exists(out + "/embedding_run.secret"));
   Finished resumed = train("3", true);
   ASSERT_EQ(resumed.exit_status, 0) << resumed.output;
   EXPECT_THAT(resumed.output,
@@ -227,6 +236,74 @@ TEST_F(RunTest, DiskModeKeepsTablesInMappedFiles) {
   // The same run, bit for bit, whichever storage.
   EXPECT_EQ(summary(dir_.Sub("disk"))["parameters_checksum"],
             summary(dir_.Sub("memory"))["parameters_checksum"]);
+}
+
+// Issue 51: a run's tables on the servers answer only its secret, which rank
+// 0 draws at random and keeps in the run directory (embedding_run.secret,
+// mode 0600; embedding_run.json holds only the run ID). An interrupted run
+// continued with `run --resume` takes it back and goes on, on servers
+// started afresh over the run's snapshots; another secret in its place does
+// not resume (the servers' snapshots of the run refuse it, naming the
+// table), and a secret file that others may read is refused, naming it.
+TEST_F(RunTest, AResumedRunTakesItsSecretBackFromTheRunDirectory) {
+  namespace fs = std::filesystem;
+  const std::string out = dir_.Sub("run");
+  auto args = [&](bool resume) {
+    std::vector<std::string> a = RunArgs(out, "6");
+    for (const char* f : {"--learn-embeddings", "8", "--max-restarts", "0"}) {
+      a.push_back(f);
+    }
+    if (resume) a.push_back("--resume");
+    return a;
+  };
+  auto run = StartShardgnn(args(false), "shardgnn run");
+  ASSERT_NE(run, nullptr);
+  ASSERT_OK(run->WaitForLine("epoch   2/6", kRunTimeout));
+  run->Signal(SIGINT);
+  std::optional<int> status = run->Wait(std::chrono::seconds(30));
+  ASSERT_TRUE(status.has_value());
+  if (*status == 0) GTEST_SKIP() << "the run finished before the interrupt";
+
+  const std::string secret_file = out + "/embedding_run.secret";
+  ASSERT_TRUE(fs::exists(secret_file));
+  const fs::perms owner_only = fs::perms::owner_read | fs::perms::owner_write;
+  EXPECT_EQ(fs::status(secret_file).permissions() & fs::perms::all, owner_only);
+  std::string secret;
+  std::getline(std::ifstream(secret_file), secret);
+  ASSERT_EQ(secret.size(), 32u);
+  std::ifstream run_file(out + "/embedding_run.json");
+  const std::string run_json((std::istreambuf_iterator<char>(run_file)),
+                             std::istreambuf_iterator<char>());
+  EXPECT_EQ(run_json.find(secret), std::string::npos) << run_json;
+
+  // Another secret in its place.
+  std::ofstream(secret_file, std::ios::trunc)
+      << "0123456789abcdef0123456789abcdef\n";
+  Finished forged = RunShardgnn(args(true));
+  EXPECT_NE(forged.exit_status, 0) << forged.output;
+  EXPECT_THAT(forged.output, HasSubstr("PERMISSION_DENIED"));
+  EXPECT_THAT(forged.output, HasSubstr("another run's table"));
+  EXPECT_THAT(forged.output, Not(HasSubstr("epoch   6/6")));
+
+  // The right one, readable by others: refused before any training.
+  std::ofstream(secret_file, std::ios::trunc) << secret << "\n";
+  fs::permissions(secret_file,
+                  owner_only | fs::perms::group_read | fs::perms::others_read);
+  Finished exposed = RunShardgnn(args(true));
+  EXPECT_NE(exposed.exit_status, 0) << exposed.output;
+  EXPECT_THAT(exposed.output, HasSubstr("embedding_run.secret"));
+  EXPECT_THAT(exposed.output, HasSubstr("chmod 600"));
+  EXPECT_THAT(exposed.output, Not(HasSubstr("epoch   6/6")));
+
+  // Readable by its owner alone: the run continues where it stopped.
+  fs::permissions(secret_file, owner_only);
+  Finished resumed = RunShardgnn(args(true));
+  ASSERT_EQ(resumed.exit_status, 0) << resumed.output;
+  EXPECT_THAT(resumed.output, HasSubstr("epoch   6/6"));
+  EXPECT_THAT(resumed.output, Not(HasSubstr("epoch   1/6")));
+  std::string again;
+  std::getline(std::ifstream(secret_file), again);
+  EXPECT_EQ(again, secret);
 }
 
 TEST_F(RunTest, EmbeddingFlagsAreChecked) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -196,6 +197,119 @@ TEST_F(RunTest, TokenProtectedServersServeOnlyRunsWithTheToken) {
     EXPECT_EQ(s->Poll(), std::nullopt) << s->name() << " stopped";
     EXPECT_EQ(s->Terminate(milliseconds(10000)), 0) << s->Tail(5);
   }
+}
+
+// The auth token and the file it is in, of a running `run` in `work_dir`.
+std::pair<std::string, std::string> RunToken(const std::string& work_dir) {
+  for (const auto& entry : fs::directory_iterator(work_dir)) {
+    if (entry.path().filename().string().rfind(".auth-token-", 0) == 0) {
+      std::string token;
+      std::getline(std::ifstream(entry.path()), token);
+      return {token, entry.path().string()};
+    }
+  }
+  return {};
+}
+
+// Issue 51: a run's learned rows answer only its secret. The run ID is public
+// (embedding_run.json is world-readable); the secret is in a file of mode
+// 0600 beside it, in no other file others may read, on no command line and
+// in no environment, and another client holding the cluster's token and the
+// run ID but not the secret can neither read nor write the run's rows, over
+// the feature port or gRPC.
+TEST_F(RunTest, LearnedRowsAnswerOnlyTheirRunsSecret) {
+  std::unique_ptr<Subprocess> run;
+  std::vector<ProcessInfo> children;
+  ASSERT_NO_FATAL_FAILURE(
+      StartTraining(&run, &children, {"--learn-embeddings", "8"}));
+  const std::string out = dir_.Sub("run");
+  const std::string secret_file = out + "/embedding_run.secret";
+  ASSERT_TRUE(fs::exists(secret_file));
+  EXPECT_EQ(fs::status(secret_file).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  std::string secret;
+  std::getline(std::ifstream(secret_file), secret);
+  ASSERT_EQ(secret.size(), 32u) << secret;
+  EXPECT_EQ(secret.find_first_not_of("0123456789abcdef"), std::string::npos);
+
+  for (const auto& c : children) {
+    for (const char* file : {"cmdline", "environ"}) {
+      std::ifstream in(absl::StrCat("/proc/", c.pid, "/", file),
+                       std::ios::binary);
+      std::string all((std::istreambuf_iterator<char>(in)),
+                      std::istreambuf_iterator<char>());
+      ASSERT_FALSE(all.empty()) << c.cmdline;
+      EXPECT_EQ(all.find(secret), std::string::npos)
+          << "the run's secret is in /proc/" << c.pid << "/" << file;
+    }
+  }
+  ASSERT_OK(run->WaitForLine("epoch   2/1000", kRunTimeout));
+  // Every file others or the group may read (run directory, snapshots, work
+  // dir) is without it.
+  // (Files come and go meanwhile: checkpoints are renamed into place.)
+  int readable = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(
+           dir_.path(), fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const fs::file_status status = it->status(ec);
+    if (ec || !fs::is_regular_file(status) || it->path() == secret_file) {
+      ec.clear();
+      continue;
+    }
+    if ((status.permissions() &
+         (fs::perms::group_read | fs::perms::others_read)) == fs::perms::none) {
+      continue;
+    }
+    const fs::path path = it->path();
+    ++readable;
+    std::ifstream in(path, std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+    EXPECT_EQ(all.find(secret), std::string::npos)
+        << "the run's secret is in " << path;
+  }
+  EXPECT_GT(readable, 10);
+
+  // The run ID, as anyone reads it.
+  auto run_file = nlohmann::json::parse(
+      std::ifstream(out + "/embedding_run.json"), nullptr, false);
+  ASSERT_TRUE(run_file.is_object());
+  const std::string run_id = run_file["run_id"].get<std::string>();
+  const auto [token, token_file] = RunToken(work_dir_);
+  ASSERT_EQ(token.size(), 64u);
+  const std::string output = run->Tail(100000);
+  const std::string server_address =
+      ReadyAddress(output.substr(output.find("ready on ")));
+  for (bool port : {true, false}) {
+    SCOPED_TRACE(port ? "feature port" : "gRPC");
+    GraphStoreClientOptions options;
+    options.max_attempts = 1;
+    options.auth_token = token;
+    options.use_feature_port = port;
+    ASSERT_OK_AND_ASSIGN(auto intruder,
+                         GraphStoreClient::Connect(server_address, options));
+    ASSERT_OK_AND_ASSIGN(ServerInfo info, intruder->Info());
+    EXPECT_EQ(intruder->UsesFeaturePort(), port);
+    EmbeddingTableConfig table;
+    table.name = "node";
+    table.dim = 8;
+    table.run_id = run_id;
+    table.run_secret = "0123456789abcdef0123456789abcdef";
+    std::vector<float> row(8);
+    absl::Status pulled = intruder->PullEmbeddings(
+        table, {info.meta.node_start}, 0, -1, absl::ZeroDuration(), row.data());
+    EXPECT_EQ(pulled.code(), absl::StatusCode::kPermissionDenied) << pulled;
+    EXPECT_THAT(std::string(pulled.message()),
+                HasSubstr("another run's table"));
+    // A push of a step far ahead (refused anyway if the secret were taken).
+    absl::Status pushed =
+        intruder->PushEmbeddingGradients(table, 0, int64_t{1} << 40, {}, {});
+    EXPECT_EQ(pushed.code(), absl::StatusCode::kPermissionDenied) << pushed;
+  }
+  EXPECT_EQ(run->Poll(), std::nullopt) << run->Tail(20);
+  run->Signal(SIGTERM);
+  EXPECT_TRUE(run->Wait(seconds(30)).has_value());
 }
 
 }  // namespace

@@ -73,6 +73,23 @@ TEST(WriteFileAtomicTest, WritesAndReplaces) {
             1);
 }
 
+// A secret (issue 51) is written with mode 0600 from its first byte, even
+// over a temporary file a killed writer left with a wider mode.
+TEST(WriteFileAtomicTest, AModeOf0600IsNeverWider) {
+  testing::TempDir dir;
+  const std::string stale =
+      dir.Sub("secret") + ".tmp-" + std::to_string(getpid());
+  std::ofstream(stale) << "left behind";
+  fs::permissions(stale, fs::perms::owner_all | fs::perms::group_all |
+                             fs::perms::others_all);
+  ASSERT_OK(WriteFileAtomic(dir.Sub("secret"), "s3cret\n", 0600));
+  EXPECT_EQ(fs::status(dir.Sub("secret")).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  ASSERT_OK_AND_ASSIGN(auto text, ReadFileToString(dir.Sub("secret")));
+  EXPECT_EQ(text, "s3cret\n");
+  EXPECT_FALSE(fs::exists(stale));
+}
+
 // The PID of a process that has exited and been reaped.
 pid_t DeadPid() {
   pid_t pid = fork();

@@ -32,6 +32,7 @@ shardgnn::internal::EmbeddingService* Embeddings() {
     spec->set_init_std(1.0);
     spec->set_num_trainers(1);
     spec->set_run_id("fuzz");
+    create.set_run_secret("the fuzz run's secret, 128 bits");
     shardgnn::proto::CreateEmbeddingTableResponse created;
     absl::Status s =
         e->Create(shardgnn::fuzz::TestShard()->Meta(), create, &created);

@@ -84,6 +84,9 @@ std::string Ids(std::vector<int64_t> ids) {
                      ids.size() * sizeof(int64_t));
 }
 
+// The seeds' table's run secret.
+constexpr char kFuzzSecret[] = "the fuzz run's secret, 128 bits";
+
 void WriteSeeds(const std::string& dir) {
   int n = 0;
   auto write = [&](uint8_t method, const google::protobuf::Message& m) {
@@ -123,10 +126,12 @@ void WriteSeeds(const std::string& dir) {
   spec->set_init_std(1.0);
   spec->set_num_trainers(2);
   spec->set_run_id("fuzz");
+  create.set_run_secret(kFuzzSecret);
   write(8, create);
   pb::PullEmbeddingsRequest pull;
   pull.set_table("node");
   pull.set_run_id("fuzz");
+  pull.set_run_secret(kFuzzSecret);
   pull.set_node_ids(Ids({0, 1, 2}));
   pull.set_step(0);
   write(9, pull);
@@ -136,6 +141,7 @@ void WriteSeeds(const std::string& dir) {
   pb::PushEmbeddingGradientsRequest push;
   push.set_table("node");
   push.set_run_id("fuzz");
+  push.set_run_secret(kFuzzSecret);
   push.set_trainer(1);
   push.set_step(0);
   push.set_node_ids(Ids({2, 2}));
@@ -148,6 +154,7 @@ void WriteSeeds(const std::string& dir) {
   pb::SnapshotEmbeddingsRequest snapshot;
   snapshot.set_table("node");
   snapshot.set_run_id("fuzz");
+  snapshot.set_run_secret(kFuzzSecret);
   snapshot.set_epoch(1);
   snapshot.set_step(0);
   write(12, snapshot);

@@ -61,6 +61,7 @@ class EmbeddingPortTest : public ::testing::Test {
     config_.num_trainers = 1;
     config_.ordered = true;
     config_.run_id = "run-a";
+    config_.run_secret = "run-a's secret, 128 bits or more";
   }
   void Start(const std::string& token = "", int64_t max_ids_per_call = 1000) {
     GraphStoreServerOptions options;
@@ -323,6 +324,75 @@ TEST_F(EmbeddingPortTest, WithATokenPullsAuthenticateFirst) {
   EXPECT_EQ(MethodCalls(stats, "PushEmbeddingGradients"), 1);  // Push(0).
 }
 
+// Issue 51: over the port as over gRPC, a pull or push from another client
+// with the cluster's token and the (public) run ID but not the run's secret
+// is refused, reads and changes nothing, and leaves the port in use.
+TEST_F(EmbeddingPortTest, PullsAndPushesNeedTheRunsSecret) {
+  const std::string token(32, 'k');
+  Start(token);
+  Push(0);
+  const std::vector<float> before = Table(grpc_client_.get(), 1);
+  GraphStoreClientOptions options;
+  options.auth_token = token;
+  ASSERT_OK_AND_ASSIGN(auto intruder,
+                       GraphStoreClient::Connect(server_->address(), options));
+  ASSERT_OK(intruder->Info().status());
+  ASSERT_TRUE(intruder->UsesFeaturePort());
+  EmbeddingTableConfig stolen = config_;
+  stolen.run_secret = "0123456789abcdef0123456789abcdef";
+  const std::vector<NodeId> ids = Owned();
+  std::vector<float> out(ids.size() * kDim, -1.0f);
+  absl::Status s =
+      intruder->PullEmbeddings(stolen, ids, 1, 0, absl::Seconds(2), out.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("another run's table"));
+  EXPECT_EQ(out, std::vector<float>(out.size(), -1.0f));
+  const std::vector<float> gradients(ids.size() * kDim, 0.5f);
+  s = intruder->PushEmbeddingGradients(stolen, 0, 1, ids, gradients);
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("another run's table"));
+  stolen.run_secret.clear();
+  EXPECT_EQ(
+      intruder->PushEmbeddingGradients(stolen, 0, 1, ids, gradients).code(),
+      absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(intruder->UsesFeaturePort());  // Refused on the port itself.
+  EXPECT_EQ(Table(grpc_client_.get(), 1), before);
+  ASSERT_OK_AND_ASSIGN(ServerStats stats, grpc_client_->Stats());
+  EXPECT_EQ(MethodCalls(stats, "FeaturePortPull", /*errors=*/true), 1);
+  EXPECT_EQ(MethodCalls(stats, "FeaturePortPush", /*errors=*/true), 2);
+  // The run's own client goes on over the port.
+  ASSERT_OK(
+      port_client_->PushEmbeddingGradients(config_, 0, 1, ids, gradients));
+  EXPECT_NE(Table(port_client_.get(), 2), before);
+}
+
+// A client of the port's first embedding protocol ("SFE1", "SFG1": no run
+// secret) is told to update, and served nothing: its push would otherwise
+// reach the table.
+TEST_F(EmbeddingPortTest, FirstProtocolFramesAreRefusedNamingTheUpdate) {
+  Start();
+  const std::string names = "node" + config_.run_id;
+  internal::EmbeddingPullHeader pull;
+  pull.table_bytes = 4;
+  pull.run_id_bytes = static_cast<uint32_t>(config_.run_id.size());
+  auto [code, message] = SendFramed(0x31454653u, 0, pull, names);
+  EXPECT_EQ(code, absl::StatusCode::kFailedPrecondition) << message;
+  EXPECT_THAT(message, HasSubstr("older than this server"));
+  EXPECT_THAT(message, HasSubstr("[closed]"));
+  internal::EmbeddingPushHeader push;
+  push.table_bytes = 4;
+  push.run_id_bytes = static_cast<uint32_t>(config_.run_id.size());
+  std::tie(code, message) = SendFramed(0x31474653u, 0, push, names);
+  EXPECT_EQ(code, absl::StatusCode::kFailedPrecondition) << message;
+  EXPECT_THAT(message, HasSubstr("older than this server"));
+  EXPECT_THAT(message, HasSubstr("[closed]"));
+  // Trainer 0's step 0 is still the next one: the push was not applied.
+  ASSERT_OK_AND_ASSIGN(auto tables, grpc_client_->EmbeddingStats());
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_EQ(tables[0].stats.pushes, 0);
+  EXPECT_EQ(tables[0].applied_steps, 0);
+}
+
 // Hand-made requests: framing the server cannot trust is answered and the
 // connection closed; the server goes on serving.
 TEST_F(EmbeddingPortTest, MalformedPullsAreRefusedAndTheServerLivesOn) {
@@ -470,16 +540,29 @@ TEST_F(EmbeddingPortTest, MalformedPushesAreRefusedAndTheServerLivesOn) {
   std::tie(code, message) = send_push(uint64_t{1} << 40, p, "");
   EXPECT_EQ(code, absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(message, HasSubstr("exceeds the limit of 1000"));
+  p = {};
+  p.secret_bytes = 4096;
+  std::tie(code, message) = send_push(1, p, "");
+  EXPECT_EQ(code, absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(message, HasSubstr("with a secret of 4096 bytes; at most 1024"));
+  EXPECT_THAT(message, HasSubstr("[closed]"));
   // Well framed, gradients of 3 bytes: the table's error, connection open.
   const NodeId v = Owned()[0];
+  p = {};
   p.table_bytes = 4;
   p.run_id_bytes = 5;
+  p.secret_bytes = static_cast<uint32_t>(config_.run_secret.size());
   p.gradient_bytes = 3;
-  std::tie(code, message) = send_push(
-      1, p,
-      "noderun-a" + std::string(reinterpret_cast<const char*>(&v), sizeof(v)) +
-          "abc");
+  const std::string id(reinterpret_cast<const char*>(&v), sizeof(v));
+  std::tie(code, message) =
+      send_push(1, p, "noderun-a" + config_.run_secret + id + "abc");
   EXPECT_EQ(code, absl::StatusCode::kInvalidArgument) << message;
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("[closed]")));
+  // The same with another secret: refused before anything else.
+  std::tie(code, message) = send_push(
+      1, p, "noderun-a" + std::string(p.secret_bytes, 'x') + id + "abc");
+  EXPECT_EQ(code, absl::StatusCode::kPermissionDenied) << message;
+  EXPECT_THAT(message, HasSubstr("another run's table"));
   EXPECT_THAT(message, ::testing::Not(HasSubstr("[closed]")));
 
   const std::vector<float> initial = Table(grpc_client_.get(), 0);

@@ -483,6 +483,7 @@ TEST(ServerStartTest, EmbeddingTablesAreBoundedByTheMachinesMemory) {
   config.optimizer = EmbeddingOptimizer::kAdam;
   config.num_trainers = 1;
   config.run_id = "r";
+  config.run_secret = "the run's secret, 16 bytes or more";
   ASSERT_OK(client->CreateEmbeddingTable(config));
   // ... and a second server bounded below it refuses the same table.
   server_options = {};

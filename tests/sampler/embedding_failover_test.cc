@@ -67,6 +67,7 @@ class EmbeddingFailoverTest : public ::testing::Test {
     config_.lr = 0.05;
     config_.num_trainers = 1;
     config_.run_id = "failover";
+    config_.run_secret = "the failover run's secret, 128 bits";
   }
 
   void TearDown() override {

@@ -11,8 +11,11 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -33,6 +36,11 @@ namespace {
 using testing::ExpectError;
 using ::testing::HasSubstr;
 using testing::TempDir;
+
+// A run's secret in these tests (what `shardgnn train` draws at random).
+std::string SecretOf(const std::string& run) {
+  return absl::StrCat("secret of run ", run, ", 128 bits or more");
+}
 
 class EmbeddingRowsTest : public ::testing::Test {
  protected:
@@ -74,6 +82,7 @@ class EmbeddingRowsTest : public ::testing::Test {
     c.lr = 1.0;
     c.num_trainers = trainers;
     c.run_id = run;
+    c.run_secret = SecretOf(run);
     return c;
   }
 
@@ -118,6 +127,76 @@ TEST_F(EmbeddingRowsTest, CreateJoinsTheRunsTableAndRefusesOtherSettings) {
   ExpectError(server_->PullEmbeddings(unknown, {v}, 0, -1, absl::ZeroDuration(),
                                       row.data()),
               absl::StatusCode::kNotFound, "no embedding table item");
+}
+
+// Issue 51: the run ID is public (embedding_run.json is world-readable). A
+// second client of the same cluster (the same token, here none) that knows
+// the run ID but not the run's secret neither writes the run's rows (a push,
+// a snapshot, a restore or a join that would reset them) nor reads them, and
+// the run goes on untouched.
+TEST_F(EmbeddingRowsTest, OnlyTheRunsSecretReachesItsTable) {
+  const EmbeddingTableConfig c = Config(1, "run-a");
+  ASSERT_OK(server_->CreateEmbeddingTable(c));
+  const NodeId v = owned_.first;
+  ASSERT_OK(
+      server_->PushEmbeddingGradients(c, 0, 0, {v}, {1.0f, 1.0f, 1.0f, 1.0f}));
+  const std::vector<float> before = Row(c, v);
+  GraphStoreClientOptions options;
+  options.call_timeout = absl::Seconds(2);
+  options.max_attempts = 1;
+  ASSERT_OK_AND_ASSIGN(auto intruder, Client(options));
+  for (const std::string& secret :
+       {std::string("0123456789abcdef0123456789abcdef"), c.run_secret + "!"}) {
+    SCOPED_TRACE(secret);
+    EmbeddingTableConfig stolen = c;
+    stolen.run_secret = secret;
+    const std::vector<float> g = {9.0f, 9.0f, 9.0f, 9.0f};
+    ExpectError(intruder->PushEmbeddingGradients(stolen, 0, 1, {v}, g),
+                absl::StatusCode::kPermissionDenied, "another run's table");
+    std::vector<float> row(4, -1.0f);
+    ExpectError(intruder->PullEmbeddings(stolen, {v}, 1, -1,
+                                         absl::ZeroDuration(), row.data()),
+                absl::StatusCode::kPermissionDenied, "another run's table");
+    EXPECT_EQ(row, std::vector<float>(4, -1.0f));
+    ExpectError(intruder->SnapshotEmbeddings(stolen, 1, 1).status(),
+                absl::StatusCode::kPermissionDenied, "another run's table");
+    // Joining the run's table, and restoring its epoch 0 (which would put
+    // the initial rows back).
+    ExpectError(intruder->CreateEmbeddingTable(stolen),
+                absl::StatusCode::kPermissionDenied, "embedding table node");
+    ExpectError(intruder->CreateEmbeddingTable(stolen, 0, 0),
+                absl::StatusCode::kPermissionDenied, "another run's table");
+  }
+  // Without any secret: refused as well.
+  EmbeddingTableConfig bare = c;
+  bare.run_secret.clear();
+  std::vector<float> row(4);
+  EXPECT_FALSE(
+      intruder
+          ->PullEmbeddings(bare, {v}, 1, -1, absl::ZeroDuration(), row.data())
+          .ok());
+  EXPECT_FALSE(
+      intruder->PushEmbeddingGradients(bare, 0, 1, {v}, {1, 1, 1, 1}).ok());
+  EXPECT_FALSE(intruder->CreateEmbeddingTable(bare, 0, 0).ok());
+  // The run's rows and clock are where the run left them, and it goes on.
+  EXPECT_EQ(Row(c, v), before);
+  ASSERT_OK(
+      server_->PushEmbeddingGradients(c, 0, 1, {v}, {1.0f, 1.0f, 1.0f, 1.0f}));
+  EXPECT_FLOAT_EQ(Row(c, v)[0], before[0] - 1.0f);
+}
+
+// A table is created only with a secret to protect it (a client older than
+// the server sends none).
+TEST_F(EmbeddingRowsTest, ATableWithoutASecretIsRefused) {
+  EmbeddingTableConfig c = Config(1, "bare");
+  c.run_secret.clear();
+  ExpectError(server_->CreateEmbeddingTable(c),
+              absl::StatusCode::kInvalidArgument, "run secret");
+  c.run_secret = "short";
+  ExpectError(server_->CreateEmbeddingTable(c),
+              absl::StatusCode::kInvalidArgument, "at least 16 bytes");
+  ASSERT_OK_AND_ASSIGN(auto tables, server_->EmbeddingStats());
+  EXPECT_TRUE(tables.empty());
 }
 
 TEST_F(EmbeddingRowsTest, BadPushesGetAStatusAndChangeNothing) {
@@ -439,6 +518,7 @@ TEST_F(EmbeddingSnapshotsOnServersTest, RestoreRollsBackEveryServer) {
   c.dim = 4;
   c.optimizer = EmbeddingOptimizer::kAdam;
   c.run_id = "snap-1";
+  c.run_secret = SecretOf(c.run_id);
   ASSERT_OK_AND_ASSIGN(auto rows, MakeRemoteRows(remote_.get(), c, 0, 0));
   for (int64_t s = 0; s < 3; ++s) PushAll(*rows, s);
   ASSERT_OK(rows->Flush());
@@ -496,6 +576,7 @@ TEST_F(EmbeddingSnapshotsOnServersTest, TablesOfOneRunAreIndependent) {
   node.dim = 4;
   node.optimizer = EmbeddingOptimizer::kAdam;
   node.run_id = "two-tables";
+  node.run_secret = SecretOf(node.run_id);
   EmbeddingTableConfig user = node;
   user.name = "user";
   user.dim = 8;
@@ -544,10 +625,90 @@ TEST_F(EmbeddingSnapshotsOnServersTest, TablesOfOneRunAreIndependent) {
   }
 }
 
+// Issue 51: a run's snapshots answer only its secret. Another run may take
+// the table's name (a finished or dead run's table is replaced), but not the
+// run's ID: re-creating, restoring or snapshotting run R's table with
+// another secret is refused (the server keeps the secret's digest beside R's
+// snapshots, and no more), so R's snapshot files keep R's rows, and R itself
+// resumes from them.
+TEST_F(EmbeddingSnapshotsOnServersTest, ARunsSnapshotsAnswerOnlyItsSecret) {
+  EmbeddingTableConfig c;
+  c.dim = 4;
+  c.run_id = "owner";
+  c.run_secret = SecretOf("owner");
+  ASSERT_OK_AND_ASSIGN(auto rows, MakeRemoteRows(remote_.get(), c, 0, 0));
+  for (int64_t s = 0; s < 2; ++s) PushAll(*rows, s);
+  ASSERT_OK(rows->Flush());
+  ASSERT_OK(rows->Snapshot(1, 2).status());
+  const std::vector<float> at_snapshot = PullAll(*rows, 2);
+
+  // Another run replaces the table: allowed, a new run starts afresh.
+  EmbeddingTableConfig other = c;
+  other.run_id = "other";
+  other.run_secret = SecretOf("other");
+  ASSERT_OK_AND_ASSIGN(auto other_rows,
+                       MakeRemoteRows(remote_.get(), other, 0, 0));
+  PushAll(*other_rows, 0);
+  ASSERT_OK(other_rows->Flush());
+  // With the owner's run ID and its own secret it gets nothing: not a fresh
+  // table, not the owner's snapshot, and the table it holds stays its own.
+  EmbeddingTableConfig thief = c;
+  thief.run_secret = other.run_secret;
+  EXPECT_EQ(MakeRemoteRows(remote_.get(), thief, 0, 0).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  GraphStoreClientOptions options;
+  options.call_timeout = absl::Seconds(5);
+  options.max_attempts = 1;
+  ASSERT_OK_AND_ASSIGN(auto client, GraphStoreClient::Connect(
+                                        cluster_->addresses()[0], options));
+  ASSERT_OK(client->Info().status());
+  ExpectError(client->CreateEmbeddingTable(thief, 1, 2),
+              absl::StatusCode::kPermissionDenied, "another run's table");
+  ExpectError(client->SnapshotEmbeddings(thief, 2, 2).status(),
+              absl::StatusCode::kFailedPrecondition, "belongs to another run");
+  std::vector<float> out(all_.size() * 4);
+  ASSERT_OK(other_rows->Pull(all_, 1, out.data()));
+
+  // A server restarted since knows the owner's secret from its files too.
+  ASSERT_OK(cluster_->Restart(1));
+  ASSERT_OK_AND_ASSIGN(auto restarted, GraphStoreClient::Connect(
+                                           cluster_->addresses()[1], options));
+  ASSERT_OK(restarted->Info().status());
+  ExpectError(restarted->CreateEmbeddingTable(thief, 1, 2),
+              absl::StatusCode::kPermissionDenied, "another run's table");
+  ExpectError(restarted->CreateEmbeddingTable(thief),
+              absl::StatusCode::kPermissionDenied, "another run's table");
+
+  // The owner resumes from its snapshot, with its rows.
+  ASSERT_OK(rows->Restore(1, 2));
+  EXPECT_EQ(PullAll(*rows, 2), at_snapshot);
+  // What the servers keep of the secret beside the snapshots: its digest,
+  // readable by the server's user alone.
+  for (int p = 0; p < 2; ++p) {
+    const std::string dir =
+        tmp_.Sub(absl::StrCat("embeddings/part-", p, "/node/owner"));
+    bool digest = false;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      std::ifstream in(entry.path(), std::ios::binary);
+      const std::string bytes((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+      EXPECT_EQ(bytes.find(c.run_secret), std::string::npos) << entry.path();
+      if (entry.path().filename() == "run-secret.sha256") {
+        digest = true;
+        EXPECT_EQ(entry.status().permissions() & std::filesystem::perms::all,
+                  std::filesystem::perms::owner_read |
+                      std::filesystem::perms::owner_write);
+      }
+    }
+    EXPECT_TRUE(digest) << dir;
+  }
+}
+
 TEST_F(EmbeddingSnapshotsOnServersTest, UnsafeRunIdsNameNoFile) {
   EmbeddingTableConfig c;
   c.dim = 2;
   c.run_id = "../../etc";
+  c.run_secret = SecretOf(c.run_id);
   ASSERT_OK_AND_ASSIGN(auto rows, MakeRemoteRows(remote_.get(), c, 0, 0));
   ASSERT_OK(rows->Push(0, {}, {}));
   ASSERT_OK(rows->Flush());

@@ -547,8 +547,9 @@ class CraftedFeaturePort {
       if (ok && h.magic == internal::kEmbeddingPushMagic) {
         ok = ReadAll(conn, &push, sizeof(push)) &&
              push.gradient_bytes < (1 << 26) && push.table_bytes < 4096 &&
-             push.run_id_bytes < 4096;
-        names.resize(ok ? push.table_bytes + push.run_id_bytes : 0);
+             push.run_id_bytes < 4096 && push.secret_bytes < 4096;
+        names.resize(
+            ok ? push.table_bytes + push.run_id_bytes + push.secret_bytes : 0);
         gradients.resize(ok ? push.gradient_bytes : 0);
         ok = ok && ReadAll(conn, names.data(), names.size());
       }
@@ -628,6 +629,7 @@ TEST_F(HostileFeaturePortTest, PushAnswersOtherThanAppliedStepsAreDataLoss) {
   EmbeddingTableConfig table;
   table.name = "node";
   table.run_id = "run";
+  table.run_secret = "the run's secret, 16 bytes or more";
   table.dim = 4;
   const std::vector<float> gradients = {1, 2, 3, 4};
   {  // Half an answer.

@@ -91,6 +91,7 @@ class EmbeddingTrainingTest : public ::testing::Test {
     c.init_std = 0.1;
     c.seed = 11;
     c.run_id = run;
+    c.run_secret = "secret of run " + run + ", 128 bits or more";
     return c;
   }
 
