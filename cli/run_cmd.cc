@@ -400,6 +400,7 @@ absl::Status RunPipeline(const RunFlags& flags) {
       for (auto& a : SecurityArgs(security)) options.argv.push_back(a);
       options.env = {{"RANK", std::to_string(r)},
                      {"WORLD_SIZE", std::to_string(flags.trainers)},
+                     {"LOCAL_RANK", std::to_string(r)},
                      // All on this machine: each trainer takes its share of the
                      // cores for compute unless --threads says otherwise.
                      {"LOCAL_WORLD_SIZE", std::to_string(flags.trainers)},

@@ -35,10 +35,12 @@
 #include "cli/training_flags.h"
 #include "common/file_util.h"
 #include "common/npy.h"
+#include "common/ports.h"
 #include "common/sampling.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
 #include "graphstore/client.h"
+#include "graphstore/internal/metrics_endpoint.h"
 #include "nlohmann/json.hpp"
 #include "partition/partition_book.h"
 #include "sampler/cached_graph_source.h"
@@ -49,6 +51,7 @@
 #include "trainer/distributed.h"
 #include "trainer/model_config.h"
 #include "trainer/trainer.h"
+#include "trainer/training_metrics.h"
 
 namespace shardgnn::cli {
 namespace {
@@ -180,6 +183,54 @@ absl::StatusOr<TrainOptions> TrainOptionsFor(const TrainFlags& flags,
   return options;
 }
 
+// This trainer's metrics (--metrics-listen) while it runs: the endpoint
+// serves them from the start (phase "starting"); Observe points the run's
+// callbacks at them.
+struct ServedMetrics {
+  std::unique_ptr<TrainingMetrics> metrics;  // Null without --metrics-listen.
+  std::unique_ptr<internal::MetricsEndpoint> endpoint;  // Reads metrics.
+
+  void Observe(TrainOptions* options) const {
+    if (metrics) metrics->Observe(options);
+  }
+  void Finish(bool ok) const {
+    if (metrics) metrics->Finish(ok);
+  }
+};
+
+// Binds --metrics-listen; with a fixed port, trainer k of its machine
+// (LOCAL_RANK) takes PORT + k, so that trainers started with the same flags
+// on one machine do not collide. Prints where the metrics are.
+absl::StatusOr<ServedMetrics> ServeMetrics(const TrainFlags& flags, int rank,
+                                           int world_size, int local_rank,
+                                           int epochs) {
+  ServedMetrics served;
+  std::string address = flags.training.metrics_listen;
+  if (address.empty()) return served;
+  std::string host, port_text;
+  int port = 0;
+  if (SplitHostPort(address, &host, &port_text) &&
+      absl::SimpleAtoi(port_text, &port) && port > 0 && local_rank > 0) {
+    if (port + local_rank > 65535) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot serve metrics on ", address, " + local rank ", local_rank,
+          ": port ", port + local_rank, " is beyond 65535"));
+    }
+    address = absl::StrCat(address.substr(0, address.rfind(':') + 1),
+                           port + local_rank);
+  }
+  served.metrics = std::make_unique<TrainingMetrics>(rank, world_size, epochs);
+  ASSIGN_OR_RETURN(served.endpoint, internal::MetricsEndpoint::Start(
+                                        address, [m = served.metrics.get()] {
+                                          return m->Render();
+                                        }));
+  std::printf("shardgnn train: metrics on http://%s:%d/metrics\n",
+              address.substr(0, address.rfind(':')).c_str(),
+              served.endpoint->port());
+  std::fflush(stdout);
+  return served;
+}
+
 // <out>/report.html; a report that cannot be written is a warning, not a
 // failed run.
 void WriteReport(const std::string& out_dir) {
@@ -247,6 +298,9 @@ absl::Status RunInProcess(const TrainFlags& flags) {
         "apply");
   }
   ASSIGN_OR_RETURN(TrainOptions options, TrainOptionsFor(flags));
+  ASSIGN_OR_RETURN(const ServedMetrics served,
+                   ServeMetrics(flags, /*rank=*/0, /*world_size=*/1,
+                                /*local_rank=*/0, options.epochs));
   ASSIGN_OR_RETURN(Dataset dataset, LoadDataset(flags.dataset_dir));
   ASSIGN_OR_RETURN(std::unique_ptr<InMemoryGraphSource> source,
                    InMemoryGraphSource::FromDataset(dataset));
@@ -325,7 +379,10 @@ absl::Status RunInProcess(const TrainFlags& flags) {
     options.embeddings = embeddings.get();
     PrintEmbeddings(*embeddings, "in this process");
   }
-  ASSIGN_OR_RETURN(TrainResult result, Train(*source, splits, options));
+  served.Observe(&options);
+  absl::StatusOr<TrainResult> trained = Train(*source, splits, options);
+  served.Finish(trained.ok());
+  ASSIGN_OR_RETURN(TrainResult result, std::move(trained));
   PrintResult(result, options.exact_test);
   if (flags.out_dir.empty()) return absl::OkStatus();
   nlohmann::ordered_json learned;
@@ -356,6 +413,9 @@ absl::Status RunTrain(const TrainFlags& flags) {
                    DistributedOptionsFor(flags.cluster));
   ASSIGN_OR_RETURN(TrainOptions options,
                    TrainOptionsFor(flags, dist.local_world_size));
+  ASSIGN_OR_RETURN(const ServedMetrics served,
+                   ServeMetrics(flags, dist.rank, dist.world_size,
+                                dist.local_rank, options.epochs));
   // Before any server is contacted.
   if (options.task == TaskKind::kLink && flags.cluster.partition_dir.empty()) {
     return absl::InvalidArgumentError(
@@ -515,7 +575,10 @@ absl::Status RunTrain(const TrainFlags& flags) {
     options.embeddings = embeddings.get();
     if (leader) PrintEmbeddings(*embeddings, "on the storage servers");
   }
-  ASSIGN_OR_RETURN(TrainResult result, Train(*source, splits, options, &sync));
+  served.Observe(&options);
+  absl::StatusOr<TrainResult> trained = Train(*source, splits, options, &sync);
+  served.Finish(trained.ok());
+  ASSIGN_OR_RETURN(TrainResult result, std::move(trained));
   for (EpochStats& e : result.epochs) {
     const auto at = static_cast<size_t>(e.epoch - 1);
     if (e.epoch >= 1 && at < server_usage->size() && (*server_usage)[at]) {

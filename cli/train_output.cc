@@ -20,6 +20,7 @@
 #include "common/status.h"
 #include "trainer/compute_env.h"
 #include "trainer/cpu_caching_allocator.h"
+#include "trainer/training_metrics.h"
 
 namespace shardgnn::cli {
 namespace {
@@ -407,14 +408,14 @@ void ReportSteps(double seconds, TrainOptions* options) {
   auto epoch_progress = std::make_shared<std::unique_ptr<Progress>>();
   auto epoch_seen = std::make_shared<int>(0);
   const int epochs = options->epochs;
-  options->on_step = [=](int epoch, int64_t step, int64_t steps) {
-    if (epoch != *epoch_seen || !*epoch_progress) {
-      *epoch_seen = epoch;
+  AddStepObserver(options, [=](const StepStats& s) {
+    if (s.epoch != *epoch_seen || !*epoch_progress) {
+      *epoch_seen = s.epoch;
       *epoch_progress = std::make_unique<Progress>(
-          absl::StrCat("epoch ", epoch, "/", epochs), steps, "steps", line);
+          absl::StrCat("epoch ", s.epoch, "/", epochs), s.steps, "steps", line);
     }
-    (*epoch_progress)->Update(step);
-  };
+    (*epoch_progress)->Update(s.step);
+  });
   auto test_progress = std::make_shared<std::unique_ptr<Progress>>();
   const char* unit = options->exact_test ? "node rows" : "batches";
   options->on_test_progress = [=](int64_t done, int64_t total) {

@@ -117,6 +117,11 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
                   "A progress line (steps, rate, ETA) every this many "
                   "seconds within a long epoch and the final test (0: none)")
       ->capture_default_str();
+  cmd->add_option("--metrics-listen", f->metrics_listen,
+                  "Serve this trainer's Prometheus metrics (step time, "
+                  "throughput, waiting, loss) at http://HOST:PORT/metrics "
+                  "while it trains; port 0 picks a free one, and with a fixed "
+                  "port trainer k of a machine (LOCAL_RANK) takes PORT + k");
   cmd->add_flag("--no-shared-memory", f->no_shared_memory,
                 "Fetch features through calls even from storage servers on "
                 "this machine (default: map their shared feature matrix)");
@@ -251,6 +256,10 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
   if (f.allow_changed_settings) args.push_back("--allow-changed-settings");
   if (f.no_shared_memory) args.push_back("--no-shared-memory");
   if (f.no_feature_port) args.push_back("--no-feature-port");
+  if (!f.metrics_listen.empty()) {
+    args.push_back("--metrics-listen");
+    args.push_back(f.metrics_listen);
+  }
   return args;
 }
 

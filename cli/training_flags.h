@@ -57,6 +57,9 @@ struct TrainingFlags {
   // Seconds between progress lines within an epoch and the final test
   // (rank 0; a line only once that much time passed); 0: none.
   double progress_seconds = 10;
+  // HOST:PORT to serve the trainer's Prometheus metrics at while it trains
+  // (trainer k of a machine, LOCAL_RANK, takes PORT + k); empty: none.
+  std::string metrics_listen;
   // Fetch every feature row through GetFeatures calls, even from servers on
   // this machine that share their feature matrix.
   bool no_shared_memory = false;

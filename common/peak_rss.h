@@ -1,5 +1,6 @@
-// The peak resident set, the minor page faults and the CPU time of this
-// process, for summaries and reports, and the machine's physical memory.
+// The peak and current resident set, the minor page faults and the CPU time
+// of this process, for summaries and reports, and the machine's physical
+// memory.
 #ifndef SHARDGNN_COMMON_PEAK_RSS_H_
 #define SHARDGNN_COMMON_PEAK_RSS_H_
 
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 
 namespace shardgnn {
 
@@ -16,6 +18,17 @@ inline int64_t PeakRssBytes() {
   struct rusage usage {};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return -1;
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+// Resident set of this process now in bytes (/proc/self/statm), 0 if
+// unknown.
+inline int64_t ResidentBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  long long size = 0, resident = 0;
+  const bool read = std::fscanf(f, "%lld %lld", &size, &resident) == 2;
+  std::fclose(f);
+  return read ? resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
 // Minor page faults of this process so far, every thread (getrusage): pages

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -36,6 +37,15 @@ namespace shardgnn {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// What a step trains on: its labeled seeds, or (link tasks) its scored
+// pairs.
+int64_t CountExamples(const MiniBatch& batch) {
+  if (!batch.pair_labels.empty())
+    return static_cast<int64_t>(batch.pair_labels.size());
+  return std::count_if(batch.labels.begin(), batch.labels.end(),
+                       [](int64_t label) { return label >= 0; });
+}
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -504,13 +514,21 @@ class Run {
       const auto t0 = Clock::now();
       ASSIGN_OR_RETURN(bool more, loader_->Next(&batch));
       if (!more) break;
-      stats.sample_seconds += SecondsSince(t0);
+      StepStats step;
+      step.epoch = epoch;
+      step.steps = loader_->steps_per_epoch();
+      step.wait_seconds = SecondsSince(t0);
       for (const Block& block : batch.blocks)
-        stats.sampled_edges += block.num_edges();
-      RETURN_IF_ERROR(TrainStep(epoch, batch, &figures, &stats));
+        step.sampled_edges += block.num_edges();
+      step.examples = CountExamples(batch);
+      RETURN_IF_ERROR(TrainStep(epoch, batch, &figures, &stats, &step));
       ++stats.steps;
-      if (options_.on_step)
-        options_.on_step(epoch, stats.steps, loader_->steps_per_epoch());
+      step.step = stats.steps;
+      stats.sample_seconds += step.wait_seconds;
+      stats.sampled_edges += step.sampled_edges;
+      stats.compute_seconds += step.compute_seconds;
+      stats.sync_seconds += step.sync_seconds;
+      if (options_.on_step) options_.on_step(step);
     }
     loader_->Pause();  // Its threads stay for the next epoch.
     FinishEpochStats(start, figures, &stats);
@@ -520,15 +538,18 @@ class Run {
   // One optimizer step on `batch`: its loss's gradients, averaged over the
   // ranks, then the step, the average and the learned rows' push.
   absl::Status TrainStep(int epoch, MiniBatch& batch,
-                         internal::StepFigures* figures, EpochStats* stats) {
+                         internal::StepFigures* figures,
+                         const EpochStats* stats, StepStats* step) {
     const auto t0 = Clock::now();
     double diverged = 0.0;  // A non-finite loss of this rank's batch.
     optimizer_->zero_grad();
     if (rows_ != nullptr) RETURN_IF_ERROR(rows_->Pull(batch, true));
     torch::Tensor loss = task_->Loss(*model_, batch, figures);
+    step->loss = std::numeric_limits<double>::quiet_NaN();
     if (loss.defined()) {
       loss.backward();
       const double value = loss.item<double>();
+      step->loss = value;
       if (!std::isfinite(value)) diverged = value;
     }
     if (sync_ != nullptr) {
@@ -539,7 +560,7 @@ class Run {
       }
       const auto s0 = Clock::now();
       RETURN_IF_ERROR(sync_->AllreduceGradients(params_));
-      stats->sync_seconds += SecondsSince(s0);
+      step->sync_seconds = SecondsSince(s0);
     }
     // After the step's allreduce, so that the other ranks are not left
     // waiting in it: the non-finite gradients reached them, and they stop
@@ -555,7 +576,7 @@ class Run {
     average_.Update(params_);
     // Sent while the next batch computes (at most two steps in flight).
     if (rows_ != nullptr) RETURN_IF_ERROR(rows_->PushStep());
-    stats->compute_seconds += SecondsSince(t0);
+    step->compute_seconds = SecondsSince(t0);
     return absl::OkStatus();
   }
 

@@ -189,6 +189,26 @@ struct EpochStats {
   double server_cpu_seconds = -1;
 };
 
+// One training step of this rank, as TrainOptions::on_step sees it.
+struct StepStats {
+  int epoch = 0;      // From 1.
+  int64_t step = 0;   // Steps done in the epoch, this one included.
+  int64_t steps = 0;  // The epoch's step count.
+  // What the step trained on: labeled seeds (node tasks) or scored pairs
+  // (link tasks), and the edges sampled for it.
+  int64_t examples = 0;
+  int64_t sampled_edges = 0;
+  // The wait for the minibatch (sampling, features and labels that did not
+  // overlap compute), and the step itself: forward, backward, gradient sync
+  // (sync_seconds of it) and optimizer step.
+  double wait_seconds = 0.0;
+  double compute_seconds = 0.0;
+  double sync_seconds = 0.0;
+  // This rank's batch loss (the task's mean); NaN when the batch had no
+  // labeled seeds.
+  double loss = 0.0;
+};
+
 struct TrainOptions {
   TaskKind task = TaskKind::kNode;
   LinkOptions link;  // kLink only.
@@ -289,10 +309,9 @@ struct TrainOptions {
   std::string model_path;
   // Called after every epoch (progress lines, metrics files); may be empty.
   std::function<void(const EpochStats&)> on_epoch;
-  // Called after every training step with the epoch (from 1), the steps done
-  // in it and its step count, for progress lines within long epochs; may be
-  // empty.
-  std::function<void(int epoch, int64_t step, int64_t steps)> on_step;
+  // Called after every training step (progress lines within long epochs,
+  // the trainer's metrics: trainer/training_metrics.h); may be empty.
+  std::function<void(const StepStats&)> on_step;
   // Called during the final test evaluation with the work done and in all
   // (batches of test nodes; with exact_test, node rows over all layers); may
   // be empty.

@@ -6,17 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <exception>
 #include <limits>
 #include <utility>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
+#include "common/peak_rss.h"
 #include "common/status.h"
-#include "graphstore/internal/listener.h"
-#include "graphstore/internal/one_request_server.h"
+#include "graphstore/internal/metrics_endpoint.h"
 #include "prometheus/client_metric.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/text_serializer.h"
@@ -32,15 +28,6 @@ using prometheus::MetricType;
 // bounds MethodStats's quarter-power-of-two buckets fall on exactly.
 constexpr int kFirstBucketLog2Us = 3;
 constexpr int kLastBucketLog2Us = 25;
-
-int64_t ResidentBytes() {
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  long long size = 0, resident = 0;
-  const bool read = std::fscanf(f, "%lld %lld", &size, &resident) == 2;
-  std::fclose(f);
-  return read ? resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE)) : 0;
-}
 
 int64_t OpenFds() {
   DIR* dir = opendir("/proc/self/fd");
@@ -257,78 +244,19 @@ std::string RenderMetrics(const ServerMetricsSources& sources) {
 
 absl::StatusOr<std::unique_ptr<MetricsExporter>> MetricsExporter::Start(
     const std::string& listen_address, ServerMetricsSources sources) {
-  const size_t colon = listen_address.rfind(':');
-  int port = -1;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(listen_address.substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot serve metrics on '", listen_address,
-        "': not HOST:PORT (a port in [0, 65535]; 0 picks a free port)"));
-  }
-  auto listener =
-      Listener::Bind(listen_address.substr(0, colon), port, "metrics port");
-  if (!listener.ok()) {
-    // "metrics port: cannot listen on HOST:PORT: Address already in use" ->
-    // "cannot serve metrics on HOST:PORT: Address already in use".
-    absl::string_view why = listener.status().message();
-    why = absl::StripPrefix(why, "metrics port: ");
-    why = absl::StripPrefix(
-        why, absl::StrCat("cannot listen on ", listen_address, ": "));
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on ", listen_address, ": ", why));
-  }
   auto exporter = std::unique_ptr<MetricsExporter>(new MetricsExporter());
   exporter->sources_ = std::move(sources);
-  ASSIGN_OR_RETURN(
-      exporter->server_,
-      OneRequestServer::Start(std::move(listener).value(), OneRequestLimits{},
-                              [e = exporter.get()](const std::string& head) {
-                                return e->Respond(head);
-                              }));
-  exporter->port_ = exporter->server_->port();
+  ASSIGN_OR_RETURN(exporter->endpoint_,
+                   MetricsEndpoint::Start(listen_address, [e = exporter.get()] {
+                     return RenderMetrics(e->sources_);
+                   }));
   return exporter;
 }
 
-std::string MetricsExporter::Respond(const std::string& head) const {
-  const std::string line = head.substr(0, head.find("\r\n"));
-  // "GET /metrics HTTP/1.1"; a query string is ignored.
-  const size_t space = line.find(' ');
-  const std::string method = line.substr(0, space);
-  std::string target = space == std::string::npos ? "" : line.substr(space + 1);
-  target = target.substr(0, target.find(' '));
-  target = target.substr(0, target.find('?'));
-  std::string status = "200 OK";
-  std::string type = "text/plain; version=0.0.4; charset=utf-8";
-  std::string body;
-  if (head.find("\r\n\r\n") == std::string::npos ||
-      !absl::StartsWith(line.substr(line.rfind(' ') + 1), "HTTP/")) {
-    status = "400 Bad Request";
-  } else if (method != "GET" && method != "HEAD") {
-    status = "405 Method Not Allowed";
-  } else if (target != "/metrics") {
-    status = "404 Not Found";
-  }
-  if (status == "200 OK") {
-    try {  // No exception may leave the server's thread.
-      body = RenderMetrics(sources_);
-    } catch (const std::exception&) {
-      status = "500 Internal Server Error";
-    }
-  }
-  if (status != "200 OK") {
-    type = "text/plain; charset=utf-8";
-    body = absl::StrCat(status, ": shardgnn serves GET /metrics\n");
-  }
-  std::string answer = absl::StrCat(
-      "HTTP/1.1 ", status, "\r\nContent-Type: ", type,
-      "\r\nContent-Length: ", body.size(), "\r\nConnection: close\r\n\r\n");
-  if (method != "HEAD") answer += body;
-  return answer;
-}
-
-// server_ goes first (the members' reverse order): its thread, the one
+// endpoint_ goes first (the members' reverse order): its thread, the one
 // reader of sources_, is joined before they go.
 MetricsExporter::~MetricsExporter() = default;
+
+int MetricsExporter::port() const { return endpoint_->port(); }
 
 }  // namespace shardgnn::internal

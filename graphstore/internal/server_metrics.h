@@ -9,17 +9,11 @@
 // without a metrics address starts no exporter at all.
 //
 // The samples are built as prometheus-cpp's MetricFamily values and written
-// by its TextSerializer (prometheus-cpp core). The HTTP side is not
-// prometheus-cpp's Exposer: Debian's civetweb under it starts its threads
-// with 100 KiB stacks, which glibc refuses (EINVAL) in a process whose static
-// TLS is as large as LibTorch's, so it cannot start inside `shardgnn`.
-// Instead a Listener (listener.h) accepts and a OneRequestServer
-// (one_request_server.h) reads the requests and writes the answers, all
-// connections on one thread that never waits for a client: each request
-// within 2 s, at most 64 connections at once and 8 from one client address,
-// so stalled clients cannot hold off a scrape. A scrape is a few dozen
-// atomic loads and a few kilobytes of text. prometheus-cpp's headers stay in
-// server_metrics.cc.
+// by its TextSerializer (prometheus-cpp core), served by a MetricsEndpoint
+// (metrics_endpoint.h): each request within 2 s, at most 64 connections at
+// once and 8 from one client address, so stalled clients cannot hold off a
+// scrape. A scrape is a few dozen atomic loads and a few kilobytes of text.
+// prometheus-cpp's headers stay in server_metrics.cc.
 //
 // The endpoint has no authentication: anyone who reaches it reads the
 // figures the Stats RPC answers only with the auth token (calls, errors,
@@ -39,7 +33,7 @@
 
 namespace shardgnn::internal {
 
-class OneRequestServer;
+class MetricsEndpoint;
 
 // What a scrape asks the server at that moment.
 struct ServerMetricsState {
@@ -91,16 +85,13 @@ class MetricsExporter {
   MetricsExporter(const MetricsExporter&) = delete;
   MetricsExporter& operator=(const MetricsExporter&) = delete;
 
-  int port() const { return port_; }
+  int port() const;
 
  private:
   MetricsExporter() = default;
-  // The HTTP answer to a request head.
-  std::string Respond(const std::string& head) const;
 
   ServerMetricsSources sources_;
-  std::unique_ptr<OneRequestServer> server_;
-  int port_ = 0;
+  std::unique_ptr<MetricsEndpoint> endpoint_;  // Reads sources_.
 };
 
 }  // namespace shardgnn::internal

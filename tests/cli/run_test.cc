@@ -29,6 +29,7 @@
 #include "tests/cli/process_table.h"
 #include "tests/cli/run_fixture.h"
 #include "tests/cli/shardgnn_child.h"
+#include "tests/testing/scrape.h"
 #include "tests/testing/status_matchers.h"
 
 namespace shardgnn {
@@ -363,6 +364,40 @@ TEST_F(RunTest, InterruptedRunResumesToTheSameResult) {
     EXPECT_NEAR(actual[epoch], loss, 1e-4) << "epoch " << epoch;
   }
   EXPECT_NEAR(SummaryTestAccuracy(resumed), SummaryTestAccuracy(whole), 1e-6);
+}
+
+// --metrics-listen reaches every trainer of a run: each says where its
+// metrics are (a free port each), and each answers with its own rank's
+// figures, the gradient sync between the two included.
+TEST_F(RunTest, EveryTrainerServesItsMetrics) {
+  std::unique_ptr<Subprocess> run;
+  std::vector<ProcessInfo> children;
+  ASSERT_NO_FATAL_FAILURE(
+      StartTraining(&run, &children, {"--metrics-listen", "127.0.0.1:0"}));
+  std::map<int, int> port_of_rank;
+  const std::string marker = "shardgnn train: metrics on http://127.0.0.1:";
+  for (const std::string& line : Lines(run->Tail(1000))) {
+    const size_t at = line.find(marker);
+    if (at == std::string::npos) continue;
+    const int rank = line.rfind("[trainer 1] ", 0) == 0 ? 1 : 0;
+    port_of_rank[rank] = std::stoi(line.substr(at + marker.size()));
+  }
+  ASSERT_EQ(port_of_rank.size(), 2u) << run->Tail(100);
+  EXPECT_NE(port_of_rank[0], port_of_rank[1]);
+  for (const auto& [rank, port] : port_of_rank) {
+    const std::string label = absl::StrCat("{rank=\"", rank, "\"}");
+    std::map<std::string, double> s =
+        testing::ParseSamples(testing::HttpGet(port));
+    EXPECT_EQ(s["shardgnn_trainer_world_size" + label], 2) << rank;
+    EXPECT_GT(s["shardgnn_trainer_steps_total" + label], 0) << rank;
+    EXPECT_GT(s["shardgnn_trainer_sync_seconds_total" + label], 0) << rank;
+    EXPECT_GT(s["shardgnn_trainer_compute_seconds_total" + label],
+              s["shardgnn_trainer_sync_seconds_total" + label])
+        << rank;
+  }
+  run->Signal(SIGINT);
+  ASSERT_TRUE(run->Wait(seconds(60)).has_value());
+  ExpectNoneLeft(children);
 }
 
 // Storage servers started by the test outlive the runs submitted to them.

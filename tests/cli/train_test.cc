@@ -22,6 +22,7 @@
 #include "common/file_util.h"
 #include "common/subprocess.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/scrape.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "toml++/toml.h"
@@ -139,6 +140,10 @@ INSTANTIATE_TEST_SUITE_P(
                  {"--servers", "127.0.0.1:1", "--task", "link", "--server-wait",
                   "0"},
                  {"--task link needs --partition DIR"}},
+        BadTrain{"MetricsListenNotHostPort",
+                 {},
+                 {"--servers", "127.0.0.1:1", "--metrics-listen", "9100"},
+                 {"cannot serve metrics on '9100': not HOST:PORT"}},
         BadTrain{
             "ResumeWithoutCheckpoints",
             {},
@@ -511,6 +516,70 @@ TEST(TrainInProcessTest, LongEpochsAndTheTestShowProgress) {
                    "--checkpoint-every", "0", "--progress-seconds", "0"});
   ASSERT_EQ(quiet_status, 0) << quiet;
   EXPECT_THAT(quiet, Not(HasSubstr("steps/s")));
+}
+
+// --metrics-listen: the trainer says where its metrics are, and GET /metrics
+// answers while it trains, with figures that agree with one another.
+TEST(TrainInProcessTest, MetricsListenServesTheTrainersMetrics) {
+  testing::TempDir dir;
+  std::string cora;
+  ASSERT_NO_FATAL_FAILURE(ImportCora(dir, &cora));
+  SubprocessOptions options;
+  options.name = "shardgnn train";
+  options.argv = {testing::ShardgnnBinary(),
+                  "train",
+                  "--dataset",
+                  cora,
+                  "--epochs",
+                  "40",
+                  "--patience",
+                  "0",
+                  "--checkpoint-every",
+                  "0",
+                  "--metrics-listen",
+                  "127.0.0.1:0"};
+  ASSERT_OK_AND_ASSIGN(auto train, Subprocess::Start(options));
+  const std::string prefix = "shardgnn train: metrics on http://127.0.0.1:";
+  ASSERT_OK_AND_ASSIGN(std::string line,
+                       train->WaitForLine(prefix, std::chrono::seconds(60)));
+  ASSERT_THAT(line, ::testing::EndsWith("/metrics"));
+  const int port = std::stoi(line.substr(line.find(prefix) + prefix.size()));
+
+  // Scrapes until an epoch has finished (or the run ended).
+  std::map<std::string, double> s;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string answer = testing::HttpGet(port);
+    if (answer.empty()) break;  // The run is over.
+    ASSERT_THAT(answer, ::testing::StartsWith("HTTP/1.1 200 OK"));
+    s = testing::ParseSamples(answer);
+    if (s["shardgnn_trainer_last_epoch{rank=\"0\"}"] >= 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GE(s["shardgnn_trainer_last_epoch{rank=\"0\"}"], 2)
+      << "no scrape after the second epoch:\n"
+      << train->Tail(20);
+  const double steps = s["shardgnn_trainer_steps_total{rank=\"0\"}"];
+  // Ten steps an epoch on Cora's 140 train nodes, each on all of them.
+  EXPECT_EQ(s["shardgnn_trainer_epoch_steps{rank=\"0\"}"], 10);
+  EXPECT_GE(steps, 20);
+  EXPECT_EQ(s["shardgnn_trainer_examples_total{rank=\"0\"}"], 140 * steps);
+  EXPECT_EQ(s["shardgnn_trainer_step_seconds_count{rank=\"0\"}"], steps);
+  EXPECT_GT(s["shardgnn_trainer_sampled_edges_total{rank=\"0\"}"], 0);
+  EXPECT_NEAR(s["shardgnn_trainer_step_seconds_sum{rank=\"0\"}"],
+              s["shardgnn_trainer_wait_seconds_total{rank=\"0\"}"] +
+                  s["shardgnn_trainer_compute_seconds_total{rank=\"0\"}"],
+              1e-6);
+  EXPECT_GT(s["shardgnn_trainer_examples_per_second{rank=\"0\"}"], 0);
+  const double loss = s["shardgnn_trainer_loss{rank=\"0\"}"];
+  EXPECT_GT(loss, 0);
+  EXPECT_LT(loss, 10);
+  EXPECT_GT(s["shardgnn_trainer_epoch_validation_accuracy{rank=\"0\"}"], 0);
+  EXPECT_GT(s["process_resident_memory_bytes{rank=\"0\"}"], 1 << 20);
+  std::optional<int> status = train->Wait(std::chrono::seconds(120));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << train->Tail(20);
 }
 
 // Flags from a TOML file (--config, a [train] section), the command line

@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "graphstore/client.h"
 #include "tests/graphstore/test_shards.h"
+#include "tests/testing/scrape.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -198,20 +199,7 @@ TEST_F(ServeCmdTest, MetricsListenServesPrometheusMetrics) {
   ASSERT_THAT(line, ::testing::EndsWith("/metrics"));
   const int port = std::stoi(line.substr(prefix.size()));
 
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  const std::string request = "GET /metrics HTTP/1.0\r\n\r\n";
-  ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(request.size()));
-  std::string answer;
-  char buf[4096];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) answer.append(buf, n);
-  close(fd);
+  const std::string answer = testing::HttpGet(port);
   EXPECT_THAT(answer, ::testing::StartsWith("HTTP/1.1 200 OK"));
   EXPECT_THAT(answer, HasSubstr("\nshardgnn_server_serving{part=\"1\"} 1\n"));
   EXPECT_THAT(answer, HasSubstr("\nshardgnn_shard_nodes{part=\"1\"} 100\n"));

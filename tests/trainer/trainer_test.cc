@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <random>
 #include <thread>
@@ -275,8 +277,8 @@ TEST_F(TrainerTest, TheNextEpochsBatchesAreSampledWhileAnEpochValidates) {
     options.sampler_threads = 1;
     int64_t at_last_step = -1;
     int64_t at_epoch_end = -1;
-    options.on_step = [&](int epoch, int64_t step, int64_t steps) {
-      if (epoch == 1 && step == steps) at_last_step = slow.calls();
+    options.on_step = [&](const StepStats& s) {
+      if (s.epoch == 1 && s.step == s.steps) at_last_step = slow.calls();
     };
     options.on_epoch = [&](const EpochStats& e) {
       if (e.epoch == 1) at_epoch_end = slow.calls();
@@ -289,6 +291,47 @@ TEST_F(TrainerTest, TheNextEpochsBatchesAreSampledWhileAnEpochValidates) {
   const int64_t more_to_come = calls_after_last_step(2);
   EXPECT_GT(last_epoch, 0);  // Validation's.
   EXPECT_GT(more_to_come, last_epoch);
+}
+
+// What on_step reports (trainer metrics: trainer/training_metrics.h) adds up
+// to what the epochs report: steps, sampled edges, waits and compute; each
+// step's examples are its batch's labeled seeds, and its loss is finite.
+TEST_F(TrainerTest, StepFiguresAddUpToTheEpochs) {
+  TrainOptions options = SbmOptions(ModelKind::kSage);
+  options.epochs = 2;
+  struct Sums {
+    int64_t steps = 0, examples = 0, sampled_edges = 0;
+    double wait = 0, compute = 0;
+  };
+  std::map<int, Sums> by_epoch;
+  options.on_step = [&](const StepStats& s) {
+    Sums& sums = by_epoch[s.epoch];
+    ++sums.steps;
+    EXPECT_EQ(s.step, sums.steps);
+    EXPECT_GT(s.examples, 0);
+    EXPECT_LE(s.examples, options.batch_size);
+    EXPECT_TRUE(std::isfinite(s.loss)) << s.loss;
+    EXPECT_GE(s.wait_seconds, 0);
+    EXPECT_GT(s.compute_seconds, 0);
+    EXPECT_EQ(s.sync_seconds, 0);  // No gradient sync.
+    sums.examples += s.examples;
+    sums.sampled_edges += s.sampled_edges;
+    sums.wait += s.wait_seconds;
+    sums.compute += s.compute_seconds;
+  };
+  ASSERT_OK_AND_ASSIGN(TrainResult result,
+                       Train(*source_, graph_.splits, options));
+  ASSERT_EQ(result.epochs.size(), 2u);
+  for (const EpochStats& e : result.epochs) {
+    const Sums& sums = by_epoch[e.epoch];
+    EXPECT_EQ(sums.steps, e.steps);
+    EXPECT_EQ(sums.steps, result.steps_per_epoch);
+    EXPECT_EQ(sums.sampled_edges, e.sampled_edges);
+    EXPECT_NEAR(sums.wait, e.sample_seconds, 1e-9);
+    EXPECT_NEAR(sums.compute, e.compute_seconds, 1e-9);
+    // Every train node is labeled: an epoch covers the train split at least.
+    EXPECT_GE(sums.examples, static_cast<int64_t>(graph_.splits.train.size()));
+  }
 }
 
 TEST_F(TrainerTest, FixedStepsPerEpochPadAndTrim) {
