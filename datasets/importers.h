@@ -124,6 +124,55 @@ struct EdgeListImportOptions {
 absl::StatusOr<BuildSummary> ImportEdgeList(
     const EdgeListImportOptions& options, const std::string& out_dir);
 
+// Typed (heterogeneous) graphs: the output is a typed dataset (dataset.h,
+// "Typed (heterogeneous) datasets"), built in memory by BuildTypedGraph
+// (typed_graph.h). Both importers check every ID against its type's count and
+// every feature row against its type's width, naming the file and line.
+
+struct OgbHeteroImportOptions {
+  std::string input_dir;  // Holds raw/ and split/.
+  // Which split/<name>/ to use; empty: the only one there.
+  std::string split;
+  bool add_reverse = false;  // TypedGraphOptions::add_reverse.
+  bool keep_self_loops = false;
+  std::string name;  // Empty: the input directory's name.
+  bool allow_nonfinite = false;
+};
+
+// OGB's heterogeneous raw layout (ogbn-mag), each file .csv or .csv.gz:
+// raw/num-node-dict.csv (a line of type names, a line of their counts),
+// raw/relations/<src>___<rel>___<dst>/edge.csv ("src,dst" in type-local
+// IDs), num-edge-list.csv (the edge count), and optionally edge_reltype.csv
+// (kept as a 1-wide edge feature when it varies) and edge-feat.csv (rows of
+// floats: the relation's edge features); raw/node-feat/<type>/node-feat.csv
+// (a type's feature rows; types without have none), raw/node-label/<type>/
+// node-label.csv (the target types' labels), split/<name>/<type>/{train,valid,
+// test}.csv (type-local node indices of the target types).
+absl::StatusOr<BuildSummary> ImportOgbHetero(
+    const OgbHeteroImportOptions& options, const std::string& out_dir);
+
+struct HgbImportOptions {
+  std::string input_dir;  // node.dat, link.dat, label.dat, label.dat.test.
+  bool add_reverse = false;
+  bool keep_self_loops = false;
+  std::string name;  // Empty: the input directory's name.
+  bool allow_nonfinite = false;
+  // HGB's protocol: label.dat is split at random into train and validation
+  // (this fraction to validation, seeded); label.dat.test is the test set.
+  double valid_fraction = 0.2;
+  uint64_t seed = 0;
+};
+
+// The Heterogeneous Graph Benchmark's layout (HGB, Lv et al. 2021), tab-
+// separated: node.dat "id<TAB>name<TAB>type[<TAB>f1,f2,...]" (global IDs, each
+// type's features of one width or absent), link.dat "src<TAB>dst<TAB>link
+// type<TAB>weight" (src -> dst; a relation per link type; weights that are
+// not all 1 kept as a 1-wide edge feature), label.dat and label.dat.test
+// "id<TAB>name<TAB>type<TAB>label" (comma-separated labels: a multi-label
+// set), and the optional info.dat and meta.dat (counts checked when given).
+absl::StatusOr<BuildSummary> ImportHgb(const HgbImportOptions& options,
+                                       const std::string& out_dir);
+
 }  // namespace shardgnn
 
 #endif  // SHARDGNN_DATASETS_IMPORTERS_H_

@@ -19,6 +19,8 @@ namespace {
 
 constexpr char kFormat[] = "shardgnn-dataset";
 constexpr int kVersion = 1;
+// Node types and relations a manifest may list.
+constexpr size_t kMaxTypes = 4096;
 
 }  // namespace
 
@@ -35,6 +37,29 @@ std::string ManifestToJson(const DatasetManifest& manifest) {
   json["num_classes"] = manifest.num_classes;
   json["splits"] = manifest.splits;
   if (!manifest.edge_splits.empty()) json["edge_splits"] = manifest.edge_splits;
+  // Written only when used, so that untyped manifests stay as they were.
+  if (manifest.edge_feature_dim > 0)
+    json["edge_feature_dim"] = manifest.edge_feature_dim;
+  if (manifest.multilabel) json["multilabel"] = true;
+  if (manifest.typed()) {
+    nlohmann::json types = nlohmann::json::array();
+    for (const NodeType& t : manifest.node_types) {
+      types.push_back({{"name", t.name},
+                       {"count", t.count},
+                       {"feature_dim", t.feature_dim}});
+    }
+    json["node_types"] = types;
+    nlohmann::json relations = nlohmann::json::array();
+    for (const EdgeType& r : manifest.edge_types) {
+      relations.push_back({{"src", r.src},
+                           {"relation", r.relation},
+                           {"dst", r.dst},
+                           {"count", r.count},
+                           {"feature_dim", r.feature_dim}});
+    }
+    json["edge_types"] = relations;
+    json["target_types"] = manifest.target_types;
+  }
   json["files"] = manifest.files;
   json["source"] = manifest.source;
   return json.dump(2) + "\n";
@@ -92,6 +117,39 @@ absl::StatusOr<DatasetManifest> ManifestFromJson(const std::string& text,
             JsonIntField(edge_splits, name, 0, kMaxJsonCount);
       }
     }
+    manifest.edge_feature_dim =
+        json.contains("edge_feature_dim")
+            ? JsonIntField(json, "edge_feature_dim", 0, kMaxJsonWidth)
+            : 0;
+    manifest.multilabel = json.value("multilabel", false);
+    if (json.contains("node_types")) {
+      const nlohmann::json& types = json.at("node_types");
+      if (!types.is_array() || types.size() > kMaxTypes) {
+        throw std::invalid_argument(absl::StrCat(
+            "field \"node_types\" is not an array of at most ", kMaxTypes));
+      }
+      for (const nlohmann::json& t : types) {
+        NodeType& type = manifest.node_types.emplace_back();
+        type.name = t.at("name").get<std::string>();
+        type.count = JsonIntField(t, "count", 0, kMaxJsonCount);
+        type.feature_dim = JsonIntField(t, "feature_dim", 0, kMaxJsonWidth);
+      }
+      const nlohmann::json& relations = json.at("edge_types");
+      if (!relations.is_array() || relations.size() > kMaxTypes) {
+        throw std::invalid_argument(absl::StrCat(
+            "field \"edge_types\" is not an array of at most ", kMaxTypes));
+      }
+      for (const nlohmann::json& r : relations) {
+        EdgeType& type = manifest.edge_types.emplace_back();
+        type.src = r.at("src").get<std::string>();
+        type.relation = r.at("relation").get<std::string>();
+        type.dst = r.at("dst").get<std::string>();
+        type.count = JsonIntField(r, "count", 0, kMaxJsonCount);
+        type.feature_dim = JsonIntField(r, "feature_dim", 0, kMaxJsonWidth);
+      }
+      manifest.target_types =
+          json.value("target_types", std::vector<std::string>());
+    }
     manifest.files = json.at("files").get<std::map<std::string, std::string>>();
     manifest.source = json.value("source", std::string());
   } catch (const std::exception& e) {
@@ -110,6 +168,27 @@ absl::StatusOr<DatasetManifest> ManifestFromJson(const std::string& text,
           "\"num_nodes\" (", manifest.num_nodes, ")"));
     }
   }
+  for (const NodeType& t : manifest.node_types) {
+    if (t.count * t.feature_dim > kMaxJsonCount) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": node type \"", t.name, "\" has ", t.count, " x ",
+          t.feature_dim, " feature values, more than ", kMaxJsonCount));
+    }
+  }
+  for (const EdgeType& r : manifest.edge_types) {
+    if (r.count * r.feature_dim > kMaxJsonCount) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": edge type \"", EdgeTypeKey(r), "\" has ", r.count, " x ",
+          r.feature_dim, " edge feature values, more than ", kMaxJsonCount));
+    }
+  }
+  if (manifest.num_edges * manifest.edge_feature_dim > kMaxJsonCount ||
+      (manifest.multilabel &&
+       manifest.num_nodes * manifest.num_classes > kMaxJsonCount)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": edge features or multi-label rows of more than ",
+                     kMaxJsonCount, " values"));
+  }
   if (manifest.feature_dtype != "float32") {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": feature_dtype \"", manifest.feature_dtype,
@@ -118,16 +197,34 @@ absl::StatusOr<DatasetManifest> ManifestFromJson(const std::string& text,
   return manifest;
 }
 
-absl::Status FinishDatasetDir(const std::string& dir,
-                              DatasetManifest manifest) {
-  std::vector<std::string> names = {kIndptrFile, kIndicesFile, kFeaturesFile,
-                                    kLabelsFile};
+std::vector<std::string> DatasetFileNames(const DatasetManifest& manifest) {
+  std::vector<std::string> names = {kIndptrFile, kIndicesFile};
+  if (!manifest.typed()) names.push_back(kFeaturesFile);
+  names.push_back(kLabelsFile);
   for (const auto& [split, count] : manifest.splits) {
     names.push_back(SplitFileName(split));
   }
   for (const auto& [split, count] : manifest.edge_splits) {
     names.push_back(EdgeSplitFileName(split));
   }
+  if (!manifest.typed() && manifest.edge_feature_dim > 0)
+    names.push_back(kEdgeFeaturesFile);
+  if (manifest.typed()) {
+    names.push_back(kEdgeTypesFile);
+    for (const NodeType& t : manifest.node_types) {
+      if (t.feature_dim > 0) names.push_back(NodeTypeFeaturesFileName(t.name));
+    }
+    for (size_t r = 0; r < manifest.edge_types.size(); ++r) {
+      if (manifest.edge_types[r].feature_dim > 0)
+        names.push_back(EdgeTypeFeaturesFileName(static_cast<int>(r)));
+    }
+  }
+  return names;
+}
+
+absl::Status FinishDatasetDir(const std::string& dir,
+                              DatasetManifest manifest) {
+  const std::vector<std::string> names = DatasetFileNames(manifest);
   manifest.files.clear();
   for (const std::string& name : names) {
     ASSIGN_OR_RETURN(manifest.files[name], ChecksumFile(JoinPath(dir, name)));

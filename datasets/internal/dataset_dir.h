@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -22,6 +23,9 @@ namespace shardgnn::datasets_internal {
 
 // manifest.json text for `manifest` (adds "format" and "version").
 std::string ManifestToJson(const DatasetManifest& manifest);
+
+// The array files a dataset with this manifest has, in a fixed order.
+std::vector<std::string> DatasetFileNames(const DatasetManifest& manifest);
 
 // Parses manifest.json text; `path` only names the file in errors.
 absl::StatusOr<DatasetManifest> ManifestFromJson(const std::string& text,

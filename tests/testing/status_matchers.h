@@ -1,6 +1,7 @@
 // Test helpers for absl::Status: ASSERT_OK(expr), EXPECT_OK(expr),
 // ASSERT_OK_AND_ASSIGN(lhs, expr). Each evaluates `expr` exactly once; and
-// testing::ExpectError(status, code, part of the message).
+// testing::ExpectError(status, code, part of the message), and the matcher
+// testing::StatusIs(code, message matcher).
 #ifndef SHARDGNN_TESTS_TESTING_STATUS_MATCHERS_H_
 #define SHARDGNN_TESTS_TESTING_STATUS_MATCHERS_H_
 
@@ -24,6 +25,18 @@ inline void ExpectError(const absl::Status& s, absl::StatusCode code,
                         const std::string& part) {
   EXPECT_EQ(s.code(), code) << s;
   EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr(part));
+}
+
+// Matches an absl::Status (or StatusOr) failed with `code` whose message
+// matches `message` (a string matcher: HasSubstr(...), AllOf(...)).
+MATCHER_P2(StatusIs, code, message,
+           ::testing::PrintToString(code) + " with a message that " +
+               ::testing::DescribeMatcher<std::string>(message)) {
+  const absl::Status& s = ToStatus(arg);
+  *result_listener << "status " << s;
+  return s.code() == code &&
+         ::testing::ExplainMatchResult(message, std::string(s.message()),
+                                       result_listener);
 }
 }  // namespace shardgnn::testing
 
