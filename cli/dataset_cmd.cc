@@ -39,8 +39,12 @@ struct ImportFlags {
   uint64_t seed = 0;
   bool seed_given = false;  // --seed on the command line.
   std::string edge_split;   // Link prediction: "TRAIN,VALID,TEST" fractions.
-  // ogb
+  // ogb, ogb-hetero
   std::string split_name;
+  // ogb-hetero, hgb
+  bool add_reverse = false;
+  // hgb
+  double valid_fraction = 0.2;
   // linqs
   std::string content;
   std::string cites;
@@ -70,6 +74,7 @@ struct GenerateFlags {
   std::string name;
   std::string out;
   std::string edge_split;
+  int64_t edge_features = 0;
 };
 
 absl::StatusOr<std::vector<double>> ParseFractions(const std::string& text) {
@@ -129,11 +134,13 @@ struct FormatFlag {
 
 const std::vector<FormatFlag>& FormatFlags() {
   static const auto* flags = new std::vector<FormatFlag>{
-      {"--input", {"ogb", "linqs"}},
+      {"--input", {"ogb", "linqs", "ogb-hetero", "hgb"}},
       {"--undirected", {"ogb", "edgelist"}},
       {"--directed", {"linqs"}},
-      {"--seed", {"ogb", "linqs", "edgelist"}},
-      {"--split-name", {"ogb"}},
+      {"--add-reverse", {"ogb-hetero", "hgb"}},
+      {"--seed", {"ogb", "linqs", "edgelist", "hgb"}},
+      {"--split-name", {"ogb", "ogb-hetero"}},
+      {"--valid-fraction", {"hgb"}},
       {"--content", {"linqs"}},
       {"--cites", {"linqs"}},
       {"--skip-unknown-ids", {"linqs"}},
@@ -189,6 +196,33 @@ absl::Status CheckFlagsApply(const CLI::App& cmd, const ImportFlags& f) {
 }
 
 absl::StatusOr<BuildSummary> RunImport(const ImportFlags& f) {
+  if (f.format == "ogb-hetero" || f.format == "hgb") {
+    if (f.input.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--format ", f.format, " needs --input DIR (the directory holding ",
+          f.format == "hgb" ? "node.dat and link.dat" : "raw/ and split/",
+          ")"));
+    }
+    if (f.format == "hgb") {
+      HgbImportOptions options;
+      options.input_dir = f.input;
+      options.add_reverse = f.add_reverse;
+      options.keep_self_loops = f.keep_self_loops;
+      options.name = f.name;
+      options.allow_nonfinite = f.allow_nonfinite;
+      options.valid_fraction = f.valid_fraction;
+      options.seed = f.seed;
+      return ImportHgb(options, f.out);
+    }
+    OgbHeteroImportOptions options;
+    options.input_dir = f.input;
+    options.split = f.split_name;
+    options.add_reverse = f.add_reverse;
+    options.keep_self_loops = f.keep_self_loops;
+    options.name = f.name;
+    options.allow_nonfinite = f.allow_nonfinite;
+    return ImportOgbHetero(options, f.out);
+  }
   EdgeOptions edges;
   edges.undirected = f.undirected;
   edges.keep_self_loops = f.keep_self_loops;
@@ -286,6 +320,12 @@ absl::StatusOr<BuildSummary> RunGenerate(const GenerateFlags& f) {
   options.feature_noise = f.feature_noise;
   options.threads = f.threads;
   options.name = f.name;
+  options.edge_feature_dim = f.edge_features;
+  if (options.kind == GraphKind::kHeteroSbm && !f.edge_split.empty()) {
+    return absl::InvalidArgumentError(
+        "--kind hetero-sbm: --edge-split splits untyped graphs only; link "
+        "prediction on a relation of a typed graph is not supported yet");
+  }
   return GenerateDataset(options, f.out);
 }
 
@@ -324,15 +364,20 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
 
   auto import_flags = std::make_shared<ImportFlags>();
   CLI::App* import_cmd = dataset->add_subcommand(
-      "import", "Import OGB raw, LINQS or edge-list data");
+      "import",
+      "Import OGB raw (homogeneous or heterogeneous), HGB, LINQS or edge-list "
+      "data");
   ImportFlags& i = *import_flags;
-  import_cmd->add_option("--format", i.format, "ogb | linqs | edgelist")
+  import_cmd
+      ->add_option("--format", i.format,
+                   "ogb | ogb-hetero | hgb | linqs | edgelist")
       ->required()
-      ->check(CLI::IsMember({"ogb", "linqs", "edgelist"}));
+      ->check(CLI::IsMember({"ogb", "ogb-hetero", "hgb", "linqs", "edgelist"}));
   import_cmd->add_option(
       "--input", i.input,
-      "ogb: directory with raw/ and split/; linqs: directory "
-      "with *.content and *.cites");
+      "ogb, ogb-hetero: directory with raw/ and split/; hgb: directory with "
+      "node.dat, link.dat, label.dat[.test]; linqs: directory with *.content "
+      "and *.cites");
   import_cmd->add_option("--out", i.out, "Output directory (must not exist)")
       ->required();
   import_cmd->add_option("--name", i.name,
@@ -342,6 +387,14 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
                        "unless --directed)");
   import_cmd->add_flag("--directed", i.directed,
                        "linqs: keep citations one-way (citing -> cited)");
+  import_cmd->add_flag("--add-reverse", i.add_reverse,
+                       "ogb-hetero, hgb: add each relation reversed as "
+                       "rev_<relation>, so that every type receives messages");
+  import_cmd
+      ->add_option("--valid-fraction", i.valid_fraction,
+                   "hgb: fraction of label.dat's nodes held out for "
+                   "validation (the rest train; label.dat.test tests)")
+      ->capture_default_str();
   import_cmd->add_flag("--keep-self-loops", i.keep_self_loops,
                        "Keep (u, u) edges (dropped by default)");
   import_cmd->add_flag("--allow-nonfinite", i.allow_nonfinite,
@@ -357,8 +410,9 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
                          "and test edges from the graph and drawing as many "
                          "negative pairs");
   import_cmd->add_option("--split-name", i.split_name,
-                         "ogb: which split/<name>/ (default: the only one); "
-                         "one of \"src,dst\" lines is a link prediction split");
+                         "ogb, ogb-hetero: which split/<name>/ (default: the "
+                         "only one); for ogb, one of \"src,dst\" lines is a "
+                         "link prediction split");
   import_cmd->add_option("--content", i.content, "linqs: the .content file");
   import_cmd->add_option("--cites", i.cites, "linqs: the .cites file");
   import_cmd->add_flag("--skip-unknown-ids", i.skip_unknown_ids,
@@ -392,6 +446,14 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
     }
     import_flags->seed_given = import_cmd->count("--seed") > 0;
     const ImportFlags& f = *import_flags;
+    if (!f.edge_split.empty() &&
+        (f.format == "ogb-hetero" || f.format == "hgb")) {
+      *result = absl::InvalidArgumentError(absl::StrCat(
+          "--format ", f.format,
+          ": --edge-split splits untyped graphs only; link prediction on a "
+          "relation of a typed graph is not supported yet"));
+      return;
+    }
     Finish(WithEdgeSplit(f.edge_split, f.seed, f.out,
                          [&f](const std::string& out) {
                            ImportFlags to = f;
@@ -404,9 +466,13 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
   auto gen_flags = std::make_shared<GenerateFlags>();
   GenerateFlags& g = *gen_flags;
   CLI::App* generate = dataset->add_subcommand(
-      "generate", "Generate a synthetic dataset (SBM or R-MAT)");
-  generate->add_option("--kind", g.kind, "sbm | rmat")
-      ->check(CLI::IsMember({"sbm", "rmat"}))
+      "generate",
+      "Generate a synthetic dataset (SBM, R-MAT, or a typed academic graph)");
+  generate
+      ->add_option("--kind", g.kind,
+                   "sbm | rmat | hetero-sbm (papers, authors, venues, fields; "
+                   "labels on papers)")
+      ->check(CLI::IsMember({"sbm", "rmat", "hetero-sbm"}))
       ->capture_default_str();
   generate->add_option("--nodes", g.nodes, "Number of nodes")->required();
   generate->add_option("--avg-degree", g.avg_degree,
@@ -425,6 +491,10 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
   generate->add_option("--name", g.name, "Dataset name (default: the kind)");
   generate->add_option("--out", g.out, "Output directory (must not exist)")
       ->required();
+  generate->add_option("--edge-features", g.edge_features,
+                       "Edge features of this width, carrying the class of "
+                       "each edge's destination (node features become noise: "
+                       "labels are learnable from the edge features only)");
   generate->add_option("--edge-split", g.edge_split,
                        "Link prediction: deal the edges into train,valid,test "
                        "fractions (e.g. 0.85,0.05,0.10; --seed seeds it)");

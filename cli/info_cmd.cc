@@ -26,11 +26,43 @@ namespace shardgnn::cli {
 namespace {
 
 std::string DescribeDataset(const DatasetManifest& m) {
-  std::string out = absl::StrFormat(
-      "dataset '%s': %d nodes, %d edges (%s), %d %s features, %d classes\n",
-      m.name, m.num_nodes, m.num_edges,
-      m.directed ? "directed" : "undirected, both directions counted",
-      m.feature_dim, m.feature_dtype, m.num_classes);
+  std::string out;
+  if (m.typed()) {
+    out = absl::StrFormat(
+        "dataset '%s': typed, %d nodes of %d types, %d edges of %d relations "
+        "(%s), %d classes%s on %s\n",
+        m.name, m.num_nodes, m.node_types.size(), m.num_edges,
+        m.edge_types.size(),
+        m.directed ? "as given" : "reverse relations added", m.num_classes,
+        m.multilabel ? " (multi-label)" : "",
+        m.target_types.empty() ? "no type"
+                               : absl::StrJoin(m.target_types, ", "));
+    for (size_t t = 0; t < m.node_types.size(); ++t) {
+      const NodeType& type = m.node_types[t];
+      absl::StrAppendFormat(
+          &out, "  node type %-16s %10d nodes (IDs from %d), %s\n", type.name,
+          type.count, m.NodeTypeOffset(static_cast<int>(t)),
+          type.feature_dim > 0 ? absl::StrCat(type.feature_dim, " features")
+                               : std::string("no features"));
+    }
+    for (const EdgeType& r : m.edge_types) {
+      absl::StrAppendFormat(
+          &out, "  relation %-32s %10d edges%s\n", EdgeTypeKey(r), r.count,
+          r.feature_dim > 0
+              ? absl::StrCat(", ", r.feature_dim, " edge features")
+              : std::string());
+    }
+  } else {
+    out = absl::StrFormat(
+        "dataset '%s': %d nodes, %d edges (%s), %d %s features, %d "
+        "classes%s\n",
+        m.name, m.num_nodes, m.num_edges,
+        m.directed ? "directed" : "undirected, both directions counted",
+        m.feature_dim, m.feature_dtype, m.num_classes,
+        m.multilabel ? " (multi-label)" : "");
+    if (m.edge_feature_dim > 0)
+      absl::StrAppendFormat(&out, "  %d edge features\n", m.edge_feature_dim);
+  }
   if (m.num_nodes > 0) {
     absl::StrAppendFormat(&out, "  average degree %.2f\n",
                           static_cast<double>(m.num_edges) / m.num_nodes);

@@ -6,6 +6,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
+#include "datasets/dataset.h"
 #include "partition/partition.h"
 
 namespace shardgnn::cli {
@@ -67,6 +68,14 @@ void AddPartitionCommand(CLI::App& app, absl::Status* result) {
     std::printf("%s  output: %s\n",
                 PartitionSummary(*manifest, &timing).c_str(),
                 flags->out.c_str());
+    absl::StatusOr<DatasetManifest> dataset =
+        ReadDatasetManifest(flags->dataset);
+    if (dataset.ok() && dataset->edge_feature_dim > 0) {
+      std::printf(
+          "warning: the dataset's edge features (%lld wide) are not in the "
+          "shards: storage servers do not serve edge features yet\n",
+          static_cast<long long>(dataset->edge_feature_dim));
+    }
     *result = absl::OkStatus();
   });
 }

@@ -297,7 +297,16 @@ absl::Status RunInProcess(const TrainFlags& flags) {
         "--dataset talks to no server: --auth-token-file and --tls-* do not "
         "apply");
   }
+  // The flags are checked before the dataset is read. A typed dataset
+  // trains R-GCN unless --model says otherwise.
   ASSIGN_OR_RETURN(TrainOptions options, TrainOptionsFor(flags));
+  ASSIGN_OR_RETURN(const DatasetManifest header,
+                   ReadDatasetManifest(flags.dataset_dir));
+  if (header.typed() && !flags.training.model_given) {
+    TrainFlags resolved = flags;
+    resolved.training.model = "rgcn";
+    ASSIGN_OR_RETURN(options, TrainOptionsFor(resolved));
+  }
   ASSIGN_OR_RETURN(const ServedMetrics served,
                    ServeMetrics(flags, /*rank=*/0, /*world_size=*/1,
                                 /*local_rank=*/0, options.epochs));
@@ -684,6 +693,7 @@ void AddTrainCommand(CLI::App& app, absl::Status* result) {
                   "Directory for metrics.jsonl and summary.json (rank 0)");
   AddTrainingFlags(cmd, &flags->training);
   cmd->callback([cmd, flags, result] {
+    flags->training.model_given = cmd->count("--model") > 0;
     flags->effective_config = EffectiveConfig(*cmd, &flags->training);
     *result = RunTrain(*flags);
   });

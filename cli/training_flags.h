@@ -28,7 +28,8 @@ struct TrainingFlags {
   std::string negative_sampling = "uniform";  // Link tasks: or degree.
   bool filter_negatives = false;              // Link tasks.
   std::string model = "sage";
-  int epochs = -1;    // -1: the model's default.
+  bool model_given = false;  // --model on the command line or in --config.
+  int epochs = -1;           // -1: the model's default.
   int patience = -1;  // Epochs without a better validation accuracy; 0 = off,
                       // -1: the model's default.
   int64_t min_steps_per_epoch = 10;

@@ -21,9 +21,13 @@ namespace shardgnn {
 // answers, grown once to the test pass's larger fanouts, take the pages of the
 // blocks training left (RetireCpuCachedBlocks) instead of fresh ones; on a
 // server, std::malloc.
+//
+// Typed graphs (GraphSource::SampleTypedNeighbors): relations[k] is the
+// relation of the edge neighbors[k] -> its node; empty for untyped graphs.
 struct SampledNeighbors {
   Int64Buffer counts;
   Int64Buffer neighbors;
+  std::vector<int32_t> relations;
 };
 
 }  // namespace shardgnn

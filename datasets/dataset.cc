@@ -626,6 +626,22 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& dir,
   return d;
 }
 
+absl::Status RequireUntyped(const DatasetManifest& m, const std::string& where,
+                            const std::string& what) {
+  std::string kind;
+  if (m.typed()) {
+    kind = absl::StrCat("typed (", m.node_types.size(), " node types, ",
+                        m.edge_types.size(), " relations)");
+  } else if (m.multilabel) {
+    kind = "multi-label";
+  } else {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      where.empty() ? "" : absl::StrCat(where, ": "), "dataset '", m.name,
+      "' is ", kind, "; ", what, " takes untyped, single-label datasets only"));
+}
+
 absl::Status ValidateDataset(const Dataset& dataset) {
   return Validate(dataset.manifest, dataset, /*check_features=*/true);
 }

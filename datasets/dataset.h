@@ -174,6 +174,12 @@ struct LoadDatasetOptions {
       true;  // Partitioning counts edges first; features can be skipped.
 };
 
+// FAILED_PRECONDITION naming the dataset (`where`: its directory, or empty)
+// if it is typed or multi-label, which `what` ("partitioning", "training")
+// does not take yet; OK otherwise.
+absl::Status RequireUntyped(const DatasetManifest& manifest,
+                            const std::string& where, const std::string& what);
+
 // Loads and validates a canonical dataset directory: shapes agree with the
 // manifest, indptr is monotone, every index is in [0, N), labels are in [-1,
 // classes), split indices are in range. Errors name the file.

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace shardgnn {
 namespace {
@@ -25,8 +26,35 @@ std::string FormatSummary(const BuildSummary& s) {
       &out, "  nodes ", m.num_nodes, ", edges ", m.num_edges,
       m.directed ? " (directed)" : " (undirected, both directions stored)",
       absl::StrFormat(", avg degree %.2f, max degree %d\n", avg, s.max_degree));
-  absl::StrAppend(&out, "  features ", m.feature_dim, " (", m.feature_dtype,
-                  "), classes ", m.num_classes, "\n  splits:");
+  if (m.typed()) {
+    absl::StrAppend(&out, "  node types:");
+    for (const NodeType& t : m.node_types) {
+      absl::StrAppend(&out, "\n    ", t.name, " ", t.count, ", ",
+                      t.feature_dim > 0
+                          ? absl::StrCat(t.feature_dim, " features")
+                          : std::string("no features"));
+    }
+    absl::StrAppend(&out, "\n  relations (src/relation/dst):");
+    for (const EdgeType& r : m.edge_types) {
+      absl::StrAppend(&out, "\n    ", EdgeTypeKey(r), " ", r.count);
+      if (r.feature_dim > 0)
+        absl::StrAppend(&out, ", ", r.feature_dim, " edge features");
+    }
+    absl::StrAppend(
+        &out, "\n  classes ", m.num_classes,
+        m.multilabel ? " (multi-label)" : "",
+        m.target_types.empty()
+            ? std::string()
+            : absl::StrCat(" on ", absl::StrJoin(m.target_types, ", ")),
+        "\n  splits:");
+  } else {
+    absl::StrAppend(&out, "  features ", m.feature_dim, " (", m.feature_dtype,
+                    ")");
+    if (m.edge_feature_dim > 0)
+      absl::StrAppend(&out, ", edge features ", m.edge_feature_dim);
+    absl::StrAppend(&out, ", classes ", m.num_classes,
+                    m.multilabel ? " (multi-label)" : "", "\n  splits:");
+  }
   // train, valid, test first, then any others.
   for (const char* name : {"train", "valid", "test"}) {
     auto it = m.splits.find(name);
@@ -67,7 +95,7 @@ std::string FormatSummary(const BuildSummary& s) {
     }
     absl::StrAppend(&out, " (", per_split, ")");
   }
-  if (m.directed) {
+  if (m.directed && !m.typed()) {
     absl::StrAppend(
         &out, "\n  edges with their reverse stored: ", s.reciprocated_edges,
         " of ", s.non_loop_edges,

@@ -73,6 +73,7 @@ absl::StatusOr<PartitionManifest> PartitionDataset(
 
   // The manifest alone says whether K fits the graph.
   ASSIGN_OR_RETURN(DatasetManifest header, ReadDatasetManifest(dataset_dir));
+  RETURN_IF_ERROR(RequireUntyped(header, dataset_dir, "partitioning"));
   if (options.num_parts > header.num_nodes) {
     return absl::InvalidArgumentError(
         absl::StrCat("--parts ", options.num_parts, " is larger than ",

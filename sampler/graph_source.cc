@@ -35,6 +35,18 @@ absl::Status GraphSource::ScatterFeatures(absl::Span<const NodeId> nodes,
   return absl::OkStatus();
 }
 
+absl::Status GraphSource::SampleTypedNeighbors(absl::Span<const NodeId>,
+                                               absl::Span<const int>, bool,
+                                               uint64_t,
+                                               SampledNeighbors*) const {
+  return absl::UnimplementedError("this graph source has no node types");
+}
+
+absl::Status GraphSource::FetchTypeFeatures(int, absl::Span<const NodeId>,
+                                            float*) const {
+  return absl::UnimplementedError("this graph source has no node types");
+}
+
 absl::StatusOr<std::unique_ptr<InMemoryGraphSource>>
 InMemoryGraphSource::Create(const GraphArrays& arrays) {
   if (arrays.indptr.empty())
@@ -65,18 +77,55 @@ InMemoryGraphSource::Create(const GraphArrays& arrays) {
         absl::StrCat("in-memory graph: ", arrays.labels.size(), " labels for ",
                      n, " nodes"));
   }
+  if (const GraphSchema* schema = arrays.schema; schema != nullptr) {
+    if (schema->num_nodes() != n ||
+        arrays.edge_types.size() != arrays.indices.size() ||
+        static_cast<int>(arrays.type_features.size()) !=
+            schema->num_node_types()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "in-memory graph: the schema's ", schema->num_nodes(), " nodes, ",
+          arrays.edge_types.size(), " edge types for ", arrays.indices.size(),
+          " edges, or features of ", arrays.type_features.size(), " of ",
+          schema->num_node_types(), " node types do not agree"));
+    }
+    for (int t = 0; t < schema->num_node_types(); ++t) {
+      const NodeType& type = schema->node_types[t];
+      if (static_cast<int64_t>(arrays.type_features[t].size()) !=
+          type.count * type.feature_dim) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("in-memory graph: ", arrays.type_features[t].size(),
+                         " feature values for node type ", type.name, " (",
+                         type.count, " x ", type.feature_dim, ")"));
+      }
+    }
+  }
   return std::unique_ptr<InMemoryGraphSource>(new InMemoryGraphSource(arrays));
 }
 
 absl::StatusOr<std::unique_ptr<InMemoryGraphSource>>
 InMemoryGraphSource::FromDataset(const Dataset& dataset) {
+  if (dataset.manifest.multilabel) {
+    return RequireUntyped(dataset.manifest, "", "training in memory");
+  }
   GraphArrays arrays;
   arrays.indptr = dataset.indptr;
   arrays.indices = dataset.indices;
   arrays.features = dataset.features;
   arrays.feature_dim = dataset.feature_dim();
   arrays.labels = dataset.labels;
-  return Create(arrays);
+  std::unique_ptr<GraphSchema> schema;
+  if (dataset.manifest.typed()) {
+    ASSIGN_OR_RETURN(GraphSchema s,
+                     GraphSchema::FromManifest(dataset.manifest));
+    schema = std::make_unique<GraphSchema>(std::move(s));
+    arrays.schema = schema.get();
+    arrays.edge_types = dataset.edge_types;
+    for (const std::vector<float>& f : dataset.type_features)
+      arrays.type_features.emplace_back(f);
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<InMemoryGraphSource> source, Create(arrays));
+  source->owned_schema_ = std::move(schema);
+  return source;
 }
 
 absl::Status InMemoryGraphSource::CheckId(NodeId node) const {
@@ -110,6 +159,74 @@ absl::Status InMemoryGraphSource::SampleNeighbors(
     shardgnn::SampleNeighbors(indices + indptr[v], indptr[v + 1] - indptr[v],
                               fanout, replace, seed, v, &out->neighbors);
     out->counts[i] = static_cast<int64_t>(out->neighbors.size() - before);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InMemoryGraphSource::SampleTypedNeighbors(
+    absl::Span<const NodeId> nodes, absl::Span<const int> fanouts, bool replace,
+    uint64_t seed, SampledNeighbors* out) const {
+  const GraphSchema* schema = arrays_.schema;
+  if (schema == nullptr)
+    return GraphSource::SampleTypedNeighbors(nodes, fanouts, replace, seed,
+                                             out);
+  if (static_cast<int>(fanouts.size()) != schema->num_relations()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(fanouts.size(), " fanouts for ", schema->num_relations(),
+                     " relations"));
+  }
+  out->counts.resize(nodes.size());
+  out->neighbors.clear();
+  out->relations.clear();
+  const int64_t* indptr = arrays_.indptr.data();
+  const NodeId* indices = arrays_.indices.data();
+  const int32_t* types = arrays_.edge_types.data();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const NodeId v = nodes[i];
+    RETURN_IF_ERROR(CheckId(v));
+    const size_t before = out->neighbors.size();
+    // The row is sorted by relation: each relation's neighbors are one run.
+    int64_t begin = indptr[v];
+    const int64_t end = indptr[v + 1];
+    while (begin < end) {
+      const int32_t r = types[begin];
+      int64_t run = begin;
+      while (run < end && types[run] == r) ++run;
+      if (r >= 0 && r < schema->num_relations() && fanouts[r] != 0) {
+        const size_t had = out->neighbors.size();
+        shardgnn::SampleNeighbors(
+            indices + begin, run - begin, fanouts[r], replace,
+            MixSeed(seed, static_cast<uint64_t>(r)), v, &out->neighbors);
+        out->relations.insert(out->relations.end(), out->neighbors.size() - had,
+                              r);
+      }
+      begin = run;
+    }
+    out->counts[i] = static_cast<int64_t>(out->neighbors.size() - before);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InMemoryGraphSource::FetchTypeFeatures(
+    int type, absl::Span<const NodeId> nodes, float* out) const {
+  const GraphSchema* schema = arrays_.schema;
+  if (schema == nullptr)
+    return GraphSource::FetchTypeFeatures(type, nodes, out);
+  if (type < 0 || type >= schema->num_node_types()) {
+    return absl::InvalidArgumentError(absl::StrCat("no node type ", type));
+  }
+  const int64_t dim = schema->node_types[type].feature_dim;
+  const int64_t offset = schema->offsets[type];
+  const int64_t count = schema->node_types[type].count;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const int64_t local = nodes[i] - offset;
+    if (local < 0 || local >= count) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node ", nodes[i], " is not of type ",
+                       schema->node_types[type].name));
+    }
+    std::memcpy(out + i * dim, arrays_.type_features[type].data() + local * dim,
+                sizeof(float) * dim);
   }
   return absl::OkStatus();
 }

@@ -17,6 +17,7 @@
 #include "absl/types/span.h"
 #include "common/sampled_neighbors.h"
 #include "common/types.h"
+#include "sampler/graph_schema.h"
 
 namespace shardgnn {
 
@@ -65,6 +66,28 @@ class GraphSource {
   virtual absl::Status FetchDegrees(absl::Span<const NodeId> nodes,
                                     int64_t* out) const = 0;
 
+  // Typed (heterogeneous) graphs (sampler/graph_schema.h); an untyped source
+  // has no schema and answers the two calls below UNIMPLEMENTED. A typed
+  // source's feature_dim() is 0: its features are per node type.
+  virtual const GraphSchema* schema() const { return nullptr; }
+
+  // Like SampleNeighbors, relation by relation: node v's neighbors are, for
+  // each relation r (in increasing r) whose destination type is v's, exactly
+  // common/sampling.h's SampleNeighbors(adj_r(v), degree_r(v), fanouts[r],
+  // replace, MixSeed(seed, r), v) with adj_r(v) v's neighbors of relation r;
+  // out->relations gets each neighbor's r. fanouts has one entry per
+  // relation: 0 samples none of it, -1 all.
+  virtual absl::Status SampleTypedNeighbors(absl::Span<const NodeId> nodes,
+                                            absl::Span<const int> fanouts,
+                                            bool replace, uint64_t seed,
+                                            SampledNeighbors* out) const;
+
+  // Writes the feature rows of `nodes`, every one of node type `type`, to
+  // out[i * F_type ...] (F_type: schema()->node_types[type].feature_dim).
+  virtual absl::Status FetchTypeFeatures(int type,
+                                         absl::Span<const NodeId> nodes,
+                                         float* out) const;
+
  protected:
   // FetchFeaturesInto with rows.size() == nodes.size() checked. The default
   // fetches into a buffer and copies; sources that receive rows piecewise
@@ -83,6 +106,11 @@ struct GraphArrays {
   absl::Span<const float> features;  // num_nodes * feature_dim, or empty
   int64_t feature_dim = 0;
   absl::Span<const int64_t> labels;  // num_nodes, or empty
+  // Typed graphs: the schema (null: untyped), each CSR entry's relation (rows
+  // sorted by relation), and each node type's feature rows.
+  const GraphSchema* schema = nullptr;
+  absl::Span<const int32_t> edge_types;
+  std::vector<absl::Span<const float>> type_features;
 };
 
 // A GraphSource over arrays in memory: the in-process baseline and the
@@ -94,7 +122,8 @@ class InMemoryGraphSource : public GraphSource {
   // label sizes); indices are checked lazily when sampled.
   static absl::StatusOr<std::unique_ptr<InMemoryGraphSource>> Create(
       const GraphArrays& arrays);
-  // Views over `dataset`, which must outlive the source.
+  // Views over `dataset`, which must outlive the source (typed datasets too).
+  // FAILED_PRECONDITION for a multi-label dataset.
   static absl::StatusOr<std::unique_ptr<InMemoryGraphSource>> FromDataset(
       const Dataset& dataset);
 
@@ -114,12 +143,20 @@ class InMemoryGraphSource : public GraphSource {
                            int64_t* out) const override;
   absl::Status FetchDegrees(absl::Span<const NodeId> nodes,
                             int64_t* out) const override;
+  const GraphSchema* schema() const override { return arrays_.schema; }
+  absl::Status SampleTypedNeighbors(absl::Span<const NodeId> nodes,
+                                    absl::Span<const int> fanouts, bool replace,
+                                    uint64_t seed,
+                                    SampledNeighbors* out) const override;
+  absl::Status FetchTypeFeatures(int type, absl::Span<const NodeId> nodes,
+                                 float* out) const override;
 
  private:
   explicit InMemoryGraphSource(const GraphArrays& arrays) : arrays_(arrays) {}
   absl::Status CheckId(NodeId node) const;
 
   GraphArrays arrays_;
+  std::unique_ptr<GraphSchema> owned_schema_;  // FromDataset's.
 };
 
 }  // namespace shardgnn

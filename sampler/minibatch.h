@@ -24,6 +24,9 @@ struct Block {
   // From the block cache in the trainer, as MiniBatch::features.
   Int64Buffer indptr;   // num_dst + 1
   Int64Buffer indices;  // local source indices, each < num_src
+  // Typed graphs: each edge's relation (an index into GraphSchema::
+  // edge_types), aligned with indices; empty for untyped graphs.
+  std::vector<int32_t> relations;
 
   int64_t num_edges() const { return static_cast<int64_t>(indices.size()); }
 };
@@ -43,6 +46,13 @@ struct MiniBatch {
   // block cache LibTorch's tensors use (common/large_buffer.h).
   FloatBuffer features;
   std::vector<int64_t> labels;  // one per seed (-1 = unlabeled)
+  // Typed graphs (feature_dim 0, `features` empty): each input node's type,
+  // and per node type t the local indices of the input nodes of type t
+  // (ascending) and their feature rows in that order (type_inputs[t].size()
+  // x F_t; empty for a type without features).
+  std::vector<int32_t> input_types;
+  std::vector<std::vector<int64_t>> type_inputs;
+  std::vector<std::vector<float>> type_features;
   // Each input node's degree in the whole graph (SamplerOptions::fetch_degrees;
   // empty otherwise).
   std::vector<int64_t> degrees;

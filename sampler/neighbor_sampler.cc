@@ -23,6 +23,37 @@ absl::StatusOr<std::unique_ptr<NeighborSampler>> NeighborSampler::Create(
                        " for hop ", h, " (use -1 for all neighbors)"));
     }
   }
+  if (const GraphSchema* schema = source->schema(); schema != nullptr) {
+    const int hops = static_cast<int>(options.fanouts.size());
+    if (options.relation_fanouts.empty()) {
+      for (int h = 0; h < hops; ++h) {
+        options.relation_fanouts.emplace_back(schema->num_relations(),
+                                              options.fanouts[h]);
+      }
+    }
+    if (static_cast<int>(options.relation_fanouts.size()) != hops) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "NeighborSampler: relation fanouts for ",
+          options.relation_fanouts.size(), " hops, fanouts for ", hops));
+    }
+    for (const std::vector<int>& hop : options.relation_fanouts) {
+      if (static_cast<int>(hop.size()) != schema->num_relations()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "NeighborSampler: ", hop.size(), " relation fanouts for ",
+            schema->num_relations(), " relations"));
+      }
+      for (int f : hop) {
+        if (f < -1) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("NeighborSampler: relation fanout ", f,
+                           " (use -1 for all neighbors)"));
+        }
+      }
+    }
+  } else if (!options.relation_fanouts.empty()) {
+    return absl::InvalidArgumentError(
+        "NeighborSampler: relation fanouts for a graph without relations");
+  }
   return std::unique_ptr<NeighborSampler>(
       new NeighborSampler(source, std::move(options)));
 }
@@ -105,8 +136,22 @@ absl::Status NeighborSampler::SampleWith(absl::Span<const NodeId> seeds,
   out->seeds.assign(seeds.begin(), seeds.end());
   out->blocks.resize(num_hops);
   SampledNeighbors& sampled = builder->hop_sample();
+  const bool typed = source_->schema() != nullptr;
+  if (typed && exclude != nullptr && !exclude->empty()) {
+    return absl::UnimplementedError(
+        "excluded edges (link prediction) on a typed graph");
+  }
   for (int h = 0; h < num_hops; ++h) {
     const uint64_t hop_seed = MixSeed(batch_seed, static_cast<uint64_t>(h));
+    if (typed) {
+      RETURN_IF_ERROR(source_->SampleTypedNeighbors(
+          builder->frontier(), options_.relation_fanouts[h], options_.replace,
+          hop_seed, &sampled));
+      RETURN_IF_ERROR(builder->AddTypedHop(sampled.counts, sampled.neighbors,
+                                           sampled.relations,
+                                           &out->blocks[num_hops - 1 - h]));
+      continue;
+    }
     RETURN_IF_ERROR(
         source_->SampleNeighbors(builder->frontier(), options_.fanouts[h],
                                  options_.replace, hop_seed, &sampled));
@@ -118,7 +163,10 @@ absl::Status NeighborSampler::SampleWith(absl::Span<const NodeId> seeds,
   ReserveWithHeadroom(&out->input_nodes, builder->nodes().size());
   out->input_nodes.assign(builder->nodes().begin(), builder->nodes().end());
   out->feature_dim = source_->feature_dim();
-  if (options_.fetch_features) {
+  if (typed) {
+    out->features.clear();
+    RETURN_IF_ERROR(FetchTypedInputs(out));
+  } else if (options_.fetch_features) {
     const size_t need = out->input_nodes.size() * out->feature_dim;
     // A recycled batch's buffer (sampler/loader.h).
     ReserveWithHeadroom(&out->features, need);
@@ -145,6 +193,43 @@ absl::Status NeighborSampler::SampleWith(absl::Span<const NodeId> seeds,
   } else {
     out->degrees.clear();
   }
+  return absl::OkStatus();
+}
+
+absl::Status NeighborSampler::FetchTypedInputs(MiniBatch* out) const {
+  const GraphSchema& schema = *source_->schema();
+  const int types = schema.num_node_types();
+  const size_t n = out->input_nodes.size();
+  out->input_types.resize(n);
+  out->type_inputs.resize(types);
+  out->type_features.resize(types);
+  for (std::vector<int64_t>& inputs : out->type_inputs) inputs.clear();
+  for (size_t i = 0; i < n; ++i) {
+    const int t = schema.TypeOf(out->input_nodes[i]);
+    if (t < 0) {
+      return absl::InternalError(absl::StrCat(
+          "input node ", out->input_nodes[i], " is of no node type"));
+    }
+    out->input_types[i] = t;
+    out->type_inputs[t].push_back(static_cast<int64_t>(i));
+  }
+  const auto fetch_start = std::chrono::steady_clock::now();
+  std::vector<NodeId> nodes;
+  for (int t = 0; t < types; ++t) {
+    const int64_t dim = schema.node_types[t].feature_dim;
+    std::vector<float>& rows = out->type_features[t];
+    if (!options_.fetch_features || dim == 0) {
+      rows.clear();
+      continue;
+    }
+    nodes.clear();
+    for (int64_t i : out->type_inputs[t]) nodes.push_back(out->input_nodes[i]);
+    rows.resize(nodes.size() * static_cast<size_t>(dim));
+    RETURN_IF_ERROR(source_->FetchTypeFeatures(t, nodes, rows.data()));
+  }
+  out->fetch_seconds = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - fetch_start)
+                           .count();
   return absl::OkStatus();
 }
 

@@ -60,6 +60,11 @@ struct SamplerOptions {
   bool fetch_labels = true;    // Fill MiniBatch::labels for the seeds.
   // Fill MiniBatch::degrees for input_nodes (GCN's normalisation).
   bool fetch_degrees = false;
+  // Typed graphs (GraphSource::schema()): hop h samples each relation r with
+  // relation_fanouts[h][r] (GraphSource::SampleTypedNeighbors); empty: every
+  // relation with fanouts[h]. The blocks carry each edge's relation, and the
+  // batch its input nodes' types and per-type features (MiniBatch).
+  std::vector<std::vector<int>> relation_fanouts;
 };
 
 // Directed node pairs (v, u) whose edge v <- u no sample may use. Link
@@ -78,7 +83,9 @@ struct SampleStats {
 // several threads may sample different batches at once.
 class NeighborSampler {
  public:
-  // Fails if fanouts is empty or has an entry below -1, or the source is null.
+  // Fails if fanouts is empty or has an entry below -1, or the source is null;
+  // for a typed source also if relation_fanouts is given but not one list of
+  // one fanout per relation for each hop.
   static absl::StatusOr<std::unique_ptr<NeighborSampler>> Create(
       const GraphSource* source, SamplerOptions options);
 
@@ -105,6 +112,8 @@ class NeighborSampler {
                           const ExcludedEdges* exclude,
                           internal::BlockBuilder* builder,
                           MiniBatch* out) const;
+  // Typed graphs: each input node's type and the per-type feature rows.
+  absl::Status FetchTypedInputs(MiniBatch* out) const;
   std::unique_ptr<internal::BlockBuilder> AcquireBuilder() const;
   void ReleaseBuilder(std::unique_ptr<internal::BlockBuilder> builder) const;
 

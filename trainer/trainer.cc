@@ -149,8 +149,12 @@ class Run {
     const int64_t in_dim =
         (options_.ignore_features ? 0 : source_.feature_dim()) +
         (rows_ != nullptr ? rows_->dim() : 0);
-    model_ = internal::MakeModel(options_.model, in_dim, num_classes,
-                                 MixSeed(options_.seed, kModelStream));
+    model_ = source_.schema() != nullptr
+                 ? internal::MakeTypedModel(
+                       options_.model, *source_.schema(), num_classes,
+                       MixSeed(options_.seed, kModelStream))
+                 : internal::MakeModel(options_.model, in_dim, num_classes,
+                                       MixSeed(options_.seed, kModelStream));
     task_->AddDecoder(model_.get(), MixSeed(options_.seed, kModelStream));
     params_ = model_->parameters();
     for (const auto& p : params_) result_.num_parameters += p.numel();
@@ -170,6 +174,10 @@ class Run {
         " layers=", options_.model.num_layers,
         " hidden=", options_.model.hidden, " heads=", options_.model.heads,
         " in=", in_dim, " classes=", num_classes, " seed=", options_.seed,
+        source_.schema() != nullptr
+            ? absl::StrCat(" relations=", source_.schema()->num_relations(),
+                           " bases=", options_.model.num_bases)
+            : std::string(),
         options_.task == TaskKind::kLink
             ? absl::StrCat(" task=link decoder=",
                            LinkDecoderName(options_.link.decoder))

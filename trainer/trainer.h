@@ -34,10 +34,13 @@ class GradientSync;
 class LearnableRows;
 
 // kMlp ignores the graph (each layer sees only the node's own state): the
-// baseline a GNN must beat. Give it fanouts of 0 to skip sampling.
-enum class ModelKind { kSage, kGcn, kGat, kMlp };
+// baseline a GNN must beat. Give it fanouts of 0 to skip sampling. kRgcn is
+// for typed graphs (sampler/graph_schema.h): R-GCN (Schlichtkrull et al.
+// 2018), a weight per relation from shared bases, over per-type input
+// projections.
+enum class ModelKind { kSage, kGcn, kGat, kMlp, kRgcn };
 
-// "sage", "gcn", "gat", "mlp" (case-insensitive).
+// "sage", "gcn", "gat", "mlp", "rgcn" (case-insensitive).
 absl::StatusOr<ModelKind> ParseModelKind(const std::string& name);
 const char* ModelKindName(ModelKind kind);
 
@@ -72,6 +75,12 @@ struct ModelOptions {
   double dropout = 0.5;       // Before every layer, on the input features too.
   double attn_dropout = 0.6;  // GAT: on attention coefficients.
   FeatureTransform features;
+  // R-GCN: the bases each relation's weight is a combination of; 0: as many
+  // as relations, up to 8.
+  int num_bases = 0;
+  // Typed graphs: the graph's relations (set from its schema when the model
+  // is made).
+  int num_relations = 0;
 };
 
 // The defaults for each model, from the models' papers and checked across the

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/buffers.h"
+#include "common/status.h"
 
 namespace shardgnn::internal {
 
@@ -92,6 +93,21 @@ absl::Status BlockBuilder::AddHop(absl::Span<const int64_t> counts,
     block->indices[e] = LocalIndex(node);
   }
   block->num_src = static_cast<int64_t>(nodes_.size());
+  block->relations.clear();
+  return absl::OkStatus();
+}
+
+absl::Status BlockBuilder::AddTypedHop(absl::Span<const int64_t> counts,
+                                       absl::Span<const NodeId> neighbors,
+                                       absl::Span<const int32_t> relations,
+                                       Block* block) {
+  if (relations.size() != neighbors.size()) {
+    return absl::InternalError(absl::StrCat("graph source returned ",
+                                            relations.size(), " relations for ",
+                                            neighbors.size(), " neighbors"));
+  }
+  RETURN_IF_ERROR(AddHop(counts, neighbors, block));
+  block->relations.assign(relations.begin(), relations.end());
   return absl::OkStatus();
 }
 

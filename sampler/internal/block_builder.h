@@ -47,6 +47,11 @@ class BlockBuilder {
   // the frontier and neighbors.
   absl::Status AddHop(absl::Span<const int64_t> counts,
                       absl::Span<const NodeId> neighbors, Block* block);
+  // The same for a typed hop: `relations` (one per neighbor) become the
+  // block's relations.
+  absl::Status AddTypedHop(absl::Span<const int64_t> counts,
+                           absl::Span<const NodeId> neighbors,
+                           absl::Span<const int32_t> relations, Block* block);
 
   // Every node seen, in local-index order (the input nodes once all hops are
   // added).

@@ -210,7 +210,7 @@ INSTANTIATE_TEST_SUITE_P(
         ForeignFlag{"LinqsUndirected", "linqs", "--input {LINQS} --undirected",
                     "--undirected (ogb, edgelist only)"},
         ForeignFlag{"LinqsSplitName", "linqs", "--input {LINQS} --split-name s",
-                    "--split-name (ogb only)"},
+                    "--split-name (ogb, ogb-hetero only)"},
         ForeignFlag{"LinqsSplit", "linqs", "--input {LINQS} --split 0.5,0.5,0",
                     "--split (edgelist only)"},
         ForeignFlag{"LinqsInputBesideFiles", "linqs",
@@ -219,13 +219,23 @@ INSTANTIATE_TEST_SUITE_P(
                     "--input is not read when --content and --cites are given"},
         ForeignFlag{"EdgeListInput", "edgelist",
                     "--input {OGB} --edges e --features f --labels l",
-                    "--input (ogb, linqs only)"},
+                    "--input (ogb, linqs, ogb-hetero, hgb only)"},
         ForeignFlag{"EdgeListSplitName", "edgelist",
                     "--edges e --features f --labels l --split-name s",
-                    "--split-name (ogb only)"},
+                    "--split-name (ogb, ogb-hetero only)"},
         ForeignFlag{"EdgeListLinqsFlags", "edgelist",
                     "--edges e --features f --labels l --directed --valid 3",
                     "--directed (linqs only), --valid (linqs only)"},
+        ForeignFlag{"OgbAddReverse", "ogb", "--input {OGB} --add-reverse",
+                    "--add-reverse (ogb-hetero, hgb only)"},
+        ForeignFlag{"HgbUndirected", "hgb", "--input {OGB} --undirected",
+                    "--undirected (ogb, edgelist only)"},
+        ForeignFlag{"OgbHeteroValidFraction", "ogb-hetero",
+                    "--input {OGB} --valid-fraction 0.3",
+                    "--valid-fraction (hgb only)"},
+        ForeignFlag{"HgbEdgeSplit", "hgb",
+                    "--input {OGB} --edge-split 0.8,0.1,0.1",
+                    "--edge-split splits untyped graphs only"},
         ForeignFlag{"EdgeListSplitFileAndFractions", "edgelist",
                     "--edges e --features f --labels l --split-file train=t "
                     "--split 0.5,0.5,0",
@@ -289,6 +299,35 @@ TEST(DatasetCmdTest, ImportsLinqsDirectory) {
   EXPECT_THAT(run.out, HasSubstr("nodes 2708, edges 10556"));
   EXPECT_THAT(run.out, HasSubstr("duplicates 151"));
   EXPECT_EQ(run.err, "");  // -q: no progress lines.
+}
+
+// `--format hgb` through the command line: HGB's files in, a typed dataset
+// out, its types and relations in the summary (reverse relations added).
+TEST(DatasetCmdTest, ImportsHgbAsATypedDataset) {
+  testing::TempDir tmp;
+  testing::WriteText(tmp.Sub("hgb/node.dat"),
+                     "0\tann\t0\t1,0\n1\tbob\t0\t0,1\n2\tp1\t1\n"
+                     "3\tp2\t1\n4\tp3\t1\n");
+  testing::WriteText(tmp.Sub("hgb/link.dat"),
+                     "0\t2\t0\t1.0\n0\t3\t0\t1.0\n1\t4\t0\t1.0\n"
+                     "2\t3\t1\t1.0\n");
+  testing::WriteText(tmp.Sub("hgb/label.dat"), "0\tann\t0\t1\n");
+  testing::WriteText(tmp.Sub("hgb/label.dat.test"), "1\tbob\t0\t0\n");
+  CommandResult run =
+      Shardgnn(tmp,
+               "dataset import --format hgb --add-reverse "
+               "--valid-fraction 0 --input " +
+                   tmp.Sub("hgb") + " --out " + tmp.Sub("typed"));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("node types:\n    0 2, 2 features\n    1 3, "
+                                 "no features"));
+  EXPECT_THAT(run.out, HasSubstr("0/0/1 3"));
+  EXPECT_THAT(run.out, HasSubstr("1/rev_0/0 3"));
+  EXPECT_THAT(run.out, HasSubstr("splits: train 1 test 1"));
+  ASSERT_OK_AND_ASSIGN(DatasetManifest m,
+                       ReadDatasetManifest(tmp.Sub("typed")));
+  EXPECT_TRUE(m.typed());
+  EXPECT_EQ(m.target_types, std::vector<std::string>{"0"});
 }
 
 TEST(DatasetCmdTest, GeneratesAndSummarizes) {

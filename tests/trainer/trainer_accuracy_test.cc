@@ -118,7 +118,8 @@ class CoraTest : public ::testing::Test {
         options.lr = 0.005;
         options.epochs = 40;
         break;
-      case ModelKind::kMlp:  // The baseline: SAGE's sizes.
+      case ModelKind::kMlp:   // The baseline: SAGE's sizes.
+      case ModelKind::kRgcn:  // Typed graphs only (typed_training_test).
         options.model.hidden = 64;
         options.model.dropout = 0.5;
         break;

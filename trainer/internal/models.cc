@@ -37,6 +37,49 @@ void ApplyInputTransform(const InputTransform& transform, torch::Tensor& x) {
 
 uint64_t SeedStream::Next() { return MixSeed(seed_, count_++); }
 
+namespace {
+
+// BlockTensors' relation fields of a typed block (a counting sort of the
+// edges by relation, each relation's in their order).
+void GroupByRelation(const Block& block, BlockTensors* t) {
+  const int64_t num_edges = block.num_edges();
+  int32_t max_relation = -1;
+  for (int32_t r : block.relations) max_relation = std::max(max_relation, r);
+  const int64_t relations = max_relation + 1;
+  t->relation_ptr.assign(relations + 1, 0);
+  for (int32_t r : block.relations) ++t->relation_ptr[r + 1];
+  for (int64_t r = 0; r < relations; ++r)
+    t->relation_ptr[r + 1] += t->relation_ptr[r];
+  const auto i64 = torch::TensorOptions().dtype(torch::kLong);
+  t->rel_src = torch::empty({num_edges}, i64);
+  t->rel_dst = torch::empty({num_edges}, i64);
+  t->rel_norm = torch::empty({num_edges, 1}, torch::kFloat);
+  int64_t* src = t->rel_src.data_ptr<int64_t>();
+  int64_t* dst = t->rel_dst.data_ptr<int64_t>();
+  float* norm = t->rel_norm.data_ptr<float>();
+  std::vector<int64_t> cursor(t->relation_ptr.begin(),
+                              t->relation_ptr.end() - 1);
+  // Per destination and relation, its edges are one run of its row (rows
+  // are built relation by relation): the run's length is the norm's count.
+  for (int64_t i = 0; i < block.num_dst; ++i) {
+    int64_t e = block.indptr[i];
+    while (e < block.indptr[i + 1]) {
+      const int32_t r = block.relations[e];
+      int64_t run = e;
+      while (run < block.indptr[i + 1] && block.relations[run] == r) ++run;
+      const float inv = 1.0f / static_cast<float>(run - e);
+      for (; e < run; ++e) {
+        const int64_t k = cursor[r]++;
+        src[k] = block.indices[e];
+        dst[k] = i;
+        norm[k] = inv;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
                                          ModelKind kind) {
   const auto i64 = torch::TensorOptions().dtype(torch::kLong);
@@ -52,6 +95,7 @@ std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
     t.indices = torch::from_blob(const_cast<int64_t*>(block.indices.data()),
                                  {block.num_edges()}, i64)
                     .clone();
+    if (!block.relations.empty()) GroupByRelation(block, &t);
     const ModelNeeds needs = NeedsOf(kind);
     if (!needs.loop_csr) continue;
     const int64_t num_loop = block.num_edges() + block.num_dst;
@@ -268,6 +312,48 @@ class MlpLayer : public Layer {
   torch::nn::Linear linear_{nullptr};
 };
 
+// R-GCN (Schlichtkrull et al. 2018): h_dst' = W_self h_dst + b +
+// sum_r mean_{u in N_r(dst)} W_r h_u, with W_r = sum_b a_rb V_b.
+class RgcnLayer : public Layer {
+ public:
+  RgcnLayer(int64_t in, int64_t out, int relations, int bases)
+      : in_(in), out_(out) {
+    self_ = register_module("lin_self", torch::nn::Linear(in, out));
+    bases_ = register_parameter("bases", torch::empty({bases, in, out}));
+    coefficients_ =
+        register_parameter("coefficients", torch::empty({relations, bases}));
+  }
+  torch::Tensor Forward(const BlockTensors& b,
+                        const torch::Tensor& h) override {
+    torch::Tensor out = Project(self_, h.narrow(0, 0, b.num_dst));
+    if (b.relation_ptr.empty()) return out;
+    const int64_t relations = coefficients_.size(0);
+    TORCH_CHECK(static_cast<int64_t>(b.relation_ptr.size()) - 1 <= relations,
+                "a block has edges of relation ", b.relation_ptr.size() - 2,
+                " but the model knows ", relations);
+    // [R, in * out]: every relation's weight at once.
+    torch::Tensor weights =
+        coefficients_.mm(bases_.view({bases_.size(0), in_ * out_}))
+            .view({relations, in_, out_});
+    for (size_t r = 0; r + 1 < b.relation_ptr.size(); ++r) {
+      const int64_t begin = b.relation_ptr[r];
+      const int64_t count = b.relation_ptr[r + 1] - begin;
+      if (count == 0) continue;
+      torch::Tensor messages =
+          h.index_select(0, b.rel_src.narrow(0, begin, count))
+              .mm(weights[static_cast<int64_t>(r)]) *
+          b.rel_norm.narrow(0, begin, count);
+      out = out.index_add(0, b.rel_dst.narrow(0, begin, count), messages);
+    }
+    return out;
+  }
+
+ private:
+  int64_t in_, out_;
+  torch::nn::Linear self_{nullptr};
+  torch::Tensor bases_, coefficients_;
+};
+
 // How a model's layers are made and joined: one entry per ModelKind (the
 // registry MakeModel and NeedsOf read).
 struct ModelSpec {
@@ -279,6 +365,12 @@ struct ModelSpec {
                                        int n, int64_t in, int64_t out,
                                        std::shared_ptr<SeedStream> seeds);
 };
+
+// R-GCN's bases: options.num_bases, or as many as relations up to 8.
+int BasesOf(const ModelOptions& options, int relations) {
+  if (options.num_bases > 0) return options.num_bases;
+  return std::max(1, std::min(relations, 8));
+}
 
 const ModelSpec kModels[] = {
     {ModelKind::kSage,
@@ -311,6 +403,14 @@ const ModelSpec kModels[] = {
         std::shared_ptr<SeedStream>) -> std::shared_ptr<Layer> {
        return std::make_shared<MlpLayer>(in, out);
      }},
+    {ModelKind::kRgcn,
+     {false, false},
+     false,
+     [](const ModelOptions& o, int, int, int64_t in, int64_t out,
+        std::shared_ptr<SeedStream>) -> std::shared_ptr<Layer> {
+       return std::make_shared<RgcnLayer>(in, out, o.num_relations,
+                                          BasesOf(o, o.num_relations));
+     }},
 };
 
 const ModelSpec& SpecOf(ModelKind kind) {
@@ -321,13 +421,76 @@ const ModelSpec& SpecOf(ModelKind kind) {
   return kModels[0];
 }
 
+// A typed graph's inputs to `width` columns: per node type t a module
+// "<t>", Linear(F_t, width) over its features or, for a type without, an
+// Embedding(count_t, width) of learned rows.
+class TypedInputEncoder : public torch::nn::Module {
+ public:
+  TypedInputEncoder(const GraphSchema& schema, int64_t width) : width_(width) {
+    for (int t = 0; t < schema.num_node_types(); ++t) {
+      const NodeType& type = schema.node_types[t];
+      const std::string name = std::to_string(t);
+      if (type.feature_dim > 0) {
+        linears_.push_back(
+            register_module(name, torch::nn::Linear(type.feature_dim, width)));
+        embeddings_.emplace_back(nullptr);
+      } else {
+        linears_.emplace_back(nullptr);
+        embeddings_.push_back(register_module(
+            name,
+            torch::nn::Embedding(std::max<int64_t>(type.count, 1), width)));
+      }
+    }
+  }
+
+  // Learned rows start with variance 1 / width (rows of about unit norm),
+  // not Glorot's bound, which shrinks with the type's node count.
+  void InitEmbeddings(uint64_t seed) {
+    torch::NoGradGuard no_grad;
+    at::Generator generator = at::detail::createCPUGenerator(seed);
+    const double bound = std::sqrt(3.0 / static_cast<double>(width_));
+    for (auto& e : embeddings_) {
+      if (!e.is_empty()) e->weight.uniform_(-bound, bound, generator);
+    }
+  }
+
+  torch::Tensor Encode(const TypedInputs& in) {
+    TORCH_CHECK(in.index.size() == linears_.size(), "a batch of ",
+                in.index.size(), " node types for a model of ",
+                linears_.size());
+    torch::Tensor x = torch::zeros({in.num_inputs, width_});
+    for (size_t t = 0; t < linears_.size(); ++t) {
+      if (!in.index[t].defined() || in.index[t].numel() == 0) continue;
+      torch::Tensor y;
+      if (!linears_[t].is_empty()) {
+        TORCH_CHECK(in.features[t].defined(), "no features of node type ", t);
+        y = Project(linears_[t], in.features[t]);
+      } else {
+        y = embeddings_[t]->forward(in.local_ids[t]);
+      }
+      x = x.index_copy(0, in.index[t], y);
+    }
+    return x;
+  }
+
+ private:
+  int64_t width_;
+  std::vector<torch::nn::Linear> linears_;
+  std::vector<torch::nn::Embedding> embeddings_;
+};
+
 // Layers in a ModuleList named "layers", dropout before each, the spec's
-// activation between them.
+// activation between them; for a typed graph an "input" encoder before them.
 class Stack : public GnnModel {
  public:
   Stack(const ModelOptions& options, const ModelSpec& spec, int64_t in_dim,
-        int64_t num_classes, std::shared_ptr<SeedStream> seeds)
+        int64_t num_classes, std::shared_ptr<SeedStream> seeds,
+        const GraphSchema* schema = nullptr)
       : seeds_(std::move(seeds)), dropout_(options.dropout), elu_(spec.elu) {
+    if (schema != nullptr) {
+      encoder_ = register_module(
+          "input", std::make_shared<TypedInputEncoder>(*schema, in_dim));
+    }
     const int n = options.num_layers;
     // GAT's hidden layers concatenate their heads.
     const int64_t hidden_out = options.kind == ModelKind::kGat
@@ -361,7 +524,14 @@ class Stack : public GnnModel {
 
   SeedStream& seed_stream() override { return *seeds_; }
 
+  torch::Tensor EncodeInputs(const TypedInputs& inputs) override {
+    if (encoder_ == nullptr) return GnnModel::EncodeInputs(inputs);
+    return encoder_->Encode(inputs);
+  }
+  TypedInputEncoder* encoder() { return encoder_.get(); }
+
  private:
+  std::shared_ptr<TypedInputEncoder> encoder_;
   std::shared_ptr<SeedStream> seeds_;
   double dropout_;
   bool elu_;
@@ -380,6 +550,13 @@ torch::Tensor GnnModel::Forward(const std::vector<BlockTensors>& blocks,
   for (int l = 0; l < num_layers(); ++l)
     h = ForwardLayer(l, blocks[static_cast<size_t>(l)], h);
   return h;
+}
+
+torch::Tensor GnnModel::EncodeInputs(const TypedInputs&) {
+  TORCH_CHECK(false,
+              "this model takes one feature matrix, not a typed graph's "
+              "inputs (use --model rgcn)");
+  return {};
 }
 
 // Glorot uniform for every weight (bound sqrt(6 / (fan_in + fan_out)) over the
@@ -421,8 +598,25 @@ int64_t MinParameterCount(const ModelOptions& options, int64_t in_dim,
   return total;
 }
 
+std::shared_ptr<GnnModel> MakeTypedModel(const ModelOptions& options,
+                                         const GraphSchema& schema,
+                                         int64_t num_classes, uint64_t seed) {
+  TORCH_CHECK(options.kind == ModelKind::kRgcn, ModelKindName(options.kind),
+              " does not take typed graphs (use --model rgcn)");
+  ModelOptions typed = options;
+  typed.num_relations = schema.num_relations();
+  auto seeds = std::make_shared<SeedStream>(MixSeed(seed, 1));
+  auto model = std::make_shared<Stack>(typed, SpecOf(typed.kind), typed.hidden,
+                                       num_classes, std::move(seeds), &schema);
+  InitParameters(*model, MixSeed(seed, 0));
+  model->encoder()->InitEmbeddings(MixSeed(seed, 2));
+  return model;
+}
+
 std::shared_ptr<GnnModel> MakeModel(const ModelOptions& options, int64_t in_dim,
                                     int64_t num_classes, uint64_t seed) {
+  TORCH_CHECK(options.kind != ModelKind::kRgcn,
+              "rgcn takes typed graphs only (a dataset with node types)");
   auto seeds = std::make_shared<SeedStream>(MixSeed(seed, 1));
   std::shared_ptr<GnnModel> model = std::make_shared<Stack>(
       options, SpecOf(options.kind), in_dim, num_classes, std::move(seeds));

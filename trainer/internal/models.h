@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "sampler/graph_schema.h"
 #include "sampler/minibatch.h"
 #include "trainer/trainer.h"
 
@@ -31,6 +32,24 @@ struct BlockTensors {
   // the neighbor sum estimated without bias from the sample, so a model does
   // not score differently with the batch it is evaluated in.
   torch::Tensor gcn_weight;
+  // Typed blocks (Block::relations): the edges grouped by relation, relation
+  // r's at [relation_ptr[r], relation_ptr[r + 1]): their sources and
+  // destinations (local indices) and 1 / (the destination's sampled
+  // neighbors of that relation), R-GCN's normalisation. Empty otherwise.
+  std::vector<int64_t> relation_ptr;
+  torch::Tensor rel_src, rel_dst;  // int64 [E]
+  torch::Tensor rel_norm;          // float [E, 1]
+};
+
+// A typed batch's inputs (MiniBatch::input_types ...): per node type, the
+// local indices of its input nodes, their feature rows (undefined for a type
+// without features) and their type-local IDs (what a type without features
+// looks its learned rows up by).
+struct TypedInputs {
+  int64_t num_inputs = 0;
+  std::vector<torch::Tensor> index;      // int64 [n_t]
+  std::vector<torch::Tensor> features;   // float [n_t, F_t]
+  std::vector<torch::Tensor> local_ids;  // int64 [n_t]
 };
 
 // Converts `batch`'s blocks (copies the index arrays; only the parts `kind`
@@ -81,6 +100,10 @@ class GnnModel : public torch::nn::Module {
   // Every layer in turn: blocks[l] feeds layer l.
   torch::Tensor Forward(const std::vector<BlockTensors>& blocks,
                         torch::Tensor x);
+  // Typed models: the first layer's input [num_inputs, width] from a typed
+  // batch's per-type inputs (a projection per type with features, a learned
+  // row per node of a type without). Others throw.
+  virtual torch::Tensor EncodeInputs(const TypedInputs& inputs);
   // The model's dropout seeds.
   virtual SeedStream& seed_stream() = 0;
 };
@@ -99,6 +122,13 @@ ModelNeeds NeedsOf(ModelKind kind);
 // REQUIRES: options.num_layers >= 1.
 std::shared_ptr<GnnModel> MakeModel(const ModelOptions& options, int64_t in_dim,
                                     int64_t num_classes, uint64_t seed);
+
+// A model for a typed graph (options.kind kRgcn): an input module ("input.<t>"
+// per node type t: Linear(F_t, hidden), or an Embedding(count_t, hidden) for
+// a type without features) and R-GCN layers over `schema`'s relations.
+std::shared_ptr<GnnModel> MakeTypedModel(const ModelOptions& options,
+                                         const GraphSchema& schema,
+                                         int64_t num_classes, uint64_t seed);
 
 // A lower bound of the parameters MakeModel(options, in_dim, num_classes, .)
 // has, without building it: every layer holds a weight of at least its input

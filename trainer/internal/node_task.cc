@@ -55,10 +55,10 @@ class NodeTask : public Task {
 
   torch::Tensor Loss(GnnModel& model, MiniBatch& batch,
                      StepFigures* f) override {
-    BatchTensors t =
-        ToTensors(batch, c_.options->model.kind, c_.transform, c_.rows);
+    BatchTensors t = ToTensors(batch, c_.options->model.kind, c_.transform,
+                               c_.rows, c_.source->schema());
     torch::Tensor labels = LabelsOf(batch);
-    torch::Tensor logits = model.Forward(t.blocks, t.x);
+    torch::Tensor logits = model.Forward(t.blocks, ModelInput(model, t));
     torch::Tensor mask = labels.ge(0);
     const int64_t n = mask.sum().item<int64_t>();
     if (n == 0) return {};
@@ -99,10 +99,10 @@ class NodeTask : public Task {
         ASSIGN_OR_RETURN(const bool more, loader->Next(&batch));
         if (!more) break;
         if (c_.rows != nullptr) RETURN_IF_ERROR(c_.rows->Pull(batch, false));
-        BatchTensors t =
-            ToTensors(batch, c_.options->model.kind, c_.transform, c_.rows);
+        BatchTensors t = ToTensors(batch, c_.options->model.kind, c_.transform,
+                                   c_.rows, c_.source->schema());
         torch::Tensor labels = LabelsOf(batch);
-        torch::Tensor logits = model.Forward(t.blocks, t.x);
+        torch::Tensor logits = model.Forward(t.blocks, ModelInput(model, t));
         torch::Tensor mask = labels.ge(0);
         counts[0] +=
             logits.argmax(1).eq(labels).logical_and(mask).sum().item<double>();

@@ -11,9 +11,35 @@
 namespace shardgnn::internal {
 
 BatchTensors ToTensors(MiniBatch& batch, ModelKind kind,
-                       const InputTransform& transform, const InputRows* rows) {
+                       const InputTransform& transform, const InputRows* rows,
+                       const GraphSchema* schema) {
   BatchTensors t;
   t.blocks = ToBlockTensors(batch, kind);
+  if (!batch.input_types.empty()) {
+    TORCH_CHECK(schema != nullptr, "a typed batch without its graph's schema");
+    const auto i64 = torch::TensorOptions().dtype(torch::kLong);
+    TypedInputs& in = t.typed;
+    in.num_inputs = static_cast<int64_t>(batch.input_nodes.size());
+    for (size_t type = 0; type < batch.type_inputs.size(); ++type) {
+      std::vector<int64_t>& index = batch.type_inputs[type];
+      const auto n = static_cast<int64_t>(index.size());
+      in.index.push_back(torch::from_blob(index.data(), {n}, i64).clone());
+      torch::Tensor local = torch::empty({n}, i64);
+      int64_t* ids = local.data_ptr<int64_t>();
+      for (int64_t k = 0; k < n; ++k)
+        ids[k] = batch.input_nodes[index[k]] - schema->offsets[type];
+      in.local_ids.push_back(local);
+      std::vector<float>& rows_of_type = batch.type_features[type];
+      if (rows_of_type.empty() || n == 0) {
+        in.features.emplace_back();
+      } else {
+        in.features.push_back(torch::from_blob(
+            rows_of_type.data(),
+            {n, static_cast<int64_t>(rows_of_type.size()) / n}, torch::kFloat));
+      }
+    }
+    return t;
+  }
   if (rows != nullptr && rows->ignore_features()) {
     t.x = rows->Input(torch::Tensor());
     return t;
@@ -27,6 +53,10 @@ BatchTensors ToTensors(MiniBatch& batch, ModelKind kind,
   ApplyInputTransform(transform, t.x);
   if (rows != nullptr) t.x = rows->Input(t.x);
   return t;
+}
+
+torch::Tensor ModelInput(GnnModel& model, const BatchTensors& t) {
+  return t.x.defined() ? t.x : model.EncodeInputs(t.typed);
 }
 
 absl::StatusOr<InferResult> RunExactTest(

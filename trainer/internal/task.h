@@ -42,13 +42,18 @@ namespace shardgnn::internal {
 // outlive it; its features are transformed in place).
 struct BatchTensors {
   std::vector<BlockTensors> blocks;
-  torch::Tensor x;
+  torch::Tensor x;    // Untyped graphs.
+  TypedInputs typed;  // Typed graphs (x undefined): the model encodes them.
 };
 // With `rows` (learnable input rows), its last Pull's rows are appended to
-// the features (or are the input, when features are ignored).
+// the features (or are the input, when features are ignored). A typed batch
+// (MiniBatch::input_types) fills `typed` instead, with `schema` its graph's.
 BatchTensors ToTensors(MiniBatch& batch, ModelKind kind,
                        const InputTransform& transform,
-                       const InputRows* rows = nullptr);
+                       const InputRows* rows = nullptr,
+                       const GraphSchema* schema = nullptr);
+// The model's first input: t.x, or the model's encoding of t.typed.
+torch::Tensor ModelInput(GnnModel& model, const BatchTensors& t);
 
 // What a run shares with its task; outlives it.
 struct TaskContext {
