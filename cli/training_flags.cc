@@ -35,7 +35,8 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
                 "Link tasks: redraw a negative pair that is a train edge or a "
                 "self loop");
   cmd->add_option("--model", f->model,
-                  "sage, gcn, gat or mlp; rgcn for typed graphs")
+                  "sage, gcn, gat or mlp; rgcn or heterosage for typed "
+                  "graphs")
       ->capture_default_str();
   cmd->add_option("--epochs", f->epochs,
                   "Training epochs, at most (default: sage, gcn 20; gat 100)");

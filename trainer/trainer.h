@@ -34,13 +34,17 @@ class GradientSync;
 class LearnableRows;
 
 // kMlp ignores the graph (each layer sees only the node's own state): the
-// baseline a GNN must beat. Give it fanouts of 0 to skip sampling. kRgcn is
-// for typed graphs (sampler/graph_schema.h): R-GCN (Schlichtkrull et al.
-// 2018), a weight per relation from shared bases, over per-type input
-// projections.
-enum class ModelKind { kSage, kGcn, kGat, kMlp, kRgcn };
+// baseline a GNN must beat. Give it fanouts of 0 to skip sampling. kRgcn and
+// kHeteroSage are for typed graphs (sampler/graph_schema.h), over per-type
+// input projections: R-GCN (Schlichtkrull et al. 2018), a weight per
+// relation from shared bases; HeteroSAGE, a GraphSAGE mean and weight per
+// relation, summed over relations.
+enum class ModelKind { kSage, kGcn, kGat, kMlp, kRgcn, kHeteroSage };
 
-// "sage", "gcn", "gat", "mlp", "rgcn" (case-insensitive).
+// Whether `kind` is a model of typed graphs (and only of them).
+bool IsTypedModel(ModelKind kind);
+
+// "sage", "gcn", "gat", "mlp", "rgcn", "heterosage" (case-insensitive).
 absl::StatusOr<ModelKind> ParseModelKind(const std::string& name);
 const char* ModelKindName(ModelKind kind);
 

@@ -17,6 +17,10 @@
 
 namespace shardgnn {
 
+bool IsTypedModel(ModelKind kind) {
+  return kind == ModelKind::kRgcn || kind == ModelKind::kHeteroSage;
+}
+
 absl::StatusOr<ModelKind> ParseModelKind(const std::string& name) {
   const std::string lower = absl::AsciiStrToLower(name);
   if (lower == "sage" || lower == "graphsage") return ModelKind::kSage;
@@ -24,8 +28,10 @@ absl::StatusOr<ModelKind> ParseModelKind(const std::string& name) {
   if (lower == "gat") return ModelKind::kGat;
   if (lower == "mlp") return ModelKind::kMlp;
   if (lower == "rgcn") return ModelKind::kRgcn;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown model '", name, "' (expected sage, gcn, gat, mlp or rgcn)"));
+  if (lower == "heterosage") return ModelKind::kHeteroSage;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown model '", name,
+                   "' (expected sage, gcn, gat, mlp, rgcn or heterosage)"));
 }
 
 const char* ModelKindName(ModelKind kind) {
@@ -40,6 +46,8 @@ const char* ModelKindName(ModelKind kind) {
       return "mlp";
     case ModelKind::kRgcn:
       return "rgcn";
+    case ModelKind::kHeteroSage:
+      return "heterosage";
   }
   return "?";
 }
@@ -109,6 +117,7 @@ ModelDefaults DefaultsFor(ModelKind kind) {
       // (docs/benchmarks.md).
       return {256, 8, 0.5, 0.6, 0.01, 20, 0, 0.9};
     case ModelKind::kRgcn:
+    case ModelKind::kHeteroSage:
       // Schlichtkrull et al. 2018 and HGB's R-GCN: narrow layers (HGB: 16 to
       // 64), lr 0.01; typed graphs' labels often need more epochs than
       // homophilous citation graphs: up to 100, until 20 bring no better
@@ -232,19 +241,20 @@ namespace internal {
 // What a typed graph's run cannot do (yet), and an R-GCN on an untyped one.
 absl::Status CheckTypedOptions(const GraphSource& source,
                                const TrainOptions& options) {
-  const bool rgcn = options.model.kind == ModelKind::kRgcn;
+  const bool typed_model = IsTypedModel(options.model.kind);
   if (source.schema() == nullptr) {
-    if (!rgcn) return absl::OkStatus();
-    return absl::InvalidArgumentError(
-        "--model rgcn takes typed graphs (a dataset with node types); this "
-        "graph has none");
+    if (!typed_model) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model ", ModelKindName(options.model.kind),
+        " takes typed graphs (a dataset with node types); this graph has "
+        "none"));
   }
-  if (!rgcn) {
+  if (!typed_model) {
     return absl::InvalidArgumentError(
         absl::StrCat("the graph is typed (", source.schema()->num_node_types(),
                      " node types, ", source.schema()->num_relations(),
                      " relations): --model ", ModelKindName(options.model.kind),
-                     " takes untyped graphs; use --model rgcn"));
+                     " takes untyped graphs; use --model rgcn or heterosage"));
   }
   if (options.task != TaskKind::kNode || options.embeddings != nullptr ||
       options.exact_test) {

@@ -120,6 +120,7 @@ class CoraTest : public ::testing::Test {
         break;
       case ModelKind::kMlp:   // The baseline: SAGE's sizes.
       case ModelKind::kRgcn:  // Typed graphs only (typed_training_test).
+      case ModelKind::kHeteroSage:
         options.model.hidden = 64;
         options.model.dropout = 0.5;
         break;

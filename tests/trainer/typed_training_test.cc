@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "datasets/dataset.h"
 #include "datasets/generators.h"
 #include "sampler/graph_source.h"
@@ -140,6 +141,56 @@ TEST_F(TypedTrainingTest, RgcnLayerIsTheMeanPerRelationOfEachWeight) {
     EXPECT_TRUE(torch::allclose(out[i], torch::relu(want), 1e-4, 1e-5))
         << "destination " << i;
   }
+}
+
+// HeteroSAGE's first layer: W_self h_v + b + sum_r W_r mean_{u in N_r(v)}
+// h_u, each relation with its own weight.
+TEST_F(TypedTrainingTest, HeteroSageLayerSumsAMeanPerRelation) {
+  SamplerOptions sampling;
+  sampling.fanouts = {4, 3};
+  ASSERT_OK_AND_ASSIGN(auto sampler,
+                       NeighborSampler::Create(source_.get(), sampling));
+  const std::vector<NodeId> seeds(splits_.train.begin(),
+                                  splits_.train.begin() + 20);
+  ASSERT_OK_AND_ASSIGN(MiniBatch batch, sampler->Sample(seeds, 6));
+  ModelOptions options;
+  options.kind = ModelKind::kHeteroSage;
+  options.hidden = 8;
+  options.num_layers = 2;
+  auto model = internal::MakeTypedModel(options, *source_->schema(), 4, 1);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  internal::BatchTensors t = internal::ToTensors(batch, ModelKind::kHeteroSage,
+                                                 internal::InputTransform(),
+                                                 nullptr, source_->schema());
+  torch::Tensor x = internal::ModelInput(*model, t);
+  torch::Tensor out = model->ForwardLayer(0, t.blocks[0], x);
+  std::map<std::string, torch::Tensor> p;
+  for (const auto& named : model->named_parameters())
+    p[named.key()] = named.value();
+  const Block& block = batch.blocks[0];
+  for (int64_t i = 0; i < block.num_dst; ++i) {
+    torch::Tensor want =
+        p["layers.0.lin_self.weight"].mv(x[i]) + p["layers.0.lin_self.bias"];
+    std::map<int32_t, std::vector<int64_t>> by_relation;
+    for (int64_t e = block.indptr[i]; e < block.indptr[i + 1]; ++e)
+      by_relation[block.relations[e]].push_back(block.indices[e]);
+    for (const auto& [r, sources] : by_relation) {
+      torch::Tensor mean = torch::zeros({8});
+      for (int64_t u : sources) mean += x[u];
+      mean /= static_cast<double>(sources.size());
+      want += p[absl::StrCat("layers.0.lin_neigh.", r, ".weight")].mv(mean);
+    }
+    EXPECT_TRUE(torch::allclose(out[i], torch::relu(want), 1e-4, 1e-5))
+        << "destination " << i;
+  }
+}
+
+TEST_F(TypedTrainingTest, HeteroSageLearnsTheTypedGraph) {
+  TrainOptions o = Options();
+  o.model.kind = ModelKind::kHeteroSage;
+  ASSERT_OK_AND_ASSIGN(TrainResult result, Train(*source_, splits_, o));
+  EXPECT_GT(result.test_acc, 0.85) << result.test_acc;
 }
 
 TEST_F(TypedTrainingTest, RgcnLearnsTheTypedGraphReproducibly) {

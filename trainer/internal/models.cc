@@ -354,6 +354,47 @@ class RgcnLayer : public Layer {
   torch::Tensor bases_, coefficients_;
 };
 
+// HeteroSAGE: h_dst' = W_self h_dst + b + sum_r W_r mean_{u in N_r(dst)} h_u,
+// a GraphSAGE neighbor weight per relation ("lin_neigh.<r>").
+class HeteroSageLayer : public Layer {
+ public:
+  HeteroSageLayer(int64_t in, int64_t out, int relations) : in_(in) {
+    self_ = register_module("lin_self", torch::nn::Linear(in, out));
+    torch::nn::ModuleList list;
+    for (int r = 0; r < relations; ++r) {
+      neigh_.push_back(
+          torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
+      list->push_back(neigh_.back());
+    }
+    register_module("lin_neigh", list);
+  }
+  torch::Tensor Forward(const BlockTensors& b,
+                        const torch::Tensor& h) override {
+    torch::Tensor out = Project(self_, h.narrow(0, 0, b.num_dst));
+    TORCH_CHECK(
+        b.relation_ptr.empty() || b.relation_ptr.size() - 1 <= neigh_.size(),
+        "a block has edges of relation ", b.relation_ptr.size() - 2,
+        " but the model knows ", neigh_.size());
+    for (size_t r = 0; r + 1 < b.relation_ptr.size(); ++r) {
+      const int64_t begin = b.relation_ptr[r];
+      const int64_t count = b.relation_ptr[r + 1] - begin;
+      if (count == 0) continue;
+      torch::Tensor mean =
+          torch::zeros({b.num_dst, in_}, h.options())
+              .index_add(0, b.rel_dst.narrow(0, begin, count),
+                         h.index_select(0, b.rel_src.narrow(0, begin, count)) *
+                             b.rel_norm.narrow(0, begin, count));
+      out = out + Project(neigh_[r], mean);
+    }
+    return out;
+  }
+
+ private:
+  int64_t in_;
+  torch::nn::Linear self_{nullptr};
+  std::vector<torch::nn::Linear> neigh_;
+};
+
 // How a model's layers are made and joined: one entry per ModelKind (the
 // registry MakeModel and NeedsOf read).
 struct ModelSpec {
@@ -410,6 +451,13 @@ const ModelSpec kModels[] = {
         std::shared_ptr<SeedStream>) -> std::shared_ptr<Layer> {
        return std::make_shared<RgcnLayer>(in, out, o.num_relations,
                                           BasesOf(o, o.num_relations));
+     }},
+    {ModelKind::kHeteroSage,
+     {false, false},
+     false,
+     [](const ModelOptions& o, int, int, int64_t in, int64_t out,
+        std::shared_ptr<SeedStream>) -> std::shared_ptr<Layer> {
+       return std::make_shared<HeteroSageLayer>(in, out, o.num_relations);
      }},
 };
 
@@ -601,7 +649,7 @@ int64_t MinParameterCount(const ModelOptions& options, int64_t in_dim,
 std::shared_ptr<GnnModel> MakeTypedModel(const ModelOptions& options,
                                          const GraphSchema& schema,
                                          int64_t num_classes, uint64_t seed) {
-  TORCH_CHECK(options.kind == ModelKind::kRgcn, ModelKindName(options.kind),
+  TORCH_CHECK(IsTypedModel(options.kind), ModelKindName(options.kind),
               " does not take typed graphs (use --model rgcn)");
   ModelOptions typed = options;
   typed.num_relations = schema.num_relations();
@@ -615,8 +663,8 @@ std::shared_ptr<GnnModel> MakeTypedModel(const ModelOptions& options,
 
 std::shared_ptr<GnnModel> MakeModel(const ModelOptions& options, int64_t in_dim,
                                     int64_t num_classes, uint64_t seed) {
-  TORCH_CHECK(options.kind != ModelKind::kRgcn,
-              "rgcn takes typed graphs only (a dataset with node types)");
+  TORCH_CHECK(!IsTypedModel(options.kind), ModelKindName(options.kind),
+              " takes typed graphs only (a dataset with node types)");
   auto seeds = std::make_shared<SeedStream>(MixSeed(seed, 1));
   std::shared_ptr<GnnModel> model = std::make_shared<Stack>(
       options, SpecOf(options.kind), in_dim, num_classes, std::move(seeds));
