@@ -273,6 +273,12 @@ nlohmann::ordered_json SummaryJson(const TrainResult& result,
   summary["task"] = TaskKindName(options.task);
   if (options.task == TaskKind::kNode) {
     summary["test_acc"] = result.test_acc;
+    // Sampled tests: micro-F1 (the accuracy, one label per node) and
+    // macro-F1 (the mean over classes).
+    for (const auto& [key, value] : result.test_metrics) {
+      if (key == "test_micro_f1" || key == "test_macro_f1")
+        summary[key] = value;
+    }
   } else {
     for (const auto& [key, value] : result.test_metrics) summary[key] = value;
   }
@@ -489,9 +495,14 @@ void PrintResult(const TrainResult& result, bool exact) {
     std::printf("test %s (best validation ROC-AUC %.4f at epoch %d)\n",
                 figures.c_str(), result.best_val_score, result.best_epoch);
   } else {
-    std::printf("test accuracy %.4f (%sbest validation %.4f at epoch %d)\n",
-                result.test_acc, exact ? "exact; " : "", result.best_val_acc,
-                result.best_epoch);
+    std::string macro;
+    for (const auto& [key, value] : result.test_metrics) {
+      if (key == "test_macro_f1")
+        macro = absl::StrFormat(", macro-F1 %.4f", value);
+    }
+    std::printf("test accuracy %.4f%s (%sbest validation %.4f at epoch %d)\n",
+                result.test_acc, macro.c_str(), exact ? "exact; " : "",
+                result.best_val_acc, result.best_epoch);
   }
   std::fflush(stdout);
 }

@@ -541,6 +541,10 @@ TEST(TrainInProcessTest, ATypedDatasetTrainsRgcnInProcess) {
                        ReadFileToString(out + "/summary.json"));
   nlohmann::json summary = nlohmann::json::parse(text);
   EXPECT_GT(summary["test_acc"].get<double>(), 0.6) << text;  // Chance 0.25.
+  EXPECT_DOUBLE_EQ(summary["test_micro_f1"].get<double>(),
+                   summary["test_acc"].get<double>());
+  EXPECT_GT(summary["test_macro_f1"].get<double>(), 0.5) << text;
+  EXPECT_THAT(output, HasSubstr(", macro-F1 0."));
 
   auto [sage, sage_output] = RunShardgnn(
       {"train", "--dataset", typed, "--epochs", "1", "--model", "sage"});

@@ -199,6 +199,12 @@ TEST_F(TypedTrainingTest, RgcnLearnsTheTypedGraphReproducibly) {
   // (datasets/generators.h), their venues, topics, citations and authors a
   // strong one.
   EXPECT_GT(a.test_acc, 0.85) << a.test_acc;
+  // Single-label: micro-F1 is the accuracy; macro-F1 averages the classes.
+  std::map<std::string, double> metrics(a.test_metrics.begin(),
+                                        a.test_metrics.end());
+  EXPECT_DOUBLE_EQ(metrics.at("test_micro_f1"), a.test_acc);
+  EXPECT_GT(metrics.at("test_macro_f1"), 0.8);
+  EXPECT_LE(metrics.at("test_macro_f1"), 1.0);
   TrainOptions no_prefetch = Options();
   no_prefetch.prefetch = 0;
   ASSERT_OK_AND_ASSIGN(TrainResult b, Train(*source_, splits_, no_prefetch));
@@ -221,6 +227,19 @@ TEST_F(TypedTrainingTest, TheTypedNeighborhoodIsWhatTheModelLearnsFrom) {
   EXPECT_GT(with.test_acc, little.test_acc + 0.02)
       << "5 neighbors per relation " << with.test_acc << ", 1 "
       << little.test_acc;
+}
+
+// F1 from per-class counts, as scikit-learn computes it: labels
+// [0, 0, 1, 2, 2, 2], predictions [0, 1, 1, 2, 2, 0] give class 0 TP 1 FP 1
+// FN 1, class 1 TP 1 FP 1 FN 0, class 2 TP 2 FP 0 FN 1, class 3 absent:
+// f1_score(average="macro") = (1/2 + 2/3 + 4/5) / 3, "micro" = 4/6.
+TEST(F1Test, MicroAndMacroAsScikitLearnComputesThem) {
+  const double counts[] = {1, 1, 1, 1, 1, 0, 2, 0, 1, 0, 0, 0};
+  const internal::F1Scores f1 = internal::F1Of(counts, 4);
+  EXPECT_NEAR(f1.macro, (0.5 + 2.0 / 3 + 0.8) / 3, 1e-12);
+  EXPECT_NEAR(f1.micro, 4.0 / 6, 1e-12);
+  const double none[] = {0, 0, 0};
+  EXPECT_EQ(internal::F1Of(none, 1).macro, 0);
 }
 
 TEST_F(TypedTrainingTest, UntypedModelsAndTypedOnlyFeaturesAreRefused) {

@@ -2,6 +2,7 @@
 // cross-entropy, accuracy; the final test sampled or by layer-wise inference.
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/sampling.h"
@@ -20,6 +21,50 @@ torch::Tensor LabelsOf(const MiniBatch& batch) {
                           {static_cast<int64_t>(batch.labels.size())},
                           torch::kLong);
 }
+
+// Adds each labeled node's outcome to its classes' counts: per class c,
+// counts[3c] true positives, counts[3c + 1] false positives (predicted c,
+// labeled otherwise), counts[3c + 2] false negatives (labeled c, predicted
+// otherwise).
+void CountPerClass(const torch::Tensor& predicted, const torch::Tensor& labels,
+                   double* counts) {
+  const int64_t* p = predicted.data_ptr<int64_t>();
+  const int64_t* y = labels.data_ptr<int64_t>();
+  for (int64_t i = 0; i < labels.numel(); ++i) {
+    if (y[i] < 0) continue;
+    if (p[i] == y[i]) {
+      counts[3 * y[i]] += 1;
+    } else {
+      counts[3 * p[i] + 1] += 1;
+      counts[3 * y[i] + 2] += 1;
+    }
+  }
+}
+
+}  // namespace
+
+F1Scores F1Of(const double* counts, int64_t num_classes) {
+  double tp = 0, fp = 0, fn = 0, macro = 0;
+  int64_t classes = 0;
+  for (int64_t c = 0; c < num_classes; ++c) {
+    const double t = counts[3 * c], f_p = counts[3 * c + 1],
+                 f_n = counts[3 * c + 2];
+    tp += t;
+    fp += f_p;
+    fn += f_n;
+    // Classes that occur in the labels or the predictions (scikit-learn's
+    // macro average over the labels present).
+    if (t + f_p + f_n == 0) continue;
+    macro += 2 * t / (2 * t + f_p + f_n);
+    ++classes;
+  }
+  F1Scores f1;
+  f1.micro = tp + fp + fn > 0 ? 2 * tp / (2 * tp + fp + fn) : 0;
+  f1.macro = classes > 0 ? macro / static_cast<double>(classes) : 0;
+  return f1;
+}
+
+namespace {
 
 class NodeTask : public Task {
  public:
@@ -83,7 +128,10 @@ class NodeTask : public Task {
         split == EvalSplit::kValid ? c_.splits->valid : c_.splits->test;
     torch::NoGradGuard no_grad;
     model.eval();
-    double counts[3] = {0.0, 0.0, 0.0};  // correct, labeled, loss sum
+    // correct, labeled, loss sum; then per class: true positives, false
+    // positives, false negatives (for the F1 scores).
+    std::vector<double> counts(3 + 3 * num_classes_, 0.0);
+    double* per_class = counts.data() + 3;
     if (!nodes.empty()) {
       ASSIGN_OR_RETURN(PrefetchLoader * loader,
                        EvalLoader(split, nodes, sampler));
@@ -104,8 +152,10 @@ class NodeTask : public Task {
         torch::Tensor labels = LabelsOf(batch);
         torch::Tensor logits = model.Forward(t.blocks, ModelInput(model, t));
         torch::Tensor mask = labels.ge(0);
+        torch::Tensor predicted = logits.argmax(1);
         counts[0] +=
-            logits.argmax(1).eq(labels).logical_and(mask).sum().item<double>();
+            predicted.eq(labels).logical_and(mask).sum().item<double>();
+        CountPerClass(predicted, labels, per_class);
         const double labeled = mask.sum().item<double>();
         counts[1] += labeled;
         if (progress) progress(k, batches_total);
@@ -121,12 +171,15 @@ class NodeTask : public Task {
       loader->Pause();  // Its threads stay for the next evaluation.
     }
     if (c_.sync != nullptr)
-      RETURN_IF_ERROR(c_.sync->AllreduceSum(absl::MakeSpan(counts, 3)));
+      RETURN_IF_ERROR(c_.sync->AllreduceSum(absl::MakeSpan(counts)));
     TaskEvaluation e;
     if (counts[1] > 0) {
       e.score = counts[0] / counts[1];
       e.loss = counts[2] / counts[1];
       e.metrics.emplace_back("acc", e.score);
+      const F1Scores f1 = F1Of(per_class, num_classes_);
+      e.metrics.emplace_back("micro_f1", f1.micro);
+      e.metrics.emplace_back("macro_f1", f1.macro);
     }
     return e;
   }

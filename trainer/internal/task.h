@@ -88,6 +88,17 @@ struct TaskEvaluation {
 
 enum class EvalSplit { kValid, kTest };
 
+// Micro- and macro-averaged F1 of a classification from per-class counts
+// (counts[3c], [3c + 1], [3c + 2]: class c's true positives, false
+// positives, false negatives). The macro average is over the classes that
+// occur in the labels or the predictions; with one label per node the
+// micro average equals the accuracy.
+struct F1Scores {
+  double micro = 0;
+  double macro = 0;
+};
+F1Scores F1Of(const double* counts, int64_t num_classes);
+
 class Task {
  public:
   virtual ~Task() = default;
