@@ -10,6 +10,7 @@
 #include "cli/config_file.h"
 #include "common/status.h"
 #include "sampler/embedding_rows.h"
+#include "sampler/graph_schema.h"
 
 namespace shardgnn::cli {
 
@@ -54,7 +55,10 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
                   "one pass, at least --min-steps-per-epoch)")
       ->capture_default_str();
   cmd->add_option("--fanouts", f->fanouts,
-                  "Neighbors sampled per layer, seeds' hop first (-1 = all)")
+                  "Neighbors sampled per layer, seeds' hop first (-1 = all); "
+                  "typed graphs: every relation alike, or per relation and "
+                  "layer, e.g. 'writes=10,cites=5,2;writes=5,2' (a bare N "
+                  "for the relations not named, else 0)")
       ->capture_default_str();
   cmd->add_option("--eval-fanouts", f->eval_fanouts,
                   "Fanouts for validation and test (default: twice --fanouts; "
@@ -304,7 +308,16 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
   };
   auto kind = ParseModelKind(f.model);
   if (!kind.ok()) return kind.status();
-  auto fanouts = ParseFanouts(f.fanouts);
+  absl::StatusOr<std::vector<int>> fanouts;
+  if (IsRelationFanoutSpec(f.fanouts)) {
+    // Resolved against the graph's relations when the run starts; a layer
+    // per ';'.
+    options.relation_fanouts = f.fanouts;
+    fanouts = std::vector<int>(
+        std::count(f.fanouts.begin(), f.fanouts.end(), ';') + 1, 1);
+  } else {
+    fanouts = ParseFanouts(f.fanouts);
+  }
   if (!fanouts.ok()) return fanouts.status();
   if (!f.eval_fanouts.empty()) {
     auto eval = ParseFanouts(f.eval_fanouts);

@@ -32,7 +32,23 @@ struct GraphSchema {
   int64_t num_nodes() const { return offsets.back(); }
   // The type of a global ID (binary search); -1 outside [0, num_nodes()).
   int TypeOf(NodeId node) const;
+  // The relation a name means: its "src/relation/dst" key, or its relation
+  // name when no other relation has it; -1 if none (or it is ambiguous).
+  int FindRelation(const std::string& name) const;
 };
+
+// Whether `text` is a per-relation fanout list (it names a relation).
+bool IsRelationFanoutSpec(const std::string& text);
+
+// Per-relation fanouts, one list per layer separated by ';', each a
+// comma-separated list of `relation=N` (a relation name, or its
+// src/relation/dst key when the name is ambiguous) and at most one bare N,
+// the fanout of the relations not named (0 if there is none: they are not
+// sampled). N is a count, 0, or -1 for all neighbors. Example, two layers:
+// "writes=10,cites=5,2;writes=5,cites=5,2". Errors name the entry, and list
+// the relations for an unknown name.
+absl::StatusOr<std::vector<std::vector<int>>> ParseRelationFanouts(
+    const std::string& text, const GraphSchema& schema);
 
 }  // namespace shardgnn
 

@@ -109,6 +109,16 @@ class Run {
   absl::Status MakeSamplers() {
     SamplerOptions train_sampling;
     train_sampling.fanouts = options_.fanouts;
+    if (!options_.relation_fanouts.empty()) {
+      if (source_.schema() == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--fanouts '", options_.relation_fanouts,
+                         "' names relations, but the graph has none"));
+      }
+      ASSIGN_OR_RETURN(
+          train_sampling.relation_fanouts,
+          ParseRelationFanouts(options_.relation_fanouts, *source_.schema()));
+    }
     // GCN normalises by the graph's degrees (internal::BlockTensors).
     train_sampling.fetch_degrees =
         internal::NeedsOf(options_.model.kind).degrees;
@@ -131,9 +141,13 @@ class Run {
     SamplerOptions test_sampling = train_sampling;
     if (options_.eval_fanouts.empty()) {
       test_sampling.fanouts = DefaultEvalFanouts(options_.fanouts);
+      for (std::vector<int>& hop : test_sampling.relation_fanouts)
+        hop = DefaultEvalFanouts(hop);
     } else {
       valid_sampling.fanouts = options_.eval_fanouts;
       test_sampling.fanouts = options_.eval_fanouts;
+      valid_sampling.relation_fanouts.clear();
+      test_sampling.relation_fanouts.clear();
     }
     ASSIGN_OR_RETURN(valid_sampler_,
                      NeighborSampler::Create(&source_, valid_sampling));

@@ -235,6 +235,12 @@ struct TrainOptions {
   // neighborhoods do, within 0.3 points, while -1 is exact but can reach most
   // of a large power-law graph within three hops).
   std::vector<int> eval_fanouts;
+  // Typed graphs: per-relation fanouts (sampler/graph_schema.h
+  // ParseRelationFanouts: "writes=10,cites=5,2;..."), resolved against the
+  // graph's relations when the run starts; `fanouts` then holds one entry per
+  // layer. Evaluation samples with them doubled unless eval_fanouts says
+  // otherwise. Empty: every relation with `fanouts`.
+  std::string relation_fanouts;
   int64_t batch_size = 1024;
   // 0: StepsPerEpoch(train, batch_size, min_steps_per_epoch). Otherwise
   // exactly this many (every data-parallel rank must run the same number):

@@ -208,6 +208,46 @@ TEST_F(TypedSamplingTest, OneRelationsSampleIsTheUntypedRulesOnItsSlice) {
   }
 }
 
+// "--fanouts 'rev_in=1,cites=4,2;3'": named relations by name or key, a bare
+// count for the rest, 0 when there is none; unknown or ambiguous names are
+// refused, listing the relations.
+TEST_F(TypedSamplingTest, RelationFanoutsAreParsedAgainstTheSchema) {
+  const GraphSchema& schema = *source_->schema();
+  const int rev_in = schema.FindRelation("rev_in");
+  const int cites = schema.FindRelation("paper/cites/paper");
+  ASSERT_GE(rev_in, 0);
+  ASSERT_EQ(schema.FindRelation("cites"), cites);
+  ASSERT_OK_AND_ASSIGN(
+      auto layers,
+      ParseRelationFanouts("rev_in=1, cites=-1,2;writes=3", schema));
+  ASSERT_EQ(layers.size(), 2u);
+  for (int r = 0; r < schema.num_relations(); ++r) {
+    EXPECT_EQ(layers[0][r], r == rev_in ? 1 : (r == cites ? -1 : 2)) << r;
+    EXPECT_EQ(layers[1][r], r == schema.FindRelation("writes") ? 3 : 0) << r;
+  }
+  EXPECT_THAT(ParseRelationFanouts("cited=2", schema).status(),
+              testing::StatusIs(
+                  absl::StatusCode::kInvalidArgument,
+                  ::testing::AllOf(::testing::HasSubstr("no relation 'cited'"),
+                                   ::testing::HasSubstr("paper/cites/paper"))));
+  EXPECT_THAT(ParseRelationFanouts("cites=x", schema).status(),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                ::testing::HasSubstr("'cites=x'")));
+  EXPECT_THAT(ParseRelationFanouts("2,3", schema).status(),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                ::testing::HasSubstr("two bare fanouts")));
+  // A sampler with them samples only what they name in the second hop.
+  SamplerOptions options;
+  options.fanouts = {1, 1};
+  options.relation_fanouts = layers;
+  ASSERT_OK_AND_ASSIGN(auto sampler,
+                       NeighborSampler::Create(source_.get(), options));
+  ASSERT_OK_AND_ASSIGN(MiniBatch batch, sampler->Sample({1, 2, 3}, 8));
+  for (int32_t r : batch.blocks[0].relations) {
+    EXPECT_EQ(r, schema.FindRelation("writes"));
+  }
+}
+
 TEST_F(TypedSamplingTest, BadRelationFanoutsAreRefused) {
   SamplerOptions options;
   options.fanouts = {3, 2};

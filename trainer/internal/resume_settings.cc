@@ -23,7 +23,11 @@ std::string ResumeSettings(const TrainOptions& options,
       // Only when on: checkpoints from before averaging existed resume.
       options.average_decay > 0
           ? absl::StrCat(" average_decay=", options.average_decay)
-          : "");
+          : "",
+      // Only when given (typed graphs).
+      options.relation_fanouts.empty()
+          ? ""
+          : absl::StrCat(" relation_fanouts=", options.relation_fanouts));
 }
 
 absl::Status CheckResumeSettings(const TrainOptions& options,
