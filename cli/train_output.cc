@@ -272,12 +272,17 @@ nlohmann::ordered_json SummaryJson(const TrainResult& result,
   summary["started_at"] = StartedAt();
   summary["task"] = TaskKindName(options.task);
   if (options.task == TaskKind::kNode) {
+    // Multi-label: test_acc is the micro-F1 (the figure that chose the
+    // kept epoch), and test_subset_acc the fraction of nodes whose whole set
+    // of classes is right.
     summary["test_acc"] = result.test_acc;
-    // Sampled tests: micro-F1 (the accuracy, one label per node) and
-    // macro-F1 (the mean over classes).
+    // Sampled tests: micro-F1 (single-label: the accuracy) and macro-F1 (the
+    // mean over classes).
     for (const auto& [key, value] : result.test_metrics) {
-      if (key == "test_micro_f1" || key == "test_macro_f1")
+      if (key == "test_micro_f1" || key == "test_macro_f1" ||
+          key == "test_subset_acc") {
         summary[key] = value;
+      }
     }
   } else {
     for (const auto& [key, value] : result.test_metrics) summary[key] = value;
@@ -484,8 +489,20 @@ void PrintResult(const TrainResult& result, bool exact) {
                 static_cast<double>(result.checkpoint_bytes) / 1e6,
                 result.checkpoint_seconds);
   }
-  if (!result.test_metrics.empty() &&
-      result.test_metrics.front().first != "test_acc") {
+  const bool multilabel = !result.test_metrics.empty() &&
+                          result.test_metrics.front().first == "test_micro_f1";
+  if (multilabel) {
+    std::string figures;
+    for (const auto& [key, value] : result.test_metrics) {
+      absl::StrAppend(&figures, figures.empty() ? "" : ", ", key.substr(5),
+                      absl::StrFormat(" %.4f", value));
+    }
+    std::printf(
+        "test %s (multi-label; best validation micro-F1 %.4f at "
+        "epoch %d)\n",
+        figures.c_str(), result.best_val_acc, result.best_epoch);
+  } else if (!result.test_metrics.empty() &&
+             result.test_metrics.front().first != "test_acc") {
     // Link prediction: every test figure on one line.
     std::string figures;
     for (const auto& [key, value] : result.test_metrics) {

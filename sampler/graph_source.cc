@@ -71,11 +71,12 @@ InMemoryGraphSource::Create(const GraphArrays& arrays) {
         "in-memory graph: ", arrays.features.size(), " feature values for ", n,
         " nodes of dimension ", arrays.feature_dim));
   }
-  if (!arrays.labels.empty() &&
-      static_cast<int64_t>(arrays.labels.size()) != n) {
+  if (arrays.label_columns < 1 ||
+      (!arrays.labels.empty() && static_cast<int64_t>(arrays.labels.size()) !=
+                                     n * arrays.label_columns)) {
     return absl::InvalidArgumentError(
         absl::StrCat("in-memory graph: ", arrays.labels.size(), " labels for ",
-                     n, " nodes"));
+                     n, " nodes of ", arrays.label_columns, " columns"));
   }
   if (const GraphSchema* schema = arrays.schema; schema != nullptr) {
     if (schema->num_nodes() != n ||
@@ -104,10 +105,9 @@ InMemoryGraphSource::Create(const GraphArrays& arrays) {
 
 absl::StatusOr<std::unique_ptr<InMemoryGraphSource>>
 InMemoryGraphSource::FromDataset(const Dataset& dataset) {
-  if (dataset.manifest.multilabel) {
-    return RequireUntyped(dataset.manifest, "", "training in memory");
-  }
   GraphArrays arrays;
+  if (dataset.manifest.multilabel)
+    arrays.label_columns = dataset.manifest.num_classes;
   arrays.indptr = dataset.indptr;
   arrays.indices = dataset.indices;
   arrays.features = dataset.features;
@@ -249,9 +249,11 @@ absl::Status InMemoryGraphSource::FetchLabels(absl::Span<const NodeId> nodes,
                                               int64_t* out) const {
   if (arrays_.labels.empty() && !nodes.empty())
     return absl::FailedPreconditionError("in-memory graph has no labels");
+  const int64_t columns = arrays_.label_columns;
   for (size_t i = 0; i < nodes.size(); ++i) {
     RETURN_IF_ERROR(CheckId(nodes[i]));
-    out[i] = arrays_.labels[nodes[i]];
+    std::memcpy(out + i * columns, arrays_.labels.data() + nodes[i] * columns,
+                sizeof(int64_t) * columns);
   }
   return absl::OkStatus();
 }

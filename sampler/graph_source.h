@@ -54,10 +54,14 @@ class GraphSource {
                                  absl::Span<const size_t> rows,
                                  float* out) const;
 
-  // Writes the label of each node (-1 = unlabeled) to out[i]. REQUIRES: out
-  // holds nodes.size() values.
+  // Writes the label of each node (-1 = unlabeled) to out[i]; for a
+  // multi-label graph (label_columns() > 1) each node's row of
+  // label_columns() values instead (0/1 per class, all -1 if unlabeled).
+  // REQUIRES: out holds nodes.size() * label_columns() values.
   virtual absl::Status FetchLabels(absl::Span<const NodeId> nodes,
                                    int64_t* out) const = 0;
+  // 1, or the classes of a multi-label graph.
+  virtual int64_t label_columns() const { return 1; }
 
   // Writes the degree of each node in the whole graph (the length of its
   // neighbor list: how many nodes it aggregates from) to out[i]. Models that
@@ -105,7 +109,8 @@ struct GraphArrays {
   absl::Span<const NodeId> indices;  // indptr.back()
   absl::Span<const float> features;  // num_nodes * feature_dim, or empty
   int64_t feature_dim = 0;
-  absl::Span<const int64_t> labels;  // num_nodes, or empty
+  absl::Span<const int64_t> labels;  // num_nodes * label_columns, or empty
+  int64_t label_columns = 1;         // > 1: multi-label rows.
   // Typed graphs: the schema (null: untyped), each CSR entry's relation (rows
   // sorted by relation), and each node type's feature rows.
   const GraphSchema* schema = nullptr;
@@ -122,8 +127,8 @@ class InMemoryGraphSource : public GraphSource {
   // label sizes); indices are checked lazily when sampled.
   static absl::StatusOr<std::unique_ptr<InMemoryGraphSource>> Create(
       const GraphArrays& arrays);
-  // Views over `dataset`, which must outlive the source (typed datasets too).
-  // FAILED_PRECONDITION for a multi-label dataset.
+  // Views over `dataset`, which must outlive the source (typed and
+  // multi-label datasets too).
   static absl::StatusOr<std::unique_ptr<InMemoryGraphSource>> FromDataset(
       const Dataset& dataset);
 
@@ -144,6 +149,7 @@ class InMemoryGraphSource : public GraphSource {
   absl::Status FetchDegrees(absl::Span<const NodeId> nodes,
                             int64_t* out) const override;
   const GraphSchema* schema() const override { return arrays_.schema; }
+  int64_t label_columns() const override { return arrays_.label_columns; }
   absl::Status SampleTypedNeighbors(absl::Span<const NodeId> nodes,
                                     absl::Span<const int> fanouts, bool replace,
                                     uint64_t seed,

@@ -45,7 +45,9 @@ struct MiniBatch {
   // input_nodes.size() x feature_dim, row-major; in the trainer, from the
   // block cache LibTorch's tensors use (common/large_buffer.h).
   FloatBuffer features;
-  std::vector<int64_t> labels;  // one per seed (-1 = unlabeled)
+  // One per seed (-1 = unlabeled); for a multi-label graph a row per seed
+  // (GraphSource::label_columns()).
+  std::vector<int64_t> labels;
   // Typed graphs (feature_dim 0, `features` empty): each input node's type,
   // and per node type t the local indices of the input nodes of type t
   // (ascending) and their feature rows in that order (type_inputs[t].size()

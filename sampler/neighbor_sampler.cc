@@ -181,7 +181,7 @@ absl::Status NeighborSampler::SampleWith(absl::Span<const NodeId> seeds,
     out->features.clear();
   }
   if (options_.fetch_labels) {
-    out->labels.resize(seeds.size());
+    out->labels.resize(seeds.size() * source_->label_columns());
     RETURN_IF_ERROR(source_->FetchLabels(seeds, out->labels.data()));
   } else {
     out->labels.clear();

@@ -43,8 +43,14 @@ using Clock = std::chrono::steady_clock;
 int64_t CountExamples(const MiniBatch& batch) {
   if (!batch.pair_labels.empty())
     return static_cast<int64_t>(batch.pair_labels.size());
-  return std::count_if(batch.labels.begin(), batch.labels.end(),
-                       [](int64_t label) { return label >= 0; });
+  if (batch.seeds.empty()) return 0;
+  // A row per seed (multi-label graphs: a value per class, all -1 when
+  // unlabeled).
+  const size_t columns = batch.labels.size() / batch.seeds.size();
+  int64_t labeled = 0;
+  for (size_t i = 0; i < batch.seeds.size() && columns > 0; ++i)
+    labeled += batch.labels[i * columns] >= 0 ? 1 : 0;
+  return labeled;
 }
 
 double SecondsSince(Clock::time_point start) {

@@ -273,6 +273,12 @@ absl::Status CheckTypedOptions(const GraphSource& source,
 absl::Status CheckTrainOptions(const GraphSource& source,
                                const TrainOptions& options) {
   RETURN_IF_ERROR(CheckTypedOptions(source, options));
+  if (source.label_columns() > 1 &&
+      (options.task != TaskKind::kNode || options.exact_test)) {
+    return absl::InvalidArgumentError(
+        "a multi-label graph trains node classification (binary "
+        "cross-entropy per class) without --exact-test");
+  }
   if (!(options.average_decay >= 0 && options.average_decay < 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("the parameters' average decay ", options.average_decay,

@@ -229,6 +229,43 @@ TEST_F(TypedTrainingTest, TheTypedNeighborhoodIsWhatTheModelLearnsFrom) {
       << little.test_acc;
 }
 
+// Multi-label targets (HGB IMDB's kind): each labeled paper has the set
+// {c, c + 1 mod 4} of its class c. Binary cross-entropy per class learns
+// them; the kept epoch is chosen by micro-F1, and the test reports micro-
+// and macro-F1 and the fraction of exactly right sets.
+TEST_F(TypedTrainingTest, MultiLabelTargetsTrainWithBinaryCrossEntropy) {
+  Dataset multi = *dataset_;
+  const int64_t classes = multi.manifest.num_classes;
+  ASSERT_EQ(classes, 4);
+  multi.manifest.multilabel = true;
+  multi.labels.assign(multi.num_nodes() * classes, -1);
+  for (int64_t v = 0; v < multi.num_nodes(); ++v) {
+    const int64_t c = dataset_->labels[v];
+    if (c < 0) continue;
+    for (int64_t k = 0; k < classes; ++k) multi.labels[v * classes + k] = 0;
+    multi.labels[v * classes + c] = 1;
+    multi.labels[v * classes + (c + 1) % classes] = 1;
+  }
+  ASSERT_OK(ValidateDataset(multi));
+  ASSERT_OK_AND_ASSIGN(auto source, InMemoryGraphSource::FromDataset(multi));
+  ASSERT_EQ(source->label_columns(), 4);
+  ASSERT_OK_AND_ASSIGN(TrainResult result, Train(*source, splits_, Options()));
+  std::map<std::string, double> metrics(result.test_metrics.begin(),
+                                        result.test_metrics.end());
+  ASSERT_TRUE(metrics.count("test_micro_f1")) << "multi-label figures";
+  EXPECT_EQ(result.test_acc, metrics.at("test_micro_f1"));
+  EXPECT_GT(metrics.at("test_micro_f1"), 0.85);
+  EXPECT_GT(metrics.at("test_macro_f1"), 0.8);
+  EXPECT_GT(metrics.at("test_subset_acc"), 0.75);
+  EXPECT_LE(metrics.at("test_subset_acc"), metrics.at("test_micro_f1"));
+  EXPECT_EQ(metrics.count("test_acc"), 0u);
+  TrainOptions exact = Options();
+  exact.exact_test = true;
+  EXPECT_THAT(Train(*source, splits_, exact).status(),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                ::testing::HasSubstr("--exact-test")));
+}
+
 // F1 from per-class counts, as scikit-learn computes it: labels
 // [0, 0, 1, 2, 2, 2], predictions [0, 1, 1, 2, 2, 0] give class 0 TP 1 FP 1
 // FN 1, class 1 TP 1 FP 1 FN 0, class 2 TP 2 FP 0 FN 1, class 3 absent:

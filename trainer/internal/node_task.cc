@@ -22,6 +22,46 @@ torch::Tensor LabelsOf(const MiniBatch& batch) {
                           torch::kLong);
 }
 
+// A multi-label batch's targets [seeds, classes] (0/1; rows of -1 for
+// unlabeled seeds).
+torch::Tensor LabelRowsOf(const MiniBatch& batch, int64_t classes) {
+  return torch::from_blob(const_cast<int64_t*>(batch.labels.data()),
+                          {static_cast<int64_t>(batch.seeds.size()), classes},
+                          torch::kLong);
+}
+
+// Multi-label counts of `logits` against `rows` (a class is predicted where
+// its logit is positive) over the labeled rows: per class true positives,
+// false positives, false negatives into per_class (as CountPerClass), and
+// the rows whose whole set is right into *exact. Returns the labeled rows.
+int64_t CountMultiLabel(const torch::Tensor& logits, const torch::Tensor& rows,
+                        double* per_class, double* exact) {
+  torch::Tensor labeled = rows.select(1, 0).ge(0);
+  torch::Tensor y = rows.index({labeled}).to(torch::kBool);
+  torch::Tensor p = logits.index({labeled}).gt(0);
+  const int64_t classes = rows.size(1);
+  torch::Tensor tp = p.logical_and(y).sum(0);
+  torch::Tensor fp = p.logical_and(y.logical_not()).sum(0);
+  torch::Tensor fn = p.logical_not().logical_and(y).sum(0);
+  for (int64_t c = 0; c < classes; ++c) {
+    per_class[3 * c] += tp[c].item<double>();
+    per_class[3 * c + 1] += fp[c].item<double>();
+    per_class[3 * c + 2] += fn[c].item<double>();
+  }
+  *exact += p.eq(y).all(1).sum().item<double>();
+  return y.size(0);
+}
+
+// The mean binary cross-entropy of the labeled rows' classes (undefined
+// without any).
+torch::Tensor MultiLabelLoss(
+    const torch::Tensor& logits, const torch::Tensor& rows,
+    torch::nn::functional::BinaryCrossEntropyWithLogitsFuncOptions o = {}) {
+  torch::Tensor labeled = rows.select(1, 0).ge(0);
+  return torch::nn::functional::binary_cross_entropy_with_logits(
+      logits.index({labeled}), rows.index({labeled}).to(torch::kFloat), o);
+}
+
 // Adds each labeled node's outcome to its classes' counts: per class c,
 // counts[3c] true positives, counts[3c + 1] false positives (predicted c,
 // labeled otherwise), counts[3c + 2] false negatives (labeled c, predicted
@@ -75,6 +115,11 @@ class NodeTask : public Task {
     if (splits.train.empty())
       return absl::InvalidArgumentError(
           "training needs a non-empty train split");
+    multilabel_ = c_.source->label_columns() > 1;
+    if (multilabel_) {
+      num_classes_ = c_.source->label_columns();
+      return num_classes_;
+    }
     num_classes_ = c_.options->num_classes;
     if (num_classes_ <= 0) {
       std::vector<int64_t> labels(splits.train.size());
@@ -102,8 +147,21 @@ class NodeTask : public Task {
                      StepFigures* f) override {
     BatchTensors t = ToTensors(batch, c_.options->model.kind, c_.transform,
                                c_.rows, c_.source->schema());
-    torch::Tensor labels = LabelsOf(batch);
     torch::Tensor logits = model.Forward(t.blocks, ModelInput(model, t));
+    if (multilabel_) {
+      torch::Tensor rows = LabelRowsOf(batch, num_classes_);
+      std::vector<double> ignored(3 * num_classes_);
+      double exact = 0;
+      const int64_t n =
+          CountMultiLabel(logits.detach(), rows, ignored.data(), &exact);
+      if (n == 0) return {};
+      torch::Tensor loss = MultiLabelLoss(logits, rows);
+      f->loss_sum += loss.item<double>() * n;
+      f->correct += exact;
+      f->items += n;
+      return loss;
+    }
+    torch::Tensor labels = LabelsOf(batch);
     torch::Tensor mask = labels.ge(0);
     const int64_t n = mask.sum().item<int64_t>();
     if (n == 0) return {};
@@ -149,8 +207,21 @@ class NodeTask : public Task {
         if (c_.rows != nullptr) RETURN_IF_ERROR(c_.rows->Pull(batch, false));
         BatchTensors t = ToTensors(batch, c_.options->model.kind, c_.transform,
                                    c_.rows, c_.source->schema());
-        torch::Tensor labels = LabelsOf(batch);
         torch::Tensor logits = model.Forward(t.blocks, ModelInput(model, t));
+        if (multilabel_) {
+          torch::Tensor rows = LabelRowsOf(batch, num_classes_);
+          const int64_t n =
+              CountMultiLabel(logits, rows, per_class, &counts[0]);
+          counts[1] += static_cast<double>(n);
+          if (n > 0) {
+            // Summed over rows: each row's mean over its classes.
+            counts[2] += MultiLabelLoss(logits, rows).item<double>() *
+                         static_cast<double>(n);
+          }
+          if (progress) progress(k, batches_total);
+          continue;
+        }
+        torch::Tensor labels = LabelsOf(batch);
         torch::Tensor mask = labels.ge(0);
         torch::Tensor predicted = logits.argmax(1);
         counts[0] +=
@@ -176,10 +247,19 @@ class NodeTask : public Task {
     if (counts[1] > 0) {
       e.score = counts[0] / counts[1];
       e.loss = counts[2] / counts[1];
-      e.metrics.emplace_back("acc", e.score);
       const F1Scores f1 = F1Of(per_class, num_classes_);
-      e.metrics.emplace_back("micro_f1", f1.micro);
-      e.metrics.emplace_back("macro_f1", f1.macro);
+      if (multilabel_) {
+        // The kept epoch is chosen by micro-F1; "subset_acc" is the fraction
+        // of nodes whose whole set of classes is right.
+        e.score = f1.micro;
+        e.metrics.emplace_back("micro_f1", f1.micro);
+        e.metrics.emplace_back("macro_f1", f1.macro);
+        e.metrics.emplace_back("subset_acc", counts[0] / counts[1]);
+      } else {
+        e.metrics.emplace_back("acc", e.score);
+        e.metrics.emplace_back("micro_f1", f1.micro);
+        e.metrics.emplace_back("macro_f1", f1.macro);
+      }
     }
     return e;
   }
@@ -251,6 +331,7 @@ class NodeTask : public Task {
 
   TaskContext c_;
   int64_t num_classes_ = 0;
+  bool multilabel_ = false;
   EvalLoaderSlot eval_loaders_[2];  // Validation, test.
 };
 
