@@ -214,6 +214,17 @@ absl::StatusOr<ServerInfo> GraphStoreClient::Info() {
   }
   m.partition_id = resp.partition_id();
   m.content_checksum = resp.content_checksum();
+  for (const proto::NodeTypeInfo& t : resp.node_types()) {
+    m.node_types.push_back({t.name(), t.count(), t.feature_dim()});
+  }
+  for (const proto::EdgeTypeInfo& e : resp.edge_types()) {
+    m.edge_types.push_back(
+        {e.src(), e.relation(), e.dst(), e.count(), e.feature_dim()});
+  }
+  m.type_starts.assign(resp.type_starts().begin(), resp.type_starts().end());
+  m.label_columns = resp.label_columns() == 0 ? 1 : resp.label_columns();
+  RETURN_IF_ERROR(impl_->Checked(
+      "Info", internal::CheckTypedInfo(m, impl_->options().max_message_bytes)));
   info.server_version = resp.server_version();
   info.in_memory = resp.in_memory();
   if (resp.has_shared_features()) {
@@ -300,6 +311,73 @@ absl::Status GraphStoreClient::SampleNeighbors(absl::Span<const NodeId> ids,
       internal::CheckSample(ids, fanout, *out, impl_->bounds()));
 }
 
+absl::Status GraphStoreClient::SampleTypedNeighbors(
+    absl::Span<const NodeId> ids, absl::Span<const int> fanouts, bool replace,
+    uint64_t seed, SampledNeighbors* out) {
+  if (fanouts.empty()) {
+    // An empty relation_fanouts field would be an untyped request.
+    return absl::InvalidArgumentError(
+        absl::StrCat(address_, ": SampleNeighbors: no relation fanouts"));
+  }
+  proto::SampleNeighborsRequest req;
+  wire::Pack<NodeId>(ids, req.mutable_node_ids());
+  std::vector<int32_t> fanouts32(fanouts.begin(), fanouts.end());
+  wire::Pack<int32_t>(fanouts32, req.mutable_relation_fanouts());
+  req.set_replace(replace);
+  req.set_seed(seed);
+  grpc::ByteBuffer request;
+  bool own = false;
+  if (!grpc::SerializationTraits<proto::SampleNeighborsRequest>::Serialize(
+           req, &request, &own)
+           .ok()) {
+    return impl_->Error(absl::StatusCode::kInternal, "SampleNeighbors",
+                        "cannot serialize the request");
+  }
+  grpc::ByteBuffer response;
+  RETURN_IF_ERROR(
+      impl_->Call("SampleNeighbors", request, &response,
+                  [this](Stub*, grpc::ClientContext* c,
+                         const grpc::ByteBuffer& q, grpc::ByteBuffer* r) {
+                    return impl_->RawCall(c, q, r, kSampleNeighborsMethod);
+                  }));
+  RETURN_IF_ERROR(impl_->Checked(
+      "SampleNeighbors", internal::DecodeSampled(response, ids.size(), out)));
+  return impl_->Checked(
+      "SampleNeighbors",
+      internal::CheckTypedSample(ids, fanouts, *out, impl_->bounds()));
+}
+
+absl::Status GraphStoreClient::GetTypeFeatures(int type,
+                                               absl::Span<const NodeId> ids,
+                                               int64_t feature_dim, float* out,
+                                               absl::Span<const size_t> rows) {
+  if (!rows.empty() && rows.size() != ids.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("GetFeatures: ", rows.size(),
+                                                   " destination rows for ",
+                                                   ids.size(), " IDs"));
+  }
+  proto::NodeIdsRequest req = IdsRequest(ids);
+  req.set_node_type(type);
+  grpc::ByteBuffer request;
+  bool own = false;
+  if (!grpc::SerializationTraits<proto::NodeIdsRequest>::Serialize(
+           req, &request, &own)
+           .ok()) {
+    return impl_->Error(absl::StatusCode::kInternal, "GetFeatures",
+                        "cannot serialize the request");
+  }
+  grpc::ByteBuffer response;
+  RETURN_IF_ERROR(impl_->Call(
+      "GetFeatures", request, &response,
+      [this](Stub*, grpc::ClientContext* c, const grpc::ByteBuffer& q,
+             grpc::ByteBuffer* r) { return impl_->RawCall(c, q, r); }));
+  absl::Status s =
+      internal::DecodeFeatures(response, ids.size(), feature_dim, out,
+                               rows.empty() ? nullptr : rows.data());
+  if (!s.ok()) return impl_->Error(s.code(), "GetFeatures", s.message());
+  return absl::OkStatus();
+}
+
 std::shared_ptr<internal::FeaturePortClient>
 GraphStoreClient::FeaturePortForCall() {
   bool ask_info = false;
@@ -381,11 +459,13 @@ absl::StatusOr<std::vector<int64_t>> GraphStoreClient::GetLabels(
   RETURN_IF_ERROR(impl_->Call("GetLabels", IdsRequest(ids), &resp,
                               [](Stub* s, grpc::ClientContext* c, const auto& q,
                                  auto* r) { return s->GetLabels(c, q, r); }));
+  const internal::ShardBounds bounds = impl_->bounds();
   std::vector<int64_t> out;
+  RETURN_IF_ERROR(impl_->Unpack(
+      "GetLabels", resp.labels(), "labels",
+      ids.size() * static_cast<size_t>(bounds.label_columns), &out));
   RETURN_IF_ERROR(
-      impl_->Unpack("GetLabels", resp.labels(), "labels", ids.size(), &out));
-  RETURN_IF_ERROR(impl_->Checked(
-      "GetLabels", internal::CheckLabels(ids, out, impl_->bounds())));
+      impl_->Checked("GetLabels", internal::CheckLabels(ids, out, bounds)));
   return out;
 }
 

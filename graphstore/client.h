@@ -20,7 +20,8 @@
 //
 // Every answer is checked before it is returned or written anywhere: array
 // lengths, neighbor counts within [0, fanout] and adding up to the neighbors
-// received, neighbor IDs inside the graph, labels in [-1, num_classes),
+// received, neighbor IDs inside the graph, labels in [-1, num_classes) (or
+// multi-label rows all 0/1 or all -1), typed samples' relations,
 // degrees in [0, the shard's adjacency entries], split IDs sorted and owned,
 // feature rows of the asked width, and Info's own figures consistent (node
 // range inside the graph, part inside the parts, ...). A bad answer is
@@ -174,6 +175,22 @@ class GraphStoreClient {
   absl::Status SampleNeighbors(absl::Span<const NodeId> ids, int fanout,
                                bool replace, uint64_t seed,
                                SampledNeighbors* out);
+  // Typed shards (ServerInfo.meta.typed()): see
+  // ShardStore::SampleTypedNeighbors; always over gRPC. DATA_LOSS naming the
+  // server for a malformed answer (counts, relations in range and only of
+  // relations with a non-zero fanout, per node and relation at most the
+  // fanout when fanout >= 0, neighbors inside the graph, one relation per
+  // neighbor). A wrong number of fanouts is the server's INVALID_ARGUMENT.
+  absl::Status SampleTypedNeighbors(absl::Span<const NodeId> ids,
+                                    absl::Span<const int> fanouts, bool replace,
+                                    uint64_t seed, SampledNeighbors* out);
+  // Rows of node type `type` over gRPC (typed features never use the feature
+  // port or shared memory yet): row i to out + i * feature_dim, or
+  // out + rows[i] * feature_dim. DATA_LOSS if the rows are not feature_dim
+  // wide; the server's INVALID_ARGUMENT for an ID not of that type.
+  absl::Status GetTypeFeatures(int type, absl::Span<const NodeId> ids,
+                               int64_t feature_dim, float* out,
+                               absl::Span<const size_t> rows = {});
   // Writes the row of ids[i] to out + i * feature_dim, or, when `rows` is
   // given (one entry per ID), to out + rows[i] * feature_dim: received bytes
   // are copied once, straight to their place. Fails with DATA_LOSS if the
@@ -183,6 +200,9 @@ class GraphStoreClient {
   // The same, returning the rows and their width.
   absl::StatusOr<std::vector<float>> GetFeatures(absl::Span<const NodeId> ids,
                                                  int64_t* feature_dim);
+  // ids.size() * label_columns values (label_columns from the last Info();
+  // 1 before it), checked: one label per ID in [-1, num_classes), or for a
+  // multi-label shard rows all 0/1 or all -1.
   absl::StatusOr<std::vector<int64_t>> GetLabels(absl::Span<const NodeId> ids);
   absl::StatusOr<std::vector<int64_t>> GetDegrees(absl::Span<const NodeId> ids);
   absl::StatusOr<std::vector<NodeId>> GetSplit(absl::string_view name);

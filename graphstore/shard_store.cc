@@ -25,8 +25,34 @@ absl::Status TooMany(int64_t total, int64_t max_neighbors) {
       total, " so far); use smaller batches or a smaller fanout"));
 }
 
+// The neighbors SampleTypedRow appends for a row with these relations (the
+// same runs, the same skipped relations).
+int64_t TypedSampledCount(const int32_t* relations, int64_t degree,
+                          absl::Span<const int> fanouts, bool replace) {
+  int64_t total = 0;
+  int64_t begin = 0;
+  while (begin < degree) {
+    const int32_t r = relations[begin];
+    int64_t run = begin;
+    while (run < degree && relations[run] == r) ++run;
+    if (r >= 0 && static_cast<size_t>(r) < fanouts.size() && fanouts[r] != 0) {
+      total += SampledCount(run - begin, fanouts[r], replace);
+    }
+    begin = run;
+  }
+  return total;
+}
+
+absl::Status TypedFeaturesRefused(const ShardMeta& meta) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "shard ", meta.part_id,
+      " is typed: a typed shard's features are per node type (ask for the "
+      "rows of one node type)"));
+}
+
 // ---------------------------------------------------------------------------
-// Memory mode: CSR adjacency, a dense feature matrix and a label array.
+// Memory mode: CSR adjacency (and relations), a dense feature matrix (one
+// per node type) and a label array.
 
 // The dense feature matrix of memory mode: in a shared region (header words:
 // node_start, rows, feature_dim) when co-located processes may map it, else
@@ -83,13 +109,17 @@ struct FeatureMatrix {
 class MemoryStore final : public ShardStore {
  public:
   MemoryStore(ShardMeta meta, std::vector<int64_t> offsets,
-              std::vector<NodeId> adjacency, FeatureMatrix features,
+              std::vector<NodeId> adjacency, std::vector<int32_t> relations,
+              FeatureMatrix features,
+              std::vector<std::vector<float>> type_features,
               std::vector<int64_t> labels,
               std::map<std::string, std::vector<NodeId>> splits)
       : ShardStore(std::move(meta), /*in_memory=*/true),
         offsets_(std::move(offsets)),
         adjacency_(std::move(adjacency)),
+        relations_(std::move(relations)),
         features_(std::move(features)),
+        type_features_(std::move(type_features)),
         labels_(std::move(labels)),
         splits_(std::move(splits)) {}
 
@@ -110,6 +140,7 @@ class MemoryStore final : public ShardStore {
     if (total > max_neighbors) return TooMany(total, max_neighbors);
     out->counts.resize(ids.size());
     out->neighbors.clear();
+    out->relations.clear();
     if (out->neighbors.capacity() < static_cast<size_t>(total)) {
       // With headroom: the server keeps these buffers for later samples
       // (graphstore/internal/slice_pool.h), a little larger or smaller.
@@ -126,8 +157,55 @@ class MemoryStore final : public ShardStore {
     return absl::OkStatus();
   }
 
+  absl::Status SampleTypedNeighbors(absl::Span<const NodeId> ids,
+                                    absl::Span<const int> fanouts, bool replace,
+                                    uint64_t seed, int64_t max_neighbors,
+                                    SampledNeighbors* out) const override {
+    RETURN_IF_ERROR(CheckTypedSample(ids, fanouts));
+    int64_t total = 0;
+    for (NodeId id : ids) {
+      const size_t local = static_cast<size_t>(id - Meta().node_start);
+      total += TypedSampledCount(relations_.data() + offsets_[local],
+                                 Degree(id), fanouts, replace);
+    }
+    if (total > max_neighbors) return TooMany(total, max_neighbors);
+    out->counts.resize(ids.size());
+    out->neighbors.clear();
+    out->relations.clear();
+    if (out->neighbors.capacity() < static_cast<size_t>(total)) {
+      out->neighbors.reserve(static_cast<size_t>(total + total / 8));
+    }
+    out->relations.reserve(static_cast<size_t>(total));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const size_t local = static_cast<size_t>(ids[i] - Meta().node_start);
+      out->counts[i] = SampleTypedRow(
+          adjacency_.data() + offsets_[local],
+          relations_.data() + offsets_[local], Degree(ids[i]), fanouts.data(),
+          static_cast<int>(fanouts.size()), replace, seed, ids[i],
+          &out->neighbors, &out->relations);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status GetTypeFeatures(int type, absl::Span<const NodeId> ids,
+                               float* out) const override {
+    RETURN_IF_ERROR(CheckOfType(type, ids));
+    const size_t t = static_cast<size_t>(type);
+    const size_t dim = static_cast<size_t>(Meta().node_types[t].feature_dim);
+    if (dim == 0) return absl::OkStatus();
+    const float* rows = type_features_[t].data();
+    char* dst = reinterpret_cast<char*>(out);  // May be unaligned.
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const size_t local = static_cast<size_t>(ids[i] - Meta().type_starts[t]);
+      std::memcpy(dst + i * dim * sizeof(float), rows + local * dim,
+                  dim * sizeof(float));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status GetFeatures(absl::Span<const NodeId> ids,
                            float* out) const override {
+    if (Meta().typed()) return TypedFeaturesRefused(Meta());
     RETURN_IF_ERROR(CheckOwned(ids));
     const size_t dim = static_cast<size_t>(Meta().feature_dim);
     char* dst = reinterpret_cast<char*>(out);  // May be unaligned.
@@ -152,8 +230,17 @@ class MemoryStore final : public ShardStore {
   absl::Status GetLabels(absl::Span<const NodeId> ids,
                          int64_t* out) const override {
     RETURN_IF_ERROR(CheckOwned(ids));
+    const size_t cols = static_cast<size_t>(Meta().label_columns);
+    if (cols == 1) {
+      for (size_t i = 0; i < ids.size(); ++i) {
+        out[i] = labels_[static_cast<size_t>(ids[i] - Meta().node_start)];
+      }
+      return absl::OkStatus();
+    }
     for (size_t i = 0; i < ids.size(); ++i) {
-      out[i] = labels_[static_cast<size_t>(ids[i] - Meta().node_start)];
+      const size_t local = static_cast<size_t>(ids[i] - Meta().node_start);
+      std::memcpy(out + i * cols, labels_.data() + local * cols,
+                  cols * sizeof(int64_t));
     }
     return absl::OkStatus();
   }
@@ -185,8 +272,11 @@ class MemoryStore final : public ShardStore {
 
   std::vector<int64_t> offsets_;  // [num_owned + 1]
   std::vector<NodeId> adjacency_;
-  FeatureMatrix features_;  // [num_owned, feature_dim]
-  std::vector<int64_t> labels_;
+  std::vector<int32_t> relations_;  // Typed: adjacency_[k]'s relation.
+  FeatureMatrix features_;          // Untyped: [num_owned, feature_dim]
+  // Typed: per node type t, [its owned nodes, node_types[t].feature_dim].
+  std::vector<std::vector<float>> type_features_;
+  std::vector<int64_t> labels_;  // [num_owned, label_columns]
   std::map<std::string, std::vector<NodeId>> splits_;
 };
 
@@ -207,12 +297,24 @@ absl::StatusOr<std::unique_ptr<ShardStore>> LoadIntoMemory(
     bool share_features) {
   const std::string& path = shard.path();
   const int64_t n = meta.node_end - meta.node_start;
-  const size_t dim = static_cast<size_t>(meta.feature_dim);
+  const bool typed = meta.typed();
+  const size_t dim = typed ? 0 : static_cast<size_t>(meta.feature_dim);
+  const size_t label_cols = static_cast<size_t>(meta.label_columns);
   std::vector<int64_t> offsets(static_cast<size_t>(n) + 1, 0);
   std::vector<NodeId> adjacency;
   adjacency.reserve(static_cast<size_t>(std::max<int64_t>(meta.num_edges, 0)));
-  FeatureMatrix features = FeatureMatrix::Allocate(meta, share_features);
-  std::vector<int64_t> labels(static_cast<size_t>(n));
+  std::vector<int32_t> relations;
+  if (typed) relations.reserve(adjacency.capacity());
+  // A typed shard's features are per type, never shared (not built yet).
+  FeatureMatrix features =
+      typed ? FeatureMatrix() : FeatureMatrix::Allocate(meta, share_features);
+  std::vector<std::vector<float>> type_features(meta.node_types.size());
+  for (size_t t = 0; t < type_features.size(); ++t) {
+    type_features[t].resize(
+        static_cast<size_t>(meta.type_starts[t + 1] - meta.type_starts[t]) *
+        static_cast<size_t>(meta.node_types[t].feature_dim));
+  }
+  std::vector<int64_t> labels(static_cast<size_t>(n) * label_cols);
 
   rocksdb::ReadOptions ro;
   ro.fill_cache = false;
@@ -223,53 +325,82 @@ absl::StatusOr<std::unique_ptr<ShardStore>> LoadIntoMemory(
       shard.db()->NewIterator(ro, shard.feat_cf()));
   std::unique_ptr<rocksdb::Iterator> lab(
       shard.db()->NewIterator(ro, shard.label_cf()));
-  adj->SeekToFirst();
-  feat->SeekToFirst();
-  lab->SeekToFirst();
+  std::unique_ptr<rocksdb::Iterator> rel;
+  std::vector<std::pair<rocksdb::Iterator*, const char*>> families = {
+      {adj.get(), kShardAdjacencyCf},
+      {feat.get(), kShardFeaturesCf},
+      {lab.get(), kShardLabelsCf}};
+  if (typed) {
+    rel.reset(shard.db()->NewIterator(ro, shard.rel_cf()));
+    families.emplace_back(rel.get(), kShardRelationsCf);
+  }
+  for (auto& [it, cf] : families) it->SeekToFirst();
   Checksum checksum;
   Progress progress(absl::StrCat("loading shard ", meta.part_id), n, "nodes");
   char key[8];
+  int type = 0;
   for (int64_t local = 0; local < n; ++local) {
     const NodeId id = meta.node_start + local;
     EncodeNodeKey(id, key);
     rocksdb::Slice want(key, 8);
-    for (auto [it, cf] : {std::pair{adj.get(), kShardAdjacencyCf},
-                          std::pair{feat.get(), kShardFeaturesCf},
-                          std::pair{lab.get(), kShardLabelsCf}}) {
+    for (auto& [it, cf] : families) {
       if (!it->Valid() || it->key() != want) {
         RETURN_IF_ERROR(FromRocks(it->status(), path));
         return absl::DataLossError(absl::StrCat(
             path, ": node ", id, " has no row in column family '", cf, "'"));
       }
     }
+    if (typed) {
+      while (id >= meta.type_starts[static_cast<size_t>(type) + 1]) ++type;
+    }
+    const size_t row_floats =
+        typed ? static_cast<size_t>(
+                    meta.node_types[static_cast<size_t>(type)].feature_dim)
+              : dim;
     rocksdb::Slice a = adj->value(), f = feat->value(), l = lab->value();
-    if (a.size() % sizeof(NodeId) != 0 || f.size() != dim * sizeof(float) ||
-        l.size() != sizeof(int64_t)) {
+    const size_t degree = a.size() / sizeof(NodeId);
+    rocksdb::Slice r = typed ? rel->value() : rocksdb::Slice();
+    if (a.size() % sizeof(NodeId) != 0 ||
+        f.size() != row_floats * sizeof(float) ||
+        l.size() != label_cols * sizeof(int64_t) ||
+        (typed && r.size() != degree * sizeof(int32_t))) {
       return absl::DataLossError(absl::StrCat(
           path, ": node ", id, " has a row of the wrong size (adj ", a.size(),
-          ", feat ", f.size(), ", label ", l.size(), " bytes)"));
+          ", feat ", f.size(), ", label ", l.size(),
+          typed ? absl::StrCat(", rel ", r.size()) : "", " bytes)"));
     }
-    size_t degree = a.size() / sizeof(NodeId);
     size_t old = adjacency.size();
     adjacency.resize(old + degree);
     if (degree > 0) std::memcpy(adjacency.data() + old, a.data(), a.size());
+    if (typed) {
+      relations.resize(old + degree);
+      if (degree > 0) std::memcpy(relations.data() + old, r.data(), r.size());
+    }
     offsets[static_cast<size_t>(local) + 1] =
         static_cast<int64_t>(old + degree);
-    if (dim > 0) std::memcpy(features.data + local * dim, f.data(), f.size());
-    std::memcpy(&labels[static_cast<size_t>(local)], l.data(), sizeof(int64_t));
+    if (typed) {
+      if (row_floats > 0) {
+        const size_t row = static_cast<size_t>(
+            id - meta.type_starts[static_cast<size_t>(type)]);
+        std::memcpy(
+            type_features[static_cast<size_t>(type)].data() + row * row_floats,
+            f.data(), f.size());
+      }
+    } else if (dim > 0) {
+      std::memcpy(features.data + local * dim, f.data(), f.size());
+    }
+    std::memcpy(&labels[static_cast<size_t>(local) * label_cols], l.data(),
+                l.size());
     if (verify_checksum) {
       HashRow(&checksum, 'a', want, a);
       HashRow(&checksum, 'f', want, f);
       HashRow(&checksum, 'l', want, l);
+      if (typed) HashRow(&checksum, 'r', want, r);
     }
-    adj->Next();
-    feat->Next();
-    lab->Next();
+    for (auto& [it, cf] : families) it->Next();
     progress.Update(local + 1);
   }
-  for (auto [it, cf] : {std::pair{adj.get(), kShardAdjacencyCf},
-                        std::pair{feat.get(), kShardFeaturesCf},
-                        std::pair{lab.get(), kShardLabelsCf}}) {
+  for (auto& [it, cf] : families) {
     RETURN_IF_ERROR(FromRocks(it->status(), path));
     if (it->Valid()) {
       return absl::DataLossError(absl::StrCat(
@@ -304,7 +435,8 @@ absl::StatusOr<std::unique_ptr<ShardStore>> LoadIntoMemory(
   RETURN_IF_ERROR(features.Publish());
   return std::unique_ptr<ShardStore>(new MemoryStore(
       std::move(meta), std::move(offsets), std::move(adjacency),
-      std::move(features), std::move(labels), std::move(splits)));
+      std::move(relations), std::move(features), std::move(type_features),
+      std::move(labels), std::move(splits)));
 }
 
 // ---------------------------------------------------------------------------
@@ -339,6 +471,7 @@ class DiskStore final : public ShardStore {
     RETURN_IF_ERROR(CheckOwned(ids));
     out->counts.resize(ids.size());
     out->neighbors.clear();
+    out->relations.clear();
     std::vector<NodeId> scratch;
     return ForEachRow(
         shard_->adj_cf(), ids,
@@ -359,8 +492,68 @@ class DiskStore final : public ShardStore {
         });
   }
 
+  absl::Status SampleTypedNeighbors(absl::Span<const NodeId> ids,
+                                    absl::Span<const int> fanouts, bool replace,
+                                    uint64_t seed, int64_t max_neighbors,
+                                    SampledNeighbors* out) const override {
+    RETURN_IF_ERROR(CheckTypedSample(ids, fanouts));
+    out->counts.resize(ids.size());
+    out->neighbors.clear();
+    out->relations.clear();
+    std::vector<NodeId> scratch;
+    std::vector<int32_t> scratch_relations;
+    return ForEachRowPair(
+        shard_->adj_cf(), shard_->rel_cf(), ids,
+        [&](size_t i, const rocksdb::Slice& v,
+            const rocksdb::Slice& r) -> absl::Status {
+          RETURN_IF_ERROR(CheckAdjacency(ids[i], v));
+          const int64_t degree =
+              static_cast<int64_t>(v.size() / sizeof(NodeId));
+          if (r.size() != static_cast<size_t>(degree) * sizeof(int32_t)) {
+            return BadRow(ids[i], kShardRelationsCf, r.size());
+          }
+          // Values are not aligned: copy before reading them.
+          scratch.resize(static_cast<size_t>(degree));
+          scratch_relations.resize(static_cast<size_t>(degree));
+          if (degree > 0) {
+            std::memcpy(scratch.data(), v.data(), v.size());
+            std::memcpy(scratch_relations.data(), r.data(), r.size());
+          }
+          const int64_t total = static_cast<int64_t>(out->neighbors.size()) +
+                                TypedSampledCount(scratch_relations.data(),
+                                                  degree, fanouts, replace);
+          if (total > max_neighbors) return TooMany(total, max_neighbors);
+          out->counts[i] = SampleTypedRow(
+              scratch.data(), scratch_relations.data(), degree, fanouts.data(),
+              static_cast<int>(fanouts.size()), replace, seed, ids[i],
+              &out->neighbors, &out->relations);
+          return absl::OkStatus();
+        });
+  }
+
+  absl::Status GetTypeFeatures(int type, absl::Span<const NodeId> ids,
+                               float* out) const override {
+    RETURN_IF_ERROR(CheckOfType(type, ids));
+    const size_t row_bytes =
+        static_cast<size_t>(
+            Meta().node_types[static_cast<size_t>(type)].feature_dim) *
+        sizeof(float);
+    if (row_bytes == 0) return absl::OkStatus();
+    return ForEachRow(shard_->feat_cf(), ids,
+                      [&](size_t i, const rocksdb::Slice& v) -> absl::Status {
+                        if (v.size() != row_bytes) {
+                          return BadRow(ids[i], kShardFeaturesCf, v.size());
+                        }
+                        std::memcpy(
+                            reinterpret_cast<char*>(out) + i * row_bytes,
+                            v.data(), row_bytes);
+                        return absl::OkStatus();
+                      });
+  }
+
   absl::Status GetFeatures(absl::Span<const NodeId> ids,
                            float* out) const override {
+    if (Meta().typed()) return TypedFeaturesRefused(Meta());
     RETURN_IF_ERROR(CheckOwned(ids));
     const size_t row_bytes = static_cast<size_t>(Meta().feature_dim) * 4;
     return ForEachRow(shard_->feat_cf(), ids,
@@ -379,12 +572,13 @@ class DiskStore final : public ShardStore {
   absl::Status GetLabels(absl::Span<const NodeId> ids,
                          int64_t* out) const override {
     RETURN_IF_ERROR(CheckOwned(ids));
+    const size_t cols = static_cast<size_t>(Meta().label_columns);
     return ForEachRow(shard_->label_cf(), ids,
                       [&](size_t i, const rocksdb::Slice& v) -> absl::Status {
-                        if (v.size() != sizeof(int64_t)) {
+                        if (v.size() != cols * sizeof(int64_t)) {
                           return BadRow(ids[i], "label", v.size());
                         }
-                        std::memcpy(&out[i], v.data(), sizeof(int64_t));
+                        std::memcpy(out + i * cols, v.data(), v.size());
                         return absl::OkStatus();
                       });
   }
@@ -469,6 +663,47 @@ class DiskStore final : public ShardStore {
     return absl::OkStatus();
   }
 
+  // ForEachRow over two column families at once: fn(index, value in `a`,
+  // value in `b`) in request order.
+  template <typename Fn>
+  absl::Status ForEachRowPair(rocksdb::ColumnFamilyHandle* a,
+                              rocksdb::ColumnFamilyHandle* b,
+                              absl::Span<const NodeId> ids, Fn fn) const {
+    std::vector<char> key_bytes(kChunk * 8);
+    std::vector<rocksdb::Slice> keys(kChunk);
+    std::vector<rocksdb::PinnableSlice> values_a(kChunk), values_b(kChunk);
+    std::vector<rocksdb::Status> statuses_a(kChunk), statuses_b(kChunk);
+    rocksdb::ReadOptions ro;
+    for (size_t begin = 0; begin < ids.size(); begin += kChunk) {
+      size_t count = std::min(kChunk, ids.size() - begin);
+      for (size_t j = 0; j < count; ++j) {
+        EncodeNodeKey(ids[begin + j], &key_bytes[j * 8]);
+        keys[j] = rocksdb::Slice(&key_bytes[j * 8], 8);
+        values_a[j].Reset();
+        values_b[j].Reset();
+      }
+      shard_->db()->MultiGet(ro, a, count, keys.data(), values_a.data(),
+                             statuses_a.data());
+      shard_->db()->MultiGet(ro, b, count, keys.data(), values_b.data(),
+                             statuses_b.data());
+      for (size_t j = 0; j < count; ++j) {
+        const NodeId id = ids[begin + j];
+        for (auto [status, cf] :
+             {std::pair{&statuses_a[j], a}, std::pair{&statuses_b[j], b}}) {
+          if (status->IsNotFound()) {
+            return absl::DataLossError(absl::StrCat(
+                shard_->path(), ": node ", id, " has no row in column family '",
+                cf->GetName(), "'"));
+          }
+          RETURN_IF_ERROR(FromRocks(
+              *status, absl::StrCat(shard_->path(), ": reading node ", id)));
+        }
+        RETURN_IF_ERROR(fn(begin + j, values_a[j], values_b[j]));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   std::unique_ptr<ShardDb> shard_;
 };
 
@@ -484,6 +719,61 @@ absl::Status ShardStore::CheckOwned(absl::Span<const NodeId> ids) const {
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status ShardStore::CheckTypedSample(absl::Span<const NodeId> ids,
+                                          absl::Span<const int> fanouts) const {
+  if (!meta_.typed()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard ", meta_.part_id,
+                     " is not typed: sample it without relation fanouts"));
+  }
+  if (fanouts.size() != meta_.edge_types.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        fanouts.size(), " relation fanouts for the ", meta_.edge_types.size(),
+        " relations of shard ", meta_.part_id, " (one per relation)"));
+  }
+  return CheckOwned(ids);
+}
+
+absl::Status ShardStore::CheckOfType(int type,
+                                     absl::Span<const NodeId> ids) const {
+  if (!meta_.typed()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shard ", meta_.part_id, " is not typed: it has no node type ", type));
+  }
+  const int num_types = static_cast<int>(meta_.node_types.size());
+  if (type < 0 || type >= num_types) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node type ", type, " is outside [0, ", num_types, ")"));
+  }
+  RETURN_IF_ERROR(CheckOwned(ids));
+  const NodeId begin = meta_.type_starts[static_cast<size_t>(type)];
+  const NodeId end = meta_.type_starts[static_cast<size_t>(type) + 1];
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < begin || ids[i] >= end) {
+      const int actual = meta_.TypeOf(ids[i]);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node ", ids[i], " (position ", i, ") is of type '",
+          meta_.node_types[static_cast<size_t>(actual)].name, "' (", actual,
+          "), not '", meta_.node_types[static_cast<size_t>(type)].name, "' (",
+          type, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShardStore::SampleTypedNeighbors(absl::Span<const NodeId>,
+                                              absl::Span<const int>, bool,
+                                              uint64_t, int64_t,
+                                              SampledNeighbors*) const {
+  return absl::UnimplementedError("this store does not sample typed shards");
+}
+
+absl::Status ShardStore::GetTypeFeatures(int, absl::Span<const NodeId>,
+                                         float*) const {
+  return absl::UnimplementedError(
+      "this store does not serve typed shards' features");
 }
 
 absl::StatusOr<std::unique_ptr<ShardStore>> ShardStore::Open(

@@ -13,7 +13,16 @@
 //
 // Sampling calls shardgnn::SampleNeighbors (common/sampling.h) with the
 // request's seed and each node's global ID, so a sample depends only on
-// (seed, node) and matches the in-process sampler.
+// (seed, node) and matches the in-process sampler; typed shards are sampled
+// relation by relation with shardgnn::SampleTypedRow, as the in-process
+// sampler samples typed graphs.
+//
+// Typed shards (ShardMeta::typed()): memory mode keeps each row's relations
+// beside it and one feature matrix per node type; their features are read
+// with GetTypeFeatures (GetFeatures is FAILED_PRECONDITION) and are never in
+// a shared region (not built yet: SharedFeatures() is nullopt). An untyped
+// SampleNeighbors of a typed shard samples the whole row, every relation
+// together.
 //
 // Thread-safe: after Open() every method is const and may be called from any
 // number of threads at once.
@@ -81,6 +90,14 @@ class ShardStore {
   // OK if every ID is owned; otherwise INVALID_ARGUMENT naming the first ID
   // that is not (and its position).
   absl::Status CheckOwned(absl::Span<const NodeId> ids) const;
+  // OK if the shard is typed and there is one fanout per relation, and
+  // every ID is owned; INVALID_ARGUMENT otherwise.
+  absl::Status CheckTypedSample(absl::Span<const NodeId> ids,
+                                absl::Span<const int> fanouts) const;
+  // OK if the shard is typed, `type` one of its node types and every ID an
+  // owned node of that type; INVALID_ARGUMENT naming the first that is not
+  // (and its type) otherwise.
+  absl::Status CheckOfType(int type, absl::Span<const NodeId> ids) const;
 
   // Samples neighbors of every node in `ids` (see common/sampling.h for
   // fanout < 0 and `replace`). Fails with INVALID_ARGUMENT for an unowned ID
@@ -89,11 +106,33 @@ class ShardStore {
                                        bool replace, uint64_t seed,
                                        int64_t max_neighbors,
                                        SampledNeighbors* out) const = 0;
+  // Typed shards: like SampleNeighbors, relation by relation: node v's
+  // sample is SampleTypedRow(v's row, its relations, fanouts)
+  // (common/sampling.h); out->relations gets each neighbor's relation.
+  // INVALID_ARGUMENT unless the shard is typed and fanouts.size() ==
+  // meta.edge_types.size() (and for unowned IDs); RESOURCE_EXHAUSTED past
+  // max_neighbors. (Not pure virtual so that stores wrapping another for
+  // tests need not forward it: the base answers UNIMPLEMENTED.)
+  virtual absl::Status SampleTypedNeighbors(absl::Span<const NodeId> ids,
+                                            absl::Span<const int> fanouts,
+                                            bool replace, uint64_t seed,
+                                            int64_t max_neighbors,
+                                            SampledNeighbors* out) const;
   // Writes ids.size() * feature_dim floats to `out` (row i = node ids[i])
-  // with memcpy: `out` need not be aligned.
+  // with memcpy: `out` need not be aligned. FAILED_PRECONDITION for a typed
+  // shard (its features are per node type: GetTypeFeatures).
   virtual absl::Status GetFeatures(absl::Span<const NodeId> ids,
                                    float* out) const = 0;
-  // Writes ids.size() labels (-1 = unlabeled) to `out`.
+  // Typed shards: writes ids.size() * node_types[type].feature_dim floats
+  // (row i = node ids[i], memcpy: `out` need not be aligned); every ID owned
+  // and of node type `type` (else INVALID_ARGUMENT naming the ID and its
+  // type; also for an untyped shard or a type out of range). The base
+  // answers UNIMPLEMENTED, as for SampleTypedNeighbors.
+  virtual absl::Status GetTypeFeatures(int type, absl::Span<const NodeId> ids,
+                                       float* out) const;
+  // Writes ids.size() * meta.label_columns values to `out`: a label per ID
+  // (-1 = unlabeled), or for a multi-label shard a row of num_classes 0/1
+  // values per ID (all -1: unlabeled).
   virtual absl::Status GetLabels(absl::Span<const NodeId> ids,
                                  int64_t* out) const = 0;
   // Writes ids.size() out-degrees to `out`.
@@ -106,7 +145,8 @@ class ShardStore {
   // Memory mode with share_features: where co-located processes find the
   // sealed feature matrix (row-major float32 [rows, feature_dim] after the
   // region header; header words: node_start, rows, feature_dim). nullopt
-  // otherwise.
+  // otherwise, and always for a typed shard (shared memory of per-type
+  // features is not built yet).
   virtual std::optional<SharedRegionRef> SharedFeatures() const {
     return std::nullopt;
   }

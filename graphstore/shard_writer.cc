@@ -43,7 +43,7 @@ struct ShardWriter::Impl {
   NodeId next_id = 0;
   int64_t num_edges = 0;
   Checksum checksum;
-  std::unique_ptr<rocksdb::SstFileWriter> adj, feat, label, misc;
+  std::unique_ptr<rocksdb::SstFileWriter> adj, feat, label, rel, misc;
   std::map<std::string, std::string>
       split_values;  // key -> value, written in key order at Finish.
   std::string scratch;
@@ -68,6 +68,11 @@ absl::StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(
   impl->sst_dir = JoinPath(dir, ".sst");
   impl->meta = meta;
   impl->next_id = meta.node_start;
+  absl::Status types = CheckShardMetaTypes(meta);
+  if (!types.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, ": shard metadata: ", types.message()));
+  }
   if (!fs::create_directories(impl->sst_dir, ec)) {
     return absl::PermissionDeniedError(
         absl::StrCat(impl->sst_dir, ": cannot create: ", ec.message()));
@@ -86,6 +91,10 @@ absl::StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(
     absl::Status s = open(cf, writer);
     if (!s.ok()) return s;
   }
+  if (meta.typed()) {
+    absl::Status s = open(kShardRelationsCf, &impl->rel);
+    if (!s.ok()) return s;
+  }
   return std::unique_ptr<ShardWriter>(new ShardWriter(std::move(impl)));
 }
 
@@ -95,29 +104,86 @@ ShardWriter::~ShardWriter() = default;
 absl::Status ShardWriter::AddNode(NodeId id, const NodeId* neighbors,
                                   size_t num_neighbors, const float* features,
                                   int64_t label) {
+  return AddNodeRow(id, neighbors, num_neighbors, /*relations=*/nullptr,
+                    features, &label);
+}
+
+absl::Status ShardWriter::AddNodeRow(NodeId id, const NodeId* neighbors,
+                                     size_t num_neighbors,
+                                     const int32_t* relations,
+                                     const float* features,
+                                     const int64_t* labels) {
   Impl& m = *impl_;
   if (id != m.next_id || id >= m.meta.node_end) {
     return absl::InvalidArgumentError(
         absl::StrCat("shard ", m.meta.part_id, ": node ", id,
                      " added out of order (expected ", m.next_id, ")"));
   }
+  auto invalid = [&](auto&&... what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard ", m.meta.part_id, ": node ", id, ": ", what...));
+  };
+  const bool typed = m.meta.typed();
+  if (!typed && relations != nullptr) {
+    return invalid("relations given for an untyped shard");
+  }
+  if (typed && relations == nullptr && num_neighbors > 0) {
+    return invalid("a typed shard's row needs each neighbor's relation");
+  }
+  if (typed) {
+    const int64_t num_relations =
+        static_cast<int64_t>(m.meta.edge_types.size());
+    for (size_t k = 0; k < num_neighbors; ++k) {
+      const int32_t r = relations[k];
+      if (r < 0 || r >= num_relations) {
+        return invalid("entry ", k, " has relation ", r, ", outside [0, ",
+                       num_relations, ")");
+      }
+      if (k > 0 &&
+          (r < relations[k - 1] ||
+           (r == relations[k - 1] && neighbors[k] < neighbors[k - 1]))) {
+        return invalid("entry ", k, " (relation ", r, ", neighbor ",
+                       neighbors[k],
+                       ") breaks the row's (relation, neighbor) order");
+      }
+    }
+  }
+  const int64_t width =
+      typed ? m.meta.node_types[static_cast<size_t>(m.meta.TypeOf(id))]
+                  .feature_dim
+            : m.meta.feature_dim;
+  if (width > 0 && features == nullptr) {
+    return invalid("no features given (", width, " expected)");
+  }
+  if (labels == nullptr) return invalid("no labels given");
+  static const char kEmpty[1] = {0};
   char key_bytes[8];
   EncodeNodeKey(id, key_bytes);
   rocksdb::Slice key(key_bytes, 8);
-  rocksdb::Slice adj(reinterpret_cast<const char*>(neighbors),
-                     num_neighbors * sizeof(NodeId));
-  rocksdb::Slice feat(reinterpret_cast<const char*>(features),
-                      static_cast<size_t>(m.meta.feature_dim) * 4);
-  rocksdb::Slice lab(reinterpret_cast<const char*>(&label), sizeof(label));
-  m.Hash('a', absl::string_view(key.data(), key.size()),
-         absl::string_view(adj.data(), adj.size()));
-  m.Hash('f', absl::string_view(key.data(), key.size()),
-         absl::string_view(feat.data(), feat.size()));
-  m.Hash('l', absl::string_view(key.data(), key.size()),
-         absl::string_view(lab.data(), lab.size()));
+  rocksdb::Slice adj(
+      num_neighbors > 0 ? reinterpret_cast<const char*>(neighbors) : kEmpty,
+      num_neighbors * sizeof(NodeId));
+  rocksdb::Slice feat(
+      width > 0 ? reinterpret_cast<const char*>(features) : kEmpty,
+      static_cast<size_t>(width) * sizeof(float));
+  rocksdb::Slice lab(
+      reinterpret_cast<const char*>(labels),
+      static_cast<size_t>(m.meta.label_columns) * sizeof(int64_t));
+  rocksdb::Slice rel(num_neighbors > 0 && typed
+                         ? reinterpret_cast<const char*>(relations)
+                         : kEmpty,
+                     typed ? num_neighbors * sizeof(int32_t) : 0);
+  auto view = [](const rocksdb::Slice& s) {
+    return absl::string_view(s.data(), s.size());
+  };
+  m.Hash('a', view(key), view(adj));
+  m.Hash('f', view(key), view(feat));
+  m.Hash('l', view(key), view(lab));
+  if (typed) m.Hash('r', view(key), view(rel));
   absl::Status s = FromRocks(m.adj->Put(key, adj), m.sst_dir);
   if (s.ok()) s = FromRocks(m.feat->Put(key, feat), m.sst_dir);
   if (s.ok()) s = FromRocks(m.label->Put(key, lab), m.sst_dir);
+  if (s.ok() && typed) s = FromRocks(m.rel->Put(key, rel), m.sst_dir);
   if (!s.ok()) return s;
   m.num_edges += static_cast<int64_t>(num_neighbors);
   ++m.next_id;
@@ -177,10 +243,13 @@ absl::StatusOr<ShardMeta> ShardWriter::Finish() {
   };
   std::vector<Pending> files;
   bool has_nodes = m.meta.node_end > m.meta.node_start;
-  for (auto& [cf, writer] : {std::pair{std::string(kShardAdjacencyCf), &m.adj},
-                             std::pair{std::string(kShardFeaturesCf), &m.feat},
-                             std::pair{std::string(kShardLabelsCf), &m.label},
-                             std::pair{std::string("default"), &misc}}) {
+  std::vector<std::pair<std::string, std::unique_ptr<rocksdb::SstFileWriter>*>>
+      writers = {{kShardAdjacencyCf, &m.adj},
+                 {kShardFeaturesCf, &m.feat},
+                 {kShardLabelsCf, &m.label},
+                 {"default", &misc}};
+  if (m.meta.typed()) writers.emplace_back(kShardRelationsCf, &m.rel);
+  for (auto& [cf, writer] : writers) {
     bool rows = cf == "default" || has_nodes;
     if (rows) {
       s = FromRocks((*writer)->Finish(),
@@ -192,6 +261,7 @@ absl::StatusOr<ShardMeta> ShardWriter::Finish() {
   m.adj.reset();
   m.feat.reset();
   m.label.reset();
+  m.rel.reset();
   misc.reset();
 
   rocksdb::DBOptions db_options;

@@ -1,5 +1,6 @@
 #include "graphstore/internal/answer_checks.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -15,7 +16,75 @@ ShardBounds BoundsOf(const ShardMeta& meta) {
   bounds.num_edges = meta.num_edges;
   bounds.feature_dim = meta.feature_dim;
   bounds.num_classes = meta.num_classes;
+  bounds.label_columns = meta.label_columns;
+  bounds.num_relations = static_cast<int64_t>(meta.edge_types.size());
+  for (const NodeType& t : meta.node_types) {
+    bounds.type_feature_dims.push_back(t.feature_dim);
+  }
   return bounds;
+}
+
+absl::Status CheckTypedInfo(const ShardMeta& meta, int64_t max_message_bytes) {
+  absl::Status s = CheckShardMetaTypes(meta);
+  if (!s.ok())
+    return absl::DataLossError(absl::StrCat("reports ", s.message()));
+  for (const NodeType& t : meta.node_types) {
+    if (t.feature_dim > max_message_bytes / int64_t{sizeof(float)}) {
+      return absl::DataLossError(absl::StrCat(
+          "reports node type \"", t.name, "\" of feature_dim ", t.feature_dim,
+          " (a row must fit in ", max_message_bytes, " bytes)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTypedSample(absl::Span<const NodeId> ids,
+                              absl::Span<const int> fanouts,
+                              const SampledNeighbors& s, const ShardBounds& b) {
+  if (s.relations.size() != s.neighbors.size()) {
+    return absl::DataLossError(absl::StrCat(s.relations.size(),
+                                            " relations for ",
+                                            s.neighbors.size(), " neighbors"));
+  }
+  // Counts, their sum and the neighbors' range as for one fanout; "all" is
+  // the bound unless every fanout is bounded (per relation: below).
+  int64_t most = 0;
+  bool unbounded = false;
+  for (int f : fanouts) {
+    if (f < 0) unbounded = true;
+    most += std::max(f, 0);
+  }
+  const int64_t fanout_bound =
+      unbounded ? -1 : std::min<int64_t>(most, std::numeric_limits<int>::max());
+  absl::Status untyped = CheckSample(ids, static_cast<int>(fanout_bound), s, b);
+  if (!untyped.ok()) return untyped;
+  const int64_t num_relations =
+      b.known && b.num_relations > 0
+          ? std::min<int64_t>(b.num_relations,
+                              static_cast<int64_t>(fanouts.size()))
+          : static_cast<int64_t>(fanouts.size());
+  std::vector<int64_t> per_relation(static_cast<size_t>(num_relations), 0);
+  size_t k = 0;
+  for (size_t i = 0; i < s.counts.size(); ++i) {
+    std::fill(per_relation.begin(), per_relation.end(), 0);
+    for (int64_t j = 0; j < s.counts[i]; ++j, ++k) {
+      const int32_t r = s.relations[k];
+      if (r < 0 || r >= num_relations || fanouts[r] == 0) {
+        return absl::DataLossError(absl::StrCat(
+            "neighbor ", s.neighbors[k], " of node ", ids[i], " has relation ",
+            r, ", not one sampled (", num_relations, " relations, fanout ",
+            r >= 0 && r < num_relations ? absl::StrCat(fanouts[r]) : "none",
+            ")"));
+      }
+      if (++per_relation[static_cast<size_t>(r)] > fanouts[r] &&
+          fanouts[r] >= 0) {
+        return absl::DataLossError(
+            absl::StrCat("node ", ids[i], " got more than fanout ", fanouts[r],
+                         " neighbors of relation ", r));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckInfo(const proto::InfoResponse& r,
@@ -105,6 +174,27 @@ absl::Status CheckLabels(absl::Span<const NodeId> ids,
                          const ShardBounds& b) {
   const int64_t end =
       b.known ? b.num_classes : std::numeric_limits<int64_t>::max();
+  if (b.label_columns > 1) {
+    const size_t cols = static_cast<size_t>(b.label_columns);
+    if (labels.size() != ids.size() * cols) {
+      return absl::DataLossError(absl::StrCat(labels.size(), " labels for ",
+                                              ids.size(), " nodes of ", cols,
+                                              " classes"));
+    }
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const int64_t* row = labels.data() + i * cols;
+      const bool unlabeled = row[0] == -1;
+      for (size_t c = 0; c < cols; ++c) {
+        const bool ok = unlabeled ? row[c] == -1 : (row[c] == 0 || row[c] == 1);
+        if (!ok) {
+          return absl::DataLossError(absl::StrCat(
+              "label row of node ", ids[i], " holds ", row[c], " in class ", c,
+              " (a row is all 0/1, or all -1 when unlabeled)"));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
   for (size_t i = 0; i < labels.size(); ++i) {
     if (labels[i] < -1 || labels[i] >= end) {
       return absl::DataLossError(absl::StrCat("label ", labels[i], " for node ",

@@ -17,6 +17,7 @@ constexpr uint8_t kDimTag = (1 << 3) | 0;        // Field 1, varint.
 constexpr uint8_t kFeaturesTag = (2 << 3) | 2;   // Field 2, length-delimited.
 constexpr uint8_t kCountsTag = (1 << 3) | 2;     // Field 1, length-delimited.
 constexpr uint8_t kNeighborsTag = (2 << 3) | 2;  // Field 2, length-delimited.
+constexpr uint8_t kRelationsTag = (3 << 3) | 2;  // Field 3, length-delimited.
 
 size_t PutVarint(uint64_t v, uint8_t* p) {
   size_t n = 0;
@@ -162,9 +163,14 @@ bool SkipField(SliceReader& in, uint64_t type) {
 }  // namespace
 
 absl::Status EncodeFeatures(const ShardStore& store,
-                            absl::Span<const NodeId> ids,
-                            grpc::ByteBuffer* out) {
-  const int64_t dim = store.Meta().feature_dim;
+                            absl::Span<const NodeId> ids, grpc::ByteBuffer* out,
+                            int node_type) {
+  const ShardMeta& meta = store.Meta();
+  const bool typed_rows =
+      node_type >= 0 && static_cast<size_t>(node_type) < meta.node_types.size();
+  const int64_t dim =
+      typed_rows ? meta.node_types[static_cast<size_t>(node_type)].feature_dim
+                 : meta.feature_dim;
   const size_t payload = ids.size() * static_cast<size_t>(dim) * 4;
   uint8_t header[32];
   size_t h = PutField(kDimTag, static_cast<uint64_t>(dim), header);
@@ -174,8 +180,9 @@ absl::Status EncodeFeatures(const ShardStore& store,
   grpc_slice raw = SlicePool::Shared().Take(h + payload);
   uint8_t* p = GRPC_SLICE_START_PTR(raw);
   std::memcpy(p, header, h);
-  absl::Status s =
-      store.GetFeatures(ids, reinterpret_cast<float*>(p + h));  // Unaligned.
+  float* rows = reinterpret_cast<float*>(p + h);  // Unaligned.
+  absl::Status s = node_type >= 0 ? store.GetTypeFeatures(node_type, ids, rows)
+                                  : store.GetFeatures(ids, rows);
   grpc::Slice slice(raw, grpc::Slice::STEAL_REF);
   if (!s.ok()) return s;
   *out = grpc::ByteBuffer(&slice, 1);
@@ -186,11 +193,14 @@ void EncodeSampled(const SampledNeighbors& sampled, grpc::ByteBuffer* out) {
   static_assert(sizeof(NodeId) == 8 && sizeof(int64_t) == 8);
   const size_t counts = sampled.counts.size() * 8;
   const size_t neighbors = sampled.neighbors.size() * 8;
-  uint8_t counts_header[16], neighbors_header[16];
+  const size_t relations = sampled.relations.size() * 4;
+  uint8_t counts_header[16], neighbors_header[16], relations_header[16];
   const size_t ch = PutField(kCountsTag, counts, counts_header);
   const size_t nh = PutField(kNeighborsTag, neighbors, neighbors_header);
+  const size_t rh = PutField(kRelationsTag, relations, relations_header);
   // Filled before it is wrapped, as in EncodeFeatures.
-  grpc_slice raw = SlicePool::Shared().Take(ch + counts + nh + neighbors);
+  grpc_slice raw =
+      SlicePool::Shared().Take(ch + counts + nh + neighbors + rh + relations);
   uint8_t* p = GRPC_SLICE_START_PTR(raw);
   std::memcpy(p, counts_header, ch);
   p += ch;
@@ -199,6 +209,10 @@ void EncodeSampled(const SampledNeighbors& sampled, grpc::ByteBuffer* out) {
   std::memcpy(p, neighbors_header, nh);
   p += nh;
   if (neighbors != 0) std::memcpy(p, sampled.neighbors.data(), neighbors);
+  p += neighbors;
+  std::memcpy(p, relations_header, rh);
+  p += rh;
+  if (relations != 0) std::memcpy(p, sampled.relations.data(), relations);
   grpc::Slice slice(raw, grpc::Slice::STEAL_REF);
   *out = grpc::ByteBuffer(&slice, 1);
 }
@@ -214,9 +228,28 @@ absl::Status DecodeSampled(const grpc::ByteBuffer& response, size_t num_ids,
   // Absent fields are empty (proto3); a repeated one replaces the earlier.
   out->counts.clear();
   out->neighbors.clear();
+  out->relations.clear();
   while (!in.AtEnd()) {
     uint64_t tag = 0, len = 0;
     bool ok = in.Varint(&tag);
+    if (ok && tag == kRelationsTag) {
+      if (!in.Varint(&len)) {
+        return absl::DataLossError("malformed SampleNeighbors response");
+      }
+      if (len % 4 != 0 || len > in.Remaining()) {
+        return absl::DataLossError(
+            absl::StrCat("relations holds ", len,
+                         " bytes, not whole 4-byte values within "
+                         "the message (",
+                         in.Remaining(), " bytes left)"));
+      }
+      out->relations.resize(static_cast<size_t>(len / 4));
+      if (len > 0 &&
+          !in.Copy(reinterpret_cast<char*>(out->relations.data()), len)) {
+        return absl::DataLossError("relations is truncated");
+      }
+      continue;
+    }
     if (ok && (tag == kCountsTag || tag == kNeighborsTag)) {
       if (!in.Varint(&len)) {
         return absl::DataLossError("malformed SampleNeighbors response");

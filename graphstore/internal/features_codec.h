@@ -25,20 +25,23 @@
 
 namespace shardgnn::internal {
 
-// Reads the rows of `ids` from `store` straight into a single-slice response.
+// Reads the rows of `ids` from `store` straight into a single-slice response;
+// with node_type >= 0 the rows of that node type of a typed shard
+// (ShardStore::GetTypeFeatures, feature_dim the type's width).
 absl::Status EncodeFeatures(const ShardStore& store,
-                            absl::Span<const NodeId> ids,
-                            grpc::ByteBuffer* out);
+                            absl::Span<const NodeId> ids, grpc::ByteBuffer* out,
+                            int node_type = -1);
 
 // Writes `sampled` as a single-slice SampleNeighborsResponse (an empty
-// field is left out, as protobuf does).
+// field is left out, as protobuf does; `relations`, int32 LE field 3, is
+// non-empty only for typed samples).
 void EncodeSampled(const SampledNeighbors& sampled, grpc::ByteBuffer* out);
 
 // Parses a SampleNeighborsResponse into *out (reusing its vectors'
 // capacity: no fresh memory once they have grown), checking that its fields
-// hold whole int64 values within the message and that it has `num_ids`
-// counts; DATA_LOSS otherwise. (What the counts say is checked by the caller:
-// answer_checks.h CheckSample.)
+// hold whole int64 values (relations: int32) within the message and that it
+// has `num_ids` counts; DATA_LOSS otherwise. (What the counts say is checked by
+// the caller: answer_checks.h CheckSample.)
 absl::Status DecodeSampled(const grpc::ByteBuffer& response, size_t num_ids,
                            SampledNeighbors* out);
 

@@ -79,6 +79,10 @@ absl::StatusOr<std::unique_ptr<ShardDb>> ShardDb::Open(const std::string& path,
     }
     cfs.emplace_back(name, cf_options);
   }
+  // Typed shards have relations too (opened last: rel_cf()).
+  if (std::find(names.begin(), names.end(), kShardRelationsCf) != names.end()) {
+    cfs.emplace_back(kShardRelationsCf, cf_options);
+  }
   auto shard = std::unique_ptr<ShardDb>(new ShardDb());
   shard->path_ = path;
   rocksdb::DB* raw = nullptr;
@@ -115,6 +119,11 @@ absl::StatusOr<ShardMeta> ShardDb::ReadMeta() const {
   RETURN_IF_ERROR(FromRocks(s, absl::StrCat(path_, ": reading meta")));
   absl::StatusOr<ShardMeta> meta = ShardMeta::FromJson(json);
   if (!meta.ok()) return Annotate(meta.status(), path_);
+  if (meta->typed() && rel_cf() == nullptr) {
+    return absl::DataLossError(
+        absl::StrCat(path_, ": a typed shard without column family '",
+                     kShardRelationsCf, "'"));
+  }
   return meta;
 }
 

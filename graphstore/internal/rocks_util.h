@@ -47,9 +47,14 @@ class ShardDb {
   rocksdb::ColumnFamilyHandle* adj_cf() const { return handles_[1]; }
   rocksdb::ColumnFamilyHandle* feat_cf() const { return handles_[2]; }
   rocksdb::ColumnFamilyHandle* label_cf() const { return handles_[3]; }
+  // Typed shards' "rel" family; null if the database has none.
+  rocksdb::ColumnFamilyHandle* rel_cf() const {
+    return handles_.size() > 4 ? handles_[4] : nullptr;
+  }
   const std::string& path() const { return path_; }
 
-  // Reads and parses the "meta" row.
+  // Reads and parses the "meta" row; DATA_LOSS if a typed shard has no
+  // "rel" family.
   absl::StatusOr<ShardMeta> ReadMeta() const;
 
  private:

@@ -31,6 +31,9 @@ inline constexpr int64_t kInlineSamples = int64_t{1} << 16;
 // whole neighborhoods (fanout -1), or num_ids x fanout >= kInlineSamples.
 // Both paths judge by it (gRPC's SampleNeighbors parses its request first).
 bool SampleIsHeavy(size_t num_ids, int fanout);
+// The same for a typed sample: any relation's whole neighborhood (fanout
+// -1), or num_ids x the sum of the fanouts >= kInlineSamples.
+bool TypedSampleIsHeavy(size_t num_ids, absl::Span<const int> fanouts);
 
 // Samples `ids` (owned by `store`, which checks them) into *out, which comes
 // from SampleBufferPool::Shared() with room for the answer (the caller Put()s
@@ -45,6 +48,18 @@ absl::Status SampleWithinLimits(const ShardStore& store,
                                 bool replace, uint64_t seed,
                                 const SampleLimits& limits,
                                 SampledNeighbors* out);
+
+// The same for a typed sample (ShardStore::SampleTypedNeighbors): one fanout
+// per relation of the shard, each in [-1, max_fanout] (INVALID_ARGUMENT
+// otherwise, and for an untyped shard). The bounds are those of
+// SampleWithinLimits with the sum of the fanouts for `fanout`, and 12 bytes
+// per neighbor (its ID and its relation) against the message limit.
+absl::Status SampleTypedWithinLimits(const ShardStore& store,
+                                     absl::Span<const NodeId> ids,
+                                     absl::Span<const int> fanouts,
+                                     bool replace, uint64_t seed,
+                                     const SampleLimits& limits,
+                                     SampledNeighbors* out);
 
 }  // namespace shardgnn::internal
 

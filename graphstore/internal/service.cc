@@ -202,6 +202,22 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::Info(
       r->set_boot_id(shared->boot_id);
     }
     resp->set_feature_port(static_cast<uint32_t>(feature_port_.load()));
+    for (const NodeType& t : m.node_types) {
+      proto::NodeTypeInfo* out = resp->add_node_types();
+      out->set_name(t.name);
+      out->set_count(t.count);
+      out->set_feature_dim(t.feature_dim);
+    }
+    for (const EdgeType& e : m.edge_types) {
+      proto::EdgeTypeInfo* out = resp->add_edge_types();
+      out->set_src(e.src);
+      out->set_relation(e.relation);
+      out->set_dst(e.dst);
+      out->set_count(e.count);
+      out->set_feature_dim(e.feature_dim);
+    }
+    for (NodeId start : m.type_starts) resp->add_type_starts(start);
+    resp->set_label_columns(m.label_columns);
     return absl::OkStatus();
   });
 }
@@ -216,6 +232,8 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::SampleNeighbors(
   struct Parsed {
     proto::SampleNeighborsRequest request;
     bool ok = false;
+    std::vector<int> relation_fanouts;  // Typed samples; empty otherwise.
+    absl::Status fanouts_status;        // Whether relation_fanouts parsed.
   };
   auto parsed = std::make_shared<Parsed>();
   auto judge = [this, req, parsed] {
@@ -224,10 +242,19 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::SampleNeighbors(
         grpc::SerializationTraits<proto::SampleNeighborsRequest>::Deserialize(
             &copy, &parsed->request)
             .ok();
-    return Heavy(parsed->ok &&
-                 internal::SampleIsHeavy(
-                     parsed->request.node_ids().size() / sizeof(NodeId),
-                     parsed->request.fanout()));
+    if (!parsed->ok) return Heavy(false);
+    const size_t num_ids = parsed->request.node_ids().size() / sizeof(NodeId);
+    if (parsed->request.relation_fanouts().empty()) {
+      return Heavy(internal::SampleIsHeavy(num_ids, parsed->request.fanout()));
+    }
+    std::vector<int32_t> fanouts;
+    parsed->fanouts_status =
+        wire::Unpack<int32_t>(wire::View(parsed->request.relation_fanouts()),
+                              "relation_fanouts", &fanouts);
+    parsed->relation_fanouts.assign(fanouts.begin(), fanouts.end());
+    return Heavy(
+        !parsed->fanouts_status.ok() ||
+        internal::TypedSampleIsHeavy(num_ids, parsed->relation_fanouts));
   };
   return runner_.Run(
       ctx, kSampleNeighbors, req, resp, judge,
@@ -241,9 +268,17 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::SampleNeighbors(
         absl::Span<const NodeId> ids;
         RETURN_IF_ERROR(ReadIds(request->node_ids(), &id_copy, &ids));
         SampledNeighbors out;
-        absl::Status s = internal::SampleWithinLimits(
-            *store_, ids, request->fanout(), request->replace(),
-            request->seed(), SampleLimitsOf(options_), &out);
+        absl::Status s;
+        if (!request->relation_fanouts().empty()) {
+          RETURN_IF_ERROR(parsed->fanouts_status);
+          s = internal::SampleTypedWithinLimits(
+              *store_, ids, parsed->relation_fanouts, request->replace(),
+              request->seed(), SampleLimitsOf(options_), &out);
+        } else {
+          s = internal::SampleWithinLimits(*store_, ids, request->fanout(),
+                                           request->replace(), request->seed(),
+                                           SampleLimitsOf(options_), &out);
+        }
         if (s.ok()) internal::EncodeSampled(out, resp);
         internal::SampleBufferPool::Shared().Put(std::move(out));
         return s;
@@ -254,10 +289,16 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::GetFeatures(
     grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
     grpc::ByteBuffer* resp) {
   const ShardStore* store = LoadedStore();
-  const int64_t bytes_out = store == nullptr
-                                ? 0
-                                : static_cast<int64_t>(req->Length() / 8) *
-                                      store->Meta().feature_dim * 4;
+  // A typed shard's rows are as wide as the request's type: judged by the
+  // widest.
+  int64_t widest = store == nullptr ? 0 : store->Meta().feature_dim;
+  if (store != nullptr) {
+    for (const NodeType& t : store->Meta().node_types) {
+      widest = std::max(widest, t.feature_dim);
+    }
+  }
+  const int64_t bytes_out =
+      static_cast<int64_t>(req->Length() / 8) * widest * 4;
   return runner_.Run(
       ctx, kGetFeatures, req, resp, Heavy(bytes_out >= kInlineBytes),
       [this, req, resp]() -> absl::Status {
@@ -272,7 +313,26 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::GetFeatures(
         std::vector<NodeId> id_copy;
         absl::Span<const NodeId> ids;
         RETURN_IF_ERROR(ReadIds(request.node_ids(), &id_copy, &ids));
-        const int64_t dim = store_->Meta().feature_dim;
+        const ShardMeta& meta = store_->Meta();
+        const int node_type =
+            request.has_node_type() ? request.node_type() : -1;
+        if (request.has_node_type() &&
+            (!meta.typed() || node_type < 0 ||
+             static_cast<size_t>(node_type) >= meta.node_types.size())) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "node type ", request.node_type(), " is outside [0, ",
+              meta.node_types.size(), ") (the shard's node types)"));
+        }
+        if (!request.has_node_type() && meta.typed()) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "shard ", meta.part_id,
+              " is typed: a typed shard's features are per node type (set "
+              "node_type)"));
+        }
+        const int64_t dim =
+            node_type >= 0
+                ? meta.node_types[static_cast<size_t>(node_type)].feature_dim
+                : meta.feature_dim;
         const int64_t bytes = static_cast<int64_t>(ids.size()) * dim * 4;
         if (bytes > options_.max_message_bytes - 1024) {
           return absl::ResourceExhaustedError(absl::StrFormat(
@@ -282,7 +342,7 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::GetFeatures(
               options_.max_message_bytes / 1048576.0));
         }
         RETURN_IF_ERROR(store_->CheckOwned(ids));
-        return internal::EncodeFeatures(*store_, ids, resp);
+        return internal::EncodeFeatures(*store_, ids, resp, node_type);
       });
 }
 
@@ -290,15 +350,25 @@ template <typename Resp>
 grpc::ServerUnaryReactor* GraphStoreServer::Service::Int64PerId(
     grpc::CallbackServerContext* ctx, int method,
     const proto::NodeIdsRequest* req, Resp* resp, ReadInt64s read,
-    std::string* out) {
+    std::string* out, bool per_label_column) {
   return runner_.Run(
       ctx, method, req, resp,
       Heavy(static_cast<int64_t>(req->node_ids().size()) >= kInlineBytes),
-      [this, req, read, out]() -> absl::Status {
+      [this, req, read, out, per_label_column]() -> absl::Status {
         std::vector<NodeId> id_copy;
         absl::Span<const NodeId> ids;
         RETURN_IF_ERROR(ReadIds(req->node_ids(), &id_copy, &ids));
-        std::vector<int64_t> values(ids.size());
+        const int64_t per_id =
+            per_label_column ? store_->Meta().label_columns : 1;
+        const int64_t bytes = static_cast<int64_t>(ids.size()) * per_id * 8;
+        if (bytes > options_.max_message_bytes - 1024) {
+          return absl::ResourceExhaustedError(absl::StrFormat(
+              "%d rows of %d labels are %.1f MiB, over the %.1f MiB message "
+              "limit; request fewer IDs per call",
+              ids.size(), per_id, bytes / 1048576.0,
+              options_.max_message_bytes / 1048576.0));
+        }
+        std::vector<int64_t> values(ids.size() * static_cast<size_t>(per_id));
         RETURN_IF_ERROR(((*store_).*read)(ids, values.data()));
         wire::Pack<int64_t>(values, out);
         return absl::OkStatus();
@@ -309,14 +379,14 @@ grpc::ServerUnaryReactor* GraphStoreServer::Service::GetLabels(
     grpc::CallbackServerContext* ctx, const proto::NodeIdsRequest* req,
     proto::GetLabelsResponse* resp) {
   return Int64PerId(ctx, kGetLabels, req, resp, &ShardStore::GetLabels,
-                    resp->mutable_labels());
+                    resp->mutable_labels(), /*per_label_column=*/true);
 }
 
 grpc::ServerUnaryReactor* GraphStoreServer::Service::GetDegrees(
     grpc::CallbackServerContext* ctx, const proto::NodeIdsRequest* req,
     proto::GetDegreesResponse* resp) {
   return Int64PerId(ctx, kGetDegrees, req, resp, &ShardStore::GetDegrees,
-                    resp->mutable_degrees());
+                    resp->mutable_degrees(), /*per_label_column=*/false);
 }
 
 grpc::ServerUnaryReactor* GraphStoreServer::Service::GetSplit(

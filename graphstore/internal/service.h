@@ -141,7 +141,8 @@ class GraphStoreServer::Service final
     return serving_.load(std::memory_order_acquire) ? store_.get() : nullptr;
   }
 
-  // GetLabels and GetDegrees: one int64 per requested ID, read from the store
+  // GetLabels and GetDegrees: one int64 per requested ID (GetLabels,
+  // per_label_column: the shard's label_columns per ID), read from the store
   // by `read` and packed into `*out` (a field of *resp).
   using ReadInt64s = absl::Status (ShardStore::*)(absl::Span<const NodeId>,
                                                   int64_t*) const;
@@ -150,7 +151,7 @@ class GraphStoreServer::Service final
                                        int method,
                                        const proto::NodeIdsRequest* req,
                                        Resp* resp, ReadInt64s read,
-                                       std::string* out);
+                                       std::string* out, bool per_label_column);
 
   // Bounds-checks a packed ID array and reads it in place (*ids views
   // `bytes`, which must outlive it) or, if misaligned, through *copy.

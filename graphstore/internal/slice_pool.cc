@@ -109,7 +109,8 @@ namespace {
 
 size_t CapacityBytes(const SampledNeighbors& s) {
   return s.counts.capacity() * sizeof(int64_t) +
-         s.neighbors.capacity() * sizeof(NodeId);
+         s.neighbors.capacity() * sizeof(NodeId) +
+         s.relations.capacity() * sizeof(int32_t);
 }
 
 }  // namespace
@@ -147,6 +148,8 @@ void SampleBufferPool::Put(SampledNeighbors sample) {
   if (bytes == 0 || bytes > max_sample_bytes_) return;  // Freed here.
   sample.counts.clear();
   sample.neighbors.clear();
+  // An untyped sample taken later must not answer a typed one's relations.
+  sample.relations.clear();
   std::vector<SampledNeighbors> evicted;  // Freed after the lock.
   std::lock_guard<std::mutex> lock(mu_);
   if (kept_bytes_ + bytes > max_kept_bytes_) {
