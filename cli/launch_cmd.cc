@@ -616,6 +616,7 @@ void AddLaunchCommand(CLI::App& app, absl::Status* result) {
     }
     *result = ApplyTrainTable(*spec, cmd);
     if (!result->ok()) return;
+    flags->training.model_given = cmd->count("--model") > 0;
     flags->effective_config = EffectiveConfig(*cmd, &flags->training);
     *result = Launcher(*flags, *spec).Run();
   });

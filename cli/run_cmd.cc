@@ -558,6 +558,7 @@ void AddRunCommand(CLI::App& app, absl::Status* result) {
     return cmd->count(flag) > 0;
   };
   cmd->callback([cmd, flags, result] {
+    flags->training.model_given = cmd->count("--model") > 0;
     flags->effective_config = EffectiveConfig(*cmd, &flags->training);
     *result = RunPipeline(*flags);
   });

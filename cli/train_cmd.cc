@@ -437,10 +437,24 @@ absl::Status RunTrain(const TrainFlags& flags) {
       ConnectToServers(flags.cluster, !flags.training.no_shared_memory,
                        !flags.training.no_feature_port, &addresses));
   options.num_classes = remote->num_classes();
+  if (remote->schema() != nullptr && !flags.training.model_given) {
+    // A typed partition trains R-GCN unless --model says otherwise.
+    TrainFlags resolved = flags;
+    resolved.training.model = "rgcn";
+    ASSIGN_OR_RETURN(options, TrainOptionsFor(resolved, dist.local_world_size));
+    options.num_classes = remote->num_classes();
+  }
   std::vector<std::string> shared_parts, port_parts;
   for (int p = 0; p < remote->book().num_parts(); ++p) {
+    if (remote->schema() != nullptr) break;  // Typed rows: gRPC (below).
     if (remote->reads_shared_memory(p)) shared_parts.push_back(absl::StrCat(p));
     if (remote->uses_feature_port(p)) port_parts.push_back(absl::StrCat(p));
+  }
+  if (remote->schema() != nullptr) {
+    std::printf(
+        "shardgnn train: typed graph (%d node types, %d relations): features "
+        "per node type fetched through gRPC calls\n",
+        remote->schema()->num_node_types(), remote->schema()->num_relations());
   }
   if (!shared_parts.empty()) {
     std::printf(
@@ -501,7 +515,14 @@ absl::Status RunTrain(const TrainFlags& flags) {
   const GraphSource* source = remote.get();
   std::unique_ptr<FeatureCache> cache;
   std::unique_ptr<CachedGraphSource> cached;
-  if (flags.training.cache_mb > 0) {
+  if (flags.training.cache_mb > 0 && remote->schema() != nullptr &&
+      dist.rank == 0) {
+    std::printf(
+        "shardgnn train: --cache-mb: the feature cache holds rows of one "
+        "width; a typed graph's rows (a width per node type) are fetched "
+        "uncached\n");
+  }
+  if (flags.training.cache_mb > 0 && remote->schema() == nullptr) {
     ASSIGN_OR_RETURN(CachePolicy policy,
                      ParseCachePolicy(flags.training.cache_policy));
     ASSIGN_OR_RETURN(cache,

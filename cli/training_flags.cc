@@ -180,8 +180,6 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
                                    std::to_string(f.negatives),
                                    "--negative-sampling",
                                    f.negative_sampling,
-                                   "--model",
-                                   f.model,
                                    "--min-steps-per-epoch",
                                    std::to_string(f.min_steps_per_epoch),
                                    "--steps-per-epoch",
@@ -217,6 +215,10 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
              absl::StrCat(f.embedding_init_std)}) {
       args.push_back(a);
     }
+  }
+  if (f.model_given) {  // Unset: the trainer picks by the graph (typed?).
+    args.push_back("--model");
+    args.push_back(f.model);
   }
   if (f.ignore_features) args.push_back("--ignore-features");
   // Model-dependent defaults stay unset, for the trainer to resolve.

@@ -46,4 +46,25 @@ void SampleNeighbors(const NodeId* neighbors, int64_t degree, int fanout,
   }
 }
 
+int64_t SampleTypedRow(const NodeId* neighbors, const int32_t* relations,
+                       int64_t degree, const int* fanouts, int num_relations,
+                       bool replace, uint64_t seed, NodeId node,
+                       Int64Buffer* out, std::vector<int32_t>* out_relations) {
+  const size_t before = out->size();
+  int64_t begin = 0;
+  while (begin < degree) {
+    const int32_t r = relations[begin];
+    int64_t run = begin;
+    while (run < degree && relations[run] == r) ++run;
+    if (r >= 0 && r < num_relations && fanouts[r] != 0) {
+      const size_t had = out->size();
+      SampleNeighbors(neighbors + begin, run - begin, fanouts[r], replace,
+                      MixSeed(seed, static_cast<uint64_t>(r)), node, out);
+      out_relations->insert(out_relations->end(), out->size() - had, r);
+    }
+    begin = run;
+  }
+  return static_cast<int64_t>(out->size() - before);
+}
+
 }  // namespace shardgnn

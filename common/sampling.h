@@ -48,6 +48,17 @@ void SampleNeighbors(const NodeId* neighbors, int64_t degree, int fanout,
                      bool replace, uint64_t seed, NodeId node,
                      Int64Buffer* out);
 
+// Typed graphs: appends the sample of one row whose entries are sorted by
+// relation (`relations[k]` is entry k's), relation by relation: for each run
+// of relation r with fanouts[r] != 0 (r in [0, fanouts.size())), exactly
+// SampleNeighbors(run, run length, fanouts[r], replace, MixSeed(seed, r),
+// node), and r once per neighbor appended to *out_relations. Entries of a
+// relation outside the fanouts are skipped. Returns the neighbors appended.
+int64_t SampleTypedRow(const NodeId* neighbors, const int32_t* relations,
+                       int64_t degree, const int* fanouts, int num_relations,
+                       bool replace, uint64_t seed, NodeId node,
+                       Int64Buffer* out, std::vector<int32_t>* out_relations);
+
 // The number of neighbors SampleNeighbors appends.
 inline int64_t SampledCount(int64_t degree, int fanout, bool replace) {
   if (fanout < 0) return degree;

@@ -81,6 +81,12 @@ std::string DatasetChecksum(const Dataset& d) {
   HashArray(&sum, "features", d.features);
   HashArray(&sum, "labels", d.labels);
   for (const auto& [name, ids] : d.splits) HashArray(&sum, name, ids);
+  if (d.manifest.typed()) {  // Untyped datasets' checksums stay as they were.
+    HashArray(&sum, "edge_types", d.edge_types);
+    for (size_t t = 0; t < d.type_features.size(); ++t) {
+      HashArray(&sum, d.manifest.node_types[t].name, d.type_features[t]);
+    }
+  }
   return sum.Hex();
 }
 
@@ -126,9 +132,17 @@ absl::Status CheckDatasetShape(const Dataset& d) {
   if (d.feature_dim() < 0) {
     return absl::InvalidArgumentError("negative feature_dim");
   }
-  if (!d.labels.empty() && static_cast<int64_t>(d.labels.size()) != n) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "labels has ", d.labels.size(), " entries for ", n, " nodes"));
+  const int64_t label_columns =
+      d.manifest.multilabel ? d.manifest.num_classes : 1;
+  if (!d.labels.empty() &&
+      static_cast<int64_t>(d.labels.size()) != n * label_columns) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("labels has ", d.labels.size(), " entries for ", n,
+                     " nodes of ", label_columns, " columns"));
+  }
+  if (d.manifest.typed()) {
+    // Types, relations, rows sorted by relation, per-type features.
+    RETURN_IF_ERROR(ValidateDataset(d));
   }
   for (const auto& [name, ids] : d.splits) {
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -202,11 +216,17 @@ absl::StatusOr<PartitionManifest> RunPartition(const Dataset& dataset,
   m.seed = options.seed;
   m.warnings = assignment.warnings;
   Relabeling relabeling = Relabel(assignment.part, k);
+  SetTypeStarts(dataset.manifest, &relabeling);
+  m.node_types = dataset.manifest.node_types;
+  m.edge_types = dataset.manifest.edge_types;
+  m.multilabel = dataset.manifest.multilabel;
   PartStats stats = ComputeStats(dataset, assignment.part, k);
   assignment.part = {};
   assignment.part.shrink_to_fit();
   m.node_ranges = relabeling.node_ranges;
   m.parts = std::move(stats.parts);
+  for (size_t p = 0; p < relabeling.type_starts.size(); ++p)
+    m.parts[p].type_starts = relabeling.type_starts[p];
   m.edge_cut = stats.edge_cut;
   m.edge_cut_fraction =
       m.num_edges > 0 ? static_cast<double>(m.edge_cut) / m.num_edges : 0.0;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/checksum.h"
 #include "common/file_util.h"
 #include "common/json_ints.h"
@@ -18,6 +19,7 @@ namespace {
 
 // Bounds of partition.json's counts (besides common/json_ints.h's).
 constexpr int64_t kMaxParts = 1 << 20;
+constexpr size_t kMaxTypes = 4096;  // Node types, relations.
 
 }  // namespace
 
@@ -52,6 +54,10 @@ std::string PartitionManifest::ToJson() const {
                           {"split_counts", p.split_counts},
                           {"content_checksum", p.content_checksum}});
   }
+  if (typed()) {
+    for (size_t p = 0; p < parts.size(); ++p)
+      parts_json[p]["type_starts"] = parts[p].type_starts;
+  }
   j["parts"] = parts_json;
   j["edge_cut"] = {{"edges", edge_cut}, {"fraction", edge_cut_fraction}};
   nlohmann::ordered_json balance_json = nlohmann::ordered_json::object();
@@ -71,6 +77,25 @@ std::string PartitionManifest::ToJson() const {
     }
     j["edge_splits"] = e;
   }
+  if (typed()) {
+    nlohmann::ordered_json types = nlohmann::ordered_json::array();
+    for (const NodeType& t : node_types) {
+      types.push_back({{"name", t.name},
+                       {"count", t.count},
+                       {"feature_dim", t.feature_dim}});
+    }
+    j["node_types"] = types;
+    nlohmann::ordered_json relations = nlohmann::ordered_json::array();
+    for (const EdgeType& r : edge_types) {
+      relations.push_back({{"src", r.src},
+                           {"relation", r.relation},
+                           {"dst", r.dst},
+                           {"count", r.count},
+                           {"feature_dim", r.feature_dim}});
+    }
+    j["edge_types"] = relations;
+  }
+  if (multilabel) j["multilabel"] = true;
   return j.dump(2) + "\n";
 }
 
@@ -135,6 +160,19 @@ absl::StatusOr<PartitionManifest> PartitionManifest::FromJson(
             JsonIntField(p.at("split_counts"), name, 0, kMaxJsonCount);
       }
       info.content_checksum = p.at("content_checksum").get<std::string>();
+      if (p.contains("type_starts")) {
+        const auto& starts = p.at("type_starts");
+        if (!starts.is_array() || starts.size() > kMaxTypes + 1) {
+          throw std::invalid_argument(absl::StrCat(
+              "parts[", info.part, "].type_starts is not an array"));
+        }
+        for (size_t i = 0; i < starts.size(); ++i) {
+          info.type_starts.push_back(JsonInt(
+              starts[i],
+              absl::StrCat("parts[", info.part, "].type_starts[", i, "]"), 0,
+              m.num_nodes));
+        }
+      }
       m.parts.push_back(std::move(info));
     }
     m.edge_cut = JsonIntField(j.at("edge_cut"), "edges", 0, kMaxJsonCount);
@@ -150,6 +188,31 @@ absl::StatusOr<PartitionManifest> PartitionManifest::FromJson(
         m.edge_split_checksums[name] = e.at("checksum").get<std::string>();
       }
     }
+    if (j.contains("node_types")) {
+      const auto& types = j.at("node_types");
+      const auto& relations = j.at("edge_types");
+      if (!types.is_array() || types.size() > kMaxTypes ||
+          !relations.is_array() || relations.size() > kMaxTypes) {
+        throw std::invalid_argument(
+            "node_types and edge_types are not arrays of at most 4096");
+      }
+      for (const auto& t : types) {
+        m.node_types.push_back(
+            {t.at("name").get<std::string>(),
+             JsonIntField(t, "count", 0, kMaxJsonCount),
+             JsonIntField(t, "feature_dim", 0, kMaxJsonWidth)});
+      }
+      for (const auto& r : relations) {
+        EdgeType type;
+        type.src = r.at("src").get<std::string>();
+        type.relation = r.at("relation").get<std::string>();
+        type.dst = r.at("dst").get<std::string>();
+        type.count = JsonIntField(r, "count", 0, kMaxJsonCount);
+        type.feature_dim = JsonIntField(r, "feature_dim", 0, kMaxJsonWidth);
+        m.edge_types.push_back(std::move(type));
+      }
+    }
+    m.multilabel = j.contains("multilabel") && j.at("multilabel").get<bool>();
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(e.what());
   }
@@ -171,6 +234,28 @@ absl::StatusOr<PartitionManifest> PartitionManifest::FromJson(
       return absl::InvalidArgumentError(
           absl::StrCat("parts[", p, "] disagrees with node_ranges (part ",
                        m.parts[p].part, ", ", m.parts[p].nodes, " nodes)"));
+    }
+  }
+  if (m.typed()) {
+    const size_t types = m.node_types.size();
+    int64_t total = 0;
+    for (const NodeType& t : m.node_types) total += t.count;
+    if (total != m.num_nodes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node_types count ", total, " nodes, num_nodes is ", m.num_nodes));
+    }
+    for (int p = 0; p < m.num_parts; ++p) {
+      const std::vector<NodeId>& starts = m.parts[p].type_starts;
+      bool fits = starts.size() == types + 1 &&
+                  starts.front() == m.node_ranges[p] &&
+                  starts.back() == m.node_ranges[p + 1] &&
+                  std::is_sorted(starts.begin(), starts.end());
+      if (!fits) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("parts[", p, "].type_starts is not ", types + 1,
+                         " non-decreasing IDs from ", m.node_ranges[p], " to ",
+                         m.node_ranges[p + 1]));
+      }
     }
   }
   ASSIGN_OR_RETURN(PartitionBook book, PartitionBook::Create(m.node_ranges));
@@ -290,6 +375,18 @@ absl::Status CheckShardOfPartition(const PartitionManifest& manifest,
     return differ("feature width", meta.feature_dim, manifest.feature_dim);
   if (meta.num_classes != manifest.num_classes)
     return differ("class count", meta.num_classes, manifest.num_classes);
+  if (meta.typed() != manifest.typed()) {
+    return differ("node types", meta.typed() ? "typed" : "untyped",
+                  manifest.typed() ? "typed" : "untyped");
+  }
+  if (manifest.typed() &&
+      meta.type_starts !=
+          manifest.parts[static_cast<size_t>(part)].type_starts) {
+    return differ(
+        "node type ranges", absl::StrJoin(meta.type_starts, ","),
+        absl::StrJoin(manifest.parts[static_cast<size_t>(part)].type_starts,
+                      ","));
+  }
   for (const PartInfo& info : manifest.parts) {
     if (info.part == part && !info.content_checksum.empty() &&
         info.content_checksum != meta.content_checksum) {

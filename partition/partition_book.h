@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/types.h"
+#include "datasets/dataset.h"
 #include "graphstore/shard_format.h"
 
 namespace shardgnn {
@@ -41,6 +42,9 @@ struct PartInfo {
       0;  // Of those, entries whose neighbor is in another part.
   std::map<std::string, int64_t> split_counts;  // Owned nodes per split.
   std::string content_checksum;  // ShardMeta::content_checksum of the shard.
+  // Typed partitions: T+1 IDs, the part's nodes of node type t are
+  // [type_starts[t], type_starts[t+1]) (its range, grouped by type).
+  std::vector<NodeId> type_starts;
 };
 
 // How evenly one quantity (nodes, train nodes, edges) is spread over parts.
@@ -84,6 +88,15 @@ struct PartitionManifest {
   // and the file's XXH64. Trainers of a link task read them from here.
   std::map<std::string, int64_t> edge_splits;
   std::map<std::string, std::string> edge_split_checksums;
+  // Typed partitions (issue 50): the dataset's node types and relations
+  // (global counts), in its order; each part's nodes are grouped by type
+  // (PartInfo::type_starts). Empty for untyped partitions.
+  std::vector<NodeType> node_types;
+  std::vector<EdgeType> edge_types;
+  // Labels are rows of num_classes 0/1 values (multi-label targets).
+  bool multilabel = false;
+
+  bool typed() const { return !node_types.empty(); }
 
   std::string ToJson() const;
   // Fails with a message naming what is missing or inconsistent.

@@ -73,7 +73,6 @@ absl::StatusOr<PartitionManifest> PartitionDataset(
 
   // The manifest alone says whether K fits the graph.
   ASSIGN_OR_RETURN(DatasetManifest header, ReadDatasetManifest(dataset_dir));
-  RETURN_IF_ERROR(RequireUntyped(header, dataset_dir, "partitioning"));
   if (options.num_parts > header.num_nodes) {
     return absl::InvalidArgumentError(
         absl::StrCat("--parts ", options.num_parts, " is larger than ",
@@ -84,7 +83,9 @@ absl::StatusOr<PartitionManifest> PartitionDataset(
   LoadDatasetOptions load_options;
   load_options.verify_checksums = options.verify_checksums;
   // Features are read after METIS has freed its graph, to lower the peak.
-  load_options.load_features = false;
+  // Typed datasets (features per type, no features.npy) load whole.
+  const bool whole = header.typed();
+  load_options.load_features = whole;
   ASSIGN_OR_RETURN(Dataset dataset, LoadDataset(dataset_dir, load_options));
   timing->load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -95,6 +96,16 @@ absl::StatusOr<PartitionManifest> PartitionDataset(
   // neighbor lists (which METIS does not need, having its own int32 copy)
   // and the feature matrix out of memory meanwhile, and read them after.
   partition_internal::PipelineHooks hooks;
+  if (whole) {
+    absl::StatusOr<PartitionManifest> manifest =
+        partition_internal::RunPartition(dataset, out_dir, options, hooks,
+                                         timing);
+    if (!manifest.ok()) {
+      return Annotate(manifest.status(),
+                      absl::StrCat("partitioning ", dataset_dir));
+    }
+    return manifest;
+  }
   bool released = false;
   hooks.release_topology = [&] {
     dataset.indices = std::vector<NodeId>();

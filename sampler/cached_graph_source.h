@@ -15,10 +15,11 @@
 
 namespace shardgnn {
 
-// Passes sampling and labels through; FetchFeatures looks rows up in the cache,
-// fetches the misses from `inner` in one call, and (for a CLOCK cache) inserts
-// them. Rows are bit-identical to the inner source's. Thread-safe if `inner`
-// is. Does not own `inner` or `cache`, which must outlive it.
+// Passes sampling, labels and typed graphs' calls through; FetchFeatures looks
+// rows up in the cache, fetches the misses from `inner` in one call, and (for a
+// CLOCK cache) inserts them. Rows are bit-identical to the inner source's.
+// Thread-safe if `inner` is. Does not own `inner` or `cache`, which must
+// outlive it.
 class CachedGraphSource : public GraphSource {
  public:
   CachedGraphSource(const GraphSource* inner, FeatureCache* cache)
@@ -40,6 +41,19 @@ class CachedGraphSource : public GraphSource {
   absl::Status FetchDegrees(absl::Span<const NodeId> nodes,
                             int64_t* out) const override {
     return inner_->FetchDegrees(nodes, out);
+  }
+  // Typed graphs pass through uncached (the cache holds one width of rows).
+  const GraphSchema* schema() const override { return inner_->schema(); }
+  int64_t label_columns() const override { return inner_->label_columns(); }
+  absl::Status SampleTypedNeighbors(absl::Span<const NodeId> nodes,
+                                    absl::Span<const int> fanouts, bool replace,
+                                    uint64_t seed,
+                                    SampledNeighbors* out) const override {
+    return inner_->SampleTypedNeighbors(nodes, fanouts, replace, seed, out);
+  }
+  absl::Status FetchTypeFeatures(int type, absl::Span<const NodeId> nodes,
+                                 float* out) const override {
+    return inner_->FetchTypeFeatures(type, nodes, out);
   }
 
  private:

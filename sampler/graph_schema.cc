@@ -10,6 +10,27 @@
 
 namespace shardgnn {
 
+namespace {
+
+absl::Status SetRelations(GraphSchema* s) {
+  for (const EdgeType& r : s->edge_types) {
+    int src = -1, dst = -1;
+    for (int t = 0; t < s->num_node_types(); ++t) {
+      if (s->node_types[t].name == r.src) src = t;
+      if (s->node_types[t].name == r.dst) dst = t;
+    }
+    if (src < 0 || dst < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "relation ", EdgeTypeKey(r), " names a node type that is not one"));
+    }
+    s->src_type.push_back(src);
+    s->dst_type.push_back(dst);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<GraphSchema> GraphSchema::FromManifest(
     const DatasetManifest& m) {
   if (!m.typed()) {
@@ -19,18 +40,54 @@ absl::StatusOr<GraphSchema> GraphSchema::FromManifest(
   GraphSchema s;
   s.node_types = m.node_types;
   s.edge_types = m.edge_types;
-  s.offsets.push_back(0);
-  for (const NodeType& t : m.node_types)
-    s.offsets.push_back(s.offsets.back() + t.count);
-  for (const EdgeType& r : m.edge_types) {
-    const int src = m.FindNodeType(r.src), dst = m.FindNodeType(r.dst);
-    if (src < 0 || dst < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "relation ", EdgeTypeKey(r), " names a node type that is not one"));
-    }
-    s.src_type.push_back(src);
-    s.dst_type.push_back(dst);
+  s.range_starts.push_back(0);
+  for (int t = 0; t < s.num_node_types(); ++t) {
+    s.range_types.push_back(t);
+    s.range_locals.push_back(0);
+    s.range_starts.push_back(s.range_starts.back() + m.node_types[t].count);
   }
+  if (absl::Status st = SetRelations(&s); !st.ok()) return st;
+  return s;
+}
+
+absl::StatusOr<GraphSchema> GraphSchema::FromParts(
+    const std::vector<NodeType>& node_types,
+    const std::vector<EdgeType>& edge_types,
+    const std::vector<std::vector<NodeId>>& type_starts) {
+  GraphSchema s;
+  s.node_types = node_types;
+  s.edge_types = edge_types;
+  const size_t types = node_types.size();
+  if (types == 0) return absl::InvalidArgumentError("no node types");
+  std::vector<int64_t> seen(types, 0);
+  s.range_starts.push_back(0);
+  for (size_t p = 0; p < type_starts.size(); ++p) {
+    const std::vector<NodeId>& starts = type_starts[p];
+    if (starts.size() != types + 1 || starts[0] != s.range_starts.back()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "part ", p, ": ", starts.size(), " type starts (expected ", types + 1,
+          ", the first at ", s.range_starts.back(), ")"));
+    }
+    for (size_t t = 0; t < types; ++t) {
+      if (starts[t + 1] < starts[t]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("part ", p, ": the type starts decrease at type ",
+                         node_types[t].name));
+      }
+      s.range_types.push_back(static_cast<int>(t));
+      s.range_locals.push_back(seen[t]);
+      seen[t] += starts[t + 1] - starts[t];
+      s.range_starts.push_back(starts[t + 1]);
+    }
+  }
+  for (size_t t = 0; t < types; ++t) {
+    if (seen[t] != node_types[t].count) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the parts hold ", seen[t], " nodes of type ", node_types[t].name,
+          ", which has ", node_types[t].count));
+    }
+  }
+  if (absl::Status st = SetRelations(&s); !st.ok()) return st;
   return s;
 }
 
@@ -100,11 +157,26 @@ absl::StatusOr<std::vector<std::vector<int>>> ParseRelationFanouts(
   return layers;
 }
 
+namespace {
+
+// The range holding `node` (the last start <= node: empty ranges share their
+// start with the next); -1 outside the graph.
+int RangeOf(const std::vector<NodeId>& starts, NodeId node) {
+  if (starts.size() < 2 || node < 0 || node >= starts.back()) return -1;
+  auto it = std::upper_bound(starts.begin(), starts.end(), node);
+  return static_cast<int>(it - starts.begin()) - 1;
+}
+
+}  // namespace
+
 int GraphSchema::TypeOf(NodeId node) const {
-  if (node < 0 || node >= num_nodes()) return -1;
-  // The last offset <= node (empty types share their offset with the next).
-  auto it = std::upper_bound(offsets.begin(), offsets.end(), node);
-  return static_cast<int>(it - offsets.begin()) - 1;
+  const int range = RangeOf(range_starts, node);
+  return range < 0 ? -1 : range_types[range];
+}
+
+int64_t GraphSchema::LocalIndex(NodeId node) const {
+  const int range = RangeOf(range_starts, node);
+  return range < 0 ? -1 : range_locals[range] + (node - range_starts[range]);
 }
 
 }  // namespace shardgnn

@@ -184,25 +184,12 @@ absl::Status InMemoryGraphSource::SampleTypedNeighbors(
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeId v = nodes[i];
     RETURN_IF_ERROR(CheckId(v));
-    const size_t before = out->neighbors.size();
     // The row is sorted by relation: each relation's neighbors are one run.
-    int64_t begin = indptr[v];
-    const int64_t end = indptr[v + 1];
-    while (begin < end) {
-      const int32_t r = types[begin];
-      int64_t run = begin;
-      while (run < end && types[run] == r) ++run;
-      if (r >= 0 && r < schema->num_relations() && fanouts[r] != 0) {
-        const size_t had = out->neighbors.size();
-        shardgnn::SampleNeighbors(
-            indices + begin, run - begin, fanouts[r], replace,
-            MixSeed(seed, static_cast<uint64_t>(r)), v, &out->neighbors);
-        out->relations.insert(out->relations.end(), out->neighbors.size() - had,
-                              r);
-      }
-      begin = run;
-    }
-    out->counts[i] = static_cast<int64_t>(out->neighbors.size() - before);
+    const int64_t begin = indptr[v];
+    out->counts[i] =
+        SampleTypedRow(indices + begin, types + begin, indptr[v + 1] - begin,
+                       fanouts.data(), schema->num_relations(), replace, seed,
+                       v, &out->neighbors, &out->relations);
   }
   return absl::OkStatus();
 }
@@ -216,11 +203,9 @@ absl::Status InMemoryGraphSource::FetchTypeFeatures(
     return absl::InvalidArgumentError(absl::StrCat("no node type ", type));
   }
   const int64_t dim = schema->node_types[type].feature_dim;
-  const int64_t offset = schema->offsets[type];
-  const int64_t count = schema->node_types[type].count;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    const int64_t local = nodes[i] - offset;
-    if (local < 0 || local >= count) {
+    const int64_t local = schema->LocalIndex(nodes[i]);
+    if (local < 0 || schema->TypeOf(nodes[i]) != type) {
       return absl::InvalidArgumentError(
           absl::StrCat("node ", nodes[i], " is not of type ",
                        schema->node_types[type].name));

@@ -112,7 +112,8 @@ struct GraphArrays {
   absl::Span<const int64_t> labels;  // num_nodes * label_columns, or empty
   int64_t label_columns = 1;         // > 1: multi-label rows.
   // Typed graphs: the schema (null: untyped), each CSR entry's relation (rows
-  // sorted by relation), and each node type's feature rows.
+  // sorted by relation), and each node type's feature rows (row k: the
+  // node of local index k, GraphSchema::LocalIndex).
   const GraphSchema* schema = nullptr;
   absl::Span<const int32_t> edge_types;
   std::vector<absl::Span<const float>> type_features;

@@ -123,9 +123,54 @@ absl::StatusOr<std::unique_ptr<RemoteGraphSource>> RemoteGraphSource::Connect(
         found.unreached.size());
   }
   const ShardMeta& meta = found.infos[0].meta;
+  std::unique_ptr<GraphSchema> schema;
+  if (meta.typed()) {
+    // Every part names the same types; each its own type ranges.
+    std::vector<std::vector<NodeId>> starts;
+    for (int p = 0; p < num_parts; ++p) {
+      const ShardMeta& m = found.infos[p].meta;
+      const std::string address = parts[p]->addresses();
+      if (m.node_types.size() != meta.node_types.size() ||
+          m.edge_types.size() != meta.edge_types.size() ||
+          m.label_columns != meta.label_columns) {
+        return absl::DataLossError(
+            absl::StrCat(address, ": serves part ", p,
+                         " with other node types, relations "
+                         "or label columns than part 0's server"));
+      }
+      for (size_t t = 0; t < m.node_types.size(); ++t) {
+        if (m.node_types[t].name != meta.node_types[t].name ||
+            m.node_types[t].feature_dim != meta.node_types[t].feature_dim) {
+          return absl::DataLossError(absl::StrCat(
+              address, ": node type ", t, " is ", m.node_types[t].name,
+              ", part 0's server says ", meta.node_types[t].name));
+        }
+      }
+      for (size_t r = 0; r < m.edge_types.size(); ++r) {
+        if (EdgeTypeKey(m.edge_types[r]) != EdgeTypeKey(meta.edge_types[r])) {
+          return absl::DataLossError(absl::StrCat(
+              address, ": relation ", r, " is ", EdgeTypeKey(m.edge_types[r]),
+              ", part 0's server says ", EdgeTypeKey(meta.edge_types[r])));
+        }
+      }
+      starts.push_back(m.type_starts);
+    }
+    auto built =
+        GraphSchema::FromParts(meta.node_types, meta.edge_types, starts);
+    if (!built.ok()) {
+      return absl::DataLossError(
+          absl::StrCat("the servers' node type ranges do not fit together: ",
+                       built.status().message()));
+    }
+    schema = std::make_unique<GraphSchema>(*std::move(built));
+    // Typed rows are read through calls (per-type widths).
+    for (auto& region : shared) region.reset();
+  }
   auto source = std::unique_ptr<RemoteGraphSource>(new RemoteGraphSource(
       std::move(*book), std::move(parts), std::move(shared), meta.feature_dim,
       meta.num_classes, found.partition_id, options));
+  source->schema_ = std::move(schema);
+  source->label_columns_ = meta.label_columns;
   for (internal::UnreachedServer& server : found.unreached) {
     std::fprintf(stderr,
                  "shardgnn: warning: storage server %s did not answer (%s); "
@@ -509,24 +554,27 @@ absl::Status RemoteGraphSource::FetchChunk(absl::Span<const NodeId> nodes,
 
 absl::Status RemoteGraphSource::FetchLabels(absl::Span<const NodeId> nodes,
                                             int64_t* out) const {
-  return FetchPerNode(nodes, "labels", -1, &GraphStoreClient::GetLabels, out);
+  return FetchPerNode(nodes, "labels", -1, &GraphStoreClient::GetLabels,
+                      label_columns_, out);
 }
 
 absl::Status RemoteGraphSource::FetchDegrees(absl::Span<const NodeId> nodes,
                                              int64_t* out) const {
-  return FetchPerNode(nodes, "degrees", 0, &GraphStoreClient::GetDegrees, out);
+  return FetchPerNode(nodes, "degrees", 0, &GraphStoreClient::GetDegrees,
+                      /*columns=*/1, out);
 }
 
 absl::Status RemoteGraphSource::FetchPerNode(
     absl::Span<const NodeId> nodes, const char* what, int64_t min_value,
     absl::StatusOr<std::vector<int64_t>> (GraphStoreClient::*call)(
         absl::Span<const NodeId>),
-    int64_t* out) const {
+    int64_t columns, int64_t* out) const {
   const size_t chunk = static_cast<size_t>(max_ids_per_call_);
+  const auto width = static_cast<size_t>(columns);
   if (nodes.size() > chunk) {
     return ForEachChunk(nodes.size(), chunk, [&](size_t start, size_t n) {
       return FetchPerNode(nodes.subspan(start, n), what, min_value, call,
-                          out + start);
+                          columns, out + start * width);
     });
   }
   internal::ThreadOwnerGroups groups;
@@ -537,21 +585,22 @@ absl::Status RemoteGraphSource::FetchPerNode(
     const bool hedge = set.ShouldHedge();
     // Checked in the attempt, so that a bad answer fails over.
     auto values = set.Call<std::vector<int64_t>>(
-        [call_ids = CallIds(groups->ids(p), hedge), what, min_value,
-         call](GraphStoreClient& c) -> absl::StatusOr<std::vector<int64_t>> {
+        [call_ids = CallIds(groups->ids(p), hedge), what, min_value, call,
+         width](GraphStoreClient& c) -> absl::StatusOr<std::vector<int64_t>> {
           const absl::Span<const NodeId> ids = call_ids.span;
           auto values = (c.*call)(ids);
           if (!values.ok()) return values.status();
-          if (values->size() != ids.size()) {
-            return absl::DataLossError(
-                absl::StrCat(c.address(), ": answered ", values->size(), " ",
-                             what, " for ", ids.size(), " nodes"));
+          if (values->size() != ids.size() * width) {
+            return absl::DataLossError(absl::StrCat(
+                c.address(), ": answered ", values->size(), " ", what, " for ",
+                ids.size(), " nodes", width > 1 ? " of " : "",
+                width > 1 ? absl::StrCat(width, " columns") : ""));
           }
-          for (size_t j = 0; j < ids.size(); ++j) {
+          for (size_t j = 0; j < values->size(); ++j) {
             if ((*values)[j] < min_value) {
               return absl::DataLossError(
                   absl::StrCat(c.address(), ": answered ", what, " ",
-                               (*values)[j], " for node ", ids[j]));
+                               (*values)[j], " for node ", ids[j / width]));
             }
           }
           return values;
@@ -559,9 +608,136 @@ absl::Status RemoteGraphSource::FetchPerNode(
         hedge);
     if (!values.ok()) return values.status();
     for (size_t j = 0; j < positions.size(); ++j) {
-      out[positions[j]] = (*values)[j];
+      std::memcpy(out + positions[j] * width, values->data() + j * width,
+                  width * sizeof(int64_t));
     }
     return absl::OkStatus();
+  });
+}
+
+absl::Status RemoteGraphSource::SampleTypedNeighbors(
+    absl::Span<const NodeId> nodes, absl::Span<const int> fanouts, bool replace,
+    uint64_t seed, SampledNeighbors* out) const {
+  if (schema_ == nullptr) {
+    return GraphSource::SampleTypedNeighbors(nodes, fanouts, replace, seed,
+                                             out);
+  }
+  if (static_cast<int>(fanouts.size()) != schema_->num_relations()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(fanouts.size(), " fanouts for ", schema_->num_relations(),
+                     " relations"));
+  }
+  internal::ThreadOwnerGroups groups;
+  RETURN_IF_ERROR(Group(nodes, groups.get()));
+  std::vector<SampledNeighbors> answers(book_.num_parts());
+  RETURN_IF_ERROR(ForEachPart(*groups, [&](int p) -> absl::Status {
+    return SampleTypedPart(p, groups->ids(p), fanouts, replace, seed,
+                           &answers[p]);
+  }));
+  // Merged back into request order, as in SampleNeighbors.
+  size_t total = 0;
+  for (const SampledNeighbors& a : answers) total += a.neighbors.size();
+  neighbor_bytes_ += static_cast<int64_t>(total * sizeof(NodeId));
+  out->counts.resize(nodes.size());
+  out->neighbors.resize(total);
+  out->relations.resize(total);
+  std::vector<size_t> next(answers.size(), 0), at(answers.size(), 0);
+  size_t to = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const int p = groups->owner(i);
+    const int64_t count = answers[p].counts[next[p]++];
+    out->counts[i] = count;
+    std::copy_n(answers[p].neighbors.data() + at[p], count,
+                out->neighbors.data() + to);
+    std::copy_n(answers[p].relations.data() + at[p], count,
+                out->relations.data() + to);
+    to += static_cast<size_t>(count);
+    at[p] += static_cast<size_t>(count);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RemoteGraphSource::SampleTypedPart(int p,
+                                                absl::Span<const NodeId> ids,
+                                                absl::Span<const int> fanouts,
+                                                bool replace, uint64_t seed,
+                                                SampledNeighbors* out) const {
+  const internal::ReplicaSet& set = *parts_[p];
+  const GraphSchema& schema = *schema_;
+  std::vector<int> asked(fanouts.begin(), fanouts.end());
+  int64_t calls = 0;
+  absl::Status s = ForEachChunk(
+      ids.size(), static_cast<size_t>(max_ids_per_call_),
+      [&](size_t start, size_t n) -> absl::Status {
+        ++calls;
+        const bool hedge = set.ShouldHedge();
+        auto got = set.Call<SampledNeighbors>(
+            [call_ids = CallIds(ids.subspan(start, n), hedge), asked, replace,
+             seed,
+             &schema](GraphStoreClient& c) -> absl::StatusOr<SampledNeighbors> {
+              SampledNeighbors answer;
+              RETURN_IF_ERROR(c.SampleTypedNeighbors(call_ids.span, asked,
+                                                     replace, seed, &answer));
+              // The client checked the relations; their endpoints' types
+              // need the whole schema.
+              for (size_t k = 0; k < answer.neighbors.size(); ++k) {
+                const int r = answer.relations[k];
+                if (schema.TypeOf(answer.neighbors[k]) != schema.src_type[r]) {
+                  return absl::DataLossError(absl::StrCat(
+                      c.address(), ": sampled neighbor ", answer.neighbors[k],
+                      " over relation ", EdgeTypeKey(schema.edge_types[r]),
+                      " is not a ",
+                      schema.node_types[schema.src_type[r]].name));
+                }
+              }
+              return answer;
+            },
+            hedge);
+        if (!got.ok()) return got.status();
+        out->counts.insert(out->counts.end(), got->counts.begin(),
+                           got->counts.end());
+        out->neighbors.insert(out->neighbors.end(), got->neighbors.begin(),
+                              got->neighbors.end());
+        out->relations.insert(out->relations.end(), got->relations.begin(),
+                              got->relations.end());
+        return absl::OkStatus();
+      });
+  if (calls > 1) requests_ += calls - 1;
+  return s;
+}
+
+absl::Status RemoteGraphSource::FetchTypeFeatures(
+    int type, absl::Span<const NodeId> nodes, float* out) const {
+  if (schema_ == nullptr)
+    return GraphSource::FetchTypeFeatures(type, nodes, out);
+  if (type < 0 || type >= schema_->num_node_types()) {
+    return absl::InvalidArgumentError(absl::StrCat("no node type ", type));
+  }
+  const int64_t dim = schema_->node_types[type].feature_dim;
+  const size_t chunk = static_cast<size_t>(std::max<int64_t>(
+      1, std::min<int64_t>(
+             max_ids_per_call_,
+             (int64_t{64} << 20) /
+                 std::max<int64_t>(
+                     1, dim * static_cast<int64_t>(sizeof(float))))));
+  return ForEachChunk(nodes.size(), chunk, [&](size_t start, size_t n) {
+    const absl::Span<const NodeId> piece = nodes.subspan(start, n);
+    float* piece_out = out + start * static_cast<size_t>(dim);
+    internal::ThreadOwnerGroups groups;
+    RETURN_IF_ERROR(Group(piece, groups.get()));
+    return ForEachPart(*groups, [&](int p) -> absl::Status {
+      const absl::Span<const size_t> positions = groups->positions(p);
+      const absl::Span<size_t> where = groups->where(p);
+      for (size_t j = 0; j < positions.size(); ++j) where[j] = positions[j];
+      absl::Status s = parts_[p]->Run([&](GraphStoreClient& c) {
+        return c.GetTypeFeatures(type, groups->ids(p), dim, piece_out, where);
+      });
+      if (s.ok()) {
+        feature_bytes_ +=
+            static_cast<int64_t>(positions.size() * dim * sizeof(float));
+      }
+      return s;
+    });
   });
 }
 

@@ -169,6 +169,19 @@ class RemoteGraphSource : public GraphSource {
                            int64_t* out) const override;
   absl::Status FetchDegrees(absl::Span<const NodeId> nodes,
                             int64_t* out) const override;
+  // Typed partitions (the servers' shards name node types): the schema from
+  // the parts' type ranges (GraphSchema::FromParts), per-relation sampling
+  // and per-type features over gRPC (neither shared memory nor the feature
+  // port carries typed rows yet). Every sampled neighbor is checked to be of
+  // its relation's source type (DATA_LOSS naming the server otherwise).
+  const GraphSchema* schema() const override { return schema_.get(); }
+  int64_t label_columns() const override { return label_columns_; }
+  absl::Status SampleTypedNeighbors(absl::Span<const NodeId> nodes,
+                                    absl::Span<const int> fanouts, bool replace,
+                                    uint64_t seed,
+                                    SampledNeighbors* out) const override;
+  absl::Status FetchTypeFeatures(int type, absl::Span<const NodeId> nodes,
+                                 float* out) const override;
 
   // The owned nodes of `split` over all parts (sorted by part, then ID).
   absl::StatusOr<std::vector<NodeId>> FetchSplit(
@@ -262,13 +275,18 @@ class RemoteGraphSource : public GraphSource {
   absl::Status ScatterFeatures(absl::Span<const NodeId> nodes,
                                absl::Span<const size_t> rows,
                                float* out) const override;
-  // FetchLabels and FetchDegrees: one int64 per node from `call` on each
-  // owner; a value below min_value is DATA_LOSS naming the server.
+  // FetchLabels and FetchDegrees: `columns` int64 per node from `call` on
+  // each owner; a value below min_value is DATA_LOSS naming the server.
   absl::Status FetchPerNode(
       absl::Span<const NodeId> nodes, const char* what, int64_t min_value,
       absl::StatusOr<std::vector<int64_t>> (GraphStoreClient::*call)(
           absl::Span<const NodeId>),
-      int64_t* out) const;
+      int64_t columns, int64_t* out) const;
+  // SampleTypedNeighbors of part p's `ids`, in chunks of at most
+  // max_ids_per_call_, appended to *out.
+  absl::Status SampleTypedPart(int p, absl::Span<const NodeId> ids,
+                               absl::Span<const int> fanouts, bool replace,
+                               uint64_t seed, SampledNeighbors* out) const;
   // FetchFeatures (rows empty: row i at i) and ScatterFeatures, in chunks of
   // at most max_feature_ids_per_call_ nodes (FetchChunk each).
   absl::Status Fetch(absl::Span<const NodeId> nodes,
@@ -288,6 +306,8 @@ class RemoteGraphSource : public GraphSource {
   std::vector<std::unique_ptr<SharedRegion>> shared_;
   int64_t feature_dim_;
   int64_t num_classes_;
+  std::unique_ptr<GraphSchema> schema_;  // Typed partitions only.
+  int64_t label_columns_ = 1;
   std::string partition_id_;
   // The servers left out at Connect, and the thread that probes them until
   // they join or the source is destroyed (RecruitLoop).

@@ -282,11 +282,33 @@ absl::StatusOr<Assignment> AssignParts(
   }
   const bool use_train = num_train > 0;
   const bool use_degree = num_entries > 0;
-  idx_t ncon = 1 + (use_train ? 1 : 0) + (use_degree ? 1 : 0);
+  // A typed graph balances each node type's nodes (one constraint per
+  // non-empty type) instead of all nodes together.
+  const DatasetManifest& manifest = dataset.manifest;
+  std::vector<int64_t> type_end;  // Typed: the end of each type's IDs.
+  std::vector<int> type_slot;     // Its constraint.
+  int node_constraints = 1;
+  if (manifest.typed()) {
+    node_constraints = 0;
+    int64_t end = 0;
+    for (const NodeType& t : manifest.node_types) {
+      end += t.count;
+      type_end.push_back(end);
+      type_slot.push_back(t.count > 0 ? node_constraints++ : -1);
+    }
+  }
+  idx_t ncon = node_constraints + (use_train ? 1 : 0) + (use_degree ? 1 : 0);
   std::vector<idx_t> vwgt(static_cast<size_t>(n) * ncon);
+  size_t type = 0;
   for (int64_t v = 0; v < n; ++v) {
     idx_t* w = vwgt.data() + v * ncon;
-    *w++ = 1;
+    if (type_end.empty()) {
+      *w++ = 1;
+    } else {
+      while (v >= type_end[type]) ++type;
+      w[type_slot[type]] = 1;  // The others stay 0.
+      w += node_constraints;
+    }
     if (use_train) *w++ = is_train[v];
     if (use_degree) {
       *w++ = static_cast<idx_t>(dataset.indptr[v + 1] - dataset.indptr[v]);

@@ -25,6 +25,31 @@ Relabeling Relabel(const std::vector<int32_t>& part, int num_parts) {
   return r;
 }
 
+void SetTypeStarts(const DatasetManifest& manifest, Relabeling* r) {
+  if (!manifest.typed()) return;
+  const size_t parts = r->node_ranges.size() - 1;
+  const size_t types = manifest.node_types.size();
+  // counts[p][t]: part p's nodes of type t.
+  std::vector<std::vector<NodeId>> counts(parts, std::vector<NodeId>(types, 0));
+  NodeId orig = 0;
+  for (size_t t = 0; t < types; ++t) {
+    for (int64_t k = 0; k < manifest.node_types[t].count; ++k, ++orig) {
+      const NodeId id = r->new_ids[orig];
+      const size_t p = static_cast<size_t>(
+          std::upper_bound(r->node_ranges.begin(), r->node_ranges.end(), id) -
+          r->node_ranges.begin() - 1);
+      ++counts[p][t];
+    }
+  }
+  r->type_starts.assign(parts, {});
+  for (size_t p = 0; p < parts; ++p) {
+    std::vector<NodeId>& starts = r->type_starts[p];
+    starts.push_back(r->node_ranges[p]);
+    for (size_t t = 0; t < types; ++t)
+      starts.push_back(starts.back() + counts[p][t]);
+  }
+}
+
 PartStats ComputeStats(const Dataset& dataset, const std::vector<int32_t>& part,
                        int num_parts) {
   PartStats s;
@@ -61,6 +86,23 @@ PartStats ComputeStats(const Dataset& dataset, const std::vector<int32_t>& part,
   };
   s.balance["nodes"] = figure([](const PartInfo& i) { return i.nodes; });
   s.balance["edges"] = figure([](const PartInfo& i) { return i.edges; });
+  if (dataset.manifest.typed()) {
+    // Each node type's spread: the figure METIS balanced for it.
+    const auto& types = dataset.manifest.node_types;
+    std::vector<std::vector<int64_t>> per_part(
+        static_cast<size_t>(num_parts), std::vector<int64_t>(types.size()));
+    NodeId v = 0;
+    for (size_t t = 0; t < types.size(); ++t) {
+      for (int64_t k = 0; k < types[t].count; ++k, ++v)
+        ++per_part[static_cast<size_t>(part[v])][t];
+    }
+    for (size_t t = 0; t < types.size(); ++t) {
+      BalanceFigure b;
+      for (const auto& counts : per_part) b.max = std::max(b.max, counts[t]);
+      b.avg = static_cast<double>(types[t].count) / num_parts;
+      s.balance["nodes_" + types[t].name] = b;
+    }
+  }
   if (dataset.splits.count("train")) {
     s.balance["train_nodes"] =
         figure([](const PartInfo& i) { return i.split_counts.at("train"); });

@@ -63,23 +63,71 @@ absl::StatusOr<ShardMeta> WriteOne(
   meta.feature_dim = dataset.feature_dim();
   meta.num_classes = dataset.manifest.num_classes;
   meta.partition_id = partition_id;
+  const DatasetManifest& m = dataset.manifest;
+  const bool typed = m.typed();
+  if (typed) {
+    meta.node_types = m.node_types;
+    meta.edge_types = m.edge_types;
+    meta.type_starts = r.type_starts[part];
+  }
+  if (m.multilabel) meta.label_columns = m.num_classes;
   ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer,
                    ShardWriter::Create(JoinPath(dir, PartDirName(part)), meta));
   const int64_t f = dataset.feature_dim();
+  const int64_t label_columns = meta.label_columns;
   std::vector<NodeId> neighbors;
+  std::vector<std::pair<int32_t, NodeId>> typed_row;
+  std::vector<int32_t> relations;
+  const std::vector<int64_t> unlabeled(static_cast<size_t>(label_columns), -1);
   int64_t pending = 0;
+  size_t type = 0;  // Typed: the type of `id`'s original node.
   for (NodeId id = meta.node_start; id < meta.node_end; ++id) {
     const NodeId orig = r.orig_ids[id];
-    neighbors.clear();
-    for (int64_t e = dataset.indptr[orig]; e < dataset.indptr[orig + 1]; ++e) {
-      neighbors.push_back(r.new_ids[dataset.indices[e]]);
+    const int64_t begin = dataset.indptr[orig], end = dataset.indptr[orig + 1];
+    const int64_t* labels = dataset.labels.empty()
+                                ? unlabeled.data()
+                                : dataset.labels.data() + orig * label_columns;
+    if (!typed) {
+      neighbors.clear();
+      for (int64_t e = begin; e < end; ++e)
+        neighbors.push_back(r.new_ids[dataset.indices[e]]);
+      std::sort(neighbors.begin(), neighbors.end());
+      const float* features =
+          f > 0 ? dataset.features.data() + orig * f : nullptr;
+      if (label_columns == 1) {
+        const int64_t label =
+            dataset.labels.empty() ? -1 : dataset.labels[orig];
+        RETURN_IF_ERROR(writer->AddNode(id, neighbors.data(), neighbors.size(),
+                                        features, label));
+      } else {
+        RETURN_IF_ERROR(
+            writer->AddNodeRow(id, neighbors.data(), neighbors.size(),
+                               /*relations=*/nullptr, features, labels));
+      }
+    } else {
+      // The row sorted by (relation, neighbor) in new IDs.
+      typed_row.clear();
+      for (int64_t e = begin; e < end; ++e) {
+        typed_row.emplace_back(dataset.edge_types[e],
+                               r.new_ids[dataset.indices[e]]);
+      }
+      std::sort(typed_row.begin(), typed_row.end());
+      neighbors.clear();
+      relations.clear();
+      for (const auto& [relation, u] : typed_row) {
+        relations.push_back(relation);
+        neighbors.push_back(u);
+      }
+      while (id >= meta.type_starts[type + 1]) ++type;
+      const int64_t width = m.node_types[type].feature_dim;
+      const float* features =
+          width > 0
+              ? dataset.type_features[type].data() +
+                    (orig - m.NodeTypeOffset(static_cast<int>(type))) * width
+              : nullptr;
+      RETURN_IF_ERROR(writer->AddNodeRow(id, neighbors.data(), neighbors.size(),
+                                         relations.data(), features, labels));
     }
-    std::sort(neighbors.begin(), neighbors.end());
-    const float* features =
-        f > 0 ? dataset.features.data() + orig * f : nullptr;
-    const int64_t label = dataset.labels.empty() ? -1 : dataset.labels[orig];
-    RETURN_IF_ERROR(writer->AddNode(id, neighbors.data(), neighbors.size(),
-                                    features, label));
     if (++pending == 16384) {
       if (shared->failed()) return absl::CancelledError("another shard failed");
       shared->AddDone(pending);

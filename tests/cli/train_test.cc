@@ -519,8 +519,8 @@ TEST(TrainInProcessTest, LongEpochsAndTheTestShowProgress) {
 }
 
 // A typed dataset (generated here) trains in one process with R-GCN, the
-// model chosen for it; `partition` refuses it in one line (storage servers
-// do not hold typed graphs yet) and an untyped model is refused.
+// model chosen for it, an untyped model is refused, and it trains across 2
+// storage servers and 2 trainers with `run`.
 TEST(TrainInProcessTest, ATypedDatasetTrainsRgcnInProcess) {
   testing::TempDir dir;
   const std::string typed = dir.Sub("typed");
@@ -550,14 +550,21 @@ TEST(TrainInProcessTest, ATypedDatasetTrainsRgcnInProcess) {
       {"train", "--dataset", typed, "--epochs", "1", "--model", "sage"});
   EXPECT_NE(sage, 0);
   EXPECT_THAT(sage_output, HasSubstr("use --model rgcn"));
-  auto [parted, parted_output] =
-      RunShardgnn({"partition", "--dataset", typed, "--parts", "2", "--out",
-                   dir.Sub("parts")});
-  EXPECT_NE(parted, 0);
-  EXPECT_THAT(parted_output,
-              HasSubstr("is typed (4 node types, 8 relations); partitioning "
-                        "takes untyped, single-label datasets only"));
-  EXPECT_FALSE(std::filesystem::exists(dir.Sub("parts")));
+
+  // Distributed: `run` partitions it (typed shards), starts 2 storage
+  // servers and 2 trainers, which choose R-GCN from the servers' types.
+  const std::string dist = dir.Sub("dist");
+  auto [ran, ran_output] =
+      RunShardgnn({"run", "--dataset", typed, "--epochs", "4", "--out", dist,
+                   "--work-dir", dir.Sub("work"), "--progress-seconds", "0"});
+  ASSERT_EQ(ran, 0) << ran_output;
+  EXPECT_THAT(ran_output, HasSubstr("model rgcn"));
+  EXPECT_THAT(ran_output, HasSubstr("typed graph (4 node types, 8 relations)"));
+  ASSERT_OK_AND_ASSIGN(std::string dist_text,
+                       ReadFileToString(dist + "/summary.json"));
+  nlohmann::json dist_summary = nlohmann::json::parse(dist_text);
+  EXPECT_EQ(dist_summary["world_size"].get<int>(), 2) << dist_text;
+  EXPECT_GT(dist_summary["test_acc"].get<double>(), 0.6) << dist_text;
 }
 
 // --metrics-listen: the trainer says where its metrics are, and GET /metrics

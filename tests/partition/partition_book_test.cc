@@ -51,8 +51,8 @@ PartitionManifest SmallManifest() {
   m.seed = 18446744073709551615ull;
   m.partition_id = "feedfacefeedface";
   m.node_ranges = {0, 3, 5};
-  m.parts = {{0, "part-0", 3, 5, 1, {{"train", 1}}, "aa"},
-             {1, "part-1", 2, 3, 1, {{"train", 1}}, "bb"}};
+  m.parts = {{0, "part-0", 3, 5, 1, {{"train", 1}}, "aa", {}},
+             {1, "part-1", 2, 3, 1, {{"train", 1}}, "bb", {}}};
   m.edge_cut = 2;
   m.edge_cut_fraction = 0.25;
   m.balance["nodes"] = {3, 2.5};

@@ -33,6 +33,13 @@ GraphArrays RelabelledGraph::arrays() const {
   a.features = features;
   a.feature_dim = feature_dim;
   a.labels = labels;
+  a.label_columns = label_columns;
+  if (schema != nullptr) {
+    a.schema = schema.get();
+    a.edge_types = edge_types;
+    for (const std::vector<float>& rows : type_features)
+      a.type_features.push_back(rows);
+  }
   return a;
 }
 
@@ -42,6 +49,12 @@ absl::StatusOr<RelabelledGraph> RelabelForPartition(
                    shardgnn::RelabelForPartition(dataset, partition_dir));
   RelabelledGraph out;
   static_cast<shardgnn::RelabelledGraph&>(out) = std::move(g);
+  if (!out.node_types.empty()) {
+    ASSIGN_OR_RETURN(
+        GraphSchema schema,
+        GraphSchema::FromParts(out.node_types, out.relations, out.type_starts));
+    out.schema = std::make_shared<const GraphSchema>(std::move(schema));
+  }
   return out;
 }
 

@@ -32,6 +32,8 @@ absl::StatusOr<Dataset> MakeRmatDataset(const std::string& dir,
 // for an InMemoryGraphSource.
 struct RelabelledGraph : shardgnn::RelabelledGraph {
   GraphArrays arrays() const;
+  // Typed graphs: the schema of the partition's type ranges.
+  std::shared_ptr<const GraphSchema> schema;
 };
 
 // Builds the relabelled graph of `dataset` from the partition directory's

@@ -147,7 +147,7 @@ TEST_F(TypedSamplingTest, BlocksHoldEdgesOfTheirRelationsUpToEachFanout) {
       const NodeId node = batch.input_nodes[inputs[k]];
       EXPECT_EQ(batch.input_types[inputs[k]], t);
       EXPECT_EQ(schema.TypeOf(node), t);
-      const int64_t local = node - schema.offsets[t];
+      const int64_t local = node - dataset_.manifest.NodeTypeOffset(t);
       for (int64_t c = 0; c < dim; ++c) {
         EXPECT_EQ(batch.type_features[t][k * dim + c],
                   dataset_.type_features[t][local * dim + c]);

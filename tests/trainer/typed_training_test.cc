@@ -117,7 +117,7 @@ TEST_F(TypedTrainingTest, RgcnLayerIsTheMeanPerRelationOfEachWeight) {
   ASSERT_FALSE(batch.type_inputs[2].empty()) << "a venue among the inputs";
   const int64_t first_venue = batch.type_inputs[2][0];
   const int64_t venue_local =
-      batch.input_nodes[first_venue] - source_->schema()->offsets[2];
+      batch.input_nodes[first_venue] - dataset_->manifest.NodeTypeOffset(2);
   EXPECT_TRUE(torch::equal(x[first_venue], p["input.2.weight"][venue_local]));
 
   torch::Tensor out = model->ForwardLayer(0, t.blocks[0], x);

@@ -27,7 +27,7 @@ BatchTensors ToTensors(MiniBatch& batch, ModelKind kind,
       torch::Tensor local = torch::empty({n}, i64);
       int64_t* ids = local.data_ptr<int64_t>();
       for (int64_t k = 0; k < n; ++k)
-        ids[k] = batch.input_nodes[index[k]] - schema->offsets[type];
+        ids[k] = schema->LocalIndex(batch.input_nodes[index[k]]);
       in.local_ids.push_back(local);
       std::vector<float>& rows_of_type = batch.type_features[type];
       if (rows_of_type.empty() || n == 0) {
