@@ -171,6 +171,19 @@ absl::Status RunInfer(const InferFlags& flags) {
   }
   TuneAllocatorForTraining();
   ASSIGN_OR_RETURN(ModelConfig config, ReadModelConfig(flags.run_dir));
+  if (config.model.kind == ModelKind::kGine) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        flags.run_dir,
+        " holds a model that reads edge features (gine); infer does not "
+        "read edge features yet"));
+  }
+  if (IsTypedModel(config.model.kind)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        flags.run_dir, " holds a model of a typed graph (",
+        ModelKindName(config.model.kind),
+        "); infer takes models of untyped graphs only, typed inference is "
+        "not built yet"));
+  }
   const std::string parameters = JoinPath(flags.run_dir, kModelParametersFile);
   if (!std::filesystem::exists(parameters)) {
     return absl::NotFoundError(

@@ -18,6 +18,7 @@
 #include <functional>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -185,6 +186,11 @@ absl::StatusOr<std::string> PreparePartition(const RunFlags& flags,
 
 absl::Status RunPipeline(const RunFlags& flags) {
   RETURN_IF_ERROR(CheckFlagConflicts(flags));
+  if (absl::AsciiStrToLower(flags.training.model) == "gine") {
+    return absl::InvalidArgumentError(
+        "--model gine reads edge features, which partitions do not hold yet: "
+        "train it in one process (shardgnn train --dataset DIR --model gine)");
+  }
   if (flags.trainers < 1)
     return absl::InvalidArgumentError("--trainers must be at least 1");
   if (flags.parts < 1)

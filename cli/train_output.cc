@@ -331,8 +331,13 @@ nlohmann::ordered_json SummaryJson(const TrainResult& result,
   double total = 0;
   for (const auto& e : result.epochs) total += e.epoch_seconds;
   summary["train_seconds"] = total;
+  // The flags as given, and the model as chosen (a typed graph's default
+  // differs from the others').
+  TrainingFlags as_run = training;
+  as_run.model = ModelKindName(options.model.kind);
+  as_run.model_given = true;
   summary["config"] =
-      nlohmann::json::parse(nlohmann::json(TrainingArgs(training)).dump());
+      nlohmann::json::parse(nlohmann::json(TrainingArgs(as_run)).dump());
   nlohmann::ordered_json performance =
       PerformanceJson(result, training, train_seeds);
   for (auto& [key, value] : performance.items()) summary[key] = value;
@@ -446,6 +451,12 @@ void PrintSettings(const TrainOptions& o, const std::string& features,
                    " layers, hidden ", o.model.hidden);
   if (o.model.kind == ModelKind::kGat)
     absl::StrAppend(&model, " x ", o.model.heads, " heads");
+  if (o.model.kind == ModelKind::kRgcn) {
+    absl::StrAppend(&model, ", ",
+                    o.model.num_bases > 0
+                        ? absl::StrCat(o.model.num_bases, " bases")
+                        : std::string("bases: one per relation, at most 8"));
+  }
   std::printf(
       "shardgnn train: model %s, dropout %g, lr %g, weight decay %g, batch "
       "%lld, %lld steps per epoch, up to %d epochs%s, %s\n",

@@ -36,7 +36,8 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
                 "Link tasks: redraw a negative pair that is a train edge or a "
                 "self loop");
   cmd->add_option("--model", f->model,
-                  "sage, gcn, gat or mlp; rgcn or heterosage for typed "
+                  "sage, gcn, gat or mlp; gine for graphs with edge "
+                  "features (in one process); rgcn or heterosage for typed "
                   "graphs")
       ->capture_default_str();
   cmd->add_option("--epochs", f->epochs,
@@ -74,6 +75,9 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
                   "Hidden width, per head for GAT (default: sage, gcn 256; "
                   "gat 8)");
   cmd->add_option("--heads", f->heads, "GAT attention heads (default 8)");
+  cmd->add_option("--num-bases", f->num_bases,
+                  "R-GCN: the bases every relation's weight combines (0: as "
+                  "many as relations, at most 8)");
   cmd->add_option("--dropout", f->dropout,
                   "Dropout rate (default: sage, gcn 0.5; gat 0.6; link tasks "
                   "0)");
@@ -243,6 +247,10 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
     args.push_back("--heads");
     args.push_back(std::to_string(f.heads));
   }
+  if (f.num_bases > 0) {
+    args.push_back("--num-bases");
+    args.push_back(std::to_string(f.num_bases));
+  }
   if (f.dropout >= 0) {
     args.push_back("--dropout");
     args.push_back(absl::StrCat(f.dropout));
@@ -368,6 +376,7 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
   options.model.num_layers = static_cast<int>(fanouts->size());
   options.model.hidden = f.hidden > 0 ? f.hidden : defaults.hidden;
   options.model.heads = f.heads > 0 ? f.heads : defaults.heads;
+  options.model.num_bases = f.num_bases;
   // Link prediction trains without dropout and weight decay by default, as
   // GAE (Kipf & Welling 2016) does: the pairs' targets are the graph itself,
   // and dropped inputs blur the embeddings the decoder compares.
@@ -428,6 +437,8 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
     return absl::InvalidArgumentError("--hidden must be at least 1");
   if (f.heads == 0 || f.heads < -1)
     return absl::InvalidArgumentError("--heads must be at least 1");
+  if (f.num_bases < 0 || f.num_bases > 1024)
+    return absl::InvalidArgumentError("--num-bases must be in [0, 1024]");
   // -1 is "unset" (the model's or task's default, as a config.toml of a run
   // records it); any other negative value is a mistake, not a default.
   if (f.dropout >= 1 || (f.dropout < 0 && f.dropout != -1))

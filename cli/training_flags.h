@@ -42,6 +42,7 @@ struct TrainingFlags {
   int64_t batch_size = 1024;
   int64_t hidden = -1;        // -1: the model's default.
   int heads = -1;             // -1: the model's default.
+  int num_bases = 0;          // R-GCN; 0: as many as relations, up to 8.
   double dropout = -1;        // -1: the model's default.
   double lr = -1;             // -1: the model's default.
   double weight_decay = -1;   // -1: the task's default.

@@ -28,6 +28,9 @@ struct SampledNeighbors {
   Int64Buffer counts;
   Int64Buffer neighbors;
   std::vector<int32_t> relations;
+  // GraphSource::SampleNeighborsWithEdges: each neighbor's edge (the CSR entry
+  // naming it: its edge-feature row); empty otherwise.
+  Int64Buffer edge_ids;
 };
 
 }  // namespace shardgnn

@@ -48,6 +48,14 @@ void SampleNeighbors(const NodeId* neighbors, int64_t degree, int fanout,
                      bool replace, uint64_t seed, NodeId node,
                      Int64Buffer* out);
 
+// The positions SampleNeighbors picks, as first + position in the row
+// (first: the row's first entry in its CSR, so that the result names CSR
+// entries, e.g. to look up edge features): exactly the entries whose
+// neighbors SampleNeighbors(row, degree, ...) appends, in the same order.
+void SampleNeighborPositions(int64_t first, int64_t degree, int fanout,
+                             bool replace, uint64_t seed, NodeId node,
+                             Int64Buffer* out);
+
 // Typed graphs: appends the sample of one row whose entries are sorted by
 // relation (`relations[k]` is entry k's), relation by relation: for each run
 // of relation r with fanouts[r] != 0 (r in [0, fanouts.size())), exactly

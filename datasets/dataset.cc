@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/checksum.h"
 #include "common/file_util.h"
@@ -519,6 +520,21 @@ namespace {
 // Empty otherwise.
 std::string WhatTheFolderIs(const std::string& dir) {
   std::error_code ec;
+  if (std::filesystem::exists(JoinPath(dir, "raw/num-node-dict.csv.gz"), ec)) {
+    return absl::StrCat(
+        dir,
+        " is raw heterogeneous OGB input, not a dataset directory: import it "
+        "first with `shardgnn dataset import --format ogb-hetero --input ",
+        dir, " --add-reverse --out DATASET_DIR`");
+  }
+  if (std::filesystem::exists(JoinPath(dir, "node.dat"), ec) &&
+      std::filesystem::exists(JoinPath(dir, "link.dat"), ec)) {
+    return absl::StrCat(
+        dir,
+        " holds HGB input (node.dat, link.dat), not a dataset directory: "
+        "import it first with `shardgnn dataset import --format hgb --input ",
+        dir, " --add-reverse --out DATASET_DIR`");
+  }
   if (std::filesystem::is_directory(JoinPath(dir, "raw"), ec)) {
     return absl::StrCat(
         dir,
@@ -538,9 +554,11 @@ std::string WhatTheFolderIs(const std::string& dir) {
   }
   bool content = false, cites = false;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string ext = entry.path().extension().string();
-    content = content || ext == ".content";
-    cites = cites || ext == ".cites";
+    // cora.content or, as the bundled datasets ship it, cora.content.gz.
+    std::string name = entry.path().filename().string();
+    if (absl::EndsWith(name, ".gz")) name.resize(name.size() - 3);
+    content = content || absl::EndsWith(name, ".content");
+    cites = cites || absl::EndsWith(name, ".cites");
   }
   if (content && cites) {
     return absl::StrCat(

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/ascii.h"
@@ -215,6 +216,17 @@ absl::StatusOr<PartitionManifest> RunPartition(const Dataset& dataset,
   m.requested_method = PartitionMethodName(options.method);
   m.seed = options.seed;
   m.warnings = assignment.warnings;
+  const bool edge_features =
+      dataset.manifest.edge_feature_dim > 0 ||
+      std::any_of(dataset.manifest.edge_types.begin(),
+                  dataset.manifest.edge_types.end(),
+                  [](const EdgeType& r) { return r.feature_dim > 0; });
+  if (edge_features) {
+    m.warnings.push_back(
+        "the dataset's edge features are not partitioned: the shards hold no "
+        "edge features (--model gine reads them in one process: shardgnn "
+        "train --dataset DIR --model gine)");
+  }
   Relabeling relabeling = Relabel(assignment.part, k);
   SetTypeStarts(dataset.manifest, &relabeling);
   m.node_types = dataset.manifest.node_types;

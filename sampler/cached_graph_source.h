@@ -42,6 +42,18 @@ class CachedGraphSource : public GraphSource {
                             int64_t* out) const override {
     return inner_->FetchDegrees(nodes, out);
   }
+  int64_t edge_feature_dim() const override {
+    return inner_->edge_feature_dim();
+  }
+  absl::Status SampleNeighborsWithEdges(absl::Span<const NodeId> nodes,
+                                        int fanout, bool replace, uint64_t seed,
+                                        SampledNeighbors* out) const override {
+    return inner_->SampleNeighborsWithEdges(nodes, fanout, replace, seed, out);
+  }
+  absl::Status FetchEdgeFeatures(absl::Span<const int64_t> edges,
+                                 float* out) const override {
+    return inner_->FetchEdgeFeatures(edges, out);
+  }
   // Typed graphs pass through uncached (the cache holds one width of rows).
   const GraphSchema* schema() const override { return inner_->schema(); }
   int64_t label_columns() const override { return inner_->label_columns(); }

@@ -42,6 +42,17 @@ absl::Status GraphSource::SampleTypedNeighbors(absl::Span<const NodeId>,
   return absl::UnimplementedError("this graph source has no node types");
 }
 
+absl::Status GraphSource::SampleNeighborsWithEdges(absl::Span<const NodeId>,
+                                                   int, bool, uint64_t,
+                                                   SampledNeighbors*) const {
+  return absl::UnimplementedError("this graph source has no edge features");
+}
+
+absl::Status GraphSource::FetchEdgeFeatures(absl::Span<const int64_t>,
+                                            float*) const {
+  return absl::UnimplementedError("this graph source has no edge features");
+}
+
 absl::Status GraphSource::FetchTypeFeatures(int, absl::Span<const NodeId>,
                                             float*) const {
   return absl::UnimplementedError("this graph source has no node types");
@@ -70,6 +81,16 @@ InMemoryGraphSource::Create(const GraphArrays& arrays) {
     return absl::InvalidArgumentError(absl::StrCat(
         "in-memory graph: ", arrays.features.size(), " feature values for ", n,
         " nodes of dimension ", arrays.feature_dim));
+  }
+  if (!arrays.edge_features.empty() &&
+      (arrays.edge_feature_dim < 1 ||
+       static_cast<int64_t>(arrays.edge_features.size()) !=
+           static_cast<int64_t>(arrays.indices.size()) *
+               arrays.edge_feature_dim)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("in-memory graph: ", arrays.edge_features.size(),
+                     " edge feature values for ", arrays.indices.size(),
+                     " edges of dimension ", arrays.edge_feature_dim));
   }
   if (arrays.label_columns < 1 ||
       (!arrays.labels.empty() && static_cast<int64_t>(arrays.labels.size()) !=
@@ -113,6 +134,11 @@ InMemoryGraphSource::FromDataset(const Dataset& dataset) {
   arrays.features = dataset.features;
   arrays.feature_dim = dataset.feature_dim();
   arrays.labels = dataset.labels;
+  if (!dataset.manifest.typed() && dataset.manifest.edge_feature_dim > 0 &&
+      !dataset.edge_features.empty()) {
+    arrays.edge_features = dataset.edge_features[0];
+    arrays.edge_feature_dim = dataset.manifest.edge_feature_dim;
+  }
   std::unique_ptr<GraphSchema> schema;
   if (dataset.manifest.typed()) {
     ASSIGN_OR_RETURN(GraphSchema s,
@@ -190,6 +216,47 @@ absl::Status InMemoryGraphSource::SampleTypedNeighbors(
         SampleTypedRow(indices + begin, types + begin, indptr[v + 1] - begin,
                        fanouts.data(), schema->num_relations(), replace, seed,
                        v, &out->neighbors, &out->relations);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InMemoryGraphSource::SampleNeighborsWithEdges(
+    absl::Span<const NodeId> nodes, int fanout, bool replace, uint64_t seed,
+    SampledNeighbors* out) const {
+  if (edge_feature_dim() == 0) {
+    return GraphSource::SampleNeighborsWithEdges(nodes, fanout, replace, seed,
+                                                 out);
+  }
+  out->counts.resize(nodes.size());
+  out->edge_ids.clear();
+  out->relations.clear();
+  const int64_t* indptr = arrays_.indptr.data();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const NodeId v = nodes[i];
+    RETURN_IF_ERROR(CheckId(v));
+    const size_t before = out->edge_ids.size();
+    SampleNeighborPositions(indptr[v], indptr[v + 1] - indptr[v], fanout,
+                            replace, seed, v, &out->edge_ids);
+    out->counts[i] = static_cast<int64_t>(out->edge_ids.size() - before);
+  }
+  out->neighbors.resize(out->edge_ids.size());
+  for (size_t k = 0; k < out->edge_ids.size(); ++k)
+    out->neighbors[k] = arrays_.indices[out->edge_ids[k]];
+  return absl::OkStatus();
+}
+
+absl::Status InMemoryGraphSource::FetchEdgeFeatures(
+    absl::Span<const int64_t> edges, float* out) const {
+  const int64_t dim = edge_feature_dim();
+  if (dim == 0) return GraphSource::FetchEdgeFeatures(edges, out);
+  const auto count = static_cast<int64_t>(arrays_.indices.size());
+  for (size_t i = 0; i < edges.size(); ++i) {
+    if (edges[i] < 0 || edges[i] >= count) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("edge ", edges[i], " is out of range [0, ", count, ")"));
+    }
+    std::memcpy(out + i * dim, arrays_.edge_features.data() + edges[i] * dim,
+                sizeof(float) * dim);
   }
   return absl::OkStatus();
 }

@@ -70,6 +70,21 @@ class GraphSource {
   virtual absl::Status FetchDegrees(absl::Span<const NodeId> nodes,
                                     int64_t* out) const = 0;
 
+  // Edge features (an untyped graph's edge_features.npy: CSR entry e's row
+  // is row e); 0: the source has none.
+  virtual int64_t edge_feature_dim() const { return 0; }
+  // SampleNeighbors, with out->edge_ids naming each sampled neighbor's CSR
+  // entry (common/sampling.h SampleNeighborPositions: the same picks).
+  // UNIMPLEMENTED for a source without edge features.
+  virtual absl::Status SampleNeighborsWithEdges(absl::Span<const NodeId> nodes,
+                                                int fanout, bool replace,
+                                                uint64_t seed,
+                                                SampledNeighbors* out) const;
+  // Writes the features of `edges` (CSR entries, as SampleNeighborsWithEdges
+  // names them) to out[i * edge_feature_dim() ...].
+  virtual absl::Status FetchEdgeFeatures(absl::Span<const int64_t> edges,
+                                         float* out) const;
+
   // Typed (heterogeneous) graphs (sampler/graph_schema.h); an untyped source
   // has no schema and answers the two calls below UNIMPLEMENTED. A typed
   // source's feature_dim() is 0: its features are per node type.
@@ -116,6 +131,10 @@ struct GraphArrays {
   // node of local index k, GraphSchema::LocalIndex).
   const GraphSchema* schema = nullptr;
   absl::Span<const int32_t> edge_types;
+  // Untyped graphs' edge features: indices.size() x edge_feature_dim, or
+  // empty.
+  absl::Span<const float> edge_features;
+  int64_t edge_feature_dim = 0;
   std::vector<absl::Span<const float>> type_features;
 };
 
@@ -151,6 +170,14 @@ class InMemoryGraphSource : public GraphSource {
                             int64_t* out) const override;
   const GraphSchema* schema() const override { return arrays_.schema; }
   int64_t label_columns() const override { return arrays_.label_columns; }
+  int64_t edge_feature_dim() const override {
+    return arrays_.edge_features.empty() ? 0 : arrays_.edge_feature_dim;
+  }
+  absl::Status SampleNeighborsWithEdges(absl::Span<const NodeId> nodes,
+                                        int fanout, bool replace, uint64_t seed,
+                                        SampledNeighbors* out) const override;
+  absl::Status FetchEdgeFeatures(absl::Span<const int64_t> edges,
+                                 float* out) const override;
   absl::Status SampleTypedNeighbors(absl::Span<const NodeId> nodes,
                                     absl::Span<const int> fanouts, bool replace,
                                     uint64_t seed,

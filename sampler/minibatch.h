@@ -27,6 +27,10 @@ struct Block {
   // Typed graphs: each edge's relation (an index into GraphSchema::
   // edge_types), aligned with indices; empty for untyped graphs.
   std::vector<int32_t> relations;
+  // SamplerOptions::fetch_edge_features: each edge's features, row k for
+  // edge k (indices[k]), edge_feature_dim wide; empty otherwise.
+  int64_t edge_feature_dim = 0;
+  std::vector<float> edge_features;
 
   int64_t num_edges() const { return static_cast<int64_t>(indices.size()); }
 };

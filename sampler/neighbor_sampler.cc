@@ -54,6 +54,13 @@ absl::StatusOr<std::unique_ptr<NeighborSampler>> NeighborSampler::Create(
     return absl::InvalidArgumentError(
         "NeighborSampler: relation fanouts for a graph without relations");
   }
+  if (options.fetch_edge_features &&
+      (source->schema() != nullptr || source->edge_feature_dim() < 1)) {
+    return absl::FailedPreconditionError(
+        source->schema() != nullptr
+            ? "the edge features of a typed graph are not sampled yet"
+            : "the graph has no edge features");
+  }
   return std::unique_ptr<NeighborSampler>(
       new NeighborSampler(source, std::move(options)));
 }
@@ -152,13 +159,40 @@ absl::Status NeighborSampler::SampleWith(absl::Span<const NodeId> seeds,
                                            &out->blocks[num_hops - 1 - h]));
       continue;
     }
-    RETURN_IF_ERROR(
-        source_->SampleNeighbors(builder->frontier(), options_.fanouts[h],
-                                 options_.replace, hop_seed, &sampled));
+    Block& block = out->blocks[num_hops - 1 - h];
+    if (options_.fetch_edge_features) {
+      if (exclude != nullptr && !exclude->empty()) {
+        return absl::UnimplementedError(
+            "excluded edges (link prediction) with edge features");
+      }
+      RETURN_IF_ERROR(source_->SampleNeighborsWithEdges(
+          builder->frontier(), options_.fanouts[h], options_.replace, hop_seed,
+          &sampled));
+    } else {
+      RETURN_IF_ERROR(
+          source_->SampleNeighbors(builder->frontier(), options_.fanouts[h],
+                                   options_.replace, hop_seed, &sampled));
+    }
     if (exclude != nullptr && !exclude->empty())
       DropExcluded(builder->frontier(), *exclude, &sampled);
-    RETURN_IF_ERROR(builder->AddHop(sampled.counts, sampled.neighbors,
-                                    &out->blocks[num_hops - 1 - h]));
+    RETURN_IF_ERROR(builder->AddHop(sampled.counts, sampled.neighbors, &block));
+    if (options_.fetch_edge_features) {
+      // Rows in the block's edge order, which is the sample's.
+      const int64_t width = source_->edge_feature_dim();
+      if (sampled.edge_ids.size() != sampled.neighbors.size()) {
+        return absl::InternalError(absl::StrCat(
+            "the graph source sampled ", sampled.neighbors.size(),
+            " neighbors but named ", sampled.edge_ids.size(), " edges"));
+      }
+      block.edge_feature_dim = width;
+      block.edge_features.resize(sampled.edge_ids.size() *
+                                 static_cast<size_t>(width));
+      RETURN_IF_ERROR(source_->FetchEdgeFeatures(sampled.edge_ids,
+                                                 block.edge_features.data()));
+    } else {
+      block.edge_feature_dim = 0;
+      block.edge_features.clear();
+    }
   }
   ReserveWithHeadroom(&out->input_nodes, builder->nodes().size());
   out->input_nodes.assign(builder->nodes().begin(), builder->nodes().end());

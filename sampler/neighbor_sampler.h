@@ -60,6 +60,10 @@ struct SamplerOptions {
   bool fetch_labels = true;    // Fill MiniBatch::labels for the seeds.
   // Fill MiniBatch::degrees for input_nodes (GCN's normalisation).
   bool fetch_degrees = false;
+  // Fill each block's edge features (Block::edge_features) from the source's
+  // (GraphSource::SampleNeighborsWithEdges); untyped graphs with edge
+  // features only.
+  bool fetch_edge_features = false;
   // Typed graphs (GraphSource::schema()): hop h samples each relation r with
   // relation_fanouts[h][r] (GraphSource::SampleTypedNeighbors); empty: every
   // relation with fanouts[h]. The blocks carry each edge's relation, and the

@@ -151,7 +151,8 @@ absl::StatusOr<ModelConfig> ModelConfigFromJson(const std::string& text,
                          "\" is not a file name of the run directory"));
       }
     }
-    if (c.input_dim() < 1) {
+    // A typed graph's model takes each node type's features (or rows).
+    if (c.input_dim() < 1 && !IsTypedModel(c.model.kind)) {
       throw std::invalid_argument(
           "the model takes no input (\"in_dim\" 0 and no learned rows)");
     }

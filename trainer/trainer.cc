@@ -128,6 +128,8 @@ class Run {
     // GCN normalises by the graph's degrees (internal::BlockTensors).
     train_sampling.fetch_degrees =
         internal::NeedsOf(options_.model.kind).degrees;
+    train_sampling.fetch_edge_features =
+        internal::NeedsOf(options_.model.kind).edge_features;
     train_sampling.fetch_features = !options_.ignore_features;
     train_sampling = task_->Sampling(train_sampling);
     ASSIGN_OR_RETURN(train_sampler_,
@@ -169,12 +171,14 @@ class Run {
     const int64_t in_dim =
         (options_.ignore_features ? 0 : source_.feature_dim()) +
         (rows_ != nullptr ? rows_->dim() : 0);
-    model_ = source_.schema() != nullptr
-                 ? internal::MakeTypedModel(
-                       options_.model, *source_.schema(), num_classes,
-                       MixSeed(options_.seed, kModelStream))
-                 : internal::MakeModel(options_.model, in_dim, num_classes,
-                                       MixSeed(options_.seed, kModelStream));
+    ModelOptions model = options_.model;
+    model.edge_feature_dim = source_.edge_feature_dim();
+    model_ =
+        source_.schema() != nullptr
+            ? internal::MakeTypedModel(model, *source_.schema(), num_classes,
+                                       MixSeed(options_.seed, kModelStream))
+            : internal::MakeModel(model, in_dim, num_classes,
+                                  MixSeed(options_.seed, kModelStream));
     task_->AddDecoder(model_.get(), MixSeed(options_.seed, kModelStream));
     params_ = model_->parameters();
     for (const auto& p : params_) result_.num_parameters += p.numel();

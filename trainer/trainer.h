@@ -39,7 +39,7 @@ class LearnableRows;
 // input projections: R-GCN (Schlichtkrull et al. 2018), a weight per
 // relation from shared bases; HeteroSAGE, a GraphSAGE mean and weight per
 // relation, summed over relations.
-enum class ModelKind { kSage, kGcn, kGat, kMlp, kRgcn, kHeteroSage };
+enum class ModelKind { kSage, kGcn, kGat, kMlp, kRgcn, kHeteroSage, kGine };
 
 // Whether `kind` is a model of typed graphs (and only of them).
 bool IsTypedModel(ModelKind kind);
@@ -82,6 +82,9 @@ struct ModelOptions {
   // R-GCN: the bases each relation's weight is a combination of; 0: as many
   // as relations, up to 8.
   int num_bases = 0;
+  // GINE: the width of the graph's edge features (set from the graph when
+  // the model is made).
+  int64_t edge_feature_dim = 0;
   // Typed graphs: the graph's relations (set from its schema when the model
   // is made).
   int num_relations = 0;

@@ -29,9 +29,10 @@ absl::StatusOr<ModelKind> ParseModelKind(const std::string& name) {
   if (lower == "mlp") return ModelKind::kMlp;
   if (lower == "rgcn") return ModelKind::kRgcn;
   if (lower == "heterosage") return ModelKind::kHeteroSage;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown model '", name,
-                   "' (expected sage, gcn, gat, mlp, rgcn or heterosage)"));
+  if (lower == "gine") return ModelKind::kGine;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown model '", name,
+      "' (expected sage, gcn, gat, mlp, gine, rgcn or heterosage)"));
 }
 
 const char* ModelKindName(ModelKind kind) {
@@ -48,6 +49,8 @@ const char* ModelKindName(ModelKind kind) {
       return "rgcn";
     case ModelKind::kHeteroSage:
       return "heterosage";
+    case ModelKind::kGine:
+      return "gine";
   }
   return "?";
 }
@@ -125,6 +128,7 @@ ModelDefaults DefaultsFor(ModelKind kind) {
       return {64, 1, 0.5, 0.0, 0.01, 100, 20, 0.0};
     case ModelKind::kSage:
     case ModelKind::kMlp:
+    case ModelKind::kGine:
       break;
   }
   // SAGE gained nothing measurable from averaging (-0.7 to +0.8 points).
@@ -242,6 +246,23 @@ namespace internal {
 absl::Status CheckTypedOptions(const GraphSource& source,
                                const TrainOptions& options) {
   const bool typed_model = IsTypedModel(options.model.kind);
+  if (options.model.kind == ModelKind::kGine) {
+    if (source.edge_feature_dim() < 1) {
+      return absl::InvalidArgumentError(
+          source.schema() != nullptr
+              ? "--model gine reads edge features, of untyped graphs only "
+                "for now; this graph is typed"
+              : "--model gine reads edge features; this graph has none (a "
+                "dataset with edge_features.npy, trained in one process: the "
+                "storage servers do not hold edge features yet)");
+    }
+    if (options.task != TaskKind::kNode || options.exact_test) {
+      return absl::InvalidArgumentError(
+          "--model gine trains node classification without --exact-test "
+          "(neither link prediction nor layer-wise inference reads edge "
+          "features yet)");
+    }
+  }
   if (source.schema() == nullptr) {
     if (!typed_model) return absl::OkStatus();
     return absl::InvalidArgumentError(absl::StrCat(

@@ -533,10 +533,10 @@ TEST(TrainInProcessTest, ATypedDatasetTrainsRgcnInProcess) {
   EXPECT_THAT(info_output, HasSubstr("typed, 4000 nodes of 4 types"));
   EXPECT_THAT(info_output, HasSubstr("relation author/writes/paper"));
   const std::string out = dir.Sub("run");
-  auto [trained, output] =
-      RunShardgnn({"train", "--dataset", typed, "--epochs", "4", "--out", out});
+  auto [trained, output] = RunShardgnn({"train", "--dataset", typed, "--epochs",
+                                        "4", "--out", out, "--num-bases", "3"});
   ASSERT_EQ(trained, 0) << output;
-  EXPECT_THAT(output, HasSubstr("model rgcn"));
+  EXPECT_THAT(output, HasSubstr("model rgcn, 2 layers, hidden 64, 3 bases"));
   ASSERT_OK_AND_ASSIGN(std::string text,
                        ReadFileToString(out + "/summary.json"));
   nlohmann::json summary = nlohmann::json::parse(text);
@@ -558,13 +558,42 @@ TEST(TrainInProcessTest, ATypedDatasetTrainsRgcnInProcess) {
       RunShardgnn({"run", "--dataset", typed, "--epochs", "4", "--out", dist,
                    "--work-dir", dir.Sub("work"), "--progress-seconds", "0"});
   ASSERT_EQ(ran, 0) << ran_output;
-  EXPECT_THAT(ran_output, HasSubstr("model rgcn"));
+  EXPECT_THAT(ran_output,
+              HasSubstr("model rgcn, 2 layers, hidden 64, bases: one per "
+                        "relation, at most 8"));
   EXPECT_THAT(ran_output, HasSubstr("typed graph (4 node types, 8 relations)"));
   ASSERT_OK_AND_ASSIGN(std::string dist_text,
                        ReadFileToString(dist + "/summary.json"));
   nlohmann::json dist_summary = nlohmann::json::parse(dist_text);
   EXPECT_EQ(dist_summary["world_size"].get<int>(), 2) << dist_text;
   EXPECT_GT(dist_summary["test_acc"].get<double>(), 0.6) << dist_text;
+  // Inference of a typed model is refused in one line, nothing written.
+  auto [inferred, infer_output] = RunShardgnn(
+      {"infer", dist, "--dataset", typed, "--out", dir.Sub("infer")});
+  EXPECT_NE(inferred, 0);
+  EXPECT_THAT(infer_output, HasSubstr("typed inference is not built yet"));
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("infer")));
+}
+
+// A graph with edge features trains GINE in one process; `run` refuses it
+// at once (partitions hold no edge features), before any work.
+TEST(TrainInProcessTest, GineTrainsOnEdgeFeaturesInOneProcess) {
+  testing::TempDir dir;
+  const std::string graph = dir.Sub("edges");
+  auto [made, made_output] = RunShardgnn(
+      {"-q", "dataset", "generate", "--kind", "sbm", "--nodes", "2000",
+       "--classes", "4", "--edge-features", "4", "--out", graph});
+  ASSERT_EQ(made, 0) << made_output;
+  auto [trained, output] =
+      RunShardgnn({"train", "--dataset", graph, "--model", "gine", "--epochs",
+                   "2", "--checkpoint-every", "0"});
+  ASSERT_EQ(trained, 0) << output;
+  EXPECT_THAT(output, HasSubstr("model gine, 2 layers"));
+  auto [ran, ran_output] = RunShardgnn({"run", "--dataset", graph, "--model",
+                                        "gine", "--work-dir", dir.Sub("work")});
+  EXPECT_NE(ran, 0);
+  EXPECT_THAT(ran_output, HasSubstr("partitions do not hold yet"));
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("work/partitions")));
 }
 
 // --metrics-listen: the trainer says where its metrics are, and GET /metrics

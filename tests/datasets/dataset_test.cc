@@ -83,6 +83,34 @@ TEST(DatasetTest, RawInputAndPartitionsAreToldApartFromDatasets) {
             std::string::npos)
       << linqs.status();
 
+  // As the bundled datasets ship them: gzipped.
+  fs::create_directories(tmp.Sub("linqs_gz"));
+  std::ofstream(tmp.Sub("linqs_gz/cora.content.gz")) << "";
+  std::ofstream(tmp.Sub("linqs_gz/cora.cites.gz")) << "";
+  absl::StatusOr<DatasetManifest> linqs_gz =
+      ReadDatasetManifest(tmp.Sub("linqs_gz"));
+  ASSERT_FALSE(linqs_gz.ok());
+  EXPECT_NE(std::string(linqs_gz.status().message()).find("--format linqs"),
+            std::string::npos)
+      << linqs_gz.status();
+
+  fs::create_directories(tmp.Sub("mag/raw"));
+  std::ofstream(tmp.Sub("mag/raw/num-node-dict.csv.gz")) << "";
+  absl::StatusOr<DatasetManifest> mag = ReadDatasetManifest(tmp.Sub("mag"));
+  ASSERT_FALSE(mag.ok());
+  EXPECT_NE(std::string(mag.status().message()).find("--format ogb-hetero"),
+            std::string::npos)
+      << mag.status();
+
+  fs::create_directories(tmp.Sub("hgb"));
+  std::ofstream(tmp.Sub("hgb/node.dat")) << "";
+  std::ofstream(tmp.Sub("hgb/link.dat")) << "";
+  absl::StatusOr<DatasetManifest> hgb = ReadDatasetManifest(tmp.Sub("hgb"));
+  ASSERT_FALSE(hgb.ok());
+  EXPECT_NE(std::string(hgb.status().message()).find("--format hgb"),
+            std::string::npos)
+      << hgb.status();
+
   fs::create_directories(tmp.Sub("part"));
   std::ofstream(tmp.Sub("part/partition.json")) << "{}";
   absl::StatusOr<DatasetManifest> part = ReadDatasetManifest(tmp.Sub("part"));

@@ -121,6 +121,7 @@ class CoraTest : public ::testing::Test {
       case ModelKind::kMlp:   // The baseline: SAGE's sizes.
       case ModelKind::kRgcn:  // Typed graphs only (typed_training_test).
       case ModelKind::kHeteroSage:
+      case ModelKind::kGine:  // Edge features (edge_feature_training_test).
         options.model.hidden = 64;
         options.model.dropout = 0.5;
         break;

@@ -97,6 +97,24 @@ std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
                     .clone();
     if (!block.relations.empty()) GroupByRelation(block, &t);
     const ModelNeeds needs = NeedsOf(kind);
+    if (needs.edge_features) {
+      TORCH_CHECK(block.edge_feature_dim > 0 &&
+                      static_cast<int64_t>(block.edge_features.size()) ==
+                          block.num_edges() * block.edge_feature_dim,
+                  "a model reading edge features, a block without them "
+                  "(sampled with fetch_edge_features)");
+      t.edge_attr =
+          torch::from_blob(const_cast<float*>(block.edge_features.data()),
+                           {block.num_edges(), block.edge_feature_dim},
+                           torch::kFloat)
+              .clone();
+      t.edge_dst = torch::empty({block.num_edges()}, i64);
+      int64_t* dst = t.edge_dst.data_ptr<int64_t>();
+      for (int64_t i = 0; i < block.num_dst; ++i) {
+        for (int64_t e = block.indptr[i]; e < block.indptr[i + 1]; ++e)
+          dst[e] = i;
+      }
+    }
     if (!needs.loop_csr) continue;
     const int64_t num_loop = block.num_edges() + block.num_dst;
     t.loop_indptr = torch::empty({block.num_dst + 1}, i64);
@@ -219,6 +237,39 @@ class SageLayer : public Layer {
  private:
   bool project_first_;
   torch::nn::Linear self_{nullptr}, neigh_{nullptr};
+};
+
+// GINE-style (Hu et al. 2020), with edge-conditioned messages:
+// m_uv = ReLU(h_u + W_edge e_uv), h_dst' = W_self h_dst + W_neigh
+// mean_{u in N(dst)} m_uv. The edge features e_uv are BlockTensors::
+// edge_attr.
+class GineLayer : public Layer {
+ public:
+  GineLayer(int64_t in, int64_t out, int64_t edge_dim) {
+    edge_ = register_module("lin_edge", torch::nn::Linear(edge_dim, in));
+    self_ = register_module("lin_self", torch::nn::Linear(in, out));
+    neigh_ = register_module(
+        "lin_neigh",
+        torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
+  }
+  torch::Tensor Forward(const BlockTensors& b,
+                        const torch::Tensor& h) override {
+    TORCH_CHECK(b.edge_attr.defined(), "GINE: a block without edge features");
+    torch::Tensor h_dst = h.narrow(0, 0, b.num_dst);
+    torch::Tensor messages =
+        torch::relu(h.index_select(0, b.indices) + Project(edge_, b.edge_attr));
+    torch::Tensor sum = torch::zeros({b.num_dst, h.size(1)}, h.options())
+                            .index_add(0, b.edge_dst, messages);
+    torch::Tensor count =
+        (b.indptr.narrow(0, 1, b.num_dst) - b.indptr.narrow(0, 0, b.num_dst))
+            .clamp_min(1)
+            .to(torch::kFloat)
+            .unsqueeze(1);
+    return Project(self_, h_dst) + Project(neigh_, sum / count);
+  }
+
+ private:
+  torch::nn::Linear edge_{nullptr}, self_{nullptr}, neigh_{nullptr};
 };
 
 // h_i' = sum_{j in N(i) + i} h_j W / sqrt(deg_i deg_j) + b with deg the graph
@@ -443,6 +494,13 @@ const ModelSpec kModels[] = {
      [](const ModelOptions&, int, int, int64_t in, int64_t out,
         std::shared_ptr<SeedStream>) -> std::shared_ptr<Layer> {
        return std::make_shared<MlpLayer>(in, out);
+     }},
+    {ModelKind::kGine,
+     {false, false, true},
+     false,
+     [](const ModelOptions& o, int, int, int64_t in, int64_t out,
+        std::shared_ptr<SeedStream>) -> std::shared_ptr<Layer> {
+       return std::make_shared<GineLayer>(in, out, o.edge_feature_dim);
      }},
     {ModelKind::kRgcn,
      {false, false},

@@ -39,6 +39,10 @@ struct BlockTensors {
   std::vector<int64_t> relation_ptr;
   torch::Tensor rel_src, rel_dst;  // int64 [E]
   torch::Tensor rel_norm;          // float [E, 1]
+  // Models reading edge features (ModelNeeds::edge_features): each edge's
+  // features (Block::edge_features) and its destination's local index.
+  torch::Tensor edge_attr;  // float [E, D]
+  torch::Tensor edge_dst;   // int64 [E]
 };
 
 // A typed batch's inputs (MiniBatch::input_types ...): per node type, the
@@ -110,8 +114,9 @@ class GnnModel : public torch::nn::Module {
 
 // What a model needs of its blocks and batches (ToBlockTensors, the sampler).
 struct ModelNeeds {
-  bool loop_csr = false;  // BlockTensors' self-loop CSR (loop_*).
-  bool degrees = false;   // Graph degrees of the input nodes (gcn_weight).
+  bool loop_csr = false;       // BlockTensors' self-loop CSR (loop_*).
+  bool degrees = false;        // Graph degrees of the input nodes (gcn_weight).
+  bool edge_features = false;  // Each edge's features (edge_attr).
 };
 ModelNeeds NeedsOf(ModelKind kind);
 
