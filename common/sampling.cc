@@ -5,24 +5,19 @@
 
 namespace shardgnn {
 
-namespace {
-
-// The picks of SampleNeighbors, as `value(position)` for each position of
-// the row picked: one code path, so that neighbors and their positions are
-// picked alike.
-template <typename Value>
-void SampleWith(int64_t degree, int fanout, bool replace, uint64_t seed,
-                NodeId node, Value value, Int64Buffer* out) {
+void SampleNeighbors(const NodeId* neighbors, int64_t degree, int fanout,
+                     bool replace, uint64_t seed, NodeId node,
+                     Int64Buffer* out) {
   if (fanout < 0 || (!replace && degree <= fanout)) {
-    for (int64_t i = 0; i < degree; ++i) out->push_back(value(i));
+    out->insert(out->end(), neighbors, neighbors + degree);
     return;
   }
   if (degree == 0 || fanout == 0) return;
   uint64_t state = MixSeed(seed, static_cast<uint64_t>(node));
   if (replace) {
     for (int i = 0; i < fanout; ++i) {
-      out->push_back(value(static_cast<int64_t>(
-          UniformBelow(&state, static_cast<uint64_t>(degree)))));
+      out->push_back(
+          neighbors[UniformBelow(&state, static_cast<uint64_t>(degree))]);
     }
     return;
   }
@@ -37,7 +32,7 @@ void SampleWith(int64_t degree, int fanout, bool replace, uint64_t seed,
       bool seen = std::find(picked, picked + n, t) != picked + n;
       picked[n] = seen ? j : t;
     }
-    for (int64_t i = 0; i < k; ++i) out->push_back(value(picked[i]));
+    for (int64_t i = 0; i < k; ++i) out->push_back(neighbors[picked[i]]);
   } else {
     std::unordered_set<int64_t> chosen;
     chosen.reserve(static_cast<size_t>(k) * 2);
@@ -46,31 +41,25 @@ void SampleWith(int64_t degree, int fanout, bool replace, uint64_t seed,
           UniformBelow(&state, static_cast<uint64_t>(j + 1)));
       int64_t pick = chosen.insert(t).second ? t : j;
       if (pick == j) chosen.insert(j);
-      out->push_back(value(pick));
+      out->push_back(neighbors[pick]);
     }
   }
-}
-
-}  // namespace
-
-void SampleNeighbors(const NodeId* neighbors, int64_t degree, int fanout,
-                     bool replace, uint64_t seed, NodeId node,
-                     Int64Buffer* out) {
-  if (fanout < 0 || (!replace && degree <= fanout)) {
-    out->insert(out->end(), neighbors, neighbors + degree);
-    return;
-  }
-  SampleWith(
-      degree, fanout, replace, seed, node,
-      [neighbors](int64_t i) { return neighbors[i]; }, out);
 }
 
 void SampleNeighborPositions(int64_t first, int64_t degree, int fanout,
                              bool replace, uint64_t seed, NodeId node,
                              Int64Buffer* out) {
-  SampleWith(
-      degree, fanout, replace, seed, node,
-      [first](int64_t i) { return first + i; }, out);
+  // The kernel itself over the positions 0, 1, ...: the same picks by
+  // construction (a second copy of the algorithm could drift).
+  thread_local std::vector<NodeId> positions;
+  if (static_cast<int64_t>(positions.size()) < degree) {
+    const int64_t had = static_cast<int64_t>(positions.size());
+    positions.resize(static_cast<size_t>(degree));
+    for (int64_t i = had; i < degree; ++i) positions[i] = i;
+  }
+  const size_t before = out->size();
+  SampleNeighbors(positions.data(), degree, fanout, replace, seed, node, out);
+  for (size_t k = before; k < out->size(); ++k) (*out)[k] += first;
 }
 
 int64_t SampleTypedRow(const NodeId* neighbors, const int32_t* relations,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Model quality suite (issue 11): every bundled real dataset (and generated
-# graphs of high and low homophily) x {sage, gcn, gat} x seeds x {1, 2
+# graphs of high and low homophily, and a generated typed graph) x {sage, gcn,
+# gat; rgcn, heterosage for the typed graph} x seeds x {1, 2
 # trainers}, trained with DEFAULT flags by `shardgnn run` against 2 storage
 # servers, beside the reference each model is held to: the same model trained
 # the papers' way (the whole graph, full neighborhoods, one full batch per
@@ -22,8 +23,11 @@ run_quality.sh: default-flag accuracy of every model on every bundled dataset.
   --shardgnn BIN      shardgnn binary (default: $SHARDGNN, else build/cli/shardgnn)
   --work DIR          imports, partitions, runs, logs (default /tmp/shardgnn-quality)
   --datasets LIST     space-separated, from: cora cora-ml facebook-page-page
-                      twitch-en sbm-homophilous sbm-heterophilous (default: all)
-  --models LIST       space-separated, from: sage gcn gat (default: all three)
+                      twitch-en sbm-homophilous sbm-heterophilous hetero-sbm
+                      (default: all; hetero-sbm is typed)
+  --models LIST       space-separated, from: sage gcn gat rgcn heterosage
+                      (default: all; a typed dataset runs rgcn and heterosage
+                      of them, the others sage, gcn and gat)
   --seeds N           seeds 1..N per configuration (5)
   --first-seed S      start at seed S instead (to add seeds to an earlier run)
   --summarize FILE    only summarise FILE, results.jsonl lines of earlier runs
@@ -43,8 +47,8 @@ script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "${script_dir}/../.." && pwd)"
 shardgnn="${SHARDGNN:-${repo}/build/cli/shardgnn}"
 work=/tmp/shardgnn-quality
-datasets="cora cora-ml facebook-page-page twitch-en sbm-homophilous sbm-heterophilous"
-models="sage gcn gat"
+datasets="cora cora-ml facebook-page-page twitch-en sbm-homophilous sbm-heterophilous hetero-sbm"
+models="sage gcn gat rgcn heterosage"
 seeds=5
 first_seed=1
 summarize=""
@@ -118,6 +122,10 @@ prepare_dataset() {
       "${shardgnn}" dataset generate --kind sbm --nodes 5000 --avg-degree 10 \
         --features 32 --classes 8 --homophily 0.2 --seed 7 \
         --name "${name}" --out "${dir}" ;;
+    hetero-sbm)
+      "${shardgnn}" dataset generate --kind hetero-sbm --nodes 6000 \
+        --avg-degree 10 --features 16 --classes 4 --seed 7 \
+        --name "${name}" --out "${dir}" ;;
     *) log "unknown dataset '${name}'"; exit 2 ;;
   esac >"${work}/logs/import-${name}.log" 2>&1 || {
     log "importing ${name} failed:"; tail -3 "${work}/logs/import-${name}.log" >&2; exit 1
@@ -173,8 +181,15 @@ for dataset in ${datasets}; do
       log "partitioning ${dataset} failed:"; tail -3 "${work}/logs/partition-${dataset}.log" >&2; exit 1
     }
   fi
+  typed=$(python3 -c "import json,sys; print(1 if json.load(open(sys.argv[1])).get('node_types') else 0)" \
+    "${work}/datasets/${dataset}/manifest.json")
   start_servers "${partition}"
   for model in ${models}; do
+    # Typed graphs train the typed models, the others the untyped ones.
+    case "${model}" in
+      rgcn | heterosage) ((typed)) || continue ;;
+      *) ((typed)) && continue ;;
+    esac
     for ((seed = first_seed; seed <= seeds; seed++)); do
       for trainers in ${trainer_counts}; do
         out="${work}/runs/${dataset}-${model}-t${trainers}-s${seed}"
@@ -228,7 +243,7 @@ for r in rows:
 out = {"suite": "bench/quality/run_quality.sh", "results": []}
 failed = []
 lines = []
-hdr = "%-20s %-5s %-15s %-15s %-15s %-9s %-8s %s" % (
+hdr = "%-20s %-10s %-15s %-15s %-15s %-9s %-8s %s" % (
     "dataset", "model", "1 trainer", "2 trainers", "reference", "published",
     "wall s", "targets")
 for (dataset, model), kinds in configs.items():
@@ -262,7 +277,7 @@ for (dataset, model), kinds in configs.items():
     out["results"].append(entry)
     walls = [entry[k]["mean_wall_seconds"] for k in ("trainers_1", "trainers_2") if entry.get(k)]
     pub = entry["published"]
-    lines.append("%-20s %-5s %-15s %-15s %-15s %-9s %-8s %s" % (
+    lines.append("%-20s %-10s %-15s %-15s %-15s %-9s %-8s %s" % (
         dataset, model, cells.get("trainers_1", "-"), cells.get("trainers_2", "-"),
         cells.get("reference", "-"), "%.3f" % pub if pub else "-",
         "%.1f" % statistics.mean(walls) if walls else "-",
