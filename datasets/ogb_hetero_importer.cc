@@ -37,6 +37,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using datasets_internal::FindInput;
+using datasets_internal::FloatRows;
+using datasets_internal::ReadFloatRows;
 using datasets_internal::SplitFields;
 
 // Node type index -> a file of that type.
@@ -314,81 +316,6 @@ absl::Status ReadTypedEdges(const std::string& path, const std::string& name,
   progress.Update(reader->file_size());
   progress.Done();
   return absl::OkStatus();
-}
-
-// Rows of comma-separated floats, all of the first row's width.
-struct FloatRows {
-  int64_t dim = 0;
-  std::vector<float> values;  // rows * dim, row-major.
-};
-
-// Reads exactly `rows` feature rows of `what` ("node type paper", "relation
-// paper___cites___paper") from `path`. Non-finite values fail (naming the
-// line) unless `allow_nonfinite`; then *nonfinite counts them. Stops with
-// CancelledError once *cancel is set.
-absl::StatusOr<FloatRows> ReadFloatRows(const std::string& path, int64_t rows,
-                                        bool edges, const std::string& what,
-                                        bool allow_nonfinite,
-                                        const std::atomic<bool>* cancel,
-                                        int64_t* nonfinite) {
-  ASSIGN_OR_RETURN(std::unique_ptr<LineReader> reader, LineReader::Open(path));
-  Progress progress(absl::StrCat("reading features of ", what), rows, "rows");
-  FloatRows out;
-  std::vector<absl::string_view> fields;
-  const char* unit = edges ? "edge" : "node";
-  int64_t row = 0;
-  absl::string_view line;
-  while (reader->Next(&line)) {
-    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
-      return absl::CancelledError("feature import cancelled");
-    }
-    SplitFields(line, ',', &fields);
-    if (row == 0) {
-      out.dim = static_cast<int64_t>(fields.size());
-      out.values.reserve(static_cast<size_t>(rows * out.dim));
-    } else if (static_cast<int64_t>(fields.size()) != out.dim) {
-      return reader->LineError(absl::StrCat("expected ", out.dim,
-                                            " feature columns (as on line 1), "
-                                            "found ",
-                                            fields.size()));
-    }
-    if (row == rows) {
-      return reader->LineError(absl::StrCat("more feature rows than the ", rows,
-                                            " ", unit, "s of ", what));
-    }
-    for (size_t k = 0; k < fields.size(); ++k) {
-      float value;
-      if (!ParseFloat(fields[k], &value)) {
-        return reader->LineError(absl::StrCat("column ", k + 1, ": \"",
-                                              Shorten(fields[k]),
-                                              "\" is not a number"));
-      }
-      if (!std::isfinite(value)) {
-        if (!allow_nonfinite) {
-          const int64_t column = static_cast<int64_t>(k) + 1;
-          return reader->LineError(
-              edges
-                  ? absl::StrCat("edge ", row, ", column ", column, ": ", value,
-                                 " is not finite (dataset import "
-                                 "--allow-nonfinite keeps it)")
-                  : datasets_internal::NonfiniteFeatureError(row, column,
-                                                             value));
-        }
-        ++*nonfinite;
-      }
-      out.values.push_back(value);
-    }
-    if (++row % kProgressEvery == 0) progress.Update(row);
-  }
-  RETURN_IF_ERROR(reader->status());
-  if (row != rows) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": has ", row, " feature rows but ", what, " has ",
-                     rows, " ", unit, rows == 1 ? "" : "s"));
-  }
-  progress.Update(row);
-  progress.Done();
-  return out;
 }
 
 // One relation's edges, with its edge features (edge-feat.csv, then

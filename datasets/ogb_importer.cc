@@ -15,6 +15,7 @@
 #include "absl/strings/strip.h"
 #include "common/file_util.h"
 #include "common/line_reader.h"
+#include "common/npy.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
 #include "datasets/edge_split.h"
@@ -87,7 +88,8 @@ absl::StatusOr<std::string> FindSplitDir(const OgbImportOptions& options) {
 // The raw files of an OGB layout.
 struct OgbInputs {
   std::string nodes, edge_count, edges, features;
-  std::string labels;  // Empty: no labels (every node -1).
+  std::string labels;         // Empty: no labels (every node -1).
+  std::string edge_features;  // raw/edge-feat.csv.gz; empty: none.
   std::string split_dir;
   std::map<std::string, std::string> node_splits;  // Empty for edge splits.
 };
@@ -121,6 +123,9 @@ absl::StatusOr<OgbInputs> FindOgbInputs(const OgbImportOptions& options,
                    FindInput(JoinPath(raw, "num-edge-list.csv.gz")));
   ASSIGN_OR_RETURN(in.edges, FindInput(JoinPath(raw, "edge.csv.gz")));
   ASSIGN_OR_RETURN(in.features, FindInput(JoinPath(raw, "node-feat.csv.gz")));
+  absl::StatusOr<std::string> edge_features =
+      FindInput(JoinPath(raw, "edge-feat.csv.gz"));
+  if (edge_features.ok()) in.edge_features = *edge_features;
   ASSIGN_OR_RETURN(in.split_dir, FindSplitDir(options));
   ASSIGN_OR_RETURN(std::string train,
                    FindInput(JoinPath(in.split_dir, "train.csv.gz")));
@@ -144,10 +149,13 @@ absl::StatusOr<OgbInputs> FindOgbInputs(const OgbImportOptions& options,
 }
 
 // Builds the dataset directory `out_dir` from `in`: the whole graph of
-// raw/edge.csv, with the node splits in `in` (none for an edge split).
+// raw/edge.csv, with the node splits in `in` (none for an edge split) and
+// the edges' features (raw/edge-feat.csv: row i for edge i, following it into
+// the CSR, both ways for --undirected) unless `skip_edge_features`.
 absl::StatusOr<BuildSummary> ImportOgbGraph(const OgbImportOptions& options,
                                             const OgbInputs& in,
-                                            const std::string& out_dir) {
+                                            const std::string& out_dir,
+                                            bool skip_edge_features = false) {
   auto start = std::chrono::steady_clock::now();
   const std::string& nodes_path = in.nodes;
   const std::string& count_path = in.edge_count;
@@ -184,6 +192,8 @@ absl::StatusOr<BuildSummary> ImportOgbGraph(const OgbImportOptions& options,
   // This thread reads labels and splits (small, so bad ones fail fast), then
   // the edges, and builds the CSR while the feature rows may still stream.
   datasets_internal::CsrResult result;
+  int64_t edge_dim = 0, edge_nonfinite = 0;
+  const bool edge_features = !in.edge_features.empty() && !skip_edge_features;
   absl::Status status = [&]() -> absl::Status {
     if (label_path.empty()) {
       labels.assign(static_cast<size_t>(n), -1);
@@ -208,10 +218,33 @@ absl::StatusOr<BuildSummary> ImportOgbGraph(const OgbImportOptions& options,
       return absl::InvalidArgumentError(
           absl::StrCat(edge_path, ": the graph has no edges"));
     }
+    datasets_internal::FloatRows rows;
+    if (edge_features) {
+      ASSIGN_OR_RETURN(rows,
+                       datasets_internal::ReadFloatRows(
+                           in.edge_features, m, /*edges=*/true, "the graph",
+                           options.allow_nonfinite, &cancel, &edge_nonfinite));
+      edge_dim = rows.dim;
+    }
     const datasets_internal::CsrOptions csr =
         datasets_internal::CsrOptionsFor(options.edges);
+    std::vector<int64_t> origins;
     ASSIGN_OR_RETURN(result, datasets_internal::WriteCsr(
-                                 n, std::move(src), std::move(dst), csr, dir));
+                                 n, std::move(src), std::move(dst), csr, dir,
+                                 edge_features ? &origins : nullptr));
+    if (edge_features) {
+      // Row e of edge_features.npy: the features of the edge CSR entry e
+      // came from.
+      const auto d = static_cast<size_t>(edge_dim);
+      std::vector<float> by_entry(origins.size() * d);
+      for (size_t e = 0; e < origins.size(); ++e) {
+        std::copy_n(rows.values.begin() + origins[e] * edge_dim, d,
+                    by_entry.begin() + e * d);
+      }
+      RETURN_IF_ERROR(WriteNpy<float>(
+          JoinPath(dir, kEdgeFeaturesFile),
+          {static_cast<int64_t>(origins.size()), edge_dim}, by_entry));
+    }
     return datasets_internal::WriteLabelsAndSplits(dir, labels, splits);
   }();
   if (!status.ok()) cancel = true;
@@ -230,6 +263,7 @@ absl::StatusOr<BuildSummary> ImportOgbGraph(const OgbImportOptions& options,
   manifest.num_edges = result.num_edges;
   manifest.directed = !options.edges.undirected;
   manifest.feature_dim = *dim;
+  manifest.edge_feature_dim = edge_dim;
   int64_t max_label = -1;
   for (int64_t label : labels) max_label = std::max(max_label, label);
   manifest.num_classes = max_label + 1;
@@ -242,7 +276,18 @@ absl::StatusOr<BuildSummary> ImportOgbGraph(const OgbImportOptions& options,
                    options.edges.undirected ? "; reverse edges added" : "");
   RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(
       staging.get(), manifest, result, splits, start, &summary));
-  datasets_internal::NoteNonfiniteFeatures(nonfinite, &summary);
+  datasets_internal::NoteNonfiniteFeatures(nonfinite + edge_nonfinite,
+                                           &summary);
+  if (edge_dim > 0) {
+    summary.notes.push_back(absl::StrCat(
+        "edge features: ", edge_dim, " per edge from ", in.edge_features,
+        " (edge_features.npy, a row per CSR entry)"));
+  } else if (!in.edge_features.empty()) {
+    summary.notes.push_back(absl::StrCat(
+        in.edge_features,
+        ": not imported with a link prediction split (the edge split does not "
+        "carry edge features yet)"));
+  }
   datasets_internal::WarnIfOneDirectional(
       datasets_internal::kImportUndirectedFix, &summary);
   return summary;
@@ -296,7 +341,8 @@ absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
   }
   const std::string whole =
       absl::StrCat(out_dir, ".before-edge-split-", getpid());
-  absl::StatusOr<BuildSummary> built = ImportOgbGraph(options, in, whole);
+  absl::StatusOr<BuildSummary> built =
+      ImportOgbGraph(options, in, whole, /*skip_edge_features=*/true);
   absl::StatusOr<EdgeSplitSummary> split =
       built.ok() ? [&]() -> absl::StatusOr<EdgeSplitSummary> {
     ASSIGN_OR_RETURN(Dataset dataset, LoadDataset(whole));

@@ -44,6 +44,39 @@ RowStats SortRows(const std::vector<int64_t>& indptr,
   return stats;
 }
 
+// SortRows keeping each entry's origin with it: rows sorted by (neighbor,
+// origin), so the first input edge of duplicates is the one kept.
+RowStats SortRowsWithOrigins(const std::vector<int64_t>& indptr,
+                             std::vector<NodeId>& indices,
+                             std::vector<int64_t>& origins, int64_t begin,
+                             int64_t end, std::vector<int64_t>& new_degree) {
+  RowStats stats;
+  std::vector<std::pair<NodeId, int64_t>> row;
+  for (int64_t v = begin; v < end; ++v) {
+    const int64_t first = indptr[v], last = indptr[v + 1];
+    row.clear();
+    for (int64_t e = first; e < last; ++e)
+      row.emplace_back(indices[e], origins[e]);
+    std::sort(row.begin(), row.end());
+    int64_t out = first;
+    for (size_t k = 0; k < row.size(); ++k) {
+      if (k > 0 && row[k].first == row[k - 1].first) {
+        if (row[k].first == v) {
+          ++stats.removed_self;
+        } else {
+          ++stats.removed;
+        }
+        continue;
+      }
+      indices[out] = row[k].first;
+      origins[out] = row[k].second;
+      ++out;
+    }
+    new_degree[v] = out - first;
+  }
+  return stats;
+}
+
 // Counts, over rows [begin, end) of a sorted CSR, the entries u != v and
 // those whose reverse entry (v in row u) exists.
 void CountReciprocated(const std::vector<int64_t>& indptr,
@@ -65,7 +98,8 @@ void CountReciprocated(const std::vector<int64_t>& indptr,
 absl::StatusOr<CsrResult> WriteCsr(int64_t num_nodes, std::vector<NodeId> src,
                                    std::vector<NodeId> dst,
                                    const CsrOptions& options,
-                                   const std::string& dir) {
+                                   const std::string& dir,
+                                   std::vector<int64_t>* origins) {
   CsrResult result;
   const int64_t n = num_nodes;
   const size_t m = src.size();
@@ -88,21 +122,29 @@ absl::StatusOr<CsrResult> WriteCsr(int64_t num_nodes, std::vector<NodeId> src,
   for (int64_t v = 0; v < n; ++v) indptr[v + 1] += indptr[v];
   progress.Update(static_cast<int64_t>(m));
   std::vector<NodeId> indices(indptr[n]);
+  std::vector<int64_t> origin;
+  if (origins != nullptr) origin.resize(indices.size());
   {
     std::vector<int64_t> cursor(indptr.begin(), indptr.end() - 1);
     for (size_t i = 0; i < m; ++i) {
       if (i % kCheckEvery == 0) progress.Update(static_cast<int64_t>(m + i));
       NodeId s = src[i], d = dst[i];
+      const auto edge = static_cast<int64_t>(i);
       if (s == d) {
         if (options.keep_self_loops) {
+          if (origins != nullptr) origin[cursor[d]] = edge;
           indices[cursor[d]++] = s;
         } else {
           ++result.self_loops_dropped;
         }
         continue;
       }
+      if (origins != nullptr) origin[cursor[d]] = edge;
       indices[cursor[d]++] = s;
-      if (options.undirected) indices[cursor[s]++] = d;
+      if (options.undirected) {
+        if (origins != nullptr) origin[cursor[s]] = edge;
+        indices[cursor[s]++] = d;
+      }
     }
   }
   std::vector<NodeId>().swap(src);
@@ -126,10 +168,16 @@ absl::StatusOr<CsrResult> WriteCsr(int64_t num_nodes, std::vector<NodeId> src,
   for (int t = 1; t < threads; ++t) {
     workers.emplace_back([&, t] {
       stats[t] =
-          SortRows(indptr, indices, bounds[t], bounds[t + 1], new_degree);
+          origins != nullptr
+              ? SortRowsWithOrigins(indptr, indices, origin, bounds[t],
+                                    bounds[t + 1], new_degree)
+              : SortRows(indptr, indices, bounds[t], bounds[t + 1], new_degree);
     });
   }
-  stats[0] = SortRows(indptr, indices, bounds[0], bounds[1], new_degree);
+  stats[0] = origins != nullptr
+                 ? SortRowsWithOrigins(indptr, indices, origin, bounds[0],
+                                       bounds[1], new_degree)
+                 : SortRows(indptr, indices, bounds[0], bounds[1], new_degree);
   for (std::thread& w : workers) w.join();
   RowStats total;
   for (const RowStats& s : stats) {
@@ -144,12 +192,20 @@ absl::StatusOr<CsrResult> WriteCsr(int64_t num_nodes, std::vector<NodeId> src,
     if (out != begin) {
       std::copy(indices.begin() + begin,
                 indices.begin() + begin + new_degree[v], indices.begin() + out);
+      if (origins != nullptr) {
+        std::copy(origin.begin() + begin,
+                  origin.begin() + begin + new_degree[v], origin.begin() + out);
+      }
     }
     out += new_degree[v];
     result.max_degree = std::max(result.max_degree, new_degree[v]);
   }
   indptr[n] = out;
   indices.resize(out);
+  if (origins != nullptr) {
+    origin.resize(out);
+    *origins = std::move(origin);
+  }
   result.num_edges = out;
   result.without_neighbors.assign(n, false);
   for (int64_t v = 0; v < n; ++v) {

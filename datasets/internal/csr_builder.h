@@ -54,11 +54,16 @@ struct CsrResult {
 // Row v lists the sources of the edges into v (the neighbors v aggregates
 // from), sorted and without duplicates. `src` and `dst` are consumed (freed
 // once counted) to keep peak memory at edges + CSR.
+// With `origins`, *origins[e] is the index of the input edge CSR entry e
+// came from (an undirected build's two entries of an edge share it; of
+// duplicates, the first input edge is kept): how per-edge data (edge
+// features) follows its edges into the CSR.
 // REQUIRES: every ID in [0, num_nodes), src.size() == dst.size().
 absl::StatusOr<CsrResult> WriteCsr(int64_t num_nodes, std::vector<NodeId> src,
                                    std::vector<NodeId> dst,
                                    const CsrOptions& options,
-                                   const std::string& dir);
+                                   const std::string& dir,
+                                   std::vector<int64_t>* origins = nullptr);
 
 }  // namespace shardgnn::datasets_internal
 

@@ -239,4 +239,68 @@ absl::StatusOr<std::vector<NodeId>> ReadSplitText(const std::string& path,
   return nodes;
 }
 
+absl::StatusOr<FloatRows> ReadFloatRows(const std::string& path, int64_t rows,
+                                        bool edges, const std::string& what,
+                                        bool allow_nonfinite,
+                                        const std::atomic<bool>* cancel,
+                                        int64_t* nonfinite) {
+  ASSIGN_OR_RETURN(std::unique_ptr<LineReader> reader, LineReader::Open(path));
+  Progress progress(absl::StrCat("reading features of ", what), rows, "rows");
+  FloatRows out;
+  std::vector<absl::string_view> fields;
+  const char* unit = edges ? "edge" : "node";
+  int64_t row = 0;
+  absl::string_view line;
+  while (reader->Next(&line)) {
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+      return absl::CancelledError("feature import cancelled");
+    }
+    SplitFields(line, ',', &fields);
+    if (row == 0) {
+      out.dim = static_cast<int64_t>(fields.size());
+      out.values.reserve(static_cast<size_t>(rows * out.dim));
+    } else if (static_cast<int64_t>(fields.size()) != out.dim) {
+      return reader->LineError(absl::StrCat("expected ", out.dim,
+                                            " feature columns (as on line 1), "
+                                            "found ",
+                                            fields.size()));
+    }
+    if (row == rows) {
+      return reader->LineError(absl::StrCat("more feature rows than the ", rows,
+                                            " ", unit, "s of ", what));
+    }
+    for (size_t k = 0; k < fields.size(); ++k) {
+      float value;
+      if (!ParseFloat(fields[k], &value)) {
+        return reader->LineError(absl::StrCat("column ", k + 1, ": \"",
+                                              Shorten(fields[k]),
+                                              "\" is not a number"));
+      }
+      if (!std::isfinite(value)) {
+        if (!allow_nonfinite) {
+          const int64_t column = static_cast<int64_t>(k) + 1;
+          return reader->LineError(
+              edges
+                  ? absl::StrCat("edge ", row, ", column ", column, ": ", value,
+                                 " is not finite (dataset import "
+                                 "--allow-nonfinite keeps it)")
+                  : NonfiniteFeatureError(row, column, value));
+        }
+        ++*nonfinite;
+      }
+      out.values.push_back(value);
+    }
+    if (++row % kProgressEvery == 0) progress.Update(row);
+  }
+  RETURN_IF_ERROR(reader->status());
+  if (row != rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": has ", row, " feature rows but ", what, " has ",
+                     rows, " ", unit, rows == 1 ? "" : "s"));
+  }
+  progress.Update(row);
+  progress.Done();
+  return out;
+}
+
 }  // namespace shardgnn::datasets_internal

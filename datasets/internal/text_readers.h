@@ -46,6 +46,23 @@ absl::StatusOr<int64_t> StreamFeatureRows(
     const std::string& path, int64_t num_nodes, const std::string& npy_path,
     const std::atomic<bool>* cancel, bool allow_nonfinite, int64_t* nonfinite);
 
+// Rows of comma-separated floats, all of the first row's width.
+struct FloatRows {
+  int64_t dim = 0;
+  std::vector<float> values;  // rows * dim, row-major.
+};
+
+// Reads exactly `rows` feature rows of `what` ("node type paper", "relation
+// paper___cites___paper", "the edges") from `path`; `edges` says whether a
+// row is an edge's or a node's (in errors). Non-finite values fail (naming
+// the line) unless `allow_nonfinite`; then *nonfinite counts them. Stops
+// with CancelledError once *cancel (may be null) is set.
+absl::StatusOr<FloatRows> ReadFloatRows(const std::string& path, int64_t rows,
+                                        bool edges, const std::string& what,
+                                        bool allow_nonfinite,
+                                        const std::atomic<bool>* cancel,
+                                        int64_t* nonfinite);
+
 // Reads a split file of node indices, checks them against num_nodes and
 // for repeats, and returns them sorted.
 absl::StatusOr<std::vector<NodeId>> ReadSplitText(const std::string& path,

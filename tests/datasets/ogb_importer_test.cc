@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/str_join.h"
 #include "common/file_util.h"
 #include "common/progress.h"
 #include "datasets/dataset.h"
@@ -77,6 +78,33 @@ TEST_F(OgbImporterTest, ImportsTinyUndirected) {
   EXPECT_EQ(d.manifest.name, "in");
   EXPECT_EQ(d.splits["train"], (std::vector<NodeId>{0, 1}));
   EXPECT_EQ(d.splits["test"], (std::vector<NodeId>{4}));
+}
+
+// raw/edge-feat.csv rows follow their edges into the CSR: both entries of an
+// undirected edge carry its row, a duplicate keeps the first edge's row, a
+// dropped self-loop's row goes with it.
+TEST_F(OgbImporterTest, EdgeFeaturesFollowTheirEdges) {
+  // Edge i's features: (i, 10 i).
+  WriteGzip(in_ + "/raw/edge-feat.csv.gz",
+            "0,0\n1,10\n2,20\n3,30\n4,40\n5,50\n");
+  ASSERT_OK_AND_ASSIGN(BuildSummary s, ImportOgb(Options(), tmp_.Sub("out")));
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
+  EXPECT_EQ(d.manifest.edge_feature_dim, 2);
+  ASSERT_EQ(d.edge_features.size(), 1u);
+  // CSR (as ImportsTinyUndirected): row 0 {1}, row 1 {0, 2}, row 2 {1, 3},
+  // row 3 {2, 4}, row 4 {3}; edges 0-1 (edge 0; its duplicate 1,0 is edge 4),
+  // 1-2 (1), 2-3 (2), 3-4 (3).
+  const std::vector<int> edge_of_entry = {0, 0, 1, 1, 2, 2, 3, 3};
+  ASSERT_EQ(d.edge_features[0].size(), 2 * edge_of_entry.size());
+  for (size_t e = 0; e < edge_of_entry.size(); ++e) {
+    EXPECT_EQ(d.edge_features[0][2 * e], edge_of_entry[e]) << "entry " << e;
+    EXPECT_EQ(d.edge_features[0][2 * e + 1], 10 * edge_of_entry[e]);
+  }
+  EXPECT_THAT(absl::StrJoin(s.notes, "\n"), HasSubstr("edge features: 2"));
+  // A row short: one clear error, nothing left behind.
+  std::filesystem::remove_all(tmp_.Sub("out"));
+  WriteGzip(in_ + "/raw/edge-feat.csv.gz", "0,0\n1,10\n2,20\n3,30\n4,40\n");
+  ExpectFailure("has 5 feature rows but the graph has 6 edges");
 }
 
 TEST_F(OgbImporterTest, DirectedKeepsOrientationAndSelfLoopOnRequest) {
