@@ -68,6 +68,29 @@ std::string DescribePartition(const PartitionManifest& m) {
                           range, info.nodes, info.edges, info.cut_edges,
                           split_cells, cut_pct, info.dir);
   }
+  if (m.typed()) {
+    // Each node type's nodes per part (from its type ranges), and the
+    // relations.
+    absl::StrAppendFormat(&out, "\n  %-20s %10s", "node type", "nodes");
+    for (int p = 0; p < m.num_parts; ++p)
+      absl::StrAppendFormat(&out, " %10s", absl::StrCat("part ", p));
+    out += "\n";
+    for (size_t t = 0; t < m.node_types.size(); ++t) {
+      const NodeType& type = m.node_types[t];
+      absl::StrAppendFormat(&out, "  %-20s %10d", type.name, type.count);
+      for (const PartInfo& info : m.parts) {
+        const bool fits = info.type_starts.size() == m.node_types.size() + 1;
+        absl::StrAppendFormat(
+            &out, " %10d",
+            fits ? info.type_starts[t + 1] - info.type_starts[t] : 0);
+      }
+      out += "\n";
+    }
+    for (const EdgeType& r : m.edge_types) {
+      absl::StrAppendFormat(&out, "  relation %-40s %12d edges\n",
+                            EdgeTypeKey(r), r.count);
+    }
+  }
   return out;
 }
 

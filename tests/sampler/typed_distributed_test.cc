@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/npy.h"
 #include "common/progress.h"
 #include "datasets/dataset.h"
@@ -154,9 +155,21 @@ TEST(TypedPartitionTest,
     per_relation[std::get<0>(key)] += count;
   for (size_t r = 0; r < m.edge_types.size(); ++r)
     EXPECT_EQ(per_relation[r], d.manifest.edge_types[r].count) << r;
-  // Balance of each node type is reported.
-  for (const NodeType& t : m.node_types)
+  // Balance of each node type is reported; `info` shows each type's nodes
+  // per part and every relation's edges.
+  const std::string described = DescribePartition(m);
+  for (const NodeType& t : m.node_types) {
     EXPECT_EQ(m.balance.count("nodes_" + t.name), 1u) << t.name;
+    EXPECT_THAT(described, ::testing::ContainsRegex(
+                               absl::StrCat(t.name, " +", t.count, " ")))
+        << described;
+  }
+  for (const EdgeType& r : m.edge_types) {
+    EXPECT_THAT(described,
+                ::testing::ContainsRegex(absl::StrCat(
+                    "relation ", EdgeTypeKey(r), " +", r.count, " edges")))
+        << described;
+  }
 }
 
 class TypedDistributedTest : public ::testing::TestWithParam<bool> {};
