@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/json_ints.h"
+#include "datasets/type_json.h"
 #include "nlohmann/json.hpp"
 
 namespace shardgnn {
@@ -48,22 +49,8 @@ std::string ShardMeta::ToJson() const {
   j["partition_id"] = partition_id;
   j["content_checksum"] = content_checksum;
   if (typed()) {
-    nlohmann::ordered_json types = nlohmann::ordered_json::array();
-    for (const NodeType& t : node_types) {
-      types.push_back({{"name", t.name},
-                       {"count", t.count},
-                       {"feature_dim", t.feature_dim}});
-    }
-    j["node_types"] = std::move(types);
-    nlohmann::ordered_json relations = nlohmann::ordered_json::array();
-    for (const EdgeType& e : edge_types) {
-      relations.push_back({{"src", e.src},
-                           {"relation", e.relation},
-                           {"dst", e.dst},
-                           {"count", e.count},
-                           {"feature_dim", e.feature_dim}});
-    }
-    j["edge_types"] = std::move(relations);
+    j["node_types"] = NodeTypesJson(node_types);
+    j["edge_types"] = EdgeTypesJson(edge_types);
     j["type_starts"] = type_starts;
   }
   if (label_columns != 1) j["label_columns"] = label_columns;

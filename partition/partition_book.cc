@@ -12,6 +12,7 @@
 #include "common/json_ints.h"
 #include "common/npy.h"
 #include "common/status.h"
+#include "datasets/type_json.h"
 #include "nlohmann/json.hpp"
 
 namespace shardgnn {
@@ -78,22 +79,8 @@ std::string PartitionManifest::ToJson() const {
     j["edge_splits"] = e;
   }
   if (typed()) {
-    nlohmann::ordered_json types = nlohmann::ordered_json::array();
-    for (const NodeType& t : node_types) {
-      types.push_back({{"name", t.name},
-                       {"count", t.count},
-                       {"feature_dim", t.feature_dim}});
-    }
-    j["node_types"] = types;
-    nlohmann::ordered_json relations = nlohmann::ordered_json::array();
-    for (const EdgeType& r : edge_types) {
-      relations.push_back({{"src", r.src},
-                           {"relation", r.relation},
-                           {"dst", r.dst},
-                           {"count", r.count},
-                           {"feature_dim", r.feature_dim}});
-    }
-    j["edge_types"] = relations;
+    j["node_types"] = NodeTypesJson(node_types);
+    j["edge_types"] = EdgeTypesJson(edge_types);
   }
   if (multilabel) j["multilabel"] = true;
   return j.dump(2) + "\n";
