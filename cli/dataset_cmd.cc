@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
 #include "common/status.h"
+#include "datasets/class_split.h"
 #include "datasets/edge_split.h"
 #include "datasets/generators.h"
 #include "datasets/importers.h"
@@ -39,6 +41,10 @@ struct ImportFlags {
   uint64_t seed = 0;
   bool seed_given = false;  // --seed on the command line.
   std::string edge_split;   // Link prediction: "TRAIN,VALID,TEST" fractions.
+  // --split random:N,M (every format; edgelist also takes fractions) and its
+  // seed.
+  std::string split = "0.1,0.1,0.8";
+  uint64_t split_seed = 0;
   // ogb, ogb-hetero
   std::string split_name;
   // ogb-hetero, hgb
@@ -56,7 +62,6 @@ struct ImportFlags {
   std::string edges;
   std::string features;
   std::string labels;
-  std::string split = "0.1,0.1,0.8";
   std::vector<std::string> split_files;
 };
 
@@ -126,7 +131,10 @@ absl::StatusOr<std::string> FindBySuffix(const std::string& dir,
 }
 
 // The --format values that read each format-specific flag of `dataset
-// import`, in the order errors list them.
+// import`, in the order errors list them. --split is two entries: its
+// fractions and its per-class random form.
+constexpr char kRandomSplit[] = "--split random:N,M";
+
 struct FormatFlag {
   const char* flag;
   std::vector<std::string> formats;
@@ -151,6 +159,8 @@ const std::vector<FormatFlag>& FormatFlags() {
       {"--features", {"edgelist"}},
       {"--labels", {"edgelist"}},
       {"--split", {"edgelist"}},
+      {kRandomSplit, {"ogb", "linqs", "edgelist", "ogb-hetero", "hgb"}},
+      {"--split-seed", {"ogb", "linqs", "edgelist", "ogb-hetero", "hgb"}},
       {"--split-file", {"edgelist"}},
   };
   return *flags;
@@ -159,7 +169,13 @@ const std::vector<FormatFlag>& FormatFlags() {
 // Refuses flags given on the command line that the chosen format would
 // ignore, naming all of them in one line.
 absl::Status CheckFlagsApply(const CLI::App& cmd, const ImportFlags& f) {
-  auto given = [&](const char* flag) { return cmd.count(flag) > 0; };
+  const bool random_split =
+      cmd.count("--split") > 0 && IsClassSplitSpec(f.split);
+  auto given = [&](const std::string& flag) {
+    if (flag == "--split") return cmd.count(flag) > 0 && !random_split;
+    if (flag == kRandomSplit) return random_split;
+    return cmd.count(flag) > 0;
+  };
   std::vector<std::string> foreign;
   for (const FormatFlag& ff : FormatFlags()) {
     if (!given(ff.flag) || std::find(ff.formats.begin(), ff.formats.end(),
@@ -171,10 +187,13 @@ absl::Status CheckFlagsApply(const CLI::App& cmd, const ImportFlags& f) {
   }
   if (!foreign.empty()) {
     std::string hint;
-    if (f.format == "ogb" && given("--split")) {
-      hint =
-          "; an OGB split is a folder split/<name>/: choose one with "
-          "--split-name";
+    if (given("--split")) {
+      hint = absl::StrCat(
+          "; its --split takes random:N,M only",
+          f.format == "ogb" || f.format == "ogb-hetero"
+              ? " (otherwise the split is a folder split/<name>/: choose one "
+                "with --split-name)"
+              : "");
     }
     return absl::InvalidArgumentError(
         absl::StrCat("--format ", f.format, " does not take ",
@@ -187,15 +206,48 @@ absl::Status CheckFlagsApply(const CLI::App& cmd, const ImportFlags& f) {
         "given; drop one or the other");
   }
   if (f.format == "edgelist" && given("--split-file") &&
-      (given("--split") || given("--seed"))) {
+      (cmd.count("--split") > 0 || given("--seed"))) {
     return absl::InvalidArgumentError(
         "--format edgelist: --split and --seed make a random split, which "
         "--split-file replaces; give one or the other");
+  }
+  if (!random_split) {
+    if (given("--split-seed")) {
+      return absl::InvalidArgumentError(
+          "--split-seed seeds --split random:N,M only; give that too");
+    }
+    return absl::OkStatus();
+  }
+  std::vector<std::string> replaced;
+  for (const char* flag : {"--split-name", "--train-per-class", "--valid",
+                           "--test", "--valid-fraction"}) {
+    if (given(flag)) replaced.push_back(flag);
+  }
+  if (!replaced.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--format ", f.format, ": --split random:N,M replaces the split that ",
+        absl::StrJoin(replaced, ", "), " would shape; give one or the other"));
+  }
+  if (given("--seed") && f.edge_split.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--format ", f.format,
+        ": --seed seeds no split here (only --edge-split and generated "
+        "splits); --split random:N,M is seeded by --split-seed"));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<BuildSummary> RunImport(const ImportFlags& f) {
+  std::optional<ClassSplitOptions> class_split;
+  if (IsClassSplitSpec(f.split)) {
+    absl::StatusOr<ClassSplitOptions> parsed = ParseClassSplit(f.split);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", parsed.status().message()));
+    }
+    class_split = *parsed;
+    class_split->seed = f.split_seed;
+  }
   if (f.format == "ogb-hetero" || f.format == "hgb") {
     if (f.input.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -212,11 +264,13 @@ absl::StatusOr<BuildSummary> RunImport(const ImportFlags& f) {
       options.allow_nonfinite = f.allow_nonfinite;
       options.valid_fraction = f.valid_fraction;
       options.seed = f.seed;
+      options.class_split = class_split;
       return ImportHgb(options, f.out);
     }
     OgbHeteroImportOptions options;
     options.input_dir = f.input;
     options.split = f.split_name;
+    options.class_split = class_split;
     options.add_reverse = f.add_reverse;
     options.keep_self_loops = f.keep_self_loops;
     options.name = f.name;
@@ -235,6 +289,7 @@ absl::StatusOr<BuildSummary> RunImport(const ImportFlags& f) {
     OgbImportOptions options;
     options.input_dir = f.input;
     options.split = f.split_name;
+    options.class_split = class_split;
     options.edges = edges;
     options.name = f.name;
     options.allow_nonfinite = f.allow_nonfinite;
@@ -277,6 +332,7 @@ absl::StatusOr<BuildSummary> RunImport(const ImportFlags& f) {
     options.num_valid = f.num_valid;
     options.num_test = f.num_test;
     options.seed = f.seed;
+    options.class_split = class_split;
     options.name = f.name;
     options.allow_nonfinite = f.allow_nonfinite;
     return ImportLinqs(options, f.out);
@@ -299,7 +355,11 @@ absl::StatusOr<BuildSummary> RunImport(const ImportFlags& f) {
     }
     options.split_paths[parts[0]] = parts[1];
   }
-  ASSIGN_OR_RETURN(options.split_fractions, ParseFractions(f.split));
+  if (class_split.has_value()) {
+    options.class_split = class_split;
+  } else {
+    ASSIGN_OR_RETURN(options.split_fractions, ParseFractions(f.split));
+  }
   options.seed = f.seed;
   options.edges = edges;
   options.name = f.name;
@@ -432,9 +492,14 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
                          "as float32)");
   import_cmd->add_option("--labels", i.labels,
                          "edgelist: int64 or int32 .npy [N]");
-  import_cmd->add_option("--split", i.split,
-                         "edgelist: random split fractions train,valid,test "
-                         "(default 0.1,0.1,0.8)");
+  import_cmd->add_option(
+      "--split", i.split,
+      "random:N,M (every format): N train and M valid nodes per class, drawn "
+      "at random, the other labeled nodes test (replaces the input's split); "
+      "edgelist also: random split fractions train,valid,test (default "
+      "0.1,0.1,0.8)");
+  import_cmd->add_option("--split-seed", i.split_seed,
+                         "Seed of --split random:N,M (default 0)");
   import_cmd->add_option("--split-file", i.split_files,
                          "edgelist: NAME=PATH of an int64 .npy of node indices "
                          "or a bool mask [N] (repeatable; replaces the random "

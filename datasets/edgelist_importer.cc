@@ -262,7 +262,18 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
       std::vector<int64_t> labels,
       ReadLabelsNpy(options.labels_path, n, options.features_path));
   datasets_internal::Splits splits;
-  if (options.split_paths.empty()) {
+  BuildSummary summary;
+  if (options.split_paths.empty() && options.class_split.has_value()) {
+    absl::StatusOr<datasets_internal::Splits> made =
+        datasets_internal::MakeClassSplit(labels, *options.class_split,
+                                          &summary.notes, &summary.warnings);
+    if (!made.ok()) {
+      return absl::Status(
+          made.status().code(),
+          absl::StrCat(options.labels_path, ": ", made.status().message()));
+    }
+    splits = *std::move(made);
+  } else if (options.split_paths.empty()) {
     if (options.split_fractions.size() != 3) {
       return absl::InvalidArgumentError(
           "split fractions: expected three (train, valid, test)");
@@ -275,7 +286,6 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
       ASSIGN_OR_RETURN(splits[name], ReadSplitNpy(path, n));
     }
   }
-  BuildSummary summary;
   std::vector<NodeId> src, dst;
   std::string header_line;  // Of a text edge list, if it has one.
   if (IsNpyFile(edges_path)) {
@@ -318,13 +328,14 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
   for (const auto& [name, nodes] : splits) {
     manifest.splits[name] = static_cast<int64_t>(nodes.size());
   }
-  manifest.source =
-      absl::StrCat("imported from edge list ", edges_path, " with features ",
-                   options.features_path, " and labels ", options.labels_path,
-                   options.edges.undirected ? "; reverse edges added" : "",
-                   options.split_paths.empty()
-                       ? absl::StrCat("; random split with seed ", options.seed)
-                       : "; split from .npy files");
+  manifest.source = absl::StrCat(
+      "imported from edge list ", edges_path, " with features ",
+      options.features_path, " and labels ", options.labels_path,
+      options.edges.undirected ? "; reverse edges added" : "",
+      !options.split_paths.empty() ? "; split from .npy files"
+      : options.class_split.has_value()
+          ? absl::StrCat("; split ", ClassSplitName(*options.class_split))
+          : absl::StrCat("; random split with seed ", options.seed));
   RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(
       staging.get(), manifest, result, splits, start, &summary));
   datasets_internal::NoteNonfiniteFeatures(nonfinite, &summary);

@@ -531,6 +531,12 @@ absl::StatusOr<BuildSummary> ImportHgb(const HgbImportOptions& options,
     RETURN_IF_ERROR(ReadLabels(*test_path, nodes, &labels, &test));
   }
   labels.where = {};
+  if (labels.multilabel && options.class_split.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        label_path,
+        ": multi-label (some nodes have several comma-separated labels); a "
+        "per-class random split needs one class per node"));
+  }
 
   BuildSummary summary;
   Dataset dataset;
@@ -584,7 +590,15 @@ absl::StatusOr<BuildSummary> ImportHgb(const HgbImportOptions& options,
   manifest.multilabel = labels.multilabel;
   manifest.target_types = {nodes.types[labels.type].name};
   ASSIGN_OR_RETURN(dataset.labels, LabelArray(labels, n));
-  {
+  if (options.class_split.has_value()) {
+    // Over label.dat and label.dat.test together.
+    ASSIGN_OR_RETURN(dataset.splits, datasets_internal::MakeClassSplit(
+                                         dataset.labels, *options.class_split,
+                                         &summary.notes, &summary.warnings));
+    for (const auto& [name, split] : dataset.splits) {
+      manifest.splits[name] = static_cast<int64_t>(split.size());
+    }
+  } else {
     std::vector<int64_t> in_label_dat(n, -1);
     for (NodeId v : labeled) in_label_dat[v] = 0;
     datasets_internal::Splits splits = datasets_internal::RandomSplit(
@@ -599,16 +613,22 @@ absl::StatusOr<BuildSummary> ImportHgb(const HgbImportOptions& options,
   }
   manifest.source = absl::StrFormat(
       "imported from the HGB layout at %s (node types and relations named by "
-      "their numbers in node.dat and link.dat); label.dat split at random "
-      "with seed %d, %g of it to valid%s",
-      dir, options.seed, options.valid_fraction,
-      test_path.ok() ? "; label.dat.test is the test split" : "");
+      "their numbers in node.dat and link.dat); %s",
+      dir,
+      options.class_split.has_value()
+          ? absl::StrCat("split ", ClassSplitName(*options.class_split),
+                         " over label.dat",
+                         test_path.ok() ? " and label.dat.test" : "")
+          : absl::StrFormat(
+                "label.dat split at random with seed %d, %g of it to valid%s",
+                options.seed, options.valid_fraction,
+                test_path.ok() ? "; label.dat.test is the test split" : ""));
   if (labels.multilabel) {
     summary.notes.push_back(absl::StrCat("multi-label: ", labels.num_classes,
                                          " classes, labels stored as 0/1 "
                                          "rows"));
   }
-  if (!test_path.ok()) {
+  if (!test_path.ok() && !options.class_split.has_value()) {
     summary.notes.push_back("no label.dat.test: no test split");
   }
 

@@ -31,10 +31,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "datasets/class_split.h"
 #include "datasets/summary.h"
 
 namespace shardgnn {
@@ -51,6 +53,9 @@ struct OgbImportOptions {
   // Which split/<name>/ to use (`dataset import --split-name`); empty: the
   // only one there (an error naming them if there are several).
   std::string split;
+  // Given: a per-class random split of the labeled nodes (class_split.h)
+  // instead of split/, which need not exist; raw/node-label.csv must.
+  std::optional<ClassSplitOptions> class_split;
   EdgeOptions edges;
   std::string name;  // Dataset name; empty: the input directory's name.
   bool allow_nonfinite = false;  // Keep NaN/infinite features (see above).
@@ -91,6 +96,8 @@ struct LinqsImportOptions {
   int64_t num_valid = 500;
   int64_t num_test = 1000;
   uint64_t seed = 0;
+  // Given: a per-class random split (class_split.h) instead.
+  std::optional<ClassSplitOptions> class_split;
   std::string name;              // Empty: the .content file's base name.
   bool allow_nonfinite = false;  // Keep NaN/infinite features (see above).
 };
@@ -116,6 +123,9 @@ struct EdgeListImportOptions {
   std::map<std::string, std::string> split_paths;
   std::vector<double> split_fractions = {0.1, 0.1, 0.8};
   uint64_t seed = 0;
+  // Given (and split_paths empty): a per-class random split (class_split.h)
+  // instead of split_fractions.
+  std::optional<ClassSplitOptions> class_split;
   EdgeOptions edges;
   std::string name;              // Empty: the edge file's base name.
   bool allow_nonfinite = false;  // Keep NaN/infinite features (see above).
@@ -133,6 +143,10 @@ struct OgbHeteroImportOptions {
   std::string input_dir;  // Holds raw/ and split/.
   // Which split/<name>/ to use; empty: the only one there.
   std::string split;
+  // Given: a per-class random split of the target types' labeled nodes
+  // (class_split.h; classes numbered as in the labels) instead of split/,
+  // which need not exist.
+  std::optional<ClassSplitOptions> class_split;
   bool add_reverse = false;  // TypedGraphOptions::add_reverse.
   bool keep_self_loops = false;
   std::string name;  // Empty: the input directory's name.
@@ -161,6 +175,10 @@ struct HgbImportOptions {
   // (this fraction to validation, seeded); label.dat.test is the test set.
   double valid_fraction = 0.2;
   uint64_t seed = 0;
+  // Given: a per-class random split (class_split.h) of every labeled node of
+  // label.dat and label.dat.test together instead; refused for multi-label
+  // data (a node of several classes belongs to no one class).
+  std::optional<ClassSplitOptions> class_split;
 };
 
 // The Heterogeneous Graph Benchmark's layout (HGB, Lv et al. 2021), tab-

@@ -157,9 +157,13 @@ absl::StatusOr<BuildSummary> ImportLinqs(const LinqsImportOptions& options,
         absl::StrCat(cites_path, ": the graph has no edges"));
   }
   absl::StatusOr<datasets_internal::Splits> splits =
-      datasets_internal::StratifiedSplit(
-          content.labels, num_classes, options.train_per_class,
-          options.num_valid, options.num_test, options.seed);
+      options.class_split.has_value()
+          ? datasets_internal::MakeClassSplit(content.labels,
+                                              *options.class_split,
+                                              &summary.notes, &summary.warnings)
+          : datasets_internal::StratifiedSplit(
+                content.labels, num_classes, options.train_per_class,
+                options.num_valid, options.num_test, options.seed);
   if (!splits.ok()) return Annotate(splits.status(), content_path);
 
   ASSIGN_OR_RETURN(std::unique_ptr<StagingDir> staging,
@@ -194,9 +198,13 @@ absl::StatusOr<BuildSummary> ImportLinqs(const LinqsImportOptions& options,
   manifest.source = absl::StrCat(
       "imported from LINQS files ", content_path, " and ", cites_path,
       options.edges.undirected ? " (symmetrized)" : " (citing -> cited)",
-      "; stratified split with seed ", options.seed, " (",
-      options.train_per_class, " per class train, ", options.num_valid,
-      " valid, ", options.num_test, " test); classes: ", classes);
+      options.class_split.has_value()
+          ? absl::StrCat("; split ", ClassSplitName(*options.class_split))
+          : absl::StrCat("; stratified split with seed ", options.seed, " (",
+                         options.train_per_class, " per class train, ",
+                         options.num_valid, " valid, ", options.num_test,
+                         " test)"),
+      "; classes: ", classes);
   RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(
       staging.get(), manifest, result, *splits, start, &summary));
   datasets_internal::NoteNonfiniteFeatures(content.nonfinite, &summary);

@@ -501,7 +501,15 @@ absl::StatusOr<HeteroInputs> FindHeteroInputs(
   ASSIGN_OR_RETURN(in.labels, FindTypeFiles(dirs, "node-label.csv.gz"));
   std::vector<std::string> targets;
   for (const auto& [t, path] : in.labels) targets.push_back(in.types[t].name);
-
+  if (options.class_split.has_value()) {  // Replaces split/, not read.
+    if (in.labels.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(in.raw,
+                       ": no raw/node-label/<type>/node-label.csv (a per-class "
+                       "random split needs node labels)"));
+    }
+    return in;
+  }
   ASSIGN_OR_RETURN(in.split_dir, FindSplitDir(options));
   ASSIGN_OR_RETURN(dirs, FindTypeDirs(in.split_dir, in.types));
   if (dirs.empty()) {
@@ -595,10 +603,16 @@ absl::StatusOr<BuildSummary> ImportOgbHetero(
   });
   std::vector<int64_t> labels;
   datasets_internal::Splits splits;
+  std::vector<std::string> split_notes, split_warnings;
   std::vector<RelationEdges> relations;
   int64_t edge_nonfinite = 0;
   absl::Status status = [&]() -> absl::Status {
     RETURN_IF_ERROR(ReadLabelsAndSplits(in, &labels, &splits));
+    if (options.class_split.has_value()) {
+      ASSIGN_OR_RETURN(splits, datasets_internal::MakeClassSplit(
+                                   labels, *options.class_split, &split_notes,
+                                   &split_warnings));
+    }
     for (const RelationInput& r : in.relations) {
       if (cancel.load(std::memory_order_relaxed)) break;
       ASSIGN_OR_RETURN(RelationEdges edges,
@@ -639,10 +653,13 @@ absl::StatusOr<BuildSummary> ImportOgbHetero(
   for (const auto& [name, nodes] : splits) {
     manifest.splits[name] = static_cast<int64_t>(nodes.size());
   }
-  manifest.source = absl::StrCat(
-      "imported from the OGB heterogeneous raw layout at ", options.input_dir,
-      " (split ", fs::path(in.split_dir).filename().string(), ")",
-      options.add_reverse ? "; reverse relations added" : "");
+  manifest.source =
+      absl::StrCat("imported from the OGB heterogeneous raw layout at ",
+                   options.input_dir, " (split ",
+                   options.class_split.has_value()
+                       ? ClassSplitName(*options.class_split)
+                       : fs::path(in.split_dir).filename().string(),
+                   ")", options.add_reverse ? "; reverse relations added" : "");
   dataset.type_features = std::move(type_features);
   dataset.labels = std::move(labels);
   dataset.splits = splits;
@@ -670,7 +687,11 @@ absl::StatusOr<BuildSummary> ImportOgbHetero(
     notes.push_back(
         absl::StrCat("not imported: ", absl::StrJoin(unused, ", ")));
   }
+  summary.notes.insert(summary.notes.end(), split_notes.begin(),
+                       split_notes.end());
   summary.notes.insert(summary.notes.end(), notes.begin(), notes.end());
+  summary.warnings.insert(summary.warnings.end(), split_warnings.begin(),
+                          split_warnings.end());
   summary.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

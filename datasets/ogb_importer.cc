@@ -126,12 +126,24 @@ absl::StatusOr<OgbInputs> FindOgbInputs(const OgbImportOptions& options,
   absl::StatusOr<std::string> edge_features =
       FindInput(JoinPath(raw, "edge-feat.csv.gz"));
   if (edge_features.ok()) in.edge_features = *edge_features;
+  absl::StatusOr<std::string> labels =
+      FindInput(JoinPath(raw, "node-label.csv.gz"));
+  if (options.class_split.has_value()) {
+    // A per-class random split replaces split/, which is not read.
+    *edge_split = false;
+    if (!labels.ok()) {
+      return absl::Status(
+          labels.status().code(),
+          absl::StrCat(labels.status().message(),
+                       " (a per-class random split needs node labels)"));
+    }
+    in.labels = *labels;
+    return in;
+  }
   ASSIGN_OR_RETURN(in.split_dir, FindSplitDir(options));
   ASSIGN_OR_RETURN(std::string train,
                    FindInput(JoinPath(in.split_dir, "train.csv.gz")));
   ASSIGN_OR_RETURN(*edge_split, HoldsPairs(train));
-  absl::StatusOr<std::string> labels =
-      FindInput(JoinPath(raw, "node-label.csv.gz"));
   // Link prediction datasets (ogbl-*) have no node labels.
   if (labels.ok()) {
     in.labels = *labels;
@@ -189,6 +201,7 @@ absl::StatusOr<BuildSummary> ImportOgbGraph(const OgbImportOptions& options,
   std::vector<NodeId> src, dst;
   std::vector<int64_t> labels;
   datasets_internal::Splits splits;
+  BuildSummary summary;
   // This thread reads labels and splits (small, so bad ones fail fast), then
   // the edges, and builds the CSR while the feature rows may still stream.
   datasets_internal::CsrResult result;
@@ -203,6 +216,17 @@ absl::StatusOr<BuildSummary> ImportOgbGraph(const OgbImportOptions& options,
     }
     for (const auto& [name, path] : split_paths) {
       ASSIGN_OR_RETURN(splits[name], datasets_internal::ReadSplitText(path, n));
+    }
+    if (options.class_split.has_value()) {
+      absl::StatusOr<datasets_internal::Splits> made =
+          datasets_internal::MakeClassSplit(labels, *options.class_split,
+                                            &summary.notes, &summary.warnings);
+      if (!made.ok()) {
+        return absl::Status(
+            made.status().code(),
+            absl::StrCat(label_path, ": ", made.status().message()));
+      }
+      splits = *std::move(made);
     }
     // The count is only a hint (the file is checked against it below).
     src.reserve(std::min<int64_t>(m, int64_t{1} << 28));
@@ -252,7 +276,6 @@ absl::StatusOr<BuildSummary> ImportOgbGraph(const OgbImportOptions& options,
   RETURN_IF_ERROR(status);
   RETURN_IF_ERROR(dim.status());
 
-  BuildSummary summary;
   summary.out_dir = out_dir;
   summary.input_edges = m;
   DatasetManifest& manifest = summary.manifest;
@@ -270,10 +293,11 @@ absl::StatusOr<BuildSummary> ImportOgbGraph(const OgbImportOptions& options,
   for (const auto& [name, nodes] : splits) {
     manifest.splits[name] = static_cast<int64_t>(nodes.size());
   }
-  manifest.source =
-      absl::StrCat("imported from the OGB raw layout at ", options.input_dir,
-                   " (split ", fs::path(split_dir).filename().string(), ")",
-                   options.edges.undirected ? "; reverse edges added" : "");
+  manifest.source = absl::StrCat(
+      "imported from the OGB raw layout at ", options.input_dir, " (split ",
+      options.class_split.has_value() ? ClassSplitName(*options.class_split)
+                                      : fs::path(split_dir).filename().string(),
+      ")", options.edges.undirected ? "; reverse edges added" : "");
   RETURN_IF_ERROR(datasets_internal::CommitDatasetDir(
       staging.get(), manifest, result, splits, start, &summary));
   datasets_internal::NoteNonfiniteFeatures(nonfinite + edge_nonfinite,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <numeric>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -171,6 +172,21 @@ absl::StatusOr<Splits> StratifiedSplit(const std::vector<int64_t>& labels,
   splits["test"].assign(rest.begin() + num_valid,
                         rest.begin() + num_valid + num_test);
   for (auto& [name, nodes] : splits) std::sort(nodes.begin(), nodes.end());
+  return splits;
+}
+
+absl::StatusOr<Splits> MakeClassSplit(const std::vector<int64_t>& labels,
+                                      const ClassSplitOptions& options,
+                                      std::vector<std::string>* notes,
+                                      std::vector<std::string>* warnings) {
+  ASSIGN_OR_RETURN(ClassSplit split, RandomClassSplit(labels, options));
+  notes->push_back(DescribeClassSplit(options, split));
+  std::string warning = SmallClassWarning(options, split);
+  if (!warning.empty()) warnings->push_back(std::move(warning));
+  Splits splits;
+  splits["train"] = std::move(split.train);
+  splits["valid"] = std::move(split.valid);
+  splits["test"] = std::move(split.test);
   return splits;
 }
 

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/types.h"
+#include "datasets/class_split.h"
 #include "datasets/summary.h"
 
 namespace shardgnn::datasets_internal {
@@ -55,6 +56,14 @@ absl::StatusOr<Splits> StratifiedSplit(const std::vector<int64_t>& labels,
                                        int64_t train_per_class,
                                        int64_t num_valid, int64_t num_test,
                                        uint64_t seed);
+
+// RandomClassSplit of `labels` as train, valid and test (each written, even
+// if empty); its description appended to *notes and, when some classes are
+// smaller than N + M, their warning to *warnings.
+absl::StatusOr<Splits> MakeClassSplit(const std::vector<int64_t>& labels,
+                                      const ClassSplitOptions& options,
+                                      std::vector<std::string>* notes,
+                                      std::vector<std::string>* warnings);
 
 // What is wrong with the non-finite feature `value` of `node` in `column`
 // (1-based, as the input counts its columns), and how to keep such values.

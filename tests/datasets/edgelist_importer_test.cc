@@ -72,6 +72,32 @@ TEST_F(EdgeListImporterTest, ImportsDirectedWithRandomSplit) {
   }
 }
 
+// A per-class random split leaves the unlabeled node 3 out: class 0 (node 0)
+// and class 1 (nodes 1, 2) each give one train node; one of class 1 is left
+// for valid; the warning names both classes (fewer than 1 + 1 for class 0).
+TEST_F(EdgeListImporterTest, RandomPerClassSplitLeavesUnlabeledOut) {
+  EdgeListImportOptions options = Options();
+  options.class_split = ClassSplitOptions{1, 1, 0};
+  ASSERT_OK_AND_ASSIGN(BuildSummary s,
+                       ImportEdgeList(options, tmp_.Sub("out")));
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
+  ASSERT_EQ(d.splits["train"].size(), 2u);
+  EXPECT_EQ(d.splits["train"][0], 0);
+  EXPECT_EQ(d.splits["valid"].size(), 1u);
+  EXPECT_TRUE(d.splits["test"].empty());
+  EXPECT_THAT(s.warnings,
+              Contains(HasSubstr("1 class has fewer than 2 (1 + 1) labeled "
+                                 "nodes: class 0 (1 node)")));
+  EXPECT_THAT(d.manifest.source, HasSubstr("split random:1,1 seed 0"));
+}
+
+TEST_F(EdgeListImporterTest, RandomPerClassSplitNeedsLabels) {
+  ASSERT_OK(WriteNpy<int64_t>(tmp_.Sub("in/y.npy"), {4}, {-1, -1, -1, -1}));
+  EdgeListImportOptions options = Options();
+  options.class_split = ClassSplitOptions{1, 1, 0};
+  ExpectFailure(options, "y.npy: no node is labeled");
+}
+
 TEST_F(EdgeListImporterTest, UndirectedWithSplitFiles) {
   ASSERT_OK(WriteNpy<int64_t>(tmp_.Sub("in/train.npy"), {2}, {2, 0}));
   EdgeListImportOptions options = Options();

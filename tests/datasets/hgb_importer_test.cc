@@ -216,6 +216,35 @@ TEST_F(HgbImporterTest, SplitIsSeeded) {
   EXPECT_EQ(a.splits.count("test"), 0u);  // No label.dat.test.
 }
 
+// --split random:N,M draws over label.dat and label.dat.test together (authors
+// 0-3: classes 1, 0, 1, 0): one train and one test node per class.
+TEST_F(HgbImporterTest, RandomPerClassSplit) {
+  HgbImportOptions options = Options();
+  options.class_split = ClassSplitOptions{1, 0, 2};
+  ASSERT_OK_AND_ASSIGN(BuildSummary s, ImportHgb(options, tmp_.Sub("out")));
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
+  ASSERT_EQ(d.splits["train"].size(), 2u);
+  EXPECT_TRUE(d.splits["valid"].empty());
+  ASSERT_EQ(d.splits["test"].size(), 2u);
+  EXPECT_NE(d.labels[d.splits["train"][0]], d.labels[d.splits["train"][1]]);
+  EXPECT_NE(d.labels[d.splits["test"][0]], d.labels[d.splits["test"][1]]);
+  EXPECT_THAT(d.manifest.source,
+              HasSubstr("split random:1,0 seed 2 over label.dat and "
+                        "label.dat.test"));
+  EXPECT_THAT(s.notes, ::testing::Contains(HasSubstr("(2 classes)")));
+}
+
+TEST_F(HgbImporterTest, RandomPerClassSplitRefusesMultiLabel) {
+  Write("label.dat", "0\tAlice Smith\t0\t1,0\n1\tBob\t0\t0\n");
+  HgbImportOptions options = Options();
+  options.class_split = ClassSplitOptions{1, 0, 0};
+  absl::StatusOr<BuildSummary> s = ImportHgb(options, tmp_.Sub("out"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()),
+              HasSubstr("label.dat: multi-label"));
+  EXPECT_THAT(testing::Entries(tmp_.path()), ElementsAre("in"));
+}
+
 TEST_F(HgbImporterTest, AddReverseAndGzip) {
   std::remove(tmp_.Sub("in/link.dat").c_str());
   testing::WriteGzip(tmp_.Sub("in/link.dat.gz"), LinkText());

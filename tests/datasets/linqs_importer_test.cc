@@ -14,6 +14,7 @@
 namespace shardgnn {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -82,6 +83,21 @@ TEST_F(LinqsImporterTest, SplitIsSeeded) {
   ASSERT_OK_AND_ASSIGN(Dataset a, LoadDataset(tmp_.Sub("a")));
   ASSERT_OK_AND_ASSIGN(Dataset b, LoadDataset(tmp_.Sub("b")));
   EXPECT_EQ(a.splits, b.splits);
+}
+
+// --split random:N,M replaces the Planetoid-style split: per class of 3
+// papers, 1 train and 1 valid, the third test.
+TEST_F(LinqsImporterTest, RandomPerClassSplit) {
+  LinqsImportOptions options = Options();
+  options.class_split = ClassSplitOptions{1, 1, 5};
+  ASSERT_OK_AND_ASSIGN(BuildSummary s, ImportLinqs(options, tmp_.Sub("out")));
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
+  for (const char* name : {"train", "valid", "test"}) {
+    ASSERT_EQ(d.splits[name].size(), 2u) << name;
+    EXPECT_NE(d.labels[d.splits[name][0]], d.labels[d.splits[name][1]]);
+  }
+  EXPECT_THAT(d.manifest.source, HasSubstr("split random:1,1 seed 5"));
+  EXPECT_THAT(s.notes, Contains(HasSubstr("split random:1,1 seed 5")));
 }
 
 TEST_F(LinqsImporterTest, BundledCora) {

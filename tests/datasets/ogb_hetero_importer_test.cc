@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <initializer_list>
 #include <map>
 #include <string>
@@ -306,6 +307,28 @@ TEST_F(OgbHeteroImporterTest, SplitNameChoosesAmongSeveral) {
   ASSERT_OK(ImportOgbHetero(options, tmp_.Sub("out")).status());
   ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
   EXPECT_EQ(d.splits["test"], (std::vector<NodeId>{5, 7}));
+}
+
+// --split random:N,M over the papers' labels (0, 2, 1, 1) replaces split/,
+// which may be absent: classes 0 and 2 give their one paper to train, class
+// 1 one to train and one to test.
+TEST_F(OgbHeteroImporterTest, RandomPerClassSplitWithoutSplitFolder) {
+  std::filesystem::remove_all(in_ + "/split");
+  OgbHeteroImportOptions options = Options();
+  options.class_split = ClassSplitOptions{1, 0, 6};
+  ASSERT_OK_AND_ASSIGN(BuildSummary s,
+                       ImportOgbHetero(options, tmp_.Sub("out")));
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
+  const int64_t papers = d.manifest.NodeTypeOffset(2);
+  ASSERT_EQ(d.splits["train"].size(), 3u);
+  EXPECT_TRUE(d.splits["valid"].empty());
+  ASSERT_EQ(d.splits["test"].size(), 1u);
+  for (const auto& [name, nodes] : d.splits) {
+    for (NodeId v : nodes) EXPECT_GE(v, papers) << name;
+  }
+  EXPECT_EQ(d.labels[d.splits["test"][0]], 1);
+  EXPECT_THAT(d.manifest.source, HasSubstr("(split random:1,0 seed 6)"));
+  EXPECT_THAT(s.notes, ::testing::Contains(HasSubstr("(3 classes)")));
 }
 
 TEST_F(OgbHeteroImporterTest, FailsOnAnUnknownTypeInARelationName) {

@@ -62,6 +62,43 @@ class OgbImporterTest : public ::testing::Test {
   std::string in_;
 };
 
+// --split random:N,M replaces split/, which may be absent; the unlabeled node
+// 3 is in no split. Labels 0, 1, 0, -1, 2: class 0 gives one node to train
+// and one to valid, classes 1 and 2 their one node to train.
+TEST_F(OgbImporterTest, RandomPerClassSplitWithoutSplitFolder) {
+  std::filesystem::remove_all(in_ + "/split");
+  OgbImportOptions options = Options();
+  options.class_split = ClassSplitOptions{1, 1, 9};
+  ASSERT_OK_AND_ASSIGN(bool edges, OgbSplitHoldsEdges(options));
+  EXPECT_FALSE(edges);
+  ASSERT_OK_AND_ASSIGN(BuildSummary s, ImportOgb(options, tmp_.Sub("out")));
+  ASSERT_OK_AND_ASSIGN(Dataset d, LoadDataset(tmp_.Sub("out")));
+  ASSERT_EQ(d.splits["train"].size(), 3u);
+  ASSERT_EQ(d.splits["valid"].size(), 1u);
+  EXPECT_EQ(d.labels[d.splits["valid"][0]], 0);
+  EXPECT_THAT(d.splits["test"], IsEmpty());
+  for (const auto& [name, nodes] : d.splits) {
+    for (NodeId v : nodes) EXPECT_NE(v, 3) << name;
+  }
+  EXPECT_THAT(d.manifest.source, HasSubstr("(split random:1,1 seed 9)"));
+  EXPECT_THAT(s.warnings, ::testing::Contains(
+                              HasSubstr("class 1 (1 node), class 2 (1 node)")));
+}
+
+TEST_F(OgbImporterTest, RandomPerClassSplitNeedsLabels) {
+  std::filesystem::remove(in_ + "/raw/node-label.csv");
+  OgbImportOptions options = Options();
+  options.class_split = ClassSplitOptions{1, 1, 0};
+  EXPECT_THAT(ImportOgb(options, tmp_.Sub("out")),
+              testing::StatusIs(absl::StatusCode::kNotFound,
+                                HasSubstr("needs node labels")));
+  WriteText(in_ + "/raw/node-label.csv", "nan\nnan\nnan\nnan\nnan\n");
+  EXPECT_THAT(ImportOgb(options, tmp_.Sub("out")),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("no node is labeled")));
+  EXPECT_THAT(testing::Entries(tmp_.path()), ElementsAre("in"));
+}
+
 TEST_F(OgbImporterTest, ImportsTinyUndirected) {
   ASSERT_OK_AND_ASSIGN(BuildSummary s, ImportOgb(Options(), tmp_.Sub("out")));
   EXPECT_EQ(s.duplicate_edges_dropped, 1);
