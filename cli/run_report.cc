@@ -457,11 +457,14 @@ absl::StatusOr<std::string> RunReportHtml(const std::string& run_dir,
     figure("best validation " + score,
            absl::StrFormat("%.4f at epoch %d", Get(summary, best_key),
                            static_cast<int>(Get(summary, "best_epoch", 0))));
-    figure(
-        "epochs run",
-        absl::StrFormat(
-            "%d%s", static_cast<int>(epochs.size()),
-            summary.value("stopped_early", false) ? " (stopped early)" : ""));
+    figure("epochs run",
+           absl::StrFormat(
+               "%d%s", static_cast<int>(epochs.size()),
+               summary.value("stopped_early", false) ? " (stopped early)"
+               : summary.value("epoch_budget_cut", false)
+                   ? " (the epoch budget ended it while validation could still "
+                     "improve)"
+                   : ""));
     if (summary.contains("epoch_time")) {
       const Json& t = summary["epoch_time"];
       figure("throughput",

@@ -310,6 +310,7 @@ nlohmann::ordered_json SummaryJson(const TrainResult& result,
   summary["best_epoch"] = result.best_epoch;
   summary["epochs_run"] = result.epochs.size();
   summary["stopped_early"] = result.stopped_early;
+  summary["epoch_budget_cut"] = result.budget_cut;
   summary["steps_per_epoch"] = result.steps_per_epoch;
   summary["num_parameters"] = result.num_parameters;
   summary["parameters_checksum"] = result.parameters_checksum;
@@ -494,6 +495,14 @@ void PrintResult(const TrainResult& result, bool exact) {
         "for %d epochs\n",
         static_cast<int>(result.epochs.size()),
         static_cast<int>(result.epochs.size()) - result.best_epoch);
+  }
+  if (result.budget_cut) {
+    std::printf(
+        "warning: the epoch budget ended the run after epoch %d while "
+        "validation could still improve (best at epoch %d); a larger "
+        "--epochs may give a better model\n",
+        result.epochs.empty() ? 0 : result.epochs.back().epoch,
+        result.best_epoch);
   }
   if (result.checkpoint_bytes > 0) {
     std::printf("checkpoints: %.1f MB per trainer, %.2f s writing them\n",

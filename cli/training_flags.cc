@@ -41,11 +41,13 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
                   "graphs")
       ->capture_default_str();
   cmd->add_option("--epochs", f->epochs,
-                  "Training epochs, at most (default: sage, gcn 20; gat 100)");
+                  "Training epochs, at most (default 200: runs stop on "
+                  "--patience long before; the end of a run says when this "
+                  "budget ended it while validation could still improve)");
   cmd->add_option("--patience", f->patience,
                   "Stop after this many epochs without a better validation "
-                  "accuracy (0 = train every epoch; default: sage, gcn 0; gat "
-                  "20); the best epoch's parameters are kept either way");
+                  "score (0 = train every epoch; default 20); the best "
+                  "epoch's parameters are kept either way");
   cmd->add_option("--min-steps-per-epoch", f->min_steps_per_epoch,
                   "Fewest optimizer steps per epoch: with few train nodes an "
                   "epoch passes over them several times")
@@ -115,9 +117,10 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
                   "static (hottest by pre-sampling) or clock")
       ->capture_default_str();
   cmd->add_option("--feature-norm", f->feature_norm,
-                  "Input feature scaling: auto (row for non-negative "
+                  "Input feature scaling: auto (row-l2 for non-negative "
                   "features, standardize for signed ones), none, row (divide "
-                  "by the row's L1 norm) or standardize (column z-scores)")
+                  "by the row's L1 norm), row-l2 (by its L2 norm) or "
+                  "standardize (column z-scores)")
       ->capture_default_str();
   cmd->add_option("--checkpoint-every", f->checkpoint_every,
                   "Write the run's checkpoints every N epochs and after the "

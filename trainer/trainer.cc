@@ -338,6 +338,12 @@ class Run {
       }
     }
     result_.sampler_threads = options_.prefetch > 0 ? loader_->workers() : 0;
+    if (!result_.stopped_early && !result_.epochs.empty() &&
+        result_.epochs.back().val_score >= 0 &&
+        result_.epochs.back().epoch == options_.epochs) {
+      result_.budget_cut = options_.patience > 0 ||
+                           result_.best_epoch == result_.epochs.back().epoch;
+    }
     return absl::OkStatus();
   }
 

@@ -52,15 +52,20 @@ const char* ModelKindName(ModelKind kind);
 // input never depends on the batch it is in).
 enum class FeatureNorm {
   kNone,
-  // Divide each row by its L1 norm: bag-of-words and other non-negative
-  // count-like features (Kipf & Welling's preprocessing).
+  // Divide each row by its L1 norm (Kipf & Welling's preprocessing of
+  // bag-of-words features). A row's entries then shrink with its number of
+  // non-zeros: on dense rows (hundreds of words) GCN stalls 21 points short.
   kRow,
+  // Divide each row by its L2 norm: every row has length 1, whatever its
+  // number of non-zeros or the features' units (the automatic choice for
+  // non-negative features).
+  kRowL2,
   // Subtract each column's mean and divide by its standard deviation
   // (FeatureTransform::shift / scale), for signed or dense features.
   kStandardize,
 };
 
-// "none", "row", "standardize" (ParseFeatureNorm reads them back).
+// "none", "row", "row-l2", "standardize" (ParseFeatureNorm reads them back).
 const char* FeatureNormName(FeatureNorm norm);
 absl::StatusOr<FeatureNorm> ParseFeatureNorm(const std::string& name);
 
@@ -360,6 +365,10 @@ struct TrainSplits {
 struct TrainResult {
   std::vector<EpochStats> epochs;
   bool stopped_early = false;  // By `patience`.
+  // The epoch budget (TrainOptions::epochs) ended the run while validation
+  // could still improve: with patience, before it ran out; without, the best
+  // epoch was the last. False without a validation split.
+  bool budget_cut = false;
   int64_t steps_per_epoch = 0;
   // The loader's sampling threads at the end (TrainOptions::sampler_threads).
   int sampler_threads = 0;
@@ -405,12 +414,12 @@ int64_t StepsPerEpoch(int64_t num_seeds, int64_t batch_size, int64_t min_steps);
 
 // Chooses how to scale `source`'s features, from a sample of up to
 // `sample_size` nodes picked with `seed` (the same on every trainer of a run,
-// so all choose alike): rows of non-negative values (bag of words, counts) are
-// divided by their L1 norm; features with negative values are standardised
-// with the sample's column means and deviations (columns that do not vary are
-// left unscaled). `requested` kNone or kRow is returned as is; with
-// kStandardize the statistics are estimated. Fails on GraphSource errors and
-// on non-finite feature values (naming the node).
+// so all choose alike): rows of non-negative values (bag of words, counts,
+// weights) are divided by their L2 norm; features with negative values are
+// standardised with the sample's column means and deviations (columns that do
+// not vary are left unscaled). `requested` kNone, kRow or kRowL2 is returned as
+// is; with kStandardize the statistics are estimated. Fails on GraphSource
+// errors and on non-finite feature values (naming the node).
 struct FeatureNormChoice {
   bool automatic = true;  // The caller asked for "auto".
   FeatureTransform transform;

@@ -315,14 +315,14 @@ TEST(TrainInProcessTest, StatesTheDefaultsItChoseAndCheckpointsAsAsked) {
   EXPECT_THAT(gat_output,
               HasSubstr("up to 3 epochs (patience 20), parameters as trained"));
   EXPECT_THAT(gat_output,
-              HasSubstr("features: row (auto: non-negative features"));
+              HasSubstr("features: row-l2 (auto: non-negative features"));
   EXPECT_THAT(gat_output, HasSubstr("checkpoints: "));
   ASSERT_OK_AND_ASSIGN(std::string text,
                        ReadFileToString(dir.Sub("gat") + "/summary.json"));
   nlohmann::json summary = nlohmann::json::parse(text);
   EXPECT_EQ(summary["model"]["hidden"], 8);
   EXPECT_EQ(summary["model"]["heads"], 8);
-  EXPECT_EQ(summary["model"]["feature_norm"], "row");
+  EXPECT_EQ(summary["model"]["feature_norm"], "row-l2");
   EXPECT_EQ(summary["steps_per_epoch"], 10);
   EXPECT_EQ(summary["epochs_run"], 3);
   EXPECT_EQ(summary["checkpoints"]["every_epochs"], 2);
@@ -338,7 +338,7 @@ TEST(TrainInProcessTest, StatesTheDefaultsItChoseAndCheckpointsAsAsked) {
   ASSERT_EQ(sage, 0) << sage_output;
   EXPECT_THAT(sage_output, HasSubstr("model sage, 2 layers, hidden 32,"));
   EXPECT_THAT(sage_output,
-              HasSubstr("up to 2 epochs, parameters"));  // No patience.
+              HasSubstr("up to 2 epochs (patience 20), parameters"));
   EXPECT_THAT(sage_output, HasSubstr("features: standardize (as requested"));
   EXPECT_THAT(sage_output, ::testing::Not(HasSubstr("checkpoints: ")));
   EXPECT_FALSE(std::filesystem::exists(dir.Sub("sage") + "/checkpoints"));
@@ -349,9 +349,10 @@ TEST(TrainInProcessTest, StatesTheDefaultsItChoseAndCheckpointsAsAsked) {
   EXPECT_EQ(summary["checkpoints"]["bytes_per_trainer"], 0);
 }
 
-// The training schedule is the model's: GAT (half the learning rate, more
-// dropout) trains up to 100 epochs until 20 bring no better validation, SAGE
-// and GCN 20 epochs; a flag given wins over the model's default.
+// The training schedule is the model's: every model trains until 20 epochs
+// bring no better validation, within a budget of 200 (GAT at half the
+// learning rate, with more dropout); a flag given wins over the model's
+// default. A run that the budget ends before patience runs out says so.
 TEST(TrainInProcessTest, TheScheduleIsTheModels) {
   testing::TempDir dir;
   const std::string data = dir.Sub("g");
@@ -373,34 +374,50 @@ TEST(TrainInProcessTest, TheScheduleIsTheModels) {
     auto text = ReadFileToString(dir.Sub(name) + "/summary.json");
     return text.ok() ? nlohmann::json::parse(*text) : nlohmann::json();
   };
+  // Ran until patience ran out, or to the budget, which it then reports.
+  auto expect_converged = [&](const std::string& name,
+                              const std::string& output) {
+    nlohmann::json summary = summary_of(name);
+    const int run = summary["epochs_run"].get<int>();
+    const int best = summary["best_epoch"].get<int>();
+    EXPECT_GT(run, 20) << output;  // At least patience epochs after the first.
+    EXPECT_LE(run, 200) << output;
+    if (summary["stopped_early"].get<bool>()) {
+      EXPECT_EQ(run - best, 20) << output;
+      EXPECT_FALSE(summary["epoch_budget_cut"].get<bool>()) << output;
+    } else {
+      EXPECT_EQ(run, 200) << output;
+      EXPECT_TRUE(summary["epoch_budget_cut"].get<bool>()) << output;
+    }
+  };
 
-  auto [gat, gat_output] = train("gat", {"--model", "gat"});
-  ASSERT_EQ(gat, 0) << gat_output;
-  EXPECT_THAT(
-      gat_output,
-      HasSubstr("up to 100 epochs (patience 20), parameters as trained"));
-  nlohmann::json summary = summary_of("gat");
-  const int run = summary["epochs_run"].get<int>();
-  const int best = summary["best_epoch"].get<int>();
-  EXPECT_GT(run, 20);  // At least patience epochs after the first.
-  EXPECT_LE(run, 100);
-  if (summary["stopped_early"].get<bool>()) {
-    EXPECT_EQ(run - best, 20) << gat_output;
-  } else {
-    EXPECT_EQ(run, 100) << gat_output;
+  for (const char* model : {"gat", "gcn", "sage"}) {
+    auto [rc, output] = train(model, {"--model", model});
+    ASSERT_EQ(rc, 0) << output;
+    EXPECT_THAT(output, HasSubstr("up to 200 epochs (patience 20), "));
+    expect_converged(model, output);
   }
+  EXPECT_THAT(std::get<1>(train("gcn2", {"--model", "gcn"})),
+              HasSubstr("parameters averaged (decay 0.9)\n"));
 
-  auto [gcn, gcn_output] = train("gcn", {"--model", "gcn"});
-  ASSERT_EQ(gcn, 0) << gcn_output;
-  EXPECT_THAT(gcn_output,
-              HasSubstr("up to 20 epochs, parameters averaged (decay 0.9)\n"));
-  EXPECT_EQ(summary_of("gcn")["epochs_run"], 20);
+  // The budget ends a run before patience runs out: said at the end and in
+  // the summary.
+  auto [cut, cut_output] = train("cut", {"--model", "sage", "--epochs", "3"});
+  ASSERT_EQ(cut, 0) << cut_output;
+  EXPECT_THAT(cut_output,
+              HasSubstr("warning: the epoch budget ended the run after epoch 3 "
+                        "while validation could still improve"));
+  EXPECT_TRUE(summary_of("cut")["epoch_budget_cut"].get<bool>());
 
   auto [short_gat, short_output] =
       train("short", {"--model", "gat", "--epochs", "4", "--patience", "0"});
   ASSERT_EQ(short_gat, 0) << short_output;
   EXPECT_THAT(short_output, HasSubstr("up to 4 epochs, parameters"));
   EXPECT_EQ(summary_of("short")["epochs_run"], 4);
+  // Without patience, only a best epoch that is the last counts as cut.
+  const nlohmann::json short_summary = summary_of("short");
+  EXPECT_EQ(short_summary["epoch_budget_cut"].get<bool>(),
+            short_summary["best_epoch"].get<int>() == 4);
 
   auto [bad, bad_output] = train("bad", {"--model", "gat", "--epochs", "0"});
   EXPECT_NE(bad, 0);

@@ -270,6 +270,9 @@ TEST(DatasetCmdTest, ImportsEveryBundledOgbGraph) {
       {"twitch-en", "nodes 7126, edges 70648",
        "features 128 (float32), classes 2",
        "splits: train 3563 valid 1781 test 1782"},
+      {"amazon-computers", "nodes 13752, edges 491722",
+       "features 767 (float32), classes 10",
+       "splits: train 200 valid 300 test 13252"},
   };
   for (const BundledGraph& g : graphs) {
     SCOPED_TRACE(g.dir);

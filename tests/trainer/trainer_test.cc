@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -21,6 +22,7 @@
 #include "tests/testing/status_matchers.h"
 #include "tests/trainer/sbm_graph.h"
 #include "tests/trainer/trainer_fixture.h"
+#include "trainer/internal/models.h"
 
 namespace shardgnn {
 namespace {
@@ -154,17 +156,51 @@ TEST_F(TrainerTest, FeatureNormIsChosenFromTheDataAndAppliedPerRow) {
   EXPECT_NEAR(signed_choice.transform.scale[0], 1.0, 0.1);
   EXPECT_LT(signed_choice.min_value, 0);
 
-  // Non-negative (bag of words): rows divided by their L1 norm.
-  SbmGraph counts = graph_;
-  for (float& f : counts.features) f = f > 0.5f ? 1.0f : 0.0f;
-  ASSERT_OK_AND_ASSIGN(auto count_source,
-                       InMemoryGraphSource::Create(counts.arrays()));
-  ASSERT_OK_AND_ASSIGN(
-      FeatureNormChoice bag,
-      ChooseFeatureNorm(*count_source, true, FeatureNorm::kNone, 1, 100));
-  EXPECT_EQ(bag.transform.norm, FeatureNorm::kRow);
-  EXPECT_EQ(bag.sampled_nodes, 100);
-  EXPECT_TRUE(bag.transform.shift.empty());
+  // Non-negative inputs of every kind: binary bag of words with few
+  // non-zeros per row and with most of them set, and dense real values. Each
+  // row is scaled to unit L2 length, so that a row's scale depends neither
+  // on its number of non-zeros nor on the data's units.
+  struct Kind {
+    const char* name;
+    std::function<float(float)> value;
+  };
+  const Kind kinds[] = {
+      {"sparse binary", [](float f) { return f > 1.0f ? 1.0f : 0.0f; }},
+      {"dense binary", [](float f) { return f > -1.0f ? 1.0f : 0.0f; }},
+      {"dense real", [](float f) { return 100.0f * std::abs(f); }},
+  };
+  std::unique_ptr<GraphSource> count_source;
+  for (const Kind& kind : kinds) {
+    SCOPED_TRACE(kind.name);
+    SbmGraph counts = graph_;
+    for (float& f : counts.features) f = kind.value(f);
+    ASSERT_OK_AND_ASSIGN(count_source,
+                         InMemoryGraphSource::Create(counts.arrays()));
+    ASSERT_OK_AND_ASSIGN(
+        FeatureNormChoice bag,
+        ChooseFeatureNorm(*count_source, true, FeatureNorm::kNone, 1, 100));
+    EXPECT_EQ(bag.transform.norm, FeatureNorm::kRowL2);
+    EXPECT_EQ(bag.sampled_nodes, 100);
+    EXPECT_TRUE(bag.transform.shift.empty());
+    EXPECT_GE(bag.min_value, 0);
+    torch::Tensor x =
+        torch::from_blob(
+            counts.features.data(),
+            {static_cast<int64_t>(counts.features.size()) / counts.dim,
+             counts.dim},
+            torch::kFloat)
+            .clone();
+    internal::ApplyInputTransform(internal::MakeInputTransform(bag.transform),
+                                  x);
+    const torch::Tensor length = x.square().sum(1).sqrt();
+    const torch::Tensor nonzero = (x.abs().sum(1) > 0);
+    // Rows with any non-zero value have length 1; empty rows stay 0.
+    EXPECT_TRUE(torch::allclose(length.masked_select(nonzero),
+                                torch::ones({nonzero.sum().item<int64_t>()}),
+                                1e-5, 1e-5));
+    EXPECT_EQ(length.masked_select(nonzero.logical_not()).sum().item<float>(),
+              0.0f);
+  }
 
   // What is asked for is kept.
   ASSERT_OK_AND_ASSIGN(

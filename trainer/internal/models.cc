@@ -29,6 +29,9 @@ void ApplyInputTransform(const InputTransform& transform, torch::Tensor& x) {
     case FeatureNorm::kRow:
       x.div_(x.abs().sum(1, true).clamp_min(1e-12));
       break;
+    case FeatureNorm::kRowL2:
+      x.div_(x.square().sum(1, true).sqrt_().clamp_min(1e-12));
+      break;
     case FeatureNorm::kStandardize:
       x.sub_(transform.shift).mul_(transform.scale);
       break;
