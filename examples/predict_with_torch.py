@@ -30,12 +30,17 @@ def load_graph(dataset_dir):
 
 
 def scale_features(x, config):
-    if config["feature_norm"] == "row":
+    norm = config["feature_norm"]
+    if norm == "row":
         return x / x.abs().sum(1, keepdim=True).clamp_min(1e-12)
-    if config["feature_norm"] == "standardize":
+    if norm == "row-l2":
+        return x / x.square().sum(1, keepdim=True).sqrt().clamp_min(1e-12)
+    if norm == "standardize":
         shift = torch.tensor(config["feature_shift"])
         scale = torch.tensor(config["feature_scale"])
         return (x - shift) * scale
+    if norm != "none":
+        raise SystemExit(f"model.json: unknown feature_norm '{norm}'")
     return x
 
 
