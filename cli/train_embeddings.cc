@@ -40,8 +40,12 @@ absl::StatusOr<nlohmann::ordered_json> FinishEmbeddings(
     LearnableRows& rows, const TrainResult& result, int64_t num_nodes,
     const std::vector<NodeId>& orig_ids, const std::string& out_dir,
     const RemoteGraphSource* remote) {
+  // Pre-trained rows were frozen after their steps; otherwise every
+  // training step pushed.
   const int64_t steps =
-      result.steps_per_epoch * static_cast<int64_t>(result.epochs.size());
+      result.pretrain_steps > 0
+          ? result.pretrain_steps
+          : result.steps_per_epoch * static_cast<int64_t>(result.epochs.size());
   const std::string path = JoinPath(out_dir, kLearnedEmbeddingsFile);
   const auto t0 = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(
@@ -74,6 +78,13 @@ absl::StatusOr<nlohmann::ordered_json> FinishEmbeddings(
   j["optimizer"] = EmbeddingOptimizerName(c.optimizer);
   j["lr"] = c.lr;
   j["init_std"] = c.init_std;
+  if (result.pretrain_steps > 0) {
+    // Pre-trained, then frozen for the task.
+    j["pretrain"] = {{"epochs", result.pretrain_loss.size()},
+                     {"steps", result.pretrain_steps},
+                     {"seconds", result.pretrain_seconds},
+                     {"loss", result.pretrain_loss}};
+  }
   j["file"] = kLearnedEmbeddingsFile;
   j["node_order"] =
       orig_ids.empty() && remote != nullptr ? "partition" : "original";

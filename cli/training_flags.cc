@@ -170,7 +170,15 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
       ->capture_default_str();
   cmd->add_option("--embedding-init-std", f->embedding_init_std,
                   "Standard deviation of the learned embeddings' initial "
-                  "values (normal, seeded by --seed)")
+                  "values (normal, seeded by --seed; default 1, or 0.1 with "
+                  "--pretrain-epochs)");
+  cmd->add_option("--pretrain-epochs", f->pretrain_epochs,
+                  "With --learn-embeddings: first pre-train the learned rows "
+                  "on the graph's structure for this many epochs (DeepWalk's "
+                  "objective over short walks from every node), then train "
+                  "the model on them frozen (0 = none: the rows are trained "
+                  "with the model)")
+      ->check(CLI::Range(0, 10000))
       ->capture_default_str();
   // Kept for scripts written before --feature-norm.
   cmd->add_flag_callback(
@@ -218,9 +226,13 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
              "--learn-embeddings", std::to_string(f.learn_embeddings),
              "--embedding-sync", f.embedding_sync, "--embedding-optimizer",
              f.embedding_optimizer, "--embedding-lr",
-             absl::StrCat(f.embedding_lr), "--embedding-init-std",
-             absl::StrCat(f.embedding_init_std)}) {
+             absl::StrCat(f.embedding_lr), "--pretrain-epochs",
+             std::to_string(f.pretrain_epochs)}) {
       args.push_back(a);
+    }
+    if (f.embedding_init_std >= 0) {  // Unset: resolved by the trainer.
+      args.push_back("--embedding-init-std");
+      args.push_back(absl::StrCat(f.embedding_init_std));
     }
   }
   if (f.model_given) {  // Unset: the trainer picks by the graph (typed?).
@@ -352,6 +364,18 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
         "embedding replaces the features)");
   }
   options.ignore_features = f.ignore_features;
+  if (f.pretrain_epochs > 0 && f.learn_embeddings == 0) {
+    return absl::InvalidArgumentError(
+        "--pretrain-epochs pre-trains learned embeddings: give "
+        "--learn-embeddings DIM too");
+  }
+  options.pretrain_epochs = f.pretrain_epochs;
+  options.on_pretrain_epoch = [](int epoch, double loss, double seconds) {
+    std::printf(
+        "shardgnn train: embedding pre-training epoch %d: loss %.4f (%.1f s)\n",
+        epoch, loss, seconds);
+    std::fflush(stdout);
+  };
   if (f.learn_embeddings > 0) {
     // Checked before any server or dataset is touched.
     int staleness = 0;
@@ -506,7 +530,9 @@ absl::StatusOr<EmbeddingTableConfig> EmbeddingConfigFor(
   config.optimizer = *optimizer;
   config.lr = f.embedding_lr;
   config.eps = config.optimizer == EmbeddingOptimizer::kAdagrad ? 1e-10 : 1e-8;
-  config.init_std = f.embedding_init_std;
+  config.init_std = f.embedding_init_std >= 0 ? f.embedding_init_std
+                    : f.pretrain_epochs > 0   ? 0.1
+                                              : 1.0;
   config.seed = f.seed;
   config.num_trainers = num_trainers;
   config.run_id = run_id;

@@ -75,7 +75,13 @@ struct TrainingFlags {
   std::string embedding_sync = "sync";
   std::string embedding_optimizer = "adam";
   double embedding_lr = 0.01;
-  double embedding_init_std = 1.0;
+  // -1: 0.1 with --pretrain-epochs (pre-training from large random rows
+  // starts from dot products of several units and does not recover within
+  // its epochs), else 1.
+  double embedding_init_std = -1;
+  // Epochs of self-supervised pre-training of the learned rows before the
+  // task, which then reads them frozen (TrainOptions::pretrain_epochs).
+  int pretrain_epochs = 0;
 };
 
 // Registers the flags on `cmd`.

@@ -29,6 +29,7 @@
 #include "trainer/internal/parameter_average.h"
 #include "trainer/internal/parameters_file.h"
 #include "trainer/internal/pipeline_tuner.h"
+#include "trainer/internal/pretrain_rows.h"
 #include "trainer/internal/resume_settings.h"
 #include "trainer/internal/task.h"
 
@@ -63,6 +64,7 @@ constexpr uint64_t kShuffleStream = 1;
 constexpr uint64_t kTrainSampleStream = 2;
 // 3: evaluation sampling (trainer/internal/node_task.cc, link_task.cc).
 constexpr uint64_t kModelStream = 4;
+constexpr uint64_t kPretrainStream = 5;
 
 // One call of Train(): the phases below run in the same order on every rank.
 // Their collectives (the agreement on the epoch to resume from, the
@@ -82,6 +84,7 @@ class Run {
     ASSIGN_OR_RETURN(const int64_t num_classes, MakeTask());
     RETURN_IF_ERROR(MakeSamplers());
     CreateModel(num_classes);
+    RETURN_IF_ERROR(PretrainRows());
     ASSIGN_OR_RETURN(const bool resumed, Resume());
     RETURN_IF_ERROR(ShareStartingPoint(resumed));
     RETURN_IF_ERROR(EpochLoop());
@@ -220,7 +223,7 @@ class Run {
     if (sync_ != nullptr) {
       ASSIGN_OR_RETURN(resumed, AgreeOnResumeEpoch(resumed));
     }
-    if (rows_ != nullptr) {
+    if (TrainedRows()) {
       // The tables go back to the epoch the parameters resume from (epoch
       // 0: the initial table), whatever their holders kept since.
       RETURN_IF_ERROR(
@@ -288,7 +291,7 @@ class Run {
   absl::Status ShareStartingPoint(bool resumed) {
     if (sync_ != nullptr) RETURN_IF_ERROR(sync_->BroadcastParameters(params_));
     if (resumed || options_.checkpoint_path.empty()) return absl::OkStatus();
-    if (rows_ != nullptr) RETURN_IF_ERROR(SnapshotRows(0, &result_));
+    if (TrainedRows()) RETURN_IF_ERROR(SnapshotRows(0, &result_));
     return internal::WriteCheckpoint(options_.checkpoint_path, fingerprint_,
                                      state_, *optimizer_);
   }
@@ -416,7 +419,7 @@ class Run {
     state_.history = result_.epochs;
     state_.average = average_.average();
     const auto c0 = Clock::now();
-    if (rows_ != nullptr) {
+    if (TrainedRows()) {
       RETURN_IF_ERROR(SnapshotRows(epoch, &result_));
       stats->embedding_snapshot_seconds = SecondsSince(c0);
       stats->embedding_snapshot_bytes = result_.embedding_snapshot_bytes;
@@ -440,14 +443,15 @@ class Run {
   absl::Status SettleParameters() {
     // With learned embeddings the table has moved on past the best epoch
     // (its rows are not snapshotted yet): the model stays at the last
-    // epoch, matching the rows it is tested with.
-    if (!state_.best.empty() && rows_ == nullptr) {
+    // epoch, matching the rows it is tested with. Pre-trained rows are
+    // frozen: the best epoch's parameters go with them.
+    if (!state_.best.empty() && !TrainedRows()) {
       torch::NoGradGuard no_grad;
       for (size_t i = 0; i < params_.size(); ++i)
         params_[i].copy_(state_.best[i]);
     }
-    if (rows_ != nullptr) {
-      RETURN_IF_ERROR(rows_->rows()->Flush());
+    if (rows_ != nullptr) RETURN_IF_ERROR(rows_->rows()->Flush());
+    if (TrainedRows()) {
       if (!result_.epochs.empty()) {
         result_.best_epoch = result_.epochs.back().epoch;
         result_.best_val_score = result_.epochs.back().val_score;
@@ -661,6 +665,42 @@ class Run {
       return absl::AbortedError(
           absl::StrCat("rank 0 failed to ", what, " (its output says why)"));
     }
+    return absl::OkStatus();
+  }
+
+  // Whether the run trains learned rows with the model (not frozen after
+  // pre-training).
+  bool TrainedRows() const { return rows_ != nullptr && !rows_->frozen(); }
+
+  // Pre-trains the learned rows on the graph's structure
+  // (TrainOptions::pretrain_epochs), then freezes them at the step the
+  // pre-training ended. Every rank makes the same steps (the tables' step
+  // clocks keep them in step).
+  absl::Status PretrainRows() {
+    if (rows_ == nullptr || options_.pretrain_epochs == 0)
+      return absl::OkStatus();
+    internal::PretrainRowsOptions o;
+    o.epochs = options_.pretrain_epochs;
+    o.seed = MixSeed(options_.seed, kPretrainStream);
+    o.rank = options_.rank;
+    o.world_size = options_.world_size;
+    const auto start = Clock::now();
+    ASSIGN_OR_RETURN(
+        std::vector<internal::PretrainEpoch> history,
+        internal::PretrainRows(source_, rows_->rows(), o, rows_->step(),
+                               [&](const internal::PretrainEpoch& e) {
+                                 if (options_.on_pretrain_epoch) {
+                                   options_.on_pretrain_epoch(e.epoch, e.loss,
+                                                              e.seconds);
+                                 }
+                               }));
+    for (const internal::PretrainEpoch& e : history)
+      result_.pretrain_loss.push_back(e.loss);
+    result_.pretrain_steps =
+        o.epochs * internal::PretrainStepsPerEpoch(source_.num_nodes(), o);
+    result_.pretrain_seconds = SecondsSince(start);
+    rows_->set_step(rows_->step() + result_.pretrain_steps);
+    rows_->Freeze();
     return absl::OkStatus();
   }
 

@@ -328,6 +328,16 @@ struct TrainOptions {
   // yet with resume or exact_test.
   LearnableRows* embeddings = nullptr;
   bool ignore_features = false;
+  // With embeddings: epochs of self-supervised pre-training of the rows on
+  // the graph's structure before the task (trainer/internal/pretrain_rows.h:
+  // DeepWalk's objective over short walks from every node). The rows are then
+  // frozen: the task reads them as inputs, as it reads features, and trains
+  // only the model, whose best-on-validation parameters are then kept as
+  // without embeddings. 0: none, the rows are trained with the model. Not
+  // with resume.
+  int pretrain_epochs = 0;
+  // Called after every pre-training epoch (progress lines); may be empty.
+  std::function<void(int epoch, double loss, double seconds)> on_pretrain_epoch;
   int rank = 0;
   int world_size = 1;
   std::string scratch_dir;
@@ -365,6 +375,11 @@ struct TrainSplits {
 struct TrainResult {
   std::vector<EpochStats> epochs;
   bool stopped_early = false;  // By `patience`.
+  // TrainOptions::pretrain_epochs: each epoch's mean loss per positive pair
+  // (this trainer's pairs), and the time and steps of the whole phase.
+  std::vector<double> pretrain_loss;
+  double pretrain_seconds = 0.0;
+  int64_t pretrain_steps = 0;
   // The epoch budget (TrainOptions::epochs) ended the run while validation
   // could still improve: with patience, before it ran out; without, the best
   // epoch was the last. False without a validation split.

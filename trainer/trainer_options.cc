@@ -318,7 +318,8 @@ absl::Status CheckTrainOptions(const GraphSource& source,
         absl::StrCat("the parameters' average decay ", options.average_decay,
                      " is outside [0, 1)"));
   }
-  if (options.average_decay > 0 && options.embeddings != nullptr) {
+  if (options.average_decay > 0 && options.embeddings != nullptr &&
+      options.pretrain_epochs == 0) {
     return absl::InvalidArgumentError(
         "averaging the parameters (--average-decay) would leave the learned "
         "embedding rows out: give --average-decay 0 with --learn-embeddings");
@@ -348,6 +349,18 @@ absl::Status CheckTrainOptions(const GraphSource& source,
   if (options.model.dropout < 0 || options.model.dropout >= 1 ||
       options.model.attn_dropout < 0 || options.model.attn_dropout >= 1) {
     return absl::InvalidArgumentError("dropout rates must be in [0, 1)");
+  }
+  if (options.pretrain_epochs > 0 &&
+      (options.embeddings == nullptr || options.resume)) {
+    return absl::InvalidArgumentError(
+        options.embeddings == nullptr
+            ? "pre-training embeddings needs learned embeddings "
+              "(--learn-embeddings)"
+            : "pre-trained embeddings cannot be resumed yet: give "
+              "--pretrain-epochs 0 with --resume");
+  }
+  if (options.pretrain_epochs < 0) {
+    return absl::InvalidArgumentError("--pretrain-epochs must not be negative");
   }
   if (options.ignore_features && options.embeddings == nullptr) {
     return absl::InvalidArgumentError(

@@ -209,6 +209,42 @@ TEST_F(RunTest, InProcessEmbeddingsSnapshotResumeAndExport) {
   EXPECT_EQ(again.data, written.data);
 }
 
+// --pretrain-epochs (issue 52): the rows are pre-trained on the servers'
+// tables by both trainers, then frozen: the servers' clocks stop at the
+// pre-training's steps, and the summary keeps its losses.
+TEST_F(RunTest, PretrainsEmbeddingsOnTheServersThenTrainsOnThemFrozen) {
+  const std::string out = dir_.Sub("pretrained");
+  std::vector<std::string> args = RunArgs(out, "3");
+  for (const char* a : {"--learn-embeddings", "16", "--ignore-features",
+                        "--pretrain-epochs", "3"}) {
+    args.push_back(a);
+  }
+  Finished run = RunShardgnn(args);
+  ASSERT_EQ(run.exit_status, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("embedding pre-training epoch 3: loss "))
+      << run.output;
+  auto summary = nlohmann::json::parse(std::ifstream(out + "/summary.json"),
+                                       nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(summary.is_object());
+  const auto& e = summary["embeddings"];
+  ASSERT_TRUE(e["pretrain"].is_object()) << summary.dump(1);
+  const auto& loss = e["pretrain"]["loss"];
+  ASSERT_EQ(loss.size(), 3u);
+  EXPECT_LT(loss[2].get<double>(), loss[0].get<double>());
+  EXPECT_EQ(e["init_std"], 0.1);  // The pre-training default.
+  const int64_t steps = e["pretrain"]["steps"].get<int64_t>();
+  EXPECT_EQ(steps, 3 * ((2708 + 2 * 128 - 1) / (2 * 128)));
+  ASSERT_EQ(e["servers"].size(), 2u);
+  for (const auto& s : e["servers"])
+    EXPECT_EQ(s["applied_steps"].get<int64_t>(), steps) << s.dump();
+  // Featureless Cora on rows that only the structure trained.
+  EXPECT_GT(ReportedTestAccuracy(run.output), 0.4) << run.output;
+
+  Finished refused = RunShardgnn({"run", "--pretrain-epochs", "2"});
+  EXPECT_NE(refused.exit_status, 0);
+  EXPECT_THAT(refused.output, HasSubstr("give --learn-embeddings DIM too"));
+}
+
 // `run --disk` keeps the tables in files of the run directory (disk mode: the
 // servers map them; tables larger than RAM), unlinked as soon as they are
 // made, and trains as the memory mode does.

@@ -12,17 +12,27 @@ absl::Status InputRows::Pull(const MiniBatch& batch, bool train) {
   pulled_ = torch::empty({n, dim()}, torch::kFloat);
   RETURN_IF_ERROR(
       rows_->Pull(batch.input_nodes, step_, pulled_.data_ptr<float>()));
-  train_ = train;
-  if (train) pulled_.requires_grad_(true);
+  train_ = train && !frozen_;
+  if (train_) pulled_.requires_grad_(true);
   return absl::OkStatus();
 }
 
 torch::Tensor InputRows::Input(const torch::Tensor& features) const {
-  if (ignore_features_ || !features.defined()) return pulled_;
-  return torch::cat({features, pulled_}, 1);
+  const bool alone = ignore_features_ || !features.defined();
+  torch::Tensor rows = pulled_;
+  if (frozen_) {
+    rows = pulled_ / pulled_.square().sum(1, true).sqrt().clamp_min(1e-12) *
+           (alone ? 1.0 : kFrozenRowsBesideFeatures);
+  }
+  if (alone) return rows;
+  return torch::cat({features, rows}, 1);
 }
 
 absl::Status InputRows::PushStep() {
+  if (frozen_) {
+    pulled_ = torch::Tensor();
+    return absl::OkStatus();
+  }
   absl::Span<const NodeId> nodes;
   absl::Span<const float> grads;
   torch::Tensor g;
