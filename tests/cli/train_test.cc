@@ -424,6 +424,33 @@ TEST(TrainInProcessTest, TheScheduleIsTheModels) {
   EXPECT_THAT(bad_output, HasSubstr("--epochs must be at least 1"));
 }
 
+// A run whose validation keeps rising past the former fixed budget of 20
+// epochs (a small learning rate) is not stopped by patience, and the budget
+// that ends it says so.
+TEST(TrainInProcessTest, ARunStillImprovingIsNotStoppedAndTheBudgetSaysSo) {
+  testing::TempDir dir;
+  const std::string data = dir.Sub("g");
+  auto [made, made_output] =
+      RunShardgnn({"-q", "dataset", "generate", "--nodes", "600", "--features",
+                   "8", "--classes", "4", "--seed", "1", "--out", data});
+  ASSERT_EQ(made, 0) << made_output;
+  auto [rc, output] =
+      RunShardgnn({"train", "--dataset", data, "--lr", "0.001", "--epochs",
+                   "60", "--checkpoint-every", "0", "--min-steps-per-epoch",
+                   "1", "--progress-seconds", "0", "--out", dir.Sub("run")});
+  ASSERT_EQ(rc, 0) << output;
+  ASSERT_OK_AND_ASSIGN(std::string text,
+                       ReadFileToString(dir.Sub("run") + "/summary.json"));
+  const nlohmann::json summary = nlohmann::json::parse(text);
+  EXPECT_EQ(summary["epochs_run"], 60) << output;
+  EXPECT_FALSE(summary["stopped_early"].get<bool>());
+  EXPECT_GT(summary["best_epoch"].get<int>(), 40) << output;
+  EXPECT_TRUE(summary["epoch_budget_cut"].get<bool>());
+  EXPECT_THAT(output, HasSubstr("warning: the epoch budget ended the run "
+                                "after epoch 60 while validation could still "
+                                "improve"));
+}
+
 // Trainers that share a machine (torchrun's LOCAL_WORLD_SIZE) share its cores;
 // --threads overrides; a malformed LOCAL_WORLD_SIZE is one clear error.
 // `train --out` onto a directory that holds a run refuses (its metrics would
