@@ -232,9 +232,12 @@ absl::StatusOr<FeatureNormChoice> ChooseFeatureNorm(const GraphSource& source,
     // every model (docs/benchmarks.md, "Input scaling").
     choice.transform.norm =
         lo >= 0 ? FeatureNorm::kRowL2 : FeatureNorm::kStandardize;
-    choice.reason =
-        absl::StrCat(lo >= 0 ? "non-negative" : "signed", " features (range [",
-                     lo, ", ", hi, "] over ", k, " sampled nodes)");
+    choice.reason = absl::StrCat(
+        lo >= 0 ? "non-negative" : "signed", " features (range [", lo, ", ", hi,
+        "] over ", k, " sampled nodes)",
+        lo >= 0 ? ": rows scaled to unit length, whatever their number of "
+                  "non-zeros"
+                : ": columns to mean 0 and deviation 1");
   } else {
     choice.reason =
         absl::StrCat("as requested; statistics from ", k, " sampled nodes");
