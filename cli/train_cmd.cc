@@ -261,6 +261,10 @@ absl::Status WriteModelConfig(const TrainFlags& flags,
     config.learned_dim = options.embeddings->dim();
     config.ignore_features = options.ignore_features;
     config.learned_file = kLearnedEmbeddingsFile;
+    if (options.pretrain_epochs > 0) {  // Frozen rows, read scaled.
+      config.learned_row_length =
+          FrozenRowLength(!options.ignore_features && in_dim > 0);
+    }
   }
   config.num_classes = options.num_classes;
   config.fanouts = options.fanouts;

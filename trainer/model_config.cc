@@ -1,5 +1,6 @@
 #include "trainer/model_config.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -59,6 +60,8 @@ std::string ModelConfigToJson(const ModelConfig& config) {
     j["learned_embeddings"] = {{"dim", config.learned_dim},
                                {"ignore_features", config.ignore_features},
                                {"file", config.learned_file}};
+    if (config.learned_row_length > 0)
+      j["learned_embeddings"]["row_length"] = config.learned_row_length;
   }
   return j.dump(2) + "\n";
 }
@@ -149,6 +152,15 @@ absl::StatusOr<ModelConfig> ModelConfigFromJson(const std::string& text,
         throw std::invalid_argument(
             absl::StrCat("\"learned_embeddings.file\" \"", c.learned_file,
                          "\" is not a file name of the run directory"));
+      }
+      if (learned.contains("row_length")) {
+        const nlohmann::json& length = learned.at("row_length");
+        if (!length.is_number() || !(length.get<double>() > 0) ||
+            !std::isfinite(length.get<double>())) {
+          throw std::invalid_argument(
+              "\"learned_embeddings.row_length\" is not a positive number");
+        }
+        c.learned_row_length = length.get<double>();
       }
     }
     // A typed graph's model takes each node type's features (or rows).

@@ -42,6 +42,10 @@ struct ModelConfig {
   int64_t learned_dim = 0;
   bool ignore_features = false;
   std::string learned_file;
+  // Pre-trained (frozen) rows are read scaled to this L2 length
+  // (FrozenRowLength, trainer.h); 0: as they are (rows trained with the
+  // model).
+  double learned_row_length = 0;
 
   // The first layer's input width.
   int64_t input_dim() const {

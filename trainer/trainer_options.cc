@@ -143,6 +143,8 @@ ModelDefaults DefaultsFor(ModelKind kind) {
   return {256, 8, 0.5, 0.6, 0.01, kEpochBudget, kPatience, 0.0};
 }
 
+double FrozenRowLength(bool with_features) { return with_features ? 0.3 : 1.0; }
+
 std::vector<int> DefaultEvalFanouts(const std::vector<int>& fanouts) {
   std::vector<int> eval = fanouts;
   for (int& f : eval) {

@@ -337,6 +337,20 @@ TEST(ModelConfigTest, RoundTripsAndRefusesMalformedFields) {
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(r.status().message().find("m.json"), std::string::npos);
   }
+
+  // Pre-trained rows keep the length they are read at.
+  c.learned_dim = 8;
+  c.learned_file = "learned_embeddings.npy";
+  c.learned_row_length = 0.3;
+  const std::string with_rows = ModelConfigToJson(c);
+  EXPECT_NE(with_rows.find("\"row_length\": 0.3"), std::string::npos);
+  ASSERT_OK_AND_ASSIGN(back, ModelConfigFromJson(with_rows, "m.json"));
+  EXPECT_EQ(back.learned_row_length, 0.3);
+  std::string negative = with_rows;
+  negative.replace(negative.find("\"row_length\": 0.3"), 17,
+                   "\"row_length\": -1");
+  EXPECT_EQ(ModelConfigFromJson(negative, "m.json").status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

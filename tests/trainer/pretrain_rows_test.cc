@@ -151,5 +151,25 @@ TEST_F(PretrainRowsTest, PretrainedRowsBeatLabelTrainedOnAFeaturelessGraph) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Beside features, the exact (layer-wise) test reads the frozen rows as
+// training did: scaled to FrozenRowLength.
+TEST_F(PretrainRowsTest, TheExactTestReadsFrozenRowsAsTrainingDid) {
+  Build(1000, 0.8);
+  const EmbeddingTableConfig config = PretrainTable(16, "exact");
+  TrainOptions f = Options();
+  f.epochs = 6;
+  f.pretrain_epochs = 3;
+  std::unique_ptr<LearnableRows> beside = LocalRows(config);
+  f.embeddings = beside.get();
+  ASSERT_OK_AND_ASSIGN(TrainResult sampled, Train(*local_, splits_, f));
+  std::unique_ptr<LearnableRows> beside_exact = LocalRows(config);
+  f.embeddings = beside_exact.get();
+  f.exact_test = true;
+  f.scratch_dir = tmp_.Sub("scratch");
+  ASSERT_OK_AND_ASSIGN(TrainResult exact, Train(*local_, splits_, f));
+  EXPECT_EQ(exact.parameters_checksum, sampled.parameters_checksum);
+  EXPECT_NEAR(exact.test_acc, sampled.test_acc, 0.03);
+}
+
 }  // namespace
 }  // namespace shardgnn

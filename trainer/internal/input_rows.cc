@@ -22,7 +22,7 @@ torch::Tensor InputRows::Input(const torch::Tensor& features) const {
   torch::Tensor rows = pulled_;
   if (frozen_) {
     rows = pulled_ / pulled_.square().sum(1, true).sqrt().clamp_min(1e-12) *
-           (alone ? 1.0 : kFrozenRowsBesideFeatures);
+           row_length(!alone);
   }
   if (alone) return rows;
   return torch::cat({features, rows}, 1);

@@ -12,12 +12,8 @@
 //
 // Frozen rows (after pre-training, trainer/internal/pretrain_rows.h): every
 // pull reads the table as of the step it was frozen at, without gradient, and
-// a step pushes nothing: the rows are inputs like stored features. They are
-// scaled to unit length, as non-negative features are (--feature-norm auto),
-// and to kFrozenRowsBesideFeatures when appended to features: at full length
-// the pre-trained rows drew the model away from Cora's features (0.781 test
-// accuracy against 0.806 without them, seeds 1-3), at 0.3 they add to them
-// (0.809; alone, at unit length, they reach 0.674).
+// a step pushes nothing: the rows are inputs like stored features, scaled to
+// the L2 length FrozenRowLength (trainer.h) says.
 #ifndef SHARDGNN_TRAINER_INTERNAL_INPUT_ROWS_H_
 #define SHARDGNN_TRAINER_INTERNAL_INPUT_ROWS_H_
 
@@ -29,10 +25,9 @@
 #include "absl/status/status.h"
 #include "sampler/embedding_rows.h"
 #include "sampler/minibatch.h"
+#include "trainer/trainer.h"
 
 namespace shardgnn::internal {
-
-inline constexpr double kFrozenRowsBesideFeatures = 0.3;
 
 class InputRows {
  public:
@@ -48,6 +43,11 @@ class InputRows {
   // From now on the rows are read as of step() and not trained (above).
   void Freeze() { frozen_ = true; }
   bool frozen() const { return frozen_; }
+  // The length frozen rows are scaled to as input (0: not frozen, as
+  // pulled), beside features or alone.
+  double row_length(bool with_features) const {
+    return frozen_ ? FrozenRowLength(with_features && !ignore_features_) : 0;
+  }
 
   // Pulls the rows of batch.input_nodes (a leaf with gradient for `train`).
   absl::Status Pull(const MiniBatch& batch, bool train);

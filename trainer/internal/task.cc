@@ -71,6 +71,8 @@ absl::StatusOr<InferResult> RunExactTest(
     InputRows* rows = context.rows;
     with_rows.learned_dim = rows->dim();
     with_rows.ignore_features = rows->ignore_features();
+    with_rows.learned_row_length =
+        rows->row_length(context.source->feature_dim() > 0);
     infer.learned_rows = [rows](absl::Span<const NodeId> nodes, float* out) {
       return rows->rows()->Pull(nodes, rows->step(), out);
     };
