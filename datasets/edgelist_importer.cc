@@ -264,15 +264,9 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
   datasets_internal::Splits splits;
   BuildSummary summary;
   if (options.split_paths.empty() && options.class_split.has_value()) {
-    absl::StatusOr<datasets_internal::Splits> made =
-        datasets_internal::MakeClassSplit(labels, *options.class_split,
-                                          &summary.notes, &summary.warnings);
-    if (!made.ok()) {
-      return absl::Status(
-          made.status().code(),
-          absl::StrCat(options.labels_path, ": ", made.status().message()));
-    }
-    splits = *std::move(made);
+    ASSIGN_OR_RETURN(splits, datasets_internal::MakeClassSplit(
+                                 labels, *options.class_split, &summary.notes,
+                                 &summary.warnings, options.labels_path));
   } else if (options.split_paths.empty()) {
     if (options.split_fractions.size() != 3) {
       return absl::InvalidArgumentError(

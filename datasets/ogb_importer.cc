@@ -218,15 +218,9 @@ absl::StatusOr<BuildSummary> ImportOgbGraph(const OgbImportOptions& options,
       ASSIGN_OR_RETURN(splits[name], datasets_internal::ReadSplitText(path, n));
     }
     if (options.class_split.has_value()) {
-      absl::StatusOr<datasets_internal::Splits> made =
-          datasets_internal::MakeClassSplit(labels, *options.class_split,
-                                            &summary.notes, &summary.warnings);
-      if (!made.ok()) {
-        return absl::Status(
-            made.status().code(),
-            absl::StrCat(label_path, ": ", made.status().message()));
-      }
-      splits = *std::move(made);
+      ASSIGN_OR_RETURN(splits, datasets_internal::MakeClassSplit(
+                                   labels, *options.class_split, &summary.notes,
+                                   &summary.warnings, label_path));
     }
     // The count is only a hint (the file is checked against it below).
     src.reserve(std::min<int64_t>(m, int64_t{1} << 28));

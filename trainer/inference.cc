@@ -273,11 +273,8 @@ class LayerwiseRun {
         torch::empty({rows, config_.learned_dim}, torch::kFloat);
     RETURN_IF_ERROR(
         options_.learned_rows(batch.input_nodes, learned.data_ptr<float>()));
-    if (config_.learned_row_length > 0) {  // Pre-trained rows, as trained.
-      learned = learned /
-                learned.square().sum(1, true).sqrt().clamp_min(1e-12) *
-                config_.learned_row_length;
-    }
+    if (config_.learned_row_length > 0)  // Pre-trained rows, as trained.
+      learned = internal::RowsOfLength(learned, config_.learned_row_length);
     *x = config_.ignore_features ? learned : torch::cat({features, learned}, 1);
     return absl::OkStatus();
   }

@@ -178,8 +178,15 @@ absl::StatusOr<Splits> StratifiedSplit(const std::vector<int64_t>& labels,
 absl::StatusOr<Splits> MakeClassSplit(const std::vector<int64_t>& labels,
                                       const ClassSplitOptions& options,
                                       std::vector<std::string>* notes,
-                                      std::vector<std::string>* warnings) {
-  ASSIGN_OR_RETURN(ClassSplit split, RandomClassSplit(labels, options));
+                                      std::vector<std::string>* warnings,
+                                      const std::string& labels_file) {
+  absl::StatusOr<ClassSplit> made = RandomClassSplit(labels, options);
+  if (!made.ok() && !labels_file.empty()) {
+    return absl::Status(
+        made.status().code(),
+        absl::StrCat(labels_file, ": ", made.status().message()));
+  }
+  ASSIGN_OR_RETURN(ClassSplit split, std::move(made));
   notes->push_back(DescribeClassSplit(options, split));
   std::string warning = SmallClassWarning(options, split);
   if (!warning.empty()) warnings->push_back(std::move(warning));

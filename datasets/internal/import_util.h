@@ -59,11 +59,13 @@ absl::StatusOr<Splits> StratifiedSplit(const std::vector<int64_t>& labels,
 
 // RandomClassSplit of `labels` as train, valid and test (each written, even
 // if empty); its description appended to *notes and, when some classes are
-// smaller than N + M, their warning to *warnings.
+// smaller than N + M, their warning to *warnings. Its errors start with
+// "`labels_file`: " when that is given (the file the labels came from).
 absl::StatusOr<Splits> MakeClassSplit(const std::vector<int64_t>& labels,
                                       const ClassSplitOptions& options,
                                       std::vector<std::string>* notes,
-                                      std::vector<std::string>* warnings);
+                                      std::vector<std::string>* warnings,
+                                      const std::string& labels_file = "");
 
 // What is wrong with the non-finite feature `value` of `node` in `column`
 // (1-based, as the input counts its columns), and how to keep such values.

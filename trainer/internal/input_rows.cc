@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "common/status.h"
+#include "trainer/internal/models.h"
 
 namespace shardgnn::internal {
 
@@ -20,10 +21,7 @@ absl::Status InputRows::Pull(const MiniBatch& batch, bool train) {
 torch::Tensor InputRows::Input(const torch::Tensor& features) const {
   const bool alone = ignore_features_ || !features.defined();
   torch::Tensor rows = pulled_;
-  if (frozen_) {
-    rows = pulled_ / pulled_.square().sum(1, true).sqrt().clamp_min(1e-12) *
-           row_length(!alone);
-  }
+  if (frozen_) rows = RowsOfLength(pulled_, row_length(!alone));
   if (alone) return rows;
   return torch::cat({features, rows}, 1);
 }

@@ -30,12 +30,20 @@ void ApplyInputTransform(const InputTransform& transform, torch::Tensor& x) {
       x.div_(x.abs().sum(1, true).clamp_min(1e-12));
       break;
     case FeatureNorm::kRowL2:
-      x.div_(x.square().sum(1, true).sqrt_().clamp_min(1e-12));
+      x.div_(RowLengths(x));
       break;
     case FeatureNorm::kStandardize:
       x.sub_(transform.shift).mul_(transform.scale);
       break;
   }
+}
+
+torch::Tensor RowLengths(const torch::Tensor& x) {
+  return x.square().sum(1, true).sqrt_().clamp_min(1e-12);
+}
+
+torch::Tensor RowsOfLength(const torch::Tensor& x, double length) {
+  return x / RowLengths(x) * length;
 }
 
 uint64_t SeedStream::Next() { return MixSeed(seed_, count_++); }

@@ -70,6 +70,12 @@ struct InputTransform {
 InputTransform MakeInputTransform(const FeatureTransform& f);
 // Scales the rows of `x` [n, F] in place.
 void ApplyInputTransform(const InputTransform& transform, torch::Tensor& x);
+// The L2 length of each row of `x` [n, F] as [n, 1], at least 1e-12 (so that
+// dividing by it leaves rows of zeros zero).
+torch::Tensor RowLengths(const torch::Tensor& x);
+// The rows of `x` scaled to L2 length `length`: frozen learned rows
+// (FrozenRowLength); FeatureNorm::kRowL2 is length 1, in place.
+torch::Tensor RowsOfLength(const torch::Tensor& x, double length);
 
 // Seeds for successive dropout masks: MixSeed(seed, 0), MixSeed(seed, 1), ...
 class SeedStream {
