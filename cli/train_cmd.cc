@@ -111,11 +111,17 @@ absl::Status ConfigureCheckpoints(const TrainFlags& flags, int rank,
   }
   // A directory that holds a run is continued (--resume) or left alone: its
   // metrics would be appended to and its checkpoints overwritten. Checked by
-  // every rank before the rendezvous, so before rank 0 writes anything.
+  // every rank before the rendezvous, so before rank 0 writes anything. An
+  // empty metrics.jsonl is a run that failed before its first epoch (a model
+  // script that does not fit, a server that did not answer): nothing to keep.
   if (!flags.training.resume) {
     for (const char* record : {"summary.json", "metrics.jsonl"}) {
       const std::string path = JoinPath(flags.out_dir, record);
-      if (std::filesystem::exists(path)) {
+      std::error_code ec;
+      const bool empty_metrics = std::string(record) == "metrics.jsonl" &&
+                                 std::filesystem::file_size(path, ec) == 0 &&
+                                 !ec;
+      if (std::filesystem::exists(path) && !empty_metrics) {
         return absl::AlreadyExistsError(absl::StrCat(
             flags.out_dir, " already holds a run (", record,
             "); choose another --out, or --resume to continue it"));
@@ -241,11 +247,14 @@ void WriteReport(const std::string& out_dir) {
   }
 }
 
-// Points options->model_path at <out>/model.pt (the leader, with --out).
+// Points options->model_path at <out>/model.pt (the leader, with --out), and
+// a model script's options->model_script_path at <out>/model_script.pt.
 void ConfigureModelFile(const TrainFlags& flags, bool leader,
                         TrainOptions* options) {
-  if (leader && !flags.out_dir.empty())
-    options->model_path = JoinPath(flags.out_dir, kModelParametersFile);
+  if (!leader || flags.out_dir.empty()) return;
+  options->model_path = JoinPath(flags.out_dir, kModelParametersFile);
+  if (options->model.kind == ModelKind::kScript)
+    options->model_script_path = JoinPath(flags.out_dir, kModelScriptFile);
 }
 
 // <out>/model.json beside the model.pt Train wrote: what `shardgnn infer`

@@ -326,6 +326,7 @@ nlohmann::ordered_json SummaryJson(const TrainResult& result,
                       {"average_decay", options.average_decay},
                       {"batch_size", options.batch_size},
                       {"feature_norm", FeatureNormName(m.features.norm)}};
+  if (m.kind == ModelKind::kScript) summary["model"]["script"] = m.script_path;
   summary["checkpoints"] = {{"every_epochs", training.checkpoint_every},
                             {"seconds", result.checkpoint_seconds},
                             {"bytes_per_trainer", result.checkpoint_bytes}};
@@ -448,8 +449,12 @@ void ReportSteps(double seconds, TrainOptions* options) {
 void PrintSettings(const TrainOptions& o, const std::string& features,
                    int64_t steps_per_epoch) {
   std::string model =
-      absl::StrCat(ModelKindName(o.model.kind), ", ", o.model.num_layers,
-                   " layers, hidden ", o.model.hidden);
+      o.model.kind == ModelKind::kScript
+          ? absl::StrCat("script ", o.model.script_path, ", ",
+                         o.model.num_layers,
+                         " layers (widths and dropout its own)")
+          : absl::StrCat(ModelKindName(o.model.kind), ", ", o.model.num_layers,
+                         " layers, hidden ", o.model.hidden);
   if (o.model.kind == ModelKind::kGat)
     absl::StrAppend(&model, " x ", o.model.heads, " heads");
   if (o.model.kind == ModelKind::kRgcn) {
@@ -458,11 +463,12 @@ void PrintSettings(const TrainOptions& o, const std::string& features,
                         ? absl::StrCat(o.model.num_bases, " bases")
                         : std::string("bases: one per relation, at most 8"));
   }
+  if (o.model.kind != ModelKind::kScript)
+    absl::StrAppend(&model, ", dropout ", o.model.dropout);
   std::printf(
-      "shardgnn train: model %s, dropout %g, lr %g, weight decay %g, batch "
+      "shardgnn train: model %s, lr %g, weight decay %g, batch "
       "%lld, %lld steps per epoch, up to %d epochs%s, %s\n",
-      model.c_str(), o.model.dropout, o.lr, o.weight_decay,
-      static_cast<long long>(o.batch_size),
+      model.c_str(), o.lr, o.weight_decay, static_cast<long long>(o.batch_size),
       static_cast<long long>(steps_per_epoch), o.epochs,
       o.patience > 0 ? absl::StrCat(" (patience ", o.patience, ")").c_str()
                      : "",

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
@@ -40,6 +42,11 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
                   "features (in one process); rgcn or heterosage for typed "
                   "graphs")
       ->capture_default_str();
+  cmd->add_option("--model-script", f->model_script,
+                  "Train your own model: a TorchScript module file (made with "
+                  "torch.jit.script(model).save(path); the interface is in "
+                  "docs/formats.md, \"Model scripts\"; "
+                  "examples/custom_model/make_model.py makes some)");
   cmd->add_option("--epochs", f->epochs,
                   "Training epochs, at most (default 200: runs stop on "
                   "--patience long before; the end of a run says when this "
@@ -239,6 +246,13 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
     args.push_back("--model");
     args.push_back(f.model);
   }
+  if (!f.model_script.empty()) {  // Trainers may start in another directory.
+    std::error_code error;
+    const std::filesystem::path absolute =
+        std::filesystem::absolute(f.model_script, error);
+    args.push_back("--model-script");
+    args.push_back(error ? f.model_script : absolute.string());
+  }
   if (f.ignore_features) args.push_back("--ignore-features");
   // Model-dependent defaults stay unset, for the trainer to resolve.
   if (f.exact_test) args.push_back("--exact-test");
@@ -333,6 +347,18 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
   };
   auto kind = ParseModelKind(f.model);
   if (!kind.ok()) return kind.status();
+  if (!f.model_script.empty()) {
+    if (f.model_given && *kind != ModelKind::kScript) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--model-script trains the module in ", f.model_script,
+          "; it replaces --model ", f.model, " (give one of them)"));
+    }
+    kind = ModelKind::kScript;
+    options.model.script_path = f.model_script;
+  } else if (*kind == ModelKind::kScript) {
+    return absl::InvalidArgumentError(
+        "--model script needs --model-script FILE (a TorchScript module)");
+  }
   absl::StatusOr<std::vector<int>> fanouts;
   if (IsRelationFanoutSpec(f.fanouts)) {
     // Resolved against the graph's relations when the run starts; a layer

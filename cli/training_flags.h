@@ -29,7 +29,10 @@ struct TrainingFlags {
   bool filter_negatives = false;              // Link tasks.
   std::string model = "sage";
   bool model_given = false;  // --model on the command line or in --config.
-  int epochs = -1;           // -1: the model's default.
+  // --model-script: the user's TorchScript module (model kind "script");
+  // forwarded to trainer processes as an absolute path.
+  std::string model_script;
+  int epochs = -1;    // -1: the model's default.
   int patience = -1;  // Epochs without a better validation accuracy; 0 = off,
                       // -1: the model's default.
   int64_t min_steps_per_epoch = 10;

@@ -24,6 +24,7 @@
 #include "trainer/internal/layerwise.h"
 #include "trainer/internal/models.h"
 #include "trainer/internal/parameters_file.h"
+#include "trainer/internal/script_model.h"
 
 namespace shardgnn {
 namespace {
@@ -668,8 +669,23 @@ absl::StatusOr<InferResult> Infer(
           " outputs) has at least ", least,
           ": the description and the parameters do not belong together"));
     }
-    std::shared_ptr<internal::GnnModel> model = internal::MakeModel(
-        config.model, config.input_dim(), config.num_classes, /*seed=*/0);
+    std::shared_ptr<internal::GnnModel> model;
+    if (config.model.kind == ModelKind::kScript) {
+      // The run's module, beside its parameters.
+      const std::string script =
+          (std::filesystem::path(parameters_path).parent_path() /
+           kModelScriptFile)
+              .string();
+      ASSIGN_OR_RETURN(model,
+                       internal::LoadScriptModel(
+                           script,
+                           {config.input_dim(), config.num_classes,
+                            config.model.num_layers, /*edge_feature_dim=*/0},
+                           /*seed=*/0));
+    } else {
+      model = internal::MakeModel(config.model, config.input_dim(),
+                                  config.num_classes, /*seed=*/0);
+    }
     if (config.task == TaskKind::kLink)
       internal::AddPairDecoder(model.get(), config.decoder, config.num_classes,
                                /*seed=*/0);

@@ -110,7 +110,8 @@ struct InferResult {
 
 // Runs `config`'s model with the parameters in `parameters_path` (model.pt)
 // over every node of `source` (and, for a model over learned embeddings,
-// options.learned_rows). `sync` joins the ranks (null: world_size must be 1);
+// options.learned_rows; a model script's module is model_script.pt beside
+// model.pt, kModelScriptFile). `sync` joins the ranks (null: world_size must be 1);
 // every rank calls Infer with the same arguments but its rank. Fails on a
 // model that does not match the graph (input width), unreadable
 // parameters, pairs to score naming nodes outside the graph (or a node

@@ -56,6 +56,8 @@ std::string ModelConfigToJson(const ModelConfig& config) {
   j["feature_shift"] = m.features.shift;
   j["feature_scale"] = m.features.scale;
   j["parameters"] = kModelParametersFile;
+  // A model script's module: always this file of the run directory.
+  if (m.kind == ModelKind::kScript) j["script"] = kModelScriptFile;
   if (config.learned_dim > 0) {
     j["learned_embeddings"] = {{"dim", config.learned_dim},
                                {"ignore_features", config.ignore_features},

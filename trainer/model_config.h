@@ -17,6 +17,9 @@ namespace shardgnn {
 
 inline constexpr char kModelConfigFile[] = "model.json";
 inline constexpr char kModelParametersFile[] = "model.pt";
+// A model script's run (`--model-script`): the module, TorchScript, with
+// the trained parameters (model.pt holds them too, by name).
+inline constexpr char kModelScriptFile[] = "model_script.pt";
 // The learned node embeddings of a run that learned them (float32 [N, D],
 // original node ID order).
 inline constexpr char kLearnedEmbeddingsFile[] = "learned_embeddings.npy";

@@ -31,6 +31,7 @@
 #include "trainer/internal/pipeline_tuner.h"
 #include "trainer/internal/pretrain_rows.h"
 #include "trainer/internal/resume_settings.h"
+#include "trainer/internal/script_model.h"
 #include "trainer/internal/task.h"
 
 namespace shardgnn {
@@ -83,7 +84,7 @@ class Run {
     SetComputeThreads(options_.torch_threads);
     ASSIGN_OR_RETURN(const int64_t num_classes, MakeTask());
     RETURN_IF_ERROR(MakeSamplers());
-    CreateModel(num_classes);
+    RETURN_IF_ERROR(CreateModel(num_classes));
     RETURN_IF_ERROR(PretrainRows());
     ASSIGN_OR_RETURN(const bool resumed, Resume());
     RETURN_IF_ERROR(ShareStartingPoint(resumed));
@@ -132,7 +133,9 @@ class Run {
     train_sampling.fetch_degrees =
         internal::NeedsOf(options_.model.kind).degrees;
     train_sampling.fetch_edge_features =
-        internal::NeedsOf(options_.model.kind).edge_features;
+        internal::NeedsOf(options_.model.kind).edge_features ||
+        (options_.model.kind == ModelKind::kScript &&
+         source_.edge_feature_dim() > 0);
     train_sampling.fetch_features = !options_.ignore_features;
     train_sampling = task_->Sampling(train_sampling);
     ASSIGN_OR_RETURN(train_sampler_,
@@ -169,19 +172,26 @@ class Run {
 
   // The model (with the task's decoder), its optimizer, and what a
   // checkpoint of this run is recognised by (fingerprint_, settings_).
-  void CreateModel(int64_t num_classes) {
+  absl::Status CreateModel(int64_t num_classes) {
     // The model's input: the features, the learned rows, or both.
     const int64_t in_dim =
         (options_.ignore_features ? 0 : source_.feature_dim()) +
         (rows_ != nullptr ? rows_->dim() : 0);
     ModelOptions model = options_.model;
     model.edge_feature_dim = source_.edge_feature_dim();
-    model_ =
-        source_.schema() != nullptr
-            ? internal::MakeTypedModel(model, *source_.schema(), num_classes,
-                                       MixSeed(options_.seed, kModelStream))
-            : internal::MakeModel(model, in_dim, num_classes,
-                                  MixSeed(options_.seed, kModelStream));
+    const uint64_t seed = MixSeed(options_.seed, kModelStream);
+    if (model.kind == ModelKind::kScript) {
+      ASSIGN_OR_RETURN(model_, internal::LoadScriptModel(
+                                   model.script_path,
+                                   {in_dim, num_classes, model.num_layers,
+                                    model.edge_feature_dim},
+                                   seed));
+    } else {
+      model_ = source_.schema() != nullptr
+                   ? internal::MakeTypedModel(model, *source_.schema(),
+                                              num_classes, seed)
+                   : internal::MakeModel(model, in_dim, num_classes, seed);
+    }
     task_->AddDecoder(model_.get(), MixSeed(options_.seed, kModelStream));
     params_ = model_->parameters();
     for (const auto& p : params_) result_.num_parameters += p.numel();
@@ -192,6 +202,7 @@ class Run {
     state_.parameters = params_;
     settings_ = internal::ResumeSettings(options_, loader_->steps_per_epoch());
     state_.settings = settings_;
+    return absl::OkStatus();
   }
 
   // The run's shape: a checkpoint with another one cannot be resumed.
@@ -201,6 +212,9 @@ class Run {
         " layers=", options_.model.num_layers,
         " hidden=", options_.model.hidden, " heads=", options_.model.heads,
         " in=", in_dim, " classes=", num_classes, " seed=", options_.seed,
+        options_.model.kind == ModelKind::kScript
+            ? absl::StrCat(" parameters=", result_.num_parameters)
+            : std::string(),
         source_.schema() != nullptr
             ? absl::StrCat(" relations=", source_.schema()->num_relations(),
                            " bases=", options_.model.num_bases)
@@ -466,6 +480,10 @@ class Run {
     if (!options_.model_path.empty()) {
       RETURN_IF_ERROR(
           internal::WriteParametersFile(options_.model_path, *model_));
+    }
+    if (!options_.model_script_path.empty()) {
+      RETURN_IF_ERROR(
+          internal::SaveScriptModel(*model_, options_.model_script_path));
     }
     return absl::OkStatus();
   }

@@ -39,12 +39,24 @@ class LearnableRows;
 // input projections: R-GCN (Schlichtkrull et al. 2018), a weight per
 // relation from shared bases; HeteroSAGE, a GraphSAGE mean and weight per
 // relation, summed over relations.
-enum class ModelKind { kSage, kGcn, kGat, kMlp, kRgcn, kHeteroSage, kGine };
+// kScript: the user's TorchScript module (ModelOptions::script_path;
+// trainer/internal/script_model.h), given by `--model-script`.
+enum class ModelKind {
+  kSage,
+  kGcn,
+  kGat,
+  kMlp,
+  kRgcn,
+  kHeteroSage,
+  kGine,
+  kScript
+};
 
 // Whether `kind` is a model of typed graphs (and only of them).
 bool IsTypedModel(ModelKind kind);
 
-// "sage", "gcn", "gat", "mlp", "rgcn", "heterosage" (case-insensitive).
+// "sage", "gcn", "gat", "mlp", "rgcn", "heterosage", "gine", "script"
+// (case-insensitive).
 absl::StatusOr<ModelKind> ParseModelKind(const std::string& name);
 const char* ModelKindName(ModelKind kind);
 
@@ -93,6 +105,10 @@ struct ModelOptions {
   // Typed graphs: the graph's relations (set from its schema when the model
   // is made).
   int num_relations = 0;
+  // kScript: the TorchScript file (docs/formats.md, "Model scripts"); its
+  // layers' widths and dropout are its own (hidden, heads and dropout are
+  // not used).
+  std::string script_path;
 };
 
 // The defaults for each model, from the models' papers and checked across the
@@ -345,6 +361,9 @@ struct TrainOptions {
   // If set, the kept parameters are written there at the end, by name, in the
   // format of Python's torch.save (model.pt; trainer/model_config.h).
   std::string model_path;
+  // A model script's run (ModelKind::kScript): the module with the kept
+  // parameters is written there at the end (model_script.pt), as TorchScript.
+  std::string model_script_path;
   // Called after every epoch (progress lines, metrics files); may be empty.
   std::function<void(const EpochStats&)> on_epoch;
   // Called after every training step (progress lines within long epochs,

@@ -30,6 +30,7 @@ absl::StatusOr<ModelKind> ParseModelKind(const std::string& name) {
   if (lower == "rgcn") return ModelKind::kRgcn;
   if (lower == "heterosage") return ModelKind::kHeteroSage;
   if (lower == "gine") return ModelKind::kGine;
+  if (lower == "script") return ModelKind::kScript;
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown model '", name,
       "' (expected sage, gcn, gat, mlp, gine, rgcn or heterosage)"));
@@ -51,6 +52,8 @@ const char* ModelKindName(ModelKind kind) {
       return "heterosage";
     case ModelKind::kGine:
       return "gine";
+    case ModelKind::kScript:
+      return "script";
   }
   return "?";
 }
@@ -137,6 +140,7 @@ ModelDefaults DefaultsFor(ModelKind kind) {
     case ModelKind::kSage:
     case ModelKind::kMlp:
     case ModelKind::kGine:
+    case ModelKind::kScript:  // Its widths and dropout are the module's.
       break;
   }
   // SAGE gained nothing measurable from averaging (-0.7 to +0.8 points).

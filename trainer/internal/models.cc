@@ -108,7 +108,8 @@ std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
                     .clone();
     if (!block.relations.empty()) GroupByRelation(block, &t);
     const ModelNeeds needs = NeedsOf(kind);
-    if (needs.edge_features) {
+    if (needs.edge_features ||
+        (kind == ModelKind::kScript && !block.edge_features.empty())) {
       TORCH_CHECK(block.edge_feature_dim > 0 &&
                       static_cast<int64_t>(block.edge_features.size()) ==
                           block.num_edges() * block.edge_feature_dim,
@@ -693,13 +694,19 @@ void InitParameters(torch::nn::Module& module, uint64_t seed) {
   }
 }
 
-ModelNeeds NeedsOf(ModelKind kind) { return SpecOf(kind).needs; }
+ModelNeeds NeedsOf(ModelKind kind) {
+  // A model script reads edge features when the graph has them
+  // (ToBlockTensors).
+  if (kind == ModelKind::kScript) return ModelNeeds{};
+  return SpecOf(kind).needs;
+}
 
 int64_t MinParameterCount(const ModelOptions& options, int64_t in_dim,
                           int64_t num_classes) {
   // Stack: layer l is make_layer(in_l, out_l), each a Linear(in_l, >= out_l)
   // (GAT's hidden layers project to heads * hidden, and take it in).
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  if (options.kind == ModelKind::kScript) return 0;  // Its own layers.
   int64_t total = 0;
   int64_t in = in_dim;
   for (int l = 0; l < options.num_layers; ++l) {
@@ -734,6 +741,8 @@ std::shared_ptr<GnnModel> MakeModel(const ModelOptions& options, int64_t in_dim,
                                     int64_t num_classes, uint64_t seed) {
   TORCH_CHECK(!IsTypedModel(options.kind), ModelKindName(options.kind),
               " takes typed graphs only (a dataset with node types)");
+  TORCH_CHECK(options.kind != ModelKind::kScript,
+              "a model script is loaded (LoadScriptModel), not made");
   auto seeds = std::make_shared<SeedStream>(MixSeed(seed, 1));
   std::shared_ptr<GnnModel> model = std::make_shared<Stack>(
       options, SpecOf(options.kind), in_dim, num_classes, std::move(seeds));

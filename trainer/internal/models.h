@@ -57,7 +57,8 @@ struct TypedInputs {
 };
 
 // Converts `batch`'s blocks (copies the index arrays; only the parts `kind`
-// needs are filled). REQUIRES for kGcn: batch.degrees holds every input
+// needs are filled; kScript gets edge_attr and edge_dst whenever the blocks
+// have edge features). REQUIRES for kGcn: batch.degrees holds every input
 // node's graph degree.
 std::vector<BlockTensors> ToBlockTensors(const MiniBatch& batch,
                                          ModelKind kind);
@@ -142,11 +143,12 @@ std::shared_ptr<GnnModel> MakeTypedModel(const ModelOptions& options,
                                          int64_t num_classes, uint64_t seed);
 
 // A lower bound of the parameters MakeModel(options, in_dim, num_classes, .)
-// has, without building it: every layer holds a weight of at least its input
-// width times its output width (in_dim into the first, `hidden` between, the
-// last out to num_classes). Saturates at INT64_MAX. Inference checks a
-// model.json against its model.pt with it, so that a description that does
-// not belong to its parameters is refused rather than allocated.
+// has, without building it (0 for kScript, whose layers are its own): every
+// layer holds a weight of at least its input width times its output width
+// (in_dim into the first, `hidden` between, the last out to num_classes).
+// Saturates at INT64_MAX. Inference checks a model.json against its model.pt
+// with it, so that a description that does not belong to its parameters is
+// refused rather than allocated.
 int64_t MinParameterCount(const ModelOptions& options, int64_t in_dim,
                           int64_t num_classes);
 
