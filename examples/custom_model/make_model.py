@@ -91,20 +91,54 @@ from torch import Tensor
 MODELS = ("gin", "sage-residual", "sage")
 
 
-def neighbor_sum(x: Tensor, edge_index: Tensor, num_dst: int) -> Tensor:
+def plain_neighbor_sum(x: Tensor, edge_index: Tensor, num_dst: int) -> Tensor:
     """sum over each destination's in-edges of x[src]: [num_dst, x.size(1)]."""
     return torch.zeros(num_dst, x.size(1), dtype=x.dtype,
                        device=x.device).index_add_(
                            0, edge_index[1], x.index_select(0, edge_index[0]))
 
 
-def neighbor_mean(x: Tensor, edge_index: Tensor, num_dst: int) -> Tensor:
+def plain_neighbor_mean(x: Tensor, edge_index: Tensor, num_dst: int) -> Tensor:
     """mean over each destination's in-edges of x[src]; 0 without edges."""
-    total = neighbor_sum(x, edge_index, num_dst)
+    total = plain_neighbor_sum(x, edge_index, num_dst)
     count = torch.zeros(num_dst, dtype=x.dtype, device=x.device).index_add_(
         0, edge_index[1],
         torch.ones(edge_index.size(1), dtype=x.dtype, device=x.device))
     return total / count.clamp(min=1.0).unsqueeze(1)
+
+
+def fused_neighbor_sum(x: Tensor, edge_index: Tensor, num_dst: int) -> Tensor:
+    return torch.ops.shardgnn.neighbor_sum(x, edge_index, num_dst)
+
+
+def fused_neighbor_mean(x: Tensor, edge_index: Tensor, num_dst: int) -> Tensor:
+    return torch.ops.shardgnn.neighbor_mean(x, edge_index, num_dst)
+
+
+def plain_dropout(x: Tensor, p: float, training: bool) -> Tensor:
+    return F.dropout(x, p, training)
+
+
+def fused_dropout(x: Tensor, p: float, training: bool) -> Tensor:
+    return torch.ops.shardgnn.dropout(x, p, training)
+
+
+# What the layers call; main() points them at the fused operators when their
+# library loads (before scripting: TorchScript binds them then).
+neighbor_sum = plain_neighbor_sum
+neighbor_mean = plain_neighbor_mean
+dropout = plain_dropout
+
+
+def default_ops_library() -> str:
+    """$SHARDGNN_OPS_LIBRARY, else build/python/libshardgnn_ops.so of this
+    repository (the CMake build puts it there)."""
+    env = os.environ.get("SHARDGNN_OPS_LIBRARY")
+    if env:
+        return env
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    return os.path.join(repo, "build", "python", "libshardgnn_ops.so")
 
 
 class SageLayer(torch.nn.Module):
@@ -117,6 +151,9 @@ class SageLayer(torch.nn.Module):
         self.lin_neigh = torch.nn.Linear(in_dim, out_dim, bias=False)
         self.dropout = dropout
         self.last = last
+        # The mean and the bias-free projection commute: project first when
+        # that makes the rows to gather narrower (as the built-in does).
+        self.project_first = in_dim > out_dim
         # Skip: 0 none, 1 identity, 2 the projection `res`.
         self.skip = 0
         if residual and not last:
@@ -128,9 +165,12 @@ class SageLayer(torch.nn.Module):
 
     def forward(self, x: Tensor, edge_index: Tensor, num_dst: int,
                 edge_attr: Optional[Tensor]) -> Tensor:
-        h = F.dropout(x, self.dropout, self.training)
-        out = self.lin_self(h[:num_dst]) + self.lin_neigh(
-            neighbor_mean(h, edge_index, num_dst))
+        h = dropout(x, self.dropout, self.training)
+        if self.project_first:
+            agg = neighbor_mean(self.lin_neigh(h), edge_index, num_dst)
+        else:
+            agg = self.lin_neigh(neighbor_mean(h, edge_index, num_dst))
+        out = self.lin_self(h[:num_dst]) + agg
         if not self.last:
             out = F.relu(out)
         if self.skip != 0:
@@ -156,7 +196,7 @@ class GinLayer(torch.nn.Module):
 
     def forward(self, x: Tensor, edge_index: Tensor, num_dst: int,
                 edge_attr: Optional[Tensor]) -> Tensor:
-        h = F.dropout(x, self.dropout, self.training)
+        h = dropout(x, self.dropout, self.training)
         out = self.mlp((1.0 + self.eps) * h[:num_dst] +
                        neighbor_sum(h, edge_index, num_dst))
         if not self.last:
@@ -262,11 +302,37 @@ def parse_args(argv):
     parser.add_argument("--layers", type=positive_int, default=2)
     parser.add_argument("--dropout", type=dropout_rate, default=0.5)
     parser.add_argument("--seed", type=seed_int, default=0)
+    parser.add_argument(
+        "--ops-library", default=None,
+        help="shardgnn's operators (libshardgnn_ops.so): aggregate with "
+        "torch.ops.shardgnn.neighbor_mean/sum and drop out with "
+        "torch.ops.shardgnn.dropout, the built-in models' kernels; "
+        "'none': plain torch (index_select + index_add_), about 2-3x slower "
+        "on large batches. Default: $SHARDGNN_OPS_LIBRARY, else "
+        "build/python/libshardgnn_ops.so when it exists")
     return parser.parse_args(argv)
 
 
 def main(argv) -> int:
     args = parse_args(argv)
+    global neighbor_sum, neighbor_mean, dropout
+    library = args.ops_library
+    if library is None:
+        library = default_ops_library()
+        if not os.path.exists(library):
+            library = "none"
+    aggregation = "plain torch"
+    if library != "none":
+        try:
+            torch.ops.load_library(library)
+        except (OSError, RuntimeError) as e:
+            print(f"make_model.py: cannot load {library}: {e}",
+                  file=sys.stderr)
+            return 1
+        neighbor_sum = fused_neighbor_sum
+        neighbor_mean = fused_neighbor_mean
+        dropout = fused_dropout
+        aggregation = "torch.ops.shardgnn"
     torch.manual_seed(args.seed)
     model = Model(args.model, args.in_dim, args.hidden, args.classes,
                   args.layers, args.dropout)
@@ -289,7 +355,7 @@ def main(argv) -> int:
         print(f"make_model.py: cannot write {out}: {e}", file=sys.stderr)
         return 1
     print(f"wrote {args.model}: {args.layers} layers, {count} parameters, "
-          f"to {out}")
+          f"aggregation {aggregation}, to {out}")
     return 0
 
 

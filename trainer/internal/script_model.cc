@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
 #include "common/sampling.h"
+#include "trainer/internal/script_ops.h"
 
 namespace shardgnn::internal {
 namespace {
@@ -252,6 +253,7 @@ absl::StatusOr<std::vector<int64_t>> ProbeWidths(const std::string& path,
 
 absl::StatusOr<std::shared_ptr<GnnModel>> LoadScriptModel(
     const std::string& path, const ScriptShape& shape, uint64_t seed) {
+  EnsureScriptOps();  // Scripts may call torch.ops.shardgnn.*.
   if (!std::ifstream(path).good()) {
     return absl::NotFoundError(
         absl::StrCat(path, ": no such model script (--model-script)"));
