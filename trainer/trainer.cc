@@ -59,13 +59,7 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Seeds for the different random streams of a run, so that none repeats
-// another.
-constexpr uint64_t kShuffleStream = 1;
-constexpr uint64_t kTrainSampleStream = 2;
-// 3: evaluation sampling (trainer/internal/node_task.cc, link_task.cc).
-constexpr uint64_t kModelStream = 4;
-constexpr uint64_t kPretrainStream = 5;
+// The random streams of a run: trainer.h (kShuffleStream ...).
 
 // One call of Train(): the phases below run in the same order on every rank.
 // Their collectives (the agreement on the epoch to resume from, the

@@ -39,6 +39,17 @@ class LearnableRows;
 // input projections: R-GCN (Schlichtkrull et al. 2018), a weight per
 // relation from shared bases; HeteroSAGE, a GraphSAGE mean and weight per
 // relation, summed over relations.
+// Seeds for the different random streams of a run (MixSeed(TrainOptions::
+// seed, stream)), so that none repeats another: the training loader's shuffle
+// and sampling (the Python package's NeighborLoader derives its seeds the same
+// way, so that its batches are the trainer's), evaluation sampling
+// (trainer/internal/node_task.cc, link_task.cc), the model, pre-training.
+inline constexpr uint64_t kShuffleStream = 1;
+inline constexpr uint64_t kTrainSampleStream = 2;
+inline constexpr uint64_t kEvalSampleStream = 3;
+inline constexpr uint64_t kModelStream = 4;
+inline constexpr uint64_t kPretrainStream = 5;
+
 // kScript: the user's TorchScript module (ModelOptions::script_path;
 // trainer/internal/script_model.h), given by `--model-script`.
 enum class ModelKind {

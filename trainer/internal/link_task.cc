@@ -19,7 +19,6 @@
 namespace shardgnn::internal {
 namespace {
 
-constexpr uint64_t kEvalSampleStream = 3;
 constexpr uint64_t kDecoderStream = 5;
 
 class LinkTask : public Task {

@@ -14,8 +14,6 @@
 namespace shardgnn::internal {
 namespace {
 
-constexpr uint64_t kEvalSampleStream = 3;
-
 torch::Tensor LabelsOf(const MiniBatch& batch) {
   return torch::from_blob(const_cast<int64_t*>(batch.labels.data()),
                           {static_cast<int64_t>(batch.labels.size())},
