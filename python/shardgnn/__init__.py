@@ -23,6 +23,23 @@ batches ahead, with the GIL released while Python waits for a batch. A batch's
 tensors share the loader's buffers (no copy): they stay valid as long as any
 of them is referenced.
 """
+import os
+
 from ._shardgnn import (Batch, Graph, NeighborLoader, connect, load_dataset)
 
-__all__ = ["Batch", "Graph", "NeighborLoader", "connect", "load_dataset"]
+__all__ = ["Batch", "Graph", "NeighborLoader", "connect", "load_dataset",
+           "load_ops"]
+
+
+def load_ops(path=None):
+    """Registers shardgnn's operators, torch.ops.shardgnn.neighbor_mean,
+    neighbor_sum (x, edge_index, num_dst) and dropout (x, p, training): the
+    built-in models' kernels (docs/formats.md, "Model scripts"). `path`:
+    libshardgnn_ops.so, by default $SHARDGNN_OPS_LIBRARY or the one the build
+    puts beside this package. Raises OSError when it is not there."""
+    if path is None:
+        path = os.environ.get("SHARDGNN_OPS_LIBRARY") or os.path.join(
+            os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+            "libshardgnn_ops.so")
+    import torch
+    torch.ops.load_library(path)
