@@ -17,6 +17,9 @@ SHARDGNN_PACKAGES=(
   prometheus-cpp-dev  # `shardgnn serve --metrics-listen` (Prometheus metrics over HTTP)
   openssl     # the tests make TLS certificates with it
   iproute2  # ip netns, for the multi-host tests
+  # The Python package (build/python/shardgnn) and model scripts: Debian's torch
+  # is the trainer's LibTorch release.
+  pybind11-dev python3-dev python3-torch python3-numpy
 )
 
 shardgnn_install_deps() {
@@ -53,4 +56,19 @@ shardgnn_build() {
   fi
   # Two cores: LibTorch translation units need ~1.5 GB each, so -j2 is safe on the 24 GiB machines.
   cmake --build "$SHARDGNN_BUILD" -- -j"$(nproc)"
+  shardgnn_python_path
+}
+
+# Makes the built Python package importable by Debian's /usr/bin/python3 without
+# PYTHONPATH: a .pth file naming build/python in the user's site-packages
+# (rewritten only when it names another build).
+shardgnn_python_path() {
+  [ -d "$SHARDGNN_BUILD/python/shardgnn" ] && [ -x /usr/bin/python3 ] || return 0
+  local site
+  site="$(/usr/bin/python3 -m site --user-site 2>/dev/null)" || return 0
+  local pth="$site/shardgnn.pth"
+  if [ "$(cat "$pth" 2>/dev/null)" != "$SHARDGNN_BUILD/python" ]; then
+    mkdir -p "$site" && echo "$SHARDGNN_BUILD/python" > "$pth" &&
+      echo "shardgnn: /usr/bin/python3 imports shardgnn from $SHARDGNN_BUILD/python ($pth)"
+  fi
 }

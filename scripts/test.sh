@@ -8,9 +8,6 @@ SHARDGNN_PACKAGES+=(chromium)
 # `shardgnn launch` is tested against Debian's sshd in network namespaces
 # (tests/cli/launch_test.cc).
 SHARDGNN_PACKAGES+=(openssh-server)
-# The README's torchrun line runs in the tests with Debian's torchrun
-# (tests/cli/train_launchers_test.cc, RealTorchrun).
-SHARDGNN_PACKAGES+=(python3-torch)
 shardgnn_install_deps
 # Warnings are errors here: the suite's build stays warning-free.
 shardgnn_build -DSHARDGNN_WERROR=ON
