@@ -642,6 +642,13 @@ absl::StatusOr<InferResult> Infer(
     const std::map<std::string, std::vector<NodeId>>& splits,
     const InferOptions& options, GradientSync* sync) {
   RETURN_IF_ERROR(CheckInputWidth(source, config, options));
+  if (config.model.kind == ModelKind::kScript &&
+      source.edge_feature_dim() > 0) {
+    return absl::FailedPreconditionError(
+        "the graph has edge features, and layer-wise inference does not pass "
+        "them to a model script yet (infer and --exact-test take model "
+        "scripts of graphs without edge features)");
+  }
   if (!options.score_pairs.empty()) {
     if (config.task != TaskKind::kLink) {
       return absl::InvalidArgumentError(
@@ -696,6 +703,9 @@ absl::StatusOr<InferResult> Infer(
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("LibTorch error during inference: ",
                                             e.what_without_backtrace()));
+  } catch (const std::exception& e) {  // TorchScript's own (JITException).
+    return absl::InternalError(
+        absl::StrCat("error during inference: ", e.what()));
   }
 }
 

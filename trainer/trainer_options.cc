@@ -285,6 +285,12 @@ absl::Status CheckTypedOptions(const GraphSource& source,
           "features yet)");
     }
   }
+  if (options.model.kind == ModelKind::kScript &&
+      source.edge_feature_dim() > 0 && options.exact_test) {
+    return absl::InvalidArgumentError(
+        "--exact-test does not pass edge features to a model script yet (the "
+        "graph has edge features): train without --exact-test");
+  }
   if (source.schema() == nullptr) {
     if (!typed_model) return absl::OkStatus();
     return absl::InvalidArgumentError(absl::StrCat(

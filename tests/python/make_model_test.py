@@ -25,12 +25,16 @@ IN_DIM, HIDDEN, CLASSES, LAYERS, DROPOUT, SEED = 12, 16, 5, 3, 0.5, 7
 SIZES = (40, 20, 9, 4)
 # make_model.py runs at a time (each imports torch: about 2 s of CPU).
 PARALLEL = 4
+# libshardgnn_ops.so (the modules call torch.ops.shardgnn.*), or "none" (plain
+# torch aggregation and dropout).
+OPS_LIBRARY = "none"
 
 
 def make_args(kind, out, layers=LAYERS, hidden=HIDDEN, seed=SEED):
     return ("--model", kind, "--in-dim", str(IN_DIM), "--classes",
             str(CLASSES), "--hidden", str(hidden), "--layers", str(layers),
-            "--dropout", str(DROPOUT), "--seed", str(seed), "--out", out)
+            "--dropout", str(DROPOUT), "--seed", str(seed), "--out", out,
+            "--ops-library", OPS_LIBRARY)
 
 
 def make_block(num_src, num_dst, generator):
@@ -341,6 +345,11 @@ class MakeModelTest(unittest.TestCase):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--make-model", default=MAKE_MODEL)
+    parser.add_argument("--ops-library", default="none")
     known, rest = parser.parse_known_args()
     MAKE_MODEL = os.path.abspath(known.make_model)
+    OPS_LIBRARY = known.ops_library
+    if OPS_LIBRARY != "none":
+        # The modules made with it call its operators: so does loading them.
+        torch.ops.load_library(OPS_LIBRARY)
     unittest.main(argv=[sys.argv[0]] + rest)

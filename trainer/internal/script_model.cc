@@ -27,6 +27,23 @@ std::string FirstLine(const c10::Error& e) {
   return what.substr(0, what.find('\n'));
 }
 
+// What an error raised inside a module's code says: TorchScript's
+// interpreter puts its own line first and the traceback, and the module's
+// error ("RuntimeError: mat1 and mat2 shapes cannot be multiplied ...")
+// last.
+std::string ScriptError(const std::exception& e) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+  const std::string what =
+      c10_error != nullptr ? c10_error->what_without_backtrace() : e.what();
+  if (what.find("TorchScript interpreter") == std::string::npos)
+    return what.substr(0, what.find('\n'));
+  const size_t end = what.find_last_not_of(" \n");
+  if (end == std::string::npos) return what;
+  const size_t newline = what.rfind('\n', end);
+  const size_t begin = newline == std::string::npos ? 0 : newline + 1;
+  return what.substr(begin, end + 1 - begin);
+}
+
 // Every parameter of the module is also one of the GnnModel, under the same
 // dotted name: the same tensor, so the optimizer's in-place updates are the
 // module's.
@@ -78,7 +95,14 @@ class ScriptModel : public GnnModel {
                                   b.num_dst};
     args.emplace_back(b.edge_attr.defined() ? c10::IValue(b.edge_attr)
                                             : c10::IValue());
-    const c10::IValue result = script_.forward(std::move(args));
+    c10::IValue result;
+    try {
+      result = script_.forward(std::move(args));
+    } catch (const std::exception& e) {
+      // One line that says what failed, as a c10::Error the trainer reports.
+      TORCH_CHECK(false, "the model script's layer ", l,
+                  " failed: ", ScriptError(e));
+    }
     TORCH_CHECK(result.isTensor(), "the model script's layer ", l,
                 " returned a ", result.tagKind(), ", not a tensor");
     torch::Tensor out = result.toTensor();
@@ -213,12 +237,16 @@ absl::StatusOr<std::vector<int64_t>> ProbeWidths(const std::string& path,
     try {
       result =
           script.forward({int64_t{l}, x, edge_index, int64_t{2}, edge_attr});
-    } catch (const c10::Error& e) {
+    } catch (const std::exception& e) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": layer ", l, " fails on inputs ", in, " wide",
                        l == 0 ? " (the run's input: features and learned rows)"
                               : " (the previous layer's output)",
-                       ": ", FirstLine(e)));
+                       shape.edge_feature_dim > 0
+                           ? absl::StrCat(" with edge features ",
+                                          shape.edge_feature_dim, " wide")
+                           : std::string(" and edge_attr None"),
+                       ": ", ScriptError(e)));
     }
     if (!result.isTensor() || result.toTensor().dim() != 2 ||
         result.toTensor().size(0) != 2 ||

@@ -42,7 +42,9 @@ struct ScriptShape {
 // the optimizer), named as in the module (their names in checkpoints and
 // model.pt), all trained. Layer l calls forward(l, h, edge_index, num_dst,
 // edge_attr) with edge_index [2, E] (sources, destinations: PyG's
-// source-to-target order) built from the block; in training mode the
+// source-to-target order) built from the block (an error the module raises
+// becomes a c10::Error saying the layer and the module's own message); in
+// training mode the
 // default CPU generator (what dropout in the module draws from) is first
 // seeded from a SeedStream seeded with `seed`, so a run is a function of
 // its seed and resumes exactly.
