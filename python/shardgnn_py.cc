@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "common/auth.h"
 #include "common/sampling.h"
 #include "datasets/dataset.h"
 #include "sampler/graph_source.h"
@@ -95,10 +96,11 @@ class Graph {
                                         double timeout_seconds) {
     RemoteGraphSourceOptions options;
     if (!auth_token_file.empty()) {
-      std::string token = ReadSmallFile(auth_token_file, "auth token file");
-      while (!token.empty() && (token.back() == '\n' || token.back() == '\r'))
-        token.pop_back();
-      options.client.auth_token = token;
+      // The checks `train --auth-token-file` makes (mode 600, length).
+      absl::StatusOr<std::string> token = ReadAuthTokenFile(auth_token_file);
+      if (!token.ok())
+        throw py::value_error(std::string(token.status().message()));
+      options.client.auth_token = *token;
     }
     if (!tls_ca.empty())
       options.client.tls_ca_pem = ReadSmallFile(tls_ca, "TLS CA");
@@ -218,9 +220,13 @@ Batch ToBatch(MiniBatch&& mb) {
       torch::from_blob(b.input_nodes.data(), {inputs}, keep, torch::kLong);
   out.x = torch::from_blob(b.features.data(), {inputs, b.feature_dim}, keep,
                            torch::kFloat);
-  out.y =
-      torch::from_blob(b.labels.data(), {static_cast<int64_t>(b.labels.size())},
-                       keep, torch::kLong);
+  // One label per seed, or a row of them per seed (multi-label graphs).
+  const auto labels = static_cast<int64_t>(b.labels.size());
+  const int64_t seeds = out.batch_size;
+  out.y = seeds > 0 && labels > seeds
+              ? torch::from_blob(b.labels.data(), {seeds, labels / seeds}, keep,
+                                 torch::kLong)
+              : torch::from_blob(b.labels.data(), {labels}, keep, torch::kLong);
   for (const Block& block : b.blocks) {
     const int64_t edges = block.num_edges();
     // PyG's edge_index: sources, then each edge's destination.

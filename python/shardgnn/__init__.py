@@ -25,6 +25,10 @@ of them is referenced.
 """
 import os
 
+# The native module hands over torch tensors: torch's Python bindings must be
+# loaded first.
+import torch  # noqa: F401
+
 from ._shardgnn import (Batch, Graph, NeighborLoader, connect, load_dataset)
 
 __all__ = ["Batch", "Graph", "NeighborLoader", "connect", "load_dataset",

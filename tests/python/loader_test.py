@@ -600,6 +600,23 @@ class ServerTest(BatchChecks, unittest.TestCase):
             shardgnn.connect(self.servers,
                              auth_token_file=os.path.join(WORK.name, "none"))
 
+    def test_token_file_checked_as_train_checks_it(self):
+        # Readable by others, or too short: refused before any call.
+        loose = os.path.join(WORK.name, "loose.token")
+        with open(loose, "w") as f:
+            f.write("0123456789abcdef0123\n")
+        os.chmod(loose, 0o644)
+        with self.assertRaises(ValueError) as raised:
+            shardgnn.connect(self.servers, auth_token_file=loose)
+        self.assertIn(loose, str(raised.exception))
+        short = os.path.join(WORK.name, "short.token")
+        with open(short, "w") as f:
+            f.write("abc\n")
+        os.chmod(short, 0o600)
+        with self.assertRaises(ValueError) as raised:
+            shardgnn.connect(self.servers, auth_token_file=short)
+        self.assertIn("short", str(raised.exception))
+
 
 def main():
     global SHARDGNN, DUMP_BATCHES
