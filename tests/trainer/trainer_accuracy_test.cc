@@ -121,7 +121,8 @@ class CoraTest : public ::testing::Test {
       case ModelKind::kMlp:   // The baseline: SAGE's sizes.
       case ModelKind::kRgcn:  // Typed graphs only (typed_training_test).
       case ModelKind::kHeteroSage:
-      case ModelKind::kGine:  // Edge features (edge_feature_training_test).
+      case ModelKind::kGine:    // Edge features (edge_feature_training_test).
+      case ModelKind::kScript:  // A module (script_model_test).
         options.model.hidden = 64;
         options.model.dropout = 0.5;
         break;
