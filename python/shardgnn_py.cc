@@ -21,6 +21,10 @@
 #include "common/auth.h"
 #include "common/sampling.h"
 #include "datasets/dataset.h"
+#include "embedding/embedding_table.h"
+#include "sampler/cached_graph_source.h"
+#include "sampler/embedding_rows.h"
+#include "sampler/feature_cache.h"
 #include "sampler/graph_source.h"
 #include "sampler/loader.h"
 #include "sampler/neighbor_sampler.h"
@@ -188,6 +192,60 @@ class Graph {
     return out;
   }
 
+  // A feature cache in front of the servers (what `train --cache-mb` does):
+  // kClock fills as batches fetch; kStatic is filled once with the rows that
+  // pre-sampling `seeds` with `fanouts` touches most. Loaders made before
+  // this read around it.
+  void EnableCache(int64_t cache_mb, const std::string& policy_name,
+                   const py::object& seeds, std::vector<int> fanouts,
+                   int64_t batch_size, uint64_t seed) {
+    if (remote_ == nullptr) {
+      throw py::value_error(
+          "a dataset in memory holds every feature: no cache applies");
+    }
+    if (cache_ != nullptr) throw py::value_error("the cache is already on");
+    if (cache_mb < 1) throw py::value_error("cache_mb must be at least 1");
+    const CachePolicy policy = Check(ParseCachePolicy(policy_name));
+    std::vector<NodeId> hot_seeds;
+    if (policy == CachePolicy::kStatic) {
+      if (seeds.is_none() || fanouts.empty()) {
+        throw py::value_error(
+            "a static cache is filled by pre-sampling: give seeds and fanouts");
+      }
+      hot_seeds = IdsOf(seeds.cast<torch::Tensor>(), "seeds");
+    }
+    py::gil_scoped_release release;
+    auto cache = Check(
+        FeatureCache::Create({cache_mb << 20, remote_->feature_dim(), policy}));
+    if (policy == CachePolicy::kStatic) {
+      SamplerOptions presample;
+      presample.fanouts = std::move(fanouts);
+      presample.fetch_features = false;
+      presample.fetch_labels = false;
+      auto sampler = Check(NeighborSampler::Create(remote_.get(), presample));
+      const std::vector<NodeId> hottest = Check(HottestByPresampling(
+          *sampler, hot_seeds, /*num_batches=*/8, batch_size, seed));
+      Check(PrefillCache(*remote_, hottest, cache.get()));
+    }
+    cache_ = std::move(cache);
+    cached_ = std::make_unique<CachedGraphSource>(remote_.get(), cache_.get());
+    source_ = cached_.get();
+  }
+
+  py::dict CacheStats() const {
+    py::dict out;
+    if (cache_ == nullptr) return out;
+    const FeatureCacheStats stats = cache_->stats();
+    out["hits"] = stats.hits;
+    out["misses"] = stats.misses;
+    out["hit_rate"] = stats.hit_rate();
+    out["bytes_saved"] = stats.bytes_saved;
+    out["entries"] = stats.entries;
+    out["capacity_rows"] = stats.capacity_rows;
+    return out;
+  }
+
+  const RemoteGraphSource* remote() const { return remote_.get(); }
   const GraphSource* source() const { return source_; }
   bool typed() const { return source_->schema() != nullptr; }
 
@@ -195,8 +253,99 @@ class Graph {
   std::unique_ptr<RemoteGraphSource> remote_;
   std::unique_ptr<Dataset> dataset_;
   std::unique_ptr<InMemoryGraphSource> memory_;
+  std::unique_ptr<FeatureCache> cache_;
+  std::unique_ptr<CachedGraphSource> cached_;
   const GraphSource* source_ = nullptr;
   int64_t num_classes_ = 0;
+};
+
+// A learnable node embedding table (what `train --learn-embeddings` trains):
+// on the storage servers, each holding its nodes' rows, or in this process
+// for a dataset in memory. Every trainer of a run pulls the rows of its
+// batch's input nodes at step s and pushes their gradient for step s; the
+// holders apply the pushes with the table's sparse optimizer
+// (sampler/embedding_rows.h).
+class Embeddings {
+ public:
+  Embeddings(std::shared_ptr<Graph> graph, int64_t dim, int rank,
+             int world_size, const std::string& run_id,
+             const std::string& run_secret, const std::string& optimizer,
+             double lr, double init_std, uint64_t seed, const std::string& sync)
+      : graph_(std::move(graph)) {
+    const int staleness = Check(ParseEmbeddingSync(sync));
+    EmbeddingTableConfig config;
+    config.name = "node";
+    config.dim = dim;
+    config.optimizer = Check(ParseEmbeddingOptimizer(optimizer));
+    config.lr = lr;
+    config.eps =
+        config.optimizer == EmbeddingOptimizer::kAdagrad ? 1e-10 : 1e-8;
+    config.init_std = init_std;
+    config.seed = seed;
+    config.num_trainers = world_size;
+    config.run_id = run_id;
+    config.run_secret = run_secret;
+    config.ordered = staleness == 0;
+    Check(ValidateEmbeddingConfig(config));
+    if (rank < 0 || rank >= world_size) {
+      throw py::value_error(
+          absl::StrCat("rank ", rank, " is not within 0..", world_size - 1));
+    }
+    py::gil_scoped_release release;
+    if (graph_->remote() != nullptr) {
+      rows_ = Check(MakeRemoteRows(graph_->remote(), config, rank, staleness));
+    } else {
+      if (world_size != 1) {
+        throw py::value_error(
+            "a table in this process has one trainer: world_size must be 1 "
+            "(connect to servers to share one)");
+      }
+      std::shared_ptr<EmbeddingTable> table =
+          Check(EmbeddingTable::Create(config, 0, graph_->num_nodes()));
+      rows_ = MakeLocalRows(std::move(table), rank, staleness);
+    }
+  }
+
+  ~Embeddings() {
+    py::gil_scoped_release release;
+    rows_.reset();
+  }
+
+  int64_t dim() const { return rows_->dim(); }
+
+  torch::Tensor Pull(const torch::Tensor& ids, int64_t step) {
+    const std::vector<NodeId> nodes = IdsOf(ids, "ids");
+    torch::Tensor out = torch::empty(
+        {static_cast<int64_t>(nodes.size()), dim()}, torch::kFloat);
+    py::gil_scoped_release release;
+    Check(rows_->Pull(nodes, step, out.data_ptr<float>()));
+    return out;
+  }
+
+  void Push(int64_t step, const torch::Tensor& ids,
+            const torch::Tensor& grads) {
+    const std::vector<NodeId> nodes = IdsOf(ids, "ids");
+    if (grads.dim() != 2 || grads.scalar_type() != torch::kFloat ||
+        grads.size(0) != static_cast<int64_t>(nodes.size()) ||
+        grads.size(1) != dim()) {
+      throw py::value_error(absl::StrCat("grads must be float32 [",
+                                         nodes.size(), ", ", dim(), "]"));
+    }
+    const torch::Tensor g = grads.contiguous();
+    py::gil_scoped_release release;
+    Check(rows_->Push(step, nodes,
+                      absl::MakeConstSpan(g.data_ptr<float>(),
+                                          static_cast<size_t>(g.numel()))));
+  }
+
+  void Flush() {
+    py::gil_scoped_release release;
+    Check(rows_->Flush());
+  }
+
+ private:
+  std::shared_ptr<Graph> graph_;
+  std::unique_ptr<LearnableRows> rows_;
 };
 
 // One minibatch as tensors over its MiniBatch's own buffers (kept alive by
@@ -346,7 +495,33 @@ PYBIND11_MODULE(_shardgnn, m) {
       .def("features", &Graph::Features, py::arg("ids"),
            "The nodes' feature rows, float32 [n, feature_dim]")
       .def("labels", &Graph::Labels, py::arg("ids"),
-           "The nodes' labels, int64 (-1: none)");
+           "The nodes' labels, int64 (-1: none)")
+      .def("enable_cache", &Graph::EnableCache, py::arg("cache_mb"),
+           py::arg("policy") = "clock", py::arg("seeds") = py::none(),
+           py::arg("fanouts") = std::vector<int>(),
+           py::arg("batch_size") = 1024, py::arg("seed") = 0,
+           "A feature cache of cache_mb MiB in front of the servers (before "
+           "any loader is made): clock, or static (filled by pre-sampling "
+           "seeds with fanouts)")
+      .def("cache_stats", &Graph::CacheStats,
+           "The cache's hits, misses, hit_rate, bytes_saved, entries and "
+           "capacity_rows ({} without a cache)");
+  py::class_<Embeddings>(m, "Embeddings")
+      .def(py::init<std::shared_ptr<Graph>, int64_t, int, int,
+                    const std::string&, const std::string&, const std::string&,
+                    double, double, uint64_t, const std::string&>(),
+           py::arg("graph"), py::arg("dim"), py::arg("rank") = 0,
+           py::arg("world_size") = 1, py::arg("run_id") = "python",
+           py::arg("run_secret") = "", py::arg("optimizer") = "adam",
+           py::arg("lr") = 0.01, py::arg("init_std") = 1.0, py::arg("seed") = 0,
+           py::arg("sync") = "sync")
+      .def_property_readonly("dim", &Embeddings::dim)
+      .def("pull", &Embeddings::Pull, py::arg("ids"), py::arg("step"),
+           "The rows of ids as of step (float32 [n, dim])")
+      .def("push", &Embeddings::Push, py::arg("step"), py::arg("ids"),
+           py::arg("grads"),
+           "This trainer's gradient of step for the rows of ids")
+      .def("flush", &Embeddings::Flush, "Waits until every push is applied");
   m.def(
       "connect",
       [](const py::object& servers, const std::string& auth_token_file,

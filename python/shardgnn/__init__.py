@@ -29,10 +29,11 @@ import os
 # loaded first.
 import torch  # noqa: F401
 
-from ._shardgnn import (Batch, Graph, NeighborLoader, connect, load_dataset)
+from ._shardgnn import (Batch, Embeddings, Graph, NeighborLoader, connect,
+                        load_dataset)
 
-__all__ = ["Batch", "Graph", "NeighborLoader", "connect", "load_dataset",
-           "load_ops"]
+__all__ = ["Batch", "Embeddings", "Graph", "NeighborLoader", "connect",
+           "load_dataset", "load_ops"]
 
 
 def load_ops(path=None):

@@ -312,6 +312,29 @@ class InMemoryTest(BatchChecks, unittest.TestCase):
         batch.x[1, 2] = 42.0
         self.assertEqual(float(batch.x[1, 2]), 42.0)
 
+    def test_learned_embeddings_in_process(self):
+        graph = shardgnn.load_dataset(GRAPH)
+        rows = shardgnn.Embeddings(graph, 4, optimizer="sgd", lr=0.25, seed=1)
+        ids = torch.tensor([3, 0, 3])  # A node twice: its gradients add up.
+        before = rows.pull(ids, 0)
+        torch.testing.assert_close(before[0], before[2])
+        rows.push(0, ids, torch.ones(3, 4))
+        rows.flush()
+        after = rows.pull(ids, 1)
+        torch.testing.assert_close(after[1], before[1] - 0.25)
+        torch.testing.assert_close(after[0], before[0] - 0.5)
+        # The same seed draws the same initial rows; another seed others.
+        again = shardgnn.Embeddings(graph, 4, optimizer="sgd", seed=1)
+        torch.testing.assert_close(again.pull(ids, 0), before)
+        other = shardgnn.Embeddings(graph, 4, optimizer="sgd", seed=2)
+        self.assertFalse(torch.equal(other.pull(ids, 0), before))
+        with self.assertRaises(ValueError):
+            shardgnn.Embeddings(graph, 4, world_size=2)
+        with self.assertRaises(ValueError):
+            shardgnn.Embeddings(graph, 4, optimizer="nope")
+        with self.assertRaises(ValueError):
+            graph.enable_cache(8)  # Every feature is in memory already.
+
     def test_bad_arguments(self):
         with self.assertRaises(KeyError):
             self.graph.split("nope")
@@ -594,6 +617,56 @@ class ServerTest(BatchChecks, unittest.TestCase):
                                  timeout=10)
             self.assertLess(time.monotonic() - start, 20)
             self.assertIn("token", str(raised.exception).lower())
+
+    def test_feature_cache(self):
+        # A clock cache fills as batches fetch; a static one is filled by
+        # pre-sampling. Either way the rows are the servers'.
+        train = self.graph.split("train")
+        for policy in ("clock", "static"):
+            graph = shardgnn.connect(self.servers, auth_token_file=self.token)
+            self.assertEqual(graph.cache_stats(), {})
+            graph.enable_cache(1, policy, seeds=train, fanouts=FANOUTS,
+                               batch_size=BATCH)
+            if policy == "static":
+                self.assertGreater(graph.cache_stats()["entries"], 0)
+            with self.assertRaises(ValueError):
+                graph.enable_cache(1, policy)
+            loader = shardgnn.NeighborLoader(graph, train, FANOUTS,
+                                             batch_size=BATCH, seed=3)
+            for epoch in range(2):
+                for batch in loader:
+                    np.testing.assert_array_equal(
+                        batch.x.numpy(),
+                        self.arrays.features[self.orig_ids[batch.n_id.numpy()]])
+            stats = graph.cache_stats()
+            self.assertGreater(stats["hits"], 0, policy)
+            self.assertGreater(stats["bytes_saved"], 0, policy)
+            self.assertGreater(stats["misses"], 0, policy)
+        with self.assertRaises(ValueError):
+            shardgnn.connect(self.servers,
+                             auth_token_file=self.token).enable_cache(
+                                 1, "static")  # Without seeds to pre-sample.
+
+    def test_learned_embeddings_on_the_servers(self):
+        # SGD: a pushed gradient g moves the rows by -lr * g, on whichever
+        # server owns each node.
+        ids = torch.tensor([0, 1, self.graph.num_nodes - 1, 5])
+        rows = shardgnn.Embeddings(self.graph, 8, run_id="loader-test",
+                                   run_secret="s" * 32, optimizer="sgd",
+                                   lr=0.5, seed=4)
+        self.assertEqual(rows.dim, 8)
+        before = rows.pull(ids, 0)
+        self.assertEqual(tuple(before.shape), (4, 8))
+        self.assertGreater(float(before.abs().sum()), 0)
+        grads = torch.arange(32, dtype=torch.float32).view(4, 8) / 10
+        rows.push(0, ids, grads)
+        rows.flush()
+        after = rows.pull(ids, 1)
+        torch.testing.assert_close(after, before - 0.5 * grads)
+        with self.assertRaises(ValueError):
+            rows.push(1, ids, torch.zeros(3, 8))  # One row short.
+        with self.assertRaises(ValueError):
+            rows.pull(torch.tensor([self.graph.num_nodes]), 1)
 
     def test_missing_token_file(self):
         with self.assertRaises(ValueError):
