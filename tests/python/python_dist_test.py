@@ -18,9 +18,10 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
+
+import shardgnn_children
 
 SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TRAIN_SAGE = os.path.join(SOURCE, "examples", "python", "train_sage.py")
@@ -39,51 +40,11 @@ def free_port():
 
 
 def run_shardgnn(*args):
-    done = subprocess.run([SHARDGNN, "-q", *args], capture_output=True,
-                          text=True, timeout=120)
-    if done.returncode != 0:
-        raise RuntimeError(f"shardgnn {' '.join(args)} exited "
-                           f"{done.returncode}: {done.stdout}{done.stderr}")
+    shardgnn_children.run_shardgnn(SHARDGNN, *args)
 
 
-class Server:
-    """A `shardgnn serve` child whose output a thread reads."""
-
-    def __init__(self, args, name):
-        self.name = name
-        self.lines = []
-        self.ready = threading.Event()
-        self.address = None
-        self.process = subprocess.Popen([SHARDGNN, "serve", *args],
-                                        stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, text=True)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.process.stdout:
-            self.lines.append(line)
-            if self.address is None and "ready on " in line:
-                self.address = line.split("ready on ", 1)[1].split()[0]
-                self.ready.set()
-        self.ready.set()  # Exited: no ready line comes.
-
-    def wait_ready(self, timeout):
-        if not self.ready.wait(timeout) or self.address is None:
-            raise RuntimeError(f"{self.name} is not ready after {timeout} s: "
-                               f"{''.join(self.lines[-10:])}")
-        return self.address
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.reader.join(5)
-        self.process.stdout.close()
+def Server(args, name):
+    return shardgnn_children.Server(SHARDGNN, args, name)
 
 
 def torchrun(work, name, *script_args):
