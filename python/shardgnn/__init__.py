@@ -27,7 +27,7 @@ import os
 
 # The native module hands over torch tensors: torch's Python bindings must be
 # loaded first.
-import torch  # noqa: F401
+import torch
 
 from ._shardgnn import (Batch, Embeddings, Graph, NeighborLoader, connect,
                         load_dataset)
@@ -46,5 +46,4 @@ def load_ops(path=None):
         path = os.environ.get("SHARDGNN_OPS_LIBRARY") or os.path.join(
             os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
             "libshardgnn_ops.so")
-    import torch
     torch.ops.load_library(path)
