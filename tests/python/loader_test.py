@@ -489,10 +489,6 @@ class SameAsCppLoaderTest(unittest.TestCase):
         self.compare(3, [2], split="valid", shuffle=False, steps=9)
 
 
-def Server(args, name):
-    return shardgnn_children.Server(SHARDGNN, args, name)
-
-
 class ServerTest(BatchChecks, unittest.TestCase):
     """Two `shardgnn serve` of a 2-part partition, with an auth token."""
 
@@ -510,16 +506,9 @@ class ServerTest(BatchChecks, unittest.TestCase):
             with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600),
                           "w") as f:
                 f.write(text + "\n")
-        servers = []
-        for part in range(2):
-            server = Server([
-                "--partition", cls.partition, "--part",
-                str(part), "--listen", "127.0.0.1:0", "--memory",
-                "--auth-token-file", cls.token
-            ], f"server {part}")
-            cls.addClassCleanup(server.stop)  # Also when setUpClass fails.
-            servers.append(server)
-        cls.servers = [s.wait_ready(SERVER_TIMEOUT) for s in servers]
+        cls.servers = shardgnn_children.start_servers(
+            SHARDGNN, cls.partition, 2, cls.token, cls.addClassCleanup,
+            SERVER_TIMEOUT)
         cls.graph = shardgnn.connect(cls.servers, auth_token_file=cls.token)
 
     def to_orig(self, ids):

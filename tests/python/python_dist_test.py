@@ -43,10 +43,6 @@ def run_shardgnn(*args):
     shardgnn_children.run_shardgnn(SHARDGNN, *args)
 
 
-def Server(args, name):
-    return shardgnn_children.Server(SHARDGNN, args, name)
-
-
 def torchrun(work, name, *script_args):
     """The argv of 2 local ranks of train_sage.py."""
     return [
@@ -77,16 +73,10 @@ class TrainSageDistributedTest(unittest.TestCase):
         with open(os.open(cls.token, os.O_WRONLY | os.O_CREAT, 0o600),
                   "w") as f:
             f.write("0123456789abcdef0123456789abcdef\n")
-        servers = []
-        for part in range(2):
-            server = Server([
-                "--partition", cls.partition, "--part",
-                str(part), "--listen", "127.0.0.1:0", "--memory",
-                "--auth-token-file", cls.token
-            ], f"server {part}")
-            cls.addClassCleanup(server.stop)  # Also when setUpClass fails.
-            servers.append(server)
-        cls.servers = ",".join(s.wait_ready(SERVER_TIMEOUT) for s in servers)
+        cls.servers = ",".join(
+            shardgnn_children.start_servers(SHARDGNN, cls.partition, 2,
+                                            cls.token, cls.addClassCleanup,
+                                            SERVER_TIMEOUT))
 
     def test_trains_cora_with_two_ranks(self):
         # The run with unreachable servers waits in parallel (it idles).

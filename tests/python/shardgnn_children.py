@@ -52,3 +52,20 @@ class Server:
                 self.process.wait()
         self.reader.join(5)
         self.process.stdout.close()
+
+
+def start_servers(binary, partition, parts, token_file, cleanup, timeout):
+    """One `shardgnn serve --memory` of each part of `partition` on a free
+    loopback port, with `token_file`; `cleanup(server.stop)` is called for
+    each as soon as it starts (unittest's addClassCleanup, so that a failed
+    setUpClass stops them too). Returns their addresses once all are ready."""
+    servers = []
+    for part in range(parts):
+        server = Server(binary, [
+            "--partition", partition, "--part",
+            str(part), "--listen", "127.0.0.1:0", "--memory",
+            "--auth-token-file", token_file
+        ], f"server {part}")
+        cleanup(server.stop)
+        servers.append(server)
+    return [s.wait_ready(timeout) for s in servers]
