@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -63,6 +64,7 @@ struct ImportFlags {
   std::string features;
   std::string labels;
   std::vector<std::string> split_files;
+  std::string memory_limit;  // Bytes, with an optional K/M/G/T suffix.
 };
 
 struct GenerateFlags {
@@ -105,6 +107,34 @@ absl::StatusOr<std::vector<double>> ParseFractions(const std::string& text) {
     }
   }
   return fractions;
+}
+
+// A byte count: digits with an optional K, M, G or T suffix (binary
+// multiples: 512M = 512 MiB; "KiB", "MB" and lower case are read the same).
+absl::StatusOr<int64_t> ParseByteSize(const std::string& flag,
+                                      const std::string& text) {
+  absl::string_view digits = text;
+  int shift = 0;
+  while (!digits.empty() && !absl::ascii_isdigit(digits.back())) {
+    digits.remove_suffix(1);
+  }
+  std::string suffix =
+      absl::AsciiStrToUpper(absl::string_view(text).substr(digits.size()));
+  if (suffix.size() > 1 && absl::EndsWith(suffix, "B")) suffix.pop_back();
+  if (suffix.size() == 2 && suffix[1] == 'I') suffix.pop_back();
+  if (suffix == "K") shift = 10;
+  if (suffix == "M") shift = 20;
+  if (suffix == "G") shift = 30;
+  if (suffix == "T") shift = 40;
+  uint64_t value = 0;
+  if ((!suffix.empty() && suffix != "B" && shift == 0) ||
+      !absl::SimpleAtoi(digits, &value) || value == 0 ||
+      value > (uint64_t{1} << (62 - shift))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " \"", text,
+                     "\": expected a byte count such as 4G, 512M or 1048576"));
+  }
+  return static_cast<int64_t>(value << shift);
 }
 
 // The one file in `dir` whose name ends with `suffix` or `suffix`.gz.
@@ -162,6 +192,7 @@ const std::vector<FormatFlag>& FormatFlags() {
       {kRandomSplit, {"ogb", "linqs", "edgelist", "ogb-hetero", "hgb"}},
       {"--split-seed", {"ogb", "linqs", "edgelist", "ogb-hetero", "hgb"}},
       {"--split-file", {"edgelist"}},
+      {"--memory-limit", {"edgelist"}},
   };
   return *flags;
 }
@@ -364,6 +395,10 @@ absl::StatusOr<BuildSummary> RunImport(const ImportFlags& f) {
   options.edges = edges;
   options.name = f.name;
   options.allow_nonfinite = f.allow_nonfinite;
+  if (!f.memory_limit.empty()) {
+    ASSIGN_OR_RETURN(options.memory_limit,
+                     ParseByteSize("--memory-limit", f.memory_limit));
+  }
   return ImportEdgeList(options, f.out);
 }
 
@@ -504,6 +539,11 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
                          "edgelist: NAME=PATH of an int64 .npy of node indices "
                          "or a bool mask [N] (repeatable; replaces the random "
                          "split)");
+  import_cmd->add_option(
+      "--memory-limit", i.memory_limit,
+      "edgelist: build the CSR out of core (edges sorted in runs on disk "
+      "beside the output, then merged) so the import stays under BYTES of "
+      "memory (4G, 512M, ...); the same output as without");
   import_cmd->callback([import_cmd, import_flags, result] {
     if (absl::Status s = CheckFlagsApply(*import_cmd, *import_flags); !s.ok()) {
       *result = s;
@@ -517,6 +557,12 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
           "--format ", f.format,
           ": --edge-split splits untyped graphs only; link prediction on a "
           "relation of a typed graph is not supported yet"));
+      return;
+    }
+    if (!f.edge_split.empty() && !f.memory_limit.empty()) {
+      *result = absl::InvalidArgumentError(
+          "--memory-limit: --edge-split splits the imported graph in memory; "
+          "import without --edge-split to stay under the limit");
       return;
     }
     Finish(WithEdgeSplit(f.edge_split, f.seed, f.out,

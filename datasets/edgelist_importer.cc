@@ -8,18 +8,23 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/npy.h"
+#include "common/peak_rss.h"
+#include "common/progress.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
 #include "datasets/importers.h"
 #include "datasets/internal/csr_builder.h"
 #include "datasets/internal/dataset_dir.h"
+#include "datasets/internal/external_csr.h"
 #include "datasets/internal/import_util.h"
 #include "datasets/internal/text_readers.h"
 
@@ -195,16 +200,22 @@ bool IsNpyFile(const std::string& path) {
          std::string(magic, sizeof(magic)) == "\x93NUMPY";
 }
 
-// Edges from an integer .npy: [2, E] (PyG's edge_index: row 0 the sources,
+// An integer .npy of edges: [2, E] (PyG's edge_index: row 0 the sources,
 // row 1 the targets) or [E, 2] (one "src dst" pair per row); [2, 2] is read
-// as edge_index. int64 or int32; every ID in [0, num_nodes).
-absl::Status ReadEdgeNpy(const std::string& path, int64_t num_nodes,
-                         std::vector<NodeId>* src, std::vector<NodeId>* dst) {
-  ASSIGN_OR_RETURN(NpyHeader header, ReadNpyHeader(path));
+// as edge_index. int64 or int32.
+struct EdgeNpy {
+  NpyHeader header;
+  int64_t num_edges = 0;
+  bool rows_are_ends = false;  // [2, E].
+};
+
+absl::StatusOr<EdgeNpy> OpenEdgeNpy(const std::string& path) {
+  EdgeNpy edges;
+  ASSIGN_OR_RETURN(edges.header, ReadNpyHeader(path));
+  const NpyHeader& header = edges.header;
   const bool integer =
       header.dtype == NpyDtype::kInt64 || header.dtype == NpyDtype::kInt32;
   const std::vector<int64_t>& shape = header.shape;
-  const bool rows_are_ends = shape.size() == 2 && shape[0] == 2;
   if (!integer || shape.size() != 2 || (shape[0] != 2 && shape[1] != 2)) {
     std::string dims;
     for (int64_t d : shape) absl::StrAppend(&dims, dims.empty() ? "" : ", ", d);
@@ -214,24 +225,151 @@ absl::Status ReadEdgeNpy(const std::string& path, int64_t num_nodes,
         "[E, 2], found ",
         NpyDescr(header.dtype), " [", dims, "]"));
   }
-  ASSIGN_OR_RETURN(std::vector<int64_t> ids, ReadIntegersNpy(path, header, 2));
-  const int64_t m = rows_are_ends ? shape[1] : shape[0];
-  src->resize(m);
-  dst->resize(m);
-  for (int64_t e = 0; e < m; ++e) {
-    const NodeId s = rows_are_ends ? ids[e] : ids[2 * e];
-    const NodeId d = rows_are_ends ? ids[m + e] : ids[2 * e + 1];
-    for (NodeId v : {s, d}) {
-      if (v < 0 || v >= num_nodes) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ": edge ", e, " (", s, " -> ", d, ") has node ",
-                         v, ", outside [0, ", num_nodes, ")"));
-      }
-    }
-    (*src)[e] = s;
-    (*dst)[e] = d;
+  edges.rows_are_ends = shape[0] == 2;
+  edges.num_edges = edges.rows_are_ends ? shape[1] : shape[0];
+  return edges;
+}
+
+// Reads `count` integers of `dtype` (int64 or int32) at byte `offset` of `in`
+// into `out` as int64.
+absl::Status ReadIdsAt(std::ifstream& in, const std::string& path,
+                       NpyDtype dtype, int64_t offset, int64_t count,
+                       std::vector<int64_t>* out,
+                       std::vector<int32_t>* narrow) {
+  out->resize(count);
+  in.seekg(static_cast<std::streamoff>(offset));
+  bool ok = false;
+  if (dtype == NpyDtype::kInt32) {
+    narrow->resize(count);
+    ok = static_cast<bool>(
+        in.read(reinterpret_cast<char*>(narrow->data()),
+                static_cast<std::streamsize>(count * sizeof(int32_t))));
+    std::copy(narrow->begin(), narrow->end(), out->begin());
+  } else {
+    ok = static_cast<bool>(
+        in.read(reinterpret_cast<char*>(out->data()),
+                static_cast<std::streamsize>(count * sizeof(int64_t))));
   }
+  if (!ok) return absl::DataLossError(absl::StrCat(path, ": read failed"));
   return absl::OkStatus();
+}
+
+// Hands the edges of `edges` (the .npy at `path`) to `sink` in order, read
+// in chunks; every ID must be in [0, num_nodes).
+absl::Status ForEachEdgeNpy(
+    const std::string& path, const EdgeNpy& edges, int64_t num_nodes,
+    absl::FunctionRef<absl::Status(NodeId, NodeId)> sink) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  const NpyHeader& h = edges.header;
+  const int64_t m = edges.num_edges;
+  const auto size = static_cast<int64_t>(NpyElementSize(h.dtype));
+  const auto base = static_cast<int64_t>(h.data_offset);
+  constexpr int64_t kChunk = int64_t{1} << 18;
+  Progress progress(absl::StrCat("reading ", path), m, "edges");
+  std::vector<int64_t> first, second;
+  std::vector<int32_t> narrow;
+  for (int64_t done = 0; done < m;) {
+    const int64_t take = std::min(kChunk, m - done);
+    if (edges.rows_are_ends) {
+      RETURN_IF_ERROR(ReadIdsAt(in, path, h.dtype, base + done * size, take,
+                                &first, &narrow));
+      RETURN_IF_ERROR(ReadIdsAt(in, path, h.dtype, base + (m + done) * size,
+                                take, &second, &narrow));
+    } else {
+      RETURN_IF_ERROR(ReadIdsAt(in, path, h.dtype, base + 2 * done * size,
+                                2 * take, &first, &narrow));
+    }
+    for (int64_t i = 0; i < take; ++i) {
+      const NodeId s = edges.rows_are_ends ? first[i] : first[2 * i];
+      const NodeId d = edges.rows_are_ends ? second[i] : first[2 * i + 1];
+      for (NodeId v : {s, d}) {
+        if (v < 0 || v >= num_nodes) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(path, ": edge ", done + i, " (", s, " -> ", d,
+                           ") has node ", v, ", outside [0, ", num_nodes, ")"));
+        }
+      }
+      RETURN_IF_ERROR(sink(s, d));
+    }
+    done += take;
+    progress.Update(done);
+  }
+  progress.Done();
+  return absl::OkStatus();
+}
+
+// Every edge of `edges_path` (text, or a .npy when `npy` is given) to `sink`;
+// the first line of a text file is returned in *header_line when it was a
+// header.
+absl::Status ForEachEdge(const std::string& edges_path, const EdgeNpy* npy,
+                         int64_t n,
+                         absl::FunctionRef<absl::Status(NodeId, NodeId)> sink,
+                         std::string* header_line) {
+  if (npy != nullptr) return ForEachEdgeNpy(edges_path, *npy, n, sink);
+  return datasets_internal::ForEachEdgeText(
+      edges_path, datasets_internal::EdgeSeparator::kAuto, n, sink,
+      header_line);
+}
+
+// Memory an out-of-core import keeps beside its sort buffer: read and write
+// buffers, the feature pass's chunks (12 MiB for float64), allocator slack.
+constexpr int64_t kOutOfCoreReserveBytes = int64_t{32} << 20;
+
+// The CSR of the edges of `edges_path` built by ExternalCsrBuilder in the
+// memory `options.memory_limit` leaves beside what the process holds now
+// (the program, labels, splits); the runs go under `dir`. Sets
+// summary->input_edges and notes how the build went.
+absl::StatusOr<datasets_internal::CsrResult> BuildCsrOutOfCore(
+    const EdgeListImportOptions& options, const std::string& edges_path,
+    const EdgeNpy* npy, int64_t n, const datasets_internal::CsrOptions& csr,
+    const std::string& dir, std::string* header_line, BuildSummary* summary) {
+  const int64_t held = ResidentBytes();
+  const int64_t node_bits = (n + 7) / 8;
+  const int64_t budget =
+      options.memory_limit - held - node_bits - kOutOfCoreReserveBytes;
+  datasets_internal::ExternalCsrOptions ext;
+  ext.csr = csr;
+  ext.memory_bytes = budget;
+  ext.run_entries = options.external_run_entries;
+  ext.read_buffer_entries = options.external_read_buffer_entries;
+  ext.temp_dir = JoinPath(dir, ".csr-runs");
+  constexpr int64_t kMinSortBytes = int64_t{1} << 20;
+  if (ext.run_entries <= 0 && budget < kMinSortBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--memory-limit ",
+        HumanBytes(static_cast<double>(options.memory_limit)),
+        " is too small for this import: the process already holds ",
+        HumanBytes(static_cast<double>(held)),
+        " (the program, and the labels and splits of ", n,
+        " nodes), and sorting edges needs at least ",
+        HumanBytes(static_cast<double>(node_bits + kOutOfCoreReserveBytes +
+                                       kMinSortBytes)),
+        " more"));
+  }
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<datasets_internal::ExternalCsrBuilder> builder,
+      datasets_internal::ExternalCsrBuilder::Create(n, ext));
+  RETURN_IF_ERROR(ForEachEdge(
+      edges_path, npy, n,
+      [&](NodeId s, NodeId d) { return builder->Add(s, d); }, header_line));
+  summary->input_edges = builder->edges_added();
+  if (summary->input_edges == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(edges_path, ": the graph has no edges"));
+  }
+  ASSIGN_OR_RETURN(datasets_internal::CsrResult result, builder->Finish(dir));
+  const datasets_internal::ExternalCsrStats& stats = builder->stats();
+  summary->notes.push_back(absl::StrCat(
+      "edges: CSR built out of core under --memory-limit ",
+      HumanBytes(static_cast<double>(options.memory_limit)), " (",
+      HumanBytes(static_cast<double>(stats.entries_per_run) * 16),
+      " sort buffer): ", stats.runs, " sorted run", stats.runs == 1 ? "" : "s",
+      ", ", stats.merge_passes, " merge pass",
+      stats.merge_passes == 1 ? "" : "es", ", up to ",
+      HumanBytes(static_cast<double>(stats.peak_temp_bytes)),
+      " of temporary files"));
+  return result;
 }
 
 }  // namespace
@@ -280,29 +418,45 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
       ASSIGN_OR_RETURN(splits[name], ReadSplitNpy(path, n));
     }
   }
-  std::vector<NodeId> src, dst;
   std::string header_line;  // Of a text edge list, if it has one.
+  std::optional<EdgeNpy> npy;
   if (IsNpyFile(edges_path)) {
-    RETURN_IF_ERROR(ReadEdgeNpy(edges_path, n, &src, &dst));
-  } else {
-    RETURN_IF_ERROR(datasets_internal::ReadEdgeText(
-        edges_path, datasets_internal::EdgeSeparator::kAuto, n, &src, &dst,
-        &header_line));
+    ASSIGN_OR_RETURN(npy, OpenEdgeNpy(edges_path));
   }
-  summary.input_edges = static_cast<int64_t>(src.size());
-  if (src.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(edges_path, ": the graph has no edges"));
-  }
-
-  ASSIGN_OR_RETURN(std::unique_ptr<StagingDir> staging,
-                   StagingDir::Create(out_dir));
-  const std::string& dir = staging->path();
   const datasets_internal::CsrOptions csr =
       datasets_internal::CsrOptionsFor(options.edges);
-  ASSIGN_OR_RETURN(
-      datasets_internal::CsrResult result,
-      datasets_internal::WriteCsr(n, std::move(src), std::move(dst), csr, dir));
+  std::unique_ptr<StagingDir> staging;
+  datasets_internal::CsrResult result;
+  if (options.memory_limit > 0) {
+    ASSIGN_OR_RETURN(staging, StagingDir::Create(out_dir));
+    ASSIGN_OR_RETURN(result, BuildCsrOutOfCore(
+                                 options, edges_path, npy ? &*npy : nullptr, n,
+                                 csr, staging->path(), &header_line, &summary));
+  } else {
+    std::vector<NodeId> src, dst;
+    if (npy) {
+      src.reserve(npy->num_edges);
+      dst.reserve(npy->num_edges);
+    }
+    RETURN_IF_ERROR(ForEachEdge(
+        edges_path, npy ? &*npy : nullptr, n,
+        [&](NodeId s, NodeId d) {
+          src.push_back(s);
+          dst.push_back(d);
+          return absl::OkStatus();
+        },
+        &header_line));
+    summary.input_edges = static_cast<int64_t>(src.size());
+    if (src.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(edges_path, ": the graph has no edges"));
+    }
+    ASSIGN_OR_RETURN(staging, StagingDir::Create(out_dir));
+    ASSIGN_OR_RETURN(
+        result, datasets_internal::WriteCsr(n, std::move(src), std::move(dst),
+                                            csr, staging->path()));
+  }
+  const std::string& dir = staging->path();
   RETURN_IF_ERROR(WriteFeatures(options.features_path, features,
                                 options.allow_nonfinite,
                                 JoinPath(dir, kFeaturesFile)));

@@ -129,6 +129,18 @@ struct EdgeListImportOptions {
   EdgeOptions edges;
   std::string name;              // Empty: the edge file's base name.
   bool allow_nonfinite = false;  // Keep NaN/infinite features (see above).
+  // Nonzero (`dataset import --memory-limit`): build the CSR out of core so
+  // that the process's resident memory stays under about this many bytes.
+  // Edges are read in chunks, sorted into runs on disk in the output's
+  // staging directory and merged (datasets/internal/external_csr.h); the
+  // output, the summary's counts and every error are the in-memory import's.
+  // Labels, splits and N bits per node stay in memory; features are streamed.
+  // Too small a limit for the labels and splits is an error saying so.
+  int64_t memory_limit = 0;
+  // Tests: entries per sorted run and per merge read buffer of the
+  // out-of-core build, replacing what memory_limit allows (0: from it).
+  int64_t external_run_entries = 0;
+  int64_t external_read_buffer_entries = 0;
 };
 
 absl::StatusOr<BuildSummary> ImportEdgeList(

@@ -30,6 +30,20 @@ absl::string_view Shorten(absl::string_view field) {
 absl::Status ReadEdgeText(const std::string& path, EdgeSeparator sep,
                           int64_t num_nodes, std::vector<NodeId>* src,
                           std::vector<NodeId>* dst, std::string* header) {
+  return ForEachEdgeText(
+      path, sep, num_nodes,
+      [&](NodeId s, NodeId d) {
+        src->push_back(s);
+        dst->push_back(d);
+        return absl::OkStatus();
+      },
+      header);
+}
+
+absl::Status ForEachEdgeText(
+    const std::string& path, EdgeSeparator sep, int64_t num_nodes,
+    absl::FunctionRef<absl::Status(NodeId src, NodeId dst)> sink,
+    std::string* header) {
   if (header != nullptr) header->clear();
   ASSIGN_OR_RETURN(std::unique_ptr<LineReader> reader, LineReader::Open(path));
   Progress progress(absl::StrCat("reading ", BaseName(path)),
@@ -80,8 +94,7 @@ absl::Status ReadEdgeText(const std::string& path, EdgeSeparator sep,
             "node ID ", ids[k], " is outside [0, ", num_nodes, ")"));
       }
     }
-    src->push_back(ids[0]);
-    dst->push_back(ids[1]);
+    RETURN_IF_ERROR(sink(ids[0], ids[1]));
     if (++count % kProgressEvery == 0) progress.Update(reader->bytes_read());
   }
   RETURN_IF_ERROR(reader->status());

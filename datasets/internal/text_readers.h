@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/types.h"
@@ -29,6 +30,13 @@ absl::Status ReadEdgeText(const std::string& path, EdgeSeparator sep,
                           int64_t num_nodes, std::vector<NodeId>* src,
                           std::vector<NodeId>* dst,
                           std::string* header = nullptr);
+
+// ReadEdgeText handing each edge to `sink` instead of holding them (the
+// out-of-core import); a sink error stops the read and is returned as is.
+absl::Status ForEachEdgeText(
+    const std::string& path, EdgeSeparator sep, int64_t num_nodes,
+    absl::FunctionRef<absl::Status(NodeId src, NodeId dst)> sink,
+    std::string* header = nullptr);
 
 // Reads a file with one integer per line (split indices, counts).
 absl::StatusOr<std::vector<int64_t>> ReadIntColumn(const std::string& path);

@@ -1,0 +1,521 @@
+#include "datasets/internal/external_csr.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <queue>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/file_util.h"
+#include "common/npy.h"
+#include "common/progress.h"
+#include "common/status.h"
+#include "datasets/dataset.h"
+
+namespace shardgnn::datasets_internal {
+namespace {
+
+namespace fs = std::filesystem;
+using Entry = ExternalCsrBuilder::Entry;
+
+constexpr int64_t kEntryBytes = sizeof(Entry);
+static_assert(kEntryBytes == 16, "an entry is two int64 IDs");
+// A merge reads each run through a buffer of this many entries (1 MiB)
+// unless the options say otherwise.
+constexpr int64_t kReadBufferEntries = int64_t{1} << 16;
+// stdio buffer of every temporary file written.
+constexpr size_t kWriteBufferBytes = size_t{1} << 20;
+constexpr int64_t kProgressEvery = int64_t{1} << 16;
+
+bool Less(const Entry& a, const Entry& b) {
+  return a.row != b.row ? a.row < b.row : a.col < b.col;
+}
+bool Same(const Entry& a, const Entry& b) {
+  return a.row == b.row && a.col == b.col;
+}
+
+absl::Status IoError(const std::string& what, const std::string& path) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+}
+
+// A temporary file of fixed-size records written through a stdio buffer.
+class TempWriter {
+ public:
+  static absl::StatusOr<std::unique_ptr<TempWriter>> Open(std::string path) {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    if (f == nullptr) return IoError("creating", path);
+    auto w = std::unique_ptr<TempWriter>(new TempWriter(std::move(path), f));
+    std::setvbuf(f, nullptr, _IOFBF, kWriteBufferBytes);
+    return w;
+  }
+  ~TempWriter() {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+  absl::Status Write(const void* data, size_t bytes) {
+    if (std::fwrite(data, 1, bytes, file_) != bytes) {
+      return IoError("writing", path_);
+    }
+    bytes_ += static_cast<int64_t>(bytes);
+    return absl::OkStatus();
+  }
+  absl::Status Close() {
+    FILE* f = file_;
+    file_ = nullptr;
+    if (std::fclose(f) != 0) return IoError("writing", path_);
+    return absl::OkStatus();
+  }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  TempWriter(std::string path, FILE* f) : path_(std::move(path)), file_(f) {}
+  std::string path_;
+  FILE* file_;
+  int64_t bytes_ = 0;
+};
+
+// Reads a file of T records, `buffer` records at a time, from byte `offset`.
+template <typename T>
+class TempReader {
+ public:
+  static absl::StatusOr<std::unique_ptr<TempReader>> Open(
+      const std::string& path, int64_t buffer, int64_t offset = 0) {
+    FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) return IoError("opening", path);
+    auto r = std::unique_ptr<TempReader>(new TempReader(path, f, buffer));
+    if (offset != 0 && std::fseek(f, offset, SEEK_SET) != 0) {
+      return IoError("reading", path);
+    }
+    return r;
+  }
+  ~TempReader() { std::fclose(file_); }
+
+  // The next record into *out; false at the end or on an error (status()).
+  bool Next(T* out) {
+    if (pos_ == end_) {
+      if (!status_.ok()) return false;
+      end_ = std::fread(buffer_.data(), sizeof(T), buffer_.size(), file_);
+      pos_ = 0;
+      if (end_ == 0) {
+        if (std::ferror(file_)) status_ = IoError("reading", path_);
+        return false;
+      }
+    }
+    *out = buffer_[pos_++];
+    return true;
+  }
+  const absl::Status& status() const { return status_; }
+
+ private:
+  TempReader(std::string path, FILE* f, int64_t buffer)
+      : path_(std::move(path)), file_(f), buffer_(buffer) {}
+  std::string path_;
+  FILE* file_;
+  std::vector<T> buffer_;
+  size_t pos_ = 0;
+  size_t end_ = 0;
+  absl::Status status_;
+};
+
+// The entries of several sorted runs in (row, col) order, duplicates
+// included.
+class RunMerger {
+ public:
+  static absl::StatusOr<std::unique_ptr<RunMerger>> Open(
+      const std::vector<std::string>& runs, int64_t buffer) {
+    auto m = std::unique_ptr<RunMerger>(new RunMerger());
+    for (const std::string& run : runs) {
+      ASSIGN_OR_RETURN(std::unique_ptr<TempReader<Entry>> r,
+                       TempReader<Entry>::Open(run, buffer));
+      m->readers_.push_back(std::move(r));
+      Entry e;
+      if (m->readers_.back()->Next(&e)) {
+        m->heap_.push({e, m->readers_.size() - 1});
+      }
+      RETURN_IF_ERROR(m->readers_.back()->status());
+    }
+    return m;
+  }
+
+  bool Next(Entry* out) {
+    if (heap_.empty()) return false;
+    const Head head = heap_.top();
+    heap_.pop();
+    *out = head.entry;
+    Entry e;
+    if (readers_[head.run]->Next(&e)) heap_.push({e, head.run});
+    return true;
+  }
+  absl::Status status() const {
+    for (const auto& r : readers_) RETURN_IF_ERROR(r->status());
+    return absl::OkStatus();
+  }
+
+ private:
+  struct Head {
+    Entry entry;
+    size_t run;
+  };
+  struct After {
+    bool operator()(const Head& a, const Head& b) const {
+      return Less(b.entry, a.entry);
+    }
+  };
+  RunMerger() = default;
+  std::vector<std::unique_ptr<TempReader<Entry>>> readers_;
+  std::priority_queue<Head, std::vector<Head>, After> heap_;
+};
+
+// Buffered writes of int64 values to an NpyWriter.
+class BufferedNpy {
+ public:
+  explicit BufferedNpy(NpyWriter* writer) : writer_(writer) {
+    buffer_.reserve(kBufferValues);
+  }
+  absl::Status Append(int64_t value) {
+    buffer_.push_back(value);
+    if (buffer_.size() == kBufferValues) return Flush();
+    return absl::OkStatus();
+  }
+  absl::Status Flush() {
+    RETURN_IF_ERROR(writer_->Append(buffer_.data(), buffer_.size()));
+    buffer_.clear();
+    return absl::OkStatus();
+  }
+
+ private:
+  static constexpr size_t kBufferValues = size_t{1} << 16;
+  NpyWriter* writer_;
+  std::vector<int64_t> buffer_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ExternalCsrBuilder>> ExternalCsrBuilder::Create(
+    int64_t num_nodes, const ExternalCsrOptions& options) {
+  int64_t run_entries = options.run_entries;
+  if (run_entries <= 0) {
+    if (options.memory_bytes < (int64_t{1} << 20)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "out-of-core CSR build: ", HumanBytes(options.memory_bytes),
+          " for sorting edges is too little (at least 1 MiB)"));
+    }
+    run_entries = options.memory_bytes / kEntryBytes;
+  }
+  run_entries = std::max<int64_t>(run_entries, 4);  // An edge's two entries.
+  int64_t read_buffer = options.read_buffer_entries > 0
+                            ? options.read_buffer_entries
+                            : kReadBufferEntries;
+  // The merge's read buffers share half the budget (the other half holds the
+  // transposed entries of a directed graph); at least two runs per pass.
+  read_buffer = std::max<int64_t>(1, std::min(read_buffer, run_entries / 4));
+  std::error_code ec;
+  fs::create_directories(options.temp_dir, ec);
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(options.temp_dir, ": cannot create: ", ec.message()));
+  }
+  return std::unique_ptr<ExternalCsrBuilder>(
+      new ExternalCsrBuilder(num_nodes, options, run_entries, read_buffer));
+}
+
+ExternalCsrBuilder::ExternalCsrBuilder(int64_t num_nodes,
+                                       const ExternalCsrOptions& options,
+                                       int64_t run_entries,
+                                       int64_t read_buffer_entries)
+    : num_nodes_(num_nodes),
+      options_(options),
+      run_entries_(run_entries),
+      read_buffer_entries_(read_buffer_entries) {
+  stats_.entries_per_run = run_entries;
+}
+
+ExternalCsrBuilder::~ExternalCsrBuilder() {
+  std::error_code ec;
+  fs::remove_all(options_.temp_dir, ec);
+}
+
+std::string ExternalCsrBuilder::NewTempPath(const char* what) {
+  return JoinPath(options_.temp_dir,
+                  absl::StrFormat("%s-%06d.bin", what, next_temp_++));
+}
+
+void ExternalCsrBuilder::NoteTempBytes() {
+  int64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(options_.temp_dir, ec)) {
+    total += static_cast<int64_t>(e.file_size(ec));
+  }
+  stats_.peak_temp_bytes = std::max(stats_.peak_temp_bytes, total);
+}
+
+absl::Status ExternalCsrBuilder::Add(NodeId src, NodeId dst) {
+  ++edges_added_;
+  // Reserved once, to the budget, so growth never doubles past it (pages are
+  // touched only as entries arrive).
+  if (buffer_.capacity() == 0) buffer_.reserve(run_entries_);
+  if (src == dst) {
+    if (!options_.csr.keep_self_loops) {
+      ++self_loops_dropped_;
+      return absl::OkStatus();
+    }
+    buffer_.push_back({dst, src});
+  } else {
+    buffer_.push_back({dst, src});
+    if (options_.csr.undirected) buffer_.push_back({src, dst});
+  }
+  // An undirected edge adds two entries: flush one early rather than grow.
+  if (static_cast<int64_t>(buffer_.size()) + 2 > run_entries_) {
+    RETURN_IF_ERROR(FlushRun(&buffer_, &runs_));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExternalCsrBuilder::FlushRun(std::vector<Entry>* buffer,
+                                          std::vector<std::string>* runs) {
+  if (buffer->empty()) return absl::OkStatus();
+  std::sort(buffer->begin(), buffer->end(), Less);
+  // Dedupe within the run, counted as WriteCsr counts its row duplicates.
+  auto out = buffer->begin();
+  for (auto p = buffer->begin(); p != buffer->end(); ++p) {
+    if (out != buffer->begin() && Same(*p, out[-1])) {
+      if (p->col == p->row) {
+        ++removed_self_;
+      } else {
+        ++removed_;
+      }
+      continue;
+    }
+    *out++ = *p;
+  }
+  const std::string path = NewTempPath("run");
+  ASSIGN_OR_RETURN(std::unique_ptr<TempWriter> w, TempWriter::Open(path));
+  RETURN_IF_ERROR(
+      w->Write(buffer->data(),
+               static_cast<size_t>(out - buffer->begin()) * sizeof(Entry)));
+  RETURN_IF_ERROR(w->Close());
+  buffer->clear();
+  runs->push_back(path);
+  NoteTempBytes();
+  return absl::OkStatus();
+}
+
+absl::Status ExternalCsrBuilder::MergeDown(std::vector<std::string>* runs,
+                                           int64_t fan_in) {
+  while (static_cast<int64_t>(runs->size()) > fan_in) {
+    ++stats_.merge_passes;
+    std::vector<std::string> next;
+    Progress progress(absl::StrCat("merging ", runs->size(), " sorted runs"),
+                      static_cast<int64_t>(runs->size()), "runs");
+    for (size_t begin = 0; begin < runs->size();
+         begin += static_cast<size_t>(fan_in)) {
+      const size_t end =
+          std::min(runs->size(), begin + static_cast<size_t>(fan_in));
+      std::vector<std::string> group(runs->begin() + begin,
+                                     runs->begin() + end);
+      if (group.size() == 1) {
+        next.push_back(group[0]);
+        continue;
+      }
+      const std::string path = NewTempPath("run");
+      {
+        ASSIGN_OR_RETURN(std::unique_ptr<RunMerger> merger,
+                         RunMerger::Open(group, read_buffer_entries_));
+        ASSIGN_OR_RETURN(std::unique_ptr<TempWriter> w, TempWriter::Open(path));
+        Entry e, last{-1, -1};
+        while (merger->Next(&e)) {
+          if (Same(e, last)) {
+            if (e.col == e.row) {
+              ++removed_self_;
+            } else {
+              ++removed_;
+            }
+            continue;
+          }
+          RETURN_IF_ERROR(w->Write(&e, sizeof(e)));
+          last = e;
+        }
+        RETURN_IF_ERROR(merger->status());
+        RETURN_IF_ERROR(w->Close());
+      }
+      NoteTempBytes();
+      std::error_code ec;
+      for (const std::string& run : group) fs::remove(run, ec);
+      next.push_back(path);
+      progress.Update(static_cast<int64_t>(end));
+    }
+    progress.Done();
+    runs->swap(next);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CsrResult> ExternalCsrBuilder::Finish(const std::string& dir) {
+  RETURN_IF_ERROR(FlushRun(&buffer_, &runs_));
+  std::vector<Entry>().swap(buffer_);
+  stats_.runs = static_cast<int64_t>(runs_.size());
+  const int64_t n = num_nodes_;
+  // Half the budget reads runs; the other half buffers transposed entries.
+  const int64_t fan_in =
+      std::max<int64_t>(2, run_entries_ / 2 / read_buffer_entries_);
+  RETURN_IF_ERROR(MergeDown(&runs_, fan_in));
+
+  CsrResult result;
+  result.self_loops_dropped = self_loops_dropped_;
+  result.without_neighbors.assign(n, false);
+  const bool directed = !options_.csr.undirected;
+  std::vector<Entry> transposed;
+  if (directed) transposed.reserve(std::max<int64_t>(1, run_entries_ / 2));
+  std::vector<std::string> transposed_runs;
+  const std::string raw_path = NewTempPath("indices");
+  int64_t loops = 0;
+  {
+    ++stats_.merge_passes;
+    int64_t total = 0;
+    std::error_code ec;
+    for (const std::string& run : runs_) {
+      total += static_cast<int64_t>(fs::file_size(run, ec)) / kEntryBytes;
+    }
+    Progress progress(options_.csr.progress_task, total, "entries");
+    ASSIGN_OR_RETURN(std::unique_ptr<RunMerger> merger,
+                     RunMerger::Open(runs_, read_buffer_entries_));
+    ASSIGN_OR_RETURN(std::unique_ptr<NpyWriter> indptr_file,
+                     NpyWriter::Create(JoinPath(dir, kIndptrFile),
+                                       NpyDtype::kInt64, {n + 1}));
+    BufferedNpy indptr(indptr_file.get());
+    ASSIGN_OR_RETURN(std::unique_ptr<TempWriter> raw,
+                     TempWriter::Open(raw_path));
+    RETURN_IF_ERROR(indptr.Append(0));
+    int64_t row = 0, degree = 0, out = 0, seen = 0;
+    auto close_row = [&]() -> absl::Status {
+      out += degree;
+      result.max_degree = std::max(result.max_degree, degree);
+      if (degree == 0) {
+        result.without_neighbors[row] = true;
+        ++result.nodes_without_neighbors;
+      }
+      degree = 0;
+      ++row;
+      return indptr.Append(out);
+    };
+    Entry e, last{-1, -1};
+    while (merger->Next(&e)) {
+      if (++seen % kProgressEvery == 0) progress.Update(seen);
+      if (Same(e, last)) {
+        if (e.col == e.row) {
+          ++removed_self_;
+        } else {
+          ++removed_;
+        }
+        continue;
+      }
+      last = e;
+      while (row < e.row) RETURN_IF_ERROR(close_row());
+      RETURN_IF_ERROR(raw->Write(&e.col, sizeof(e.col)));
+      ++degree;
+      if (e.col == e.row) {
+        ++loops;
+      } else if (directed) {
+        transposed.push_back({e.col, e.row});
+        if (static_cast<int64_t>(transposed.size()) >= run_entries_ / 2) {
+          RETURN_IF_ERROR(FlushRun(&transposed, &transposed_runs));
+        }
+      }
+    }
+    RETURN_IF_ERROR(merger->status());
+    while (row < n) RETURN_IF_ERROR(close_row());
+    RETURN_IF_ERROR(indptr.Flush());
+    RETURN_IF_ERROR(indptr_file->Close());
+    RETURN_IF_ERROR(raw->Close());
+    result.num_edges = out;
+    progress.Update(seen);
+    progress.Done();
+  }
+  NoteTempBytes();
+  {
+    std::error_code ec;
+    for (const std::string& run : runs_) fs::remove(run, ec);
+    runs_.clear();
+  }
+  if (directed) {
+    RETURN_IF_ERROR(FlushRun(&transposed, &transposed_runs));
+    std::vector<Entry>().swap(transposed);
+    RETURN_IF_ERROR(MergeDown(&transposed_runs, fan_in));
+  }
+
+  // Copy the raw indices into indices.npy; for a directed graph, join each
+  // entry (v, u) with the transposed entries to count those whose reverse is
+  // stored.
+  {
+    Progress progress(directed ? "counting reverse edges" : "writing indices",
+                      result.num_edges, "entries");
+    ASSIGN_OR_RETURN(std::unique_ptr<NpyWriter> indices_file,
+                     NpyWriter::Create(JoinPath(dir, kIndicesFile),
+                                       NpyDtype::kInt64, {result.num_edges}));
+    BufferedNpy indices(indices_file.get());
+    ASSIGN_OR_RETURN(auto raw,
+                     TempReader<int64_t>::Open(raw_path, kReadBufferEntries));
+    if (directed) {
+      const std::string indptr_path = JoinPath(dir, kIndptrFile);
+      ASSIGN_OR_RETURN(NpyHeader header, ReadNpyHeader(indptr_path));
+      ASSIGN_OR_RETURN(
+          auto indptr,
+          TempReader<int64_t>::Open(indptr_path, kReadBufferEntries,
+                                    static_cast<int64_t>(header.data_offset)));
+      ASSIGN_OR_RETURN(std::unique_ptr<RunMerger> reverse,
+                       RunMerger::Open(transposed_runs, read_buffer_entries_));
+      Entry t;
+      bool has_t = reverse->Next(&t);
+      int64_t begin = 0, end = 0, done = 0;
+      if (!indptr->Next(&begin)) return indptr->status();
+      for (NodeId v = 0; v < n; ++v) {
+        if (!indptr->Next(&end)) {
+          RETURN_IF_ERROR(indptr->status());
+          return absl::DataLossError(
+              absl::StrCat(indptr_path, ": shorter than written"));
+        }
+        for (int64_t i = begin; i < end; ++i) {
+          NodeId u;
+          if (!raw->Next(&u)) {
+            RETURN_IF_ERROR(raw->status());
+            return absl::DataLossError(
+                absl::StrCat(raw_path, ": shorter than written"));
+          }
+          RETURN_IF_ERROR(indices.Append(u));
+          if (++done % kProgressEvery == 0) progress.Update(done);
+          if (u == v) continue;
+          ++result.non_loop_edges;
+          const Entry e{v, u};
+          while (has_t && Less(t, e)) has_t = reverse->Next(&t);
+          if (has_t && Same(t, e)) ++result.reciprocated_edges;
+        }
+        begin = end;
+      }
+      RETURN_IF_ERROR(reverse->status());
+    } else {
+      NodeId u;
+      int64_t done = 0;
+      while (raw->Next(&u)) {
+        RETURN_IF_ERROR(indices.Append(u));
+        if (++done % kProgressEvery == 0) progress.Update(done);
+      }
+      RETURN_IF_ERROR(raw->status());
+      result.non_loop_edges = result.num_edges - loops;
+      result.reciprocated_edges = result.non_loop_edges;
+    }
+    RETURN_IF_ERROR(indices.Flush());
+    RETURN_IF_ERROR(indices_file->Close());
+    progress.Update(result.num_edges);
+    progress.Done();
+  }
+  result.duplicate_edges_dropped =
+      (options_.csr.undirected ? removed_ / 2 : removed_) + removed_self_;
+  std::error_code ec;
+  fs::remove_all(options_.temp_dir, ec);
+  return result;
+}
+
+}  // namespace shardgnn::datasets_internal
