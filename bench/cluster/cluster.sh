@@ -202,6 +202,11 @@ preflight() {
   [[ -d /run/netns || -w /run ]] || die "no /run/netns: cannot make network namespaces"
 }
 
+# Whether anything of cluster ${id} exists (up, half made or left by a crash).
+exists() {
+  [[ -e "${state}" ]] || "${IP}" netns list 2>/dev/null | grep -q "^${base}-" ||
+    [[ -n "$(find /sys/fs/cgroup -maxdepth 8 -type d -name "${base}-h*" -print -quit 2>/dev/null)" ]]
+}
 is_up() { [[ -f "${state}/cluster.env" ]] && "${IP}" netns list | grep -q "^${switch_ns}\b"; }
 
 # Brings cluster ${id} up. On any failure it removes what it made.
@@ -217,11 +222,12 @@ cmd_up() {
   parse_link "${link}"
   preflight
   detect_cgroups
-  if [[ -e "${state}" ]] || "${IP}" netns list | grep -q "^${base}-"; then
-    die "cluster ${base} exists (or a crashed run left it): cluster.sh down --name ${id}"
-  fi
+  exists && die "cluster ${base} exists (or a crashed run left it): cluster.sh down --name ${id}"
   up_done=0
   trap 'if [[ "${up_done}" != 1 ]]; then teardown; fi' EXIT
+  # A step that fails is one line naming it (the EXIT trap removes the rest).
+  set -E
+  trap 'die "up: \`${BASH_COMMAND}\` failed (line ${LINENO})"' ERR
   trap 'exit 130' INT
   trap 'exit 143' TERM
   mkdir -p "${state}"
@@ -235,7 +241,8 @@ cmd_up() {
   } >"${state}/cluster.env"
 
   # The switch: a bridge in the launcher's namespace.
-  "${IP}" netns add "${switch_ns}"
+  "${IP}" netns add "${switch_ns}" 2>/dev/null ||
+    die "ip netns add fails here: no network namespaces (needs CAP_SYS_ADMIN and a writable /run/netns)"
   "${IP}" -n "${switch_ns}" link set lo up
   "${IP}" -n "${switch_ns}" link add br0 type bridge
   "${IP}" -n "${switch_ns}" addr add "${LAUNCHER_ADDRESS}/24" dev br0
@@ -301,7 +308,8 @@ EOF
   done
   for ((i = 1; i <= hosts; i++)); do wait_ssh "${i}"; done
   up_done=1
-  trap - EXIT INT TERM
+  trap - EXIT INT TERM ERR
+  set +E
   log "cluster ${base} is up: ${hosts} hosts (${SUBNET}.1-${hosts}), ${cpus} CPUs and ${mem} each (cgroup ${cg_mode}), link ${link:-unshaped}; launcher ${LAUNCHER_ADDRESS} in namespace ${switch_ns}; ssh -F ${state}/ssh_config hI"
 }
 
@@ -508,8 +516,8 @@ on_exit() {
 cmd_run() {
   local partition=$1 servers=$2 trainers=$3 colocate=$4 per_host=$5 out=$6 binary=$7
   shift 7
-  local up_args=("$1" "$2" "$3" "$4")
-  shift 4
+  local up_args=("$1" "$2" "$3")
+  shift 3
   [[ -n "${partition}" ]] || die "run: give --partition DIR (a partition made by shardgnn partition)"
   [[ -f "${partition}/partition.json" ]] || die "--partition ${partition}: no partition.json there"
   partition=$(cd "${partition}" && pwd)
@@ -534,6 +542,7 @@ cmd_run() {
     ((hosts >= needed)) || die "cluster ${base} has ${hosts} hosts; this run needs ${needed}"
     log "using cluster ${base}, which is up (it stays up)"
   else
+    exists && die "cluster ${base} is not up but parts of it exist (a crashed run?): cluster.sh down --name ${id}"
     own_cluster=1
     # Its own EXIT trap removes a half-made cluster; ours then runs again.
     (cmd_up "${needed}" "${up_args[@]}") || exit 1
@@ -608,7 +617,7 @@ main() {
     exec) cmd_exec "${host}" "${rest[@]}" ;;
     run)
       cmd_run "${partition}" "${servers}" "${trainers}" "${colocate}" "${per_host}" "${out}" \
-        "${binary}" "${cpus}" "${mem}" "${link}" "${hosts}" "${rest[@]}"
+        "${binary}" "${cpus}" "${mem}" "${link}" "${rest[@]}"
       ;;
     *) die "unknown command '${command}': up, down, status, exec or run" ;;
   esac

@@ -52,6 +52,8 @@ cleanup() {
   exit "${rc}"
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 for stale in "${TMPDIR:-/tmp}"/sgc-t[0-9]*; do
   [[ -d "${stale}" ]] || continue
   pid=${stale##*/sgc-t}
