@@ -486,24 +486,27 @@ write_cluster_file() {
 
 launch_pid=""
 own_cluster=0
-# SIGINT/SIGTERM during a run: the launch is asked to stop (it stops every
+# SIGINT/SIGTERM/SIGHUP during a run: the launch is asked to stop (it stops every
 # remote process and says so), given 20 s, then the EXIT trap removes the
 # rest. The launch runs in the background (bash defers traps while a
 # foreground child runs, and starts background jobs with SIGINT ignored), so
 # the signal is forwarded as SIGTERM.
 on_signal() {
-  trap '' INT TERM
+  trap '' INT TERM HUP
   log "$1: stopping the launch"
   if [[ -n "${launch_pid}" ]] && kill -TERM "${launch_pid}" 2>/dev/null; then
     local deadline=$((SECONDS + 20))
     while kill -0 "${launch_pid}" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
   fi
-  if [[ "$1" == SIGINT ]]; then exit 130; fi
-  exit 143
+  case "$1" in
+    SIGINT) exit 130 ;;
+    SIGHUP) exit 129 ;;
+    *) exit 143 ;;
+  esac
 }
 on_exit() {
   local rc=$?
-  trap '' INT TERM
+  trap '' INT TERM HUP
   if ((own_cluster)); then
     teardown
     log "cluster ${base} torn down"
@@ -537,6 +540,7 @@ cmd_run() {
   trap on_exit EXIT
   trap 'on_signal SIGINT' INT
   trap 'on_signal SIGTERM' TERM
+  trap 'on_signal SIGHUP' HUP
   if is_up; then
     load_env
     ((hosts >= needed)) || die "cluster ${base} has ${hosts} hosts; this run needs ${needed}"
@@ -577,6 +581,7 @@ main() {
   [[ $# -ge 1 ]] || usage
   local command=$1
   shift
+  case "${command}" in -h | --help | help) usage ;; esac
   local hosts=2 cpus=1 mem=2G link="" all=0 host="" partition="" servers=1 trainers=1
   local colocate=0 per_host=1 out="" binary="${SHARDGNN:-${REPO}/build/cli/shardgnn}"
   local -a rest=()
