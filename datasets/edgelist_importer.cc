@@ -363,7 +363,7 @@ absl::StatusOr<datasets_internal::CsrResult> BuildCsrOutOfCore(
   summary->notes.push_back(absl::StrCat(
       "edges: CSR built out of core under --memory-limit ",
       HumanBytes(static_cast<double>(options.memory_limit)), " (",
-      HumanBytes(static_cast<double>(stats.entries_per_run) * 16),
+      HumanBytes(static_cast<double>(stats.entries_per_run) * 8),
       " sort buffer): ", stats.runs, " sorted run", stats.runs == 1 ? "" : "s",
       ", ", stats.merge_passes, " merge pass",
       stats.merge_passes == 1 ? "" : "es", ", up to ",

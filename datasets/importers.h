@@ -135,7 +135,8 @@ struct EdgeListImportOptions {
   // staging directory and merged (datasets/internal/external_csr.h); the
   // output, the summary's counts and every error are the in-memory import's.
   // Labels, splits and N bits per node stay in memory; features are streamed.
-  // Too small a limit for the labels and splits is an error saying so.
+  // Too small a limit for the labels and splits is an error saying so; so
+  // is a graph of more than 2^32 nodes.
   int64_t memory_limit = 0;
   // Tests: entries per sorted run and per merge read buffer of the
   // out-of-core build, replacing what memory_limit allows (0: from it).

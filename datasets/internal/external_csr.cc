@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <queue>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -19,23 +20,26 @@ namespace shardgnn::datasets_internal {
 namespace {
 
 namespace fs = std::filesystem;
-using Entry = ExternalCsrBuilder::Entry;
-
+// An entry: row << 32 | column, so that its order is (row, column).
+using Entry = uint64_t;
 constexpr int64_t kEntryBytes = sizeof(Entry);
-static_assert(kEntryBytes == 16, "an entry is two int64 IDs");
+constexpr int64_t kMaxNodes = int64_t{1} << 32;
+
+Entry Pack(NodeId row, NodeId col) {
+  return static_cast<uint64_t>(row) << 32 | static_cast<uint64_t>(col);
+}
+NodeId Row(Entry e) { return static_cast<NodeId>(e >> 32); }
+NodeId Col(Entry e) { return static_cast<NodeId>(e & 0xffffffffu); }
+
 // A merge reads each run through a buffer of this many entries (1 MiB)
 // unless the options say otherwise.
-constexpr int64_t kReadBufferEntries = int64_t{1} << 16;
+constexpr int64_t kReadBufferEntries = int64_t{1} << 17;
+// A run buffer of at least this many entries is sorted in csr.threads
+// slices.
+constexpr size_t kParallelSortEntries = size_t{1} << 16;
 // stdio buffer of every temporary file written.
 constexpr size_t kWriteBufferBytes = size_t{1} << 20;
 constexpr int64_t kProgressEvery = int64_t{1} << 16;
-
-bool Less(const Entry& a, const Entry& b) {
-  return a.row != b.row ? a.row < b.row : a.col < b.col;
-}
-bool Same(const Entry& a, const Entry& b) {
-  return a.row == b.row && a.col == b.col;
-}
 
 absl::Status IoError(const std::string& what, const std::string& path) {
   return absl::ResourceExhaustedError(
@@ -161,7 +165,7 @@ class RunMerger {
   };
   struct After {
     bool operator()(const Head& a, const Head& b) const {
-      return Less(b.entry, a.entry);
+      return b.entry < a.entry;
     }
   };
   RunMerger() = default;
@@ -196,6 +200,12 @@ class BufferedNpy {
 
 absl::StatusOr<std::unique_ptr<ExternalCsrBuilder>> ExternalCsrBuilder::Create(
     int64_t num_nodes, const ExternalCsrOptions& options) {
+  if (num_nodes > kMaxNodes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "out-of-core CSR build: ", num_nodes,
+        " nodes; it takes graphs of up to 2^32 nodes (import without "
+        "--memory-limit)"));
+  }
   int64_t run_entries = options.run_entries;
   if (run_entries <= 0) {
     if (options.memory_bytes < (int64_t{1} << 20)) {
@@ -262,10 +272,10 @@ absl::Status ExternalCsrBuilder::Add(NodeId src, NodeId dst) {
       ++self_loops_dropped_;
       return absl::OkStatus();
     }
-    buffer_.push_back({dst, src});
+    buffer_.push_back(Pack(dst, src));
   } else {
-    buffer_.push_back({dst, src});
-    if (options_.csr.undirected) buffer_.push_back({src, dst});
+    buffer_.push_back(Pack(dst, src));
+    if (options_.csr.undirected) buffer_.push_back(Pack(src, dst));
   }
   // An undirected edge adds two entries: flush one early rather than grow.
   if (static_cast<int64_t>(buffer_.size()) + 2 > run_entries_) {
@@ -274,31 +284,52 @@ absl::Status ExternalCsrBuilder::Add(NodeId src, NodeId dst) {
   return absl::OkStatus();
 }
 
-absl::Status ExternalCsrBuilder::FlushRun(std::vector<Entry>* buffer,
+absl::Status ExternalCsrBuilder::FlushRun(std::vector<uint64_t>* buffer,
                                           std::vector<std::string>* runs) {
   if (buffer->empty()) return absl::OkStatus();
-  std::sort(buffer->begin(), buffer->end(), Less);
-  // Dedupe within the run, counted as WriteCsr counts its row duplicates.
-  auto out = buffer->begin();
-  for (auto p = buffer->begin(); p != buffer->end(); ++p) {
-    if (out != buffer->begin() && Same(*p, out[-1])) {
-      if (p->col == p->row) {
-        ++removed_self_;
-      } else {
-        ++removed_;
-      }
-      continue;
-    }
-    *out++ = *p;
+  // Slices sorted in parallel become runs of their own: the merge joins
+  // them anyway, and no slice-merging buffer is needed.
+  const size_t slices =
+      buffer->size() >= kParallelSortEntries
+          ? static_cast<size_t>(std::max(1, options_.csr.threads))
+          : 1;
+  std::vector<size_t> bounds;
+  for (size_t k = 0; k <= slices; ++k) {
+    bounds.push_back(buffer->size() * k / slices);
   }
-  const std::string path = NewTempPath("run");
-  ASSIGN_OR_RETURN(std::unique_ptr<TempWriter> w, TempWriter::Open(path));
-  RETURN_IF_ERROR(
-      w->Write(buffer->data(),
-               static_cast<size_t>(out - buffer->begin()) * sizeof(Entry)));
-  RETURN_IF_ERROR(w->Close());
+  std::vector<std::thread> sorters;
+  for (size_t k = 1; k < slices; ++k) {
+    sorters.emplace_back([&, k] {
+      std::sort(buffer->begin() + bounds[k], buffer->begin() + bounds[k + 1]);
+    });
+  }
+  std::sort(buffer->begin(), buffer->begin() + bounds[1]);
+  for (std::thread& t : sorters) t.join();
+  for (size_t k = 0; k < slices; ++k) {
+    // Dedupe within the slice, counted as WriteCsr counts its row
+    // duplicates.
+    const auto first = buffer->begin() + bounds[k];
+    const auto last = buffer->begin() + bounds[k + 1];
+    auto out = first;
+    for (auto p = first; p != last; ++p) {
+      if (out != first && *p == out[-1]) {
+        if (Row(*p) == Col(*p)) {
+          ++removed_self_;
+        } else {
+          ++removed_;
+        }
+        continue;
+      }
+      *out++ = *p;
+    }
+    const std::string path = NewTempPath("run");
+    ASSIGN_OR_RETURN(std::unique_ptr<TempWriter> w, TempWriter::Open(path));
+    RETURN_IF_ERROR(
+        w->Write(&*first, static_cast<size_t>(out - first) * sizeof(Entry)));
+    RETURN_IF_ERROR(w->Close());
+    runs->push_back(path);
+  }
   buffer->clear();
-  runs->push_back(path);
   NoteTempBytes();
   return absl::OkStatus();
 }
@@ -325,10 +356,12 @@ absl::Status ExternalCsrBuilder::MergeDown(std::vector<std::string>* runs,
         ASSIGN_OR_RETURN(std::unique_ptr<RunMerger> merger,
                          RunMerger::Open(group, read_buffer_entries_));
         ASSIGN_OR_RETURN(std::unique_ptr<TempWriter> w, TempWriter::Open(path));
-        Entry e, last{-1, -1};
+        Entry e;
+        bool any = false;
+        Entry last = 0;
         while (merger->Next(&e)) {
-          if (Same(e, last)) {
-            if (e.col == e.row) {
+          if (any && e == last) {
+            if (Row(e) == Col(e)) {
               ++removed_self_;
             } else {
               ++removed_;
@@ -337,6 +370,7 @@ absl::Status ExternalCsrBuilder::MergeDown(std::vector<std::string>* runs,
           }
           RETURN_IF_ERROR(w->Write(&e, sizeof(e)));
           last = e;
+          any = true;
         }
         RETURN_IF_ERROR(merger->status());
         RETURN_IF_ERROR(w->Close());
@@ -401,11 +435,14 @@ absl::StatusOr<CsrResult> ExternalCsrBuilder::Finish(const std::string& dir) {
       ++row;
       return indptr.Append(out);
     };
-    Entry e, last{-1, -1};
+    Entry e;
+    bool any = false;
+    Entry last = 0;
     while (merger->Next(&e)) {
       if (++seen % kProgressEvery == 0) progress.Update(seen);
-      if (Same(e, last)) {
-        if (e.col == e.row) {
+      const NodeId v = Row(e), u = Col(e);
+      if (any && e == last) {
+        if (u == v) {
           ++removed_self_;
         } else {
           ++removed_;
@@ -413,13 +450,14 @@ absl::StatusOr<CsrResult> ExternalCsrBuilder::Finish(const std::string& dir) {
         continue;
       }
       last = e;
-      while (row < e.row) RETURN_IF_ERROR(close_row());
-      RETURN_IF_ERROR(raw->Write(&e.col, sizeof(e.col)));
+      any = true;
+      while (row < v) RETURN_IF_ERROR(close_row());
+      RETURN_IF_ERROR(raw->Write(&u, sizeof(u)));
       ++degree;
-      if (e.col == e.row) {
+      if (u == v) {
         ++loops;
       } else if (directed) {
-        transposed.push_back({e.col, e.row});
+        transposed.push_back(Pack(u, v));
         if (static_cast<int64_t>(transposed.size()) >= run_entries_ / 2) {
           RETURN_IF_ERROR(FlushRun(&transposed, &transposed_runs));
         }
@@ -488,9 +526,9 @@ absl::StatusOr<CsrResult> ExternalCsrBuilder::Finish(const std::string& dir) {
           if (++done % kProgressEvery == 0) progress.Update(done);
           if (u == v) continue;
           ++result.non_loop_edges;
-          const Entry e{v, u};
-          while (has_t && Less(t, e)) has_t = reverse->Next(&t);
-          if (has_t && Same(t, e)) ++result.reciprocated_edges;
+          const Entry e = Pack(v, u);
+          while (has_t && t < e) has_t = reverse->Next(&t);
+          if (has_t && t == e) ++result.reciprocated_edges;
         }
         begin = end;
       }

@@ -5,15 +5,17 @@
 //
 // How: each edge becomes its CSR entries (row = destination, column =
 // source; with `undirected` also the reverse entry; self-loops kept or
-// dropped as WriteCsr does), which fill a buffer; a full buffer is sorted by
-// (row, column), deduplicated and written as a sorted run to a temporary
-// file. Finish() merges the runs (several passes if there are more than one
-// pass can read at once), drops the duplicates across runs, and writes indptr
-// as rows complete and indices through a raw temporary file (its length is
-// known only at the end). For a directed graph the reverse-edge count
+// dropped as WriteCsr does), packed as row << 32 | column in 8 bytes, which
+// fill a buffer; a full buffer is sorted (in `csr.threads` slices, each its
+// own run), deduplicated and written as sorted runs to temporary files.
+// Finish() merges the runs (several passes if there are more than one pass can
+// read at once), drops the duplicates across runs, and writes indptr as rows
+// complete and indices through a raw temporary file (its length is known only
+// at the end). For a directed graph the reverse-edge count
 // (CsrResult::reciprocated_edges) needs each entry's transpose: the merge
 // writes those as runs too, and a last pass joins them with the CSR.
-// Memory: the buffer (`memory_bytes`, or `run_entries` entries) plus N bits
+// Graphs of up to 2^32 nodes (the packing). Memory: the buffer
+// (`memory_bytes`, or `run_entries` entries) plus N bits
 // (CsrResult::without_neighbors) and I/O buffers of a few MiB; never the edge
 // array or indptr.
 #ifndef SHARDGNN_DATASETS_INTERNAL_EXTERNAL_CSR_H_
@@ -33,8 +35,8 @@
 namespace shardgnn::datasets_internal {
 
 struct ExternalCsrOptions {
-  CsrOptions csr;  // `threads` is unused: runs are sorted in one thread.
-  // Bytes for entries (16 bytes each): the sort buffer, then the merge's read
+  CsrOptions csr;
+  // Bytes for entries (8 bytes each): the sort buffer, then the merge's read
   // buffers. At least 1 MiB unless run_entries is set.
   int64_t memory_bytes = 0;
   // Tests: entries per sorted run and per merge read buffer, overriding
@@ -56,6 +58,7 @@ struct ExternalCsrStats {
 // Not thread-safe. Owns its temporary directory.
 class ExternalCsrBuilder {
  public:
+  // Fails on more than 2^32 nodes or too little memory.
   static absl::StatusOr<std::unique_ptr<ExternalCsrBuilder>> Create(
       int64_t num_nodes, const ExternalCsrOptions& options);
   ~ExternalCsrBuilder();
@@ -73,16 +76,12 @@ class ExternalCsrBuilder {
   absl::StatusOr<CsrResult> Finish(const std::string& dir);
   const ExternalCsrStats& stats() const { return stats_; }
 
-  struct Entry {
-    NodeId row;
-    NodeId col;
-  };
-
  private:
   ExternalCsrBuilder(int64_t num_nodes, const ExternalCsrOptions& options,
                      int64_t run_entries, int64_t read_buffer_entries);
-  // Sorts, dedupes and writes buffer_ as a run (into `runs`).
-  absl::Status FlushRun(std::vector<Entry>* buffer,
+  // Sorts, dedupes and writes *buffer as runs (appended to `runs`) and
+  // clears it.
+  absl::Status FlushRun(std::vector<uint64_t>* buffer,
                         std::vector<std::string>* runs);
   // Merges `runs` into one run while there are more than the fan-in.
   absl::Status MergeDown(std::vector<std::string>* runs, int64_t fan_in);
@@ -93,7 +92,7 @@ class ExternalCsrBuilder {
   const ExternalCsrOptions options_;
   const int64_t run_entries_;
   const int64_t read_buffer_entries_;
-  std::vector<Entry> buffer_;
+  std::vector<uint64_t> buffer_;  // row << 32 | column.
   std::vector<std::string> runs_;
   int64_t edges_added_ = 0;
   int64_t next_temp_ = 0;

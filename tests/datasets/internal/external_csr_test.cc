@@ -124,6 +124,15 @@ TEST_P(ExternalCsrTest, OneRunEqualsTheInMemoryBuild) {
   EXPECT_EQ(stats.merge_passes, 1);
 }
 
+// Buffers of 2^16 entries and more are sorted in two slices, each its own
+// run.
+TEST_P(ExternalCsrTest, BuffersSortedInParallelSlicesEqualTheInMemoryBuild) {
+  Edges edges = RandomEdges(4000000, 1500000, 13);
+  ExternalCsrStats stats;
+  ExpectSame(4000000, edges, 1 << 20, 1 << 12, &stats);
+  EXPECT_GE(stats.runs, 4);  // Two buffers, each two slices.
+}
+
 INSTANTIATE_TEST_SUITE_P(
     DirectionsAndSelfLoops, ExternalCsrTest,
     ::testing::Combine(::testing::Bool(), ::testing::Bool()),
@@ -140,6 +149,19 @@ TEST(ExternalCsrBuilderTest, TooLittleMemoryIsRefused) {
   auto builder = ExternalCsrBuilder::Create(10, options);
   ASSERT_FALSE(builder.ok());
   EXPECT_NE(builder.status().message().find("too little"), std::string::npos)
+      << builder.status();
+}
+
+TEST(ExternalCsrBuilderTest, MoreThanTwoToThe32NodesAreRefused) {
+  testing::TempDir tmp;
+  ExternalCsrOptions options;
+  options.run_entries = 8;
+  options.temp_dir = tmp.Sub("runs");
+  EXPECT_OK(ExternalCsrBuilder::Create(int64_t{1} << 32, options).status());
+  auto builder = ExternalCsrBuilder::Create((int64_t{1} << 32) + 1, options);
+  ASSERT_FALSE(builder.ok());
+  EXPECT_NE(builder.status().message().find("up to 2^32 nodes"),
+            std::string::npos)
       << builder.status();
 }
 
