@@ -1,5 +1,5 @@
-// `shardgnn partition`: METIS (or random) partitioning of a canonical dataset
-// into one RocksDB shard per part plus partition.json.
+// `shardgnn partition`: METIS (or streaming, or random) partitioning of a
+// canonical dataset into one RocksDB shard per part plus partition.json.
 #include <cstdio>
 #include <string>
 
@@ -20,27 +20,35 @@ void AddPartitionCommand(CLI::App& app, absl::Status* result) {
     uint64_t seed = 0;
     int threads = 2;
     double imbalance = 1.05;
+    int stream_passes = 10;
     bool skip_checksums = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "partition",
-      "Partition a dataset directory into K RocksDB shards (METIS k-way with "
-      "node/train/edge balance, or random)");
+      "Partition a dataset directory into K RocksDB shards (METIS k-way or "
+      "streaming, with node/train/edge balance, or random)");
   cmd->add_option("--dataset", flags->dataset, "Canonical dataset directory")
       ->required();
   cmd->add_option("--parts", flags->parts, "Number of parts K")->required();
   cmd->add_option("--out", flags->out,
                   "Output partition directory (must not exist)")
       ->required();
-  cmd->add_option("--method", flags->method, "metis or random")
+  cmd->add_option("--method", flags->method,
+                  "metis, stream (a few sequential passes, no copy of the "
+                  "graph: for graphs METIS cannot hold) or random")
+      ->capture_default_str();
+  cmd->add_option("--stream-passes", flags->stream_passes,
+                  "--method stream: most passes over the graph (the first "
+                  "assigns, the others refine until two gain nothing)")
+      ->check(CLI::Range(1, 100))
       ->capture_default_str();
   cmd->add_option("--seed", flags->seed, "Seed for METIS and random")
       ->capture_default_str();
   cmd->add_option("--threads", flags->threads, "Shards written at once")
       ->capture_default_str();
   cmd->add_option("--imbalance", flags->imbalance,
-                  "METIS's allowed max/avg per balance constraint")
+                  "Allowed max/avg per balance constraint (metis, stream)")
       ->capture_default_str();
   cmd->add_flag("--skip-checksums", flags->skip_checksums,
                 "Do not verify the dataset files against manifest.json");
@@ -57,6 +65,7 @@ void AddPartitionCommand(CLI::App& app, absl::Status* result) {
     options.seed = flags->seed;
     options.num_threads = flags->threads;
     options.imbalance_tolerance = flags->imbalance;
+    options.stream_passes = flags->stream_passes;
     options.verify_checksums = !flags->skip_checksums;
     PartitionTiming timing;
     absl::StatusOr<PartitionManifest> manifest =

@@ -20,15 +20,25 @@
 namespace shardgnn {
 
 const char* PartitionMethodName(PartitionMethod method) {
-  return method == PartitionMethod::kMetis ? "metis" : "random";
+  switch (method) {
+    case PartitionMethod::kMetis:
+      return "metis";
+    case PartitionMethod::kRandom:
+      return "random";
+    case PartitionMethod::kStream:
+      return "stream";
+  }
+  return "unknown";
 }
 
 absl::StatusOr<PartitionMethod> ParsePartitionMethod(absl::string_view name) {
   std::string lower = absl::AsciiStrToLower(name);
   if (lower == "metis") return PartitionMethod::kMetis;
   if (lower == "random") return PartitionMethod::kRandom;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown partition method '", name, "' (expected metis or random)"));
+  if (lower == "stream") return PartitionMethod::kStream;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown partition method '", name,
+                   "' (expected metis, stream or random)"));
 }
 
 std::string PartitionTiming::ToJson() const {

@@ -9,10 +9,12 @@
 //   part-<p>/        one RocksDB shard per part (graphstore/shard_format.h)
 //
 // Nodes are assigned to parts by METIS k-way on the symmetrized graph with
-// three balance constraints (nodes, train nodes, adjacency entries), or by a
-// seeded balanced random deal. Then nodes are relabelled so that part p owns
-// [node_ranges[p], node_ranges[p+1]), ordered by part and then original ID,
-// and each part's shard is bulk-loaded. The directory is built under a
+// three balance constraints (nodes, train nodes, adjacency entries), by a
+// streaming partitioner under the same constraints (restreaming FENNEL: a few
+// sequential passes over the CSR, no copy of the graph, no 32-bit limit), or
+// by a seeded balanced random deal. Then nodes are relabelled so that part p
+// owns [node_ranges[p], node_ranges[p+1]), ordered by part and then original
+// ID, and each part's shard is bulk-loaded. The directory is built under a
 // temporary name and renamed when complete: a failure leaves nothing behind.
 #ifndef SHARDGNN_PARTITION_PARTITION_H_
 #define SHARDGNN_PARTITION_PARTITION_H_
@@ -28,17 +30,22 @@
 
 namespace shardgnn {
 
-enum class PartitionMethod { kMetis, kRandom };
+enum class PartitionMethod { kMetis, kRandom, kStream };
 
-const char* PartitionMethodName(PartitionMethod method);  // "metis", "random"
+// "metis", "random", "stream".
+const char* PartitionMethodName(PartitionMethod method);
 absl::StatusOr<PartitionMethod> ParsePartitionMethod(absl::string_view name);
 
 struct PartitionOptions {
   int num_parts = 2;
   PartitionMethod method = PartitionMethod::kMetis;
   uint64_t seed = 0;
-  // METIS's allowed max/avg per balance constraint.
+  // Allowed max/avg per balance constraint (METIS's and the stream's).
   double imbalance_tolerance = 1.05;
+  // --method stream: at most this many passes over the graph (the first
+  // assigns, the others refine; they stop when two in a row gain nothing;
+  // see partition/internal/stream_assign.h).
+  int stream_passes = 10;
   // Shards written at the same time (each on its own thread).
   int num_threads = 2;
   // Compare the dataset's files with its manifest checksums on load.

@@ -17,6 +17,7 @@
 #include "common/progress.h"
 #include "common/sampling.h"
 #include "common/status.h"
+#include "partition/internal/stream_assign.h"
 
 namespace shardgnn::partition_internal {
 namespace {
@@ -111,6 +112,26 @@ absl::Status MetisError(int rc) {
     default:
       return absl::InternalError(absl::StrCat("METIS failed (code ", rc, ")"));
   }
+}
+
+// The balanced random assignment in place of `result`'s, with a warning
+// saying why the requested method's could not be used.
+Assignment FallBackToRandom(Assignment result, const Dataset& dataset,
+                            const PartitionOptions& options,
+                            const std::string& why) {
+  result.warnings.push_back(
+      absl::StrCat(why, "; fell back to --method random (balanced, seeded)"));
+  result.method = PartitionMethod::kRandom;
+  const auto start = std::chrono::steady_clock::now();
+  result.part = RandomAssignment(dataset, options.num_parts, options.seed);
+  result.assign_seconds = SecondsSince(start);
+  return result;
+}
+
+int64_t EmptyParts(const std::vector<int32_t>& part, int k) {
+  std::vector<char> used(static_cast<size_t>(k), 0);
+  for (int32_t p : part) used[static_cast<size_t>(p)] = 1;
+  return std::count(used.begin(), used.end(), 0);
 }
 
 }  // namespace
@@ -244,23 +265,33 @@ absl::StatusOr<Assignment> AssignParts(
     result.assign_seconds = SecondsSince(start);
     return result;
   }
+  if (options.method == PartitionMethod::kStream) {
+    StreamAssignOptions stream;
+    stream.num_parts = k;
+    stream.passes = options.stream_passes;
+    stream.tolerance = options.imbalance_tolerance;
+    result.part = StreamAssignment(dataset, stream);
+    result.assign_seconds = SecondsSince(start);
+    const int64_t empty = EmptyParts(result.part, k);
+    if (empty > 0) {
+      // A part without nodes serves nothing and trains nothing; the random
+      // assignment fills every part (k <= n).
+      return FallBackToRandom(
+          std::move(result), dataset, options,
+          absl::StrCat("the stream left ", empty, " of ", k, " parts empty (",
+                       n, " nodes are too few for ", k, " parts)"));
+    }
+    return result;
+  }
 
   absl::StatusOr<MetisGraph> graph = SymmetrizeForMetis(
       dataset.indptr, dataset.indices, options.metis_index_limit);
   result.symmetrize_seconds = SecondsSince(start);
   // METIS cannot be used, or its result is of no use: the balanced random
   // assignment instead, with a warning saying why.
-  auto fall_back = [&](const std::string& why) {
-    result.warnings.push_back(
-        absl::StrCat(why, "; fell back to --method random (balanced, seeded)"));
-    result.method = PartitionMethod::kRandom;
-    const auto random_start = std::chrono::steady_clock::now();
-    result.part = RandomAssignment(dataset, k, options.seed);
-    result.assign_seconds = SecondsSince(random_start);
-    return result;
-  };
   if (absl::IsOutOfRange(graph.status())) {
-    return fall_back(std::string(graph.status().message()));
+    return FallBackToRandom(std::move(result), dataset, options,
+                            std::string(graph.status().message()));
   }
   if (!graph.ok()) return graph.status();
 
@@ -357,25 +388,26 @@ absl::StatusOr<Assignment> AssignParts(
   progress.Update(n);
   progress.Done();
   result.assign_seconds = SecondsSince(start);
-  std::vector<int64_t> sizes(static_cast<size_t>(k), 0);
   for (int64_t v = 0; v < n; ++v) {
     if (part[v] < 0 || part[v] >= k) {
       return absl::InternalError(absl::StrCat("METIS assigned node ", v,
                                               " to part ", part[v], " of ", k));
     }
-    ++sizes[static_cast<size_t>(part[v])];
   }
-  const int64_t empty = std::count(sizes.begin(), sizes.end(), 0);
+  const int64_t empty = EmptyParts(part, k);
   if (empty > 0) {
     // A part without nodes serves nothing and trains nothing; the random
     // assignment fills every part (k <= n).
-    return fall_back(absl::StrCat(
-        "METIS left ", empty, " of ", k, " parts empty (", n,
-        " nodes are too few for ", k,
-        " parts; fewer parts keep METIS's "
-        "locality",
-        metis_said.empty() ? "" : absl::StrCat("; METIS says: ", metis_said),
-        ")"));
+    return FallBackToRandom(
+        std::move(result), dataset, options,
+        absl::StrCat("METIS left ", empty, " of ", k, " parts empty (", n,
+                     " nodes are too few for ", k,
+                     " parts; fewer parts keep METIS's "
+                     "locality",
+                     metis_said.empty()
+                         ? ""
+                         : absl::StrCat("; METIS says: ", metis_said),
+                     ")"));
   }
   result.part = std::move(part);
   return result;
