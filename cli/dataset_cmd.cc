@@ -192,7 +192,7 @@ const std::vector<FormatFlag>& FormatFlags() {
       {kRandomSplit, {"ogb", "linqs", "edgelist", "ogb-hetero", "hgb"}},
       {"--split-seed", {"ogb", "linqs", "edgelist", "ogb-hetero", "hgb"}},
       {"--split-file", {"edgelist"}},
-      {"--memory-limit", {"edgelist"}},
+      {"--memory-limit", {"ogb", "edgelist"}},
   };
   return *flags;
 }
@@ -279,6 +279,11 @@ absl::StatusOr<BuildSummary> RunImport(const ImportFlags& f) {
     class_split = *parsed;
     class_split->seed = f.split_seed;
   }
+  OutOfCoreOptions out_of_core;
+  if (!f.memory_limit.empty()) {
+    ASSIGN_OR_RETURN(out_of_core.memory_limit,
+                     ParseByteSize("--memory-limit", f.memory_limit));
+  }
   if (f.format == "ogb-hetero" || f.format == "hgb") {
     if (f.input.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -325,6 +330,7 @@ absl::StatusOr<BuildSummary> RunImport(const ImportFlags& f) {
     options.name = f.name;
     options.allow_nonfinite = f.allow_nonfinite;
     options.seed = f.seed;
+    options.out_of_core = out_of_core;
     ASSIGN_OR_RETURN(bool edge_split, OgbSplitHoldsEdges(options));
     if (edge_split && !f.edge_split.empty()) {
       return absl::InvalidArgumentError(
@@ -395,10 +401,7 @@ absl::StatusOr<BuildSummary> RunImport(const ImportFlags& f) {
   options.edges = edges;
   options.name = f.name;
   options.allow_nonfinite = f.allow_nonfinite;
-  if (!f.memory_limit.empty()) {
-    ASSIGN_OR_RETURN(options.memory_limit,
-                     ParseByteSize("--memory-limit", f.memory_limit));
-  }
+  options.out_of_core = out_of_core;
   return ImportEdgeList(options, f.out);
 }
 
@@ -541,9 +544,9 @@ void AddDatasetCommand(CLI::App& app, absl::Status* result) {
                          "split)");
   import_cmd->add_option(
       "--memory-limit", i.memory_limit,
-      "edgelist: build the CSR out of core (edges sorted in runs on disk "
-      "beside the output, then merged) so the import stays under BYTES of "
-      "memory (4G, 512M, ...); the same output as without");
+      "ogb, edgelist: build the CSR out of core (edges sorted in runs on "
+      "disk beside the output, then merged) so the import stays under BYTES "
+      "of memory (4G, 512M, ...); the same output as without");
   import_cmd->callback([import_cmd, import_flags, result] {
     if (absl::Status s = CheckFlagsApply(*import_cmd, *import_flags); !s.ok()) {
       *result = s;

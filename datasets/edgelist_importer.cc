@@ -17,7 +17,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "common/npy.h"
-#include "common/peak_rss.h"
 #include "common/progress.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
@@ -312,41 +311,16 @@ absl::Status ForEachEdge(const std::string& edges_path, const EdgeNpy* npy,
       header_line);
 }
 
-// Memory an out-of-core import keeps beside its sort buffer: read and write
-// buffers, the feature pass's chunks (12 MiB for float64), allocator slack.
-constexpr int64_t kOutOfCoreReserveBytes = int64_t{32} << 20;
-
-// The CSR of the edges of `edges_path` built by ExternalCsrBuilder in the
-// memory `options.memory_limit` leaves beside what the process holds now
-// (the program, labels, splits); the runs go under `dir`. Sets
-// summary->input_edges and notes how the build went.
+// The CSR of the edges of `edges_path` built out of core
+// (ExternalCsrBuilder) under options.out_of_core; the runs go under `dir`.
+// Sets summary->input_edges and notes how the build went.
 absl::StatusOr<datasets_internal::CsrResult> BuildCsrOutOfCore(
     const EdgeListImportOptions& options, const std::string& edges_path,
     const EdgeNpy* npy, int64_t n, const datasets_internal::CsrOptions& csr,
     const std::string& dir, std::string* header_line, BuildSummary* summary) {
-  const int64_t held = ResidentBytes();
-  const int64_t node_bits = (n + 7) / 8;
-  const int64_t budget =
-      options.memory_limit - held - node_bits - kOutOfCoreReserveBytes;
-  datasets_internal::ExternalCsrOptions ext;
-  ext.csr = csr;
-  ext.memory_bytes = budget;
-  ext.run_entries = options.external_run_entries;
-  ext.read_buffer_entries = options.external_read_buffer_entries;
-  ext.temp_dir = JoinPath(dir, ".csr-runs");
-  constexpr int64_t kMinSortBytes = int64_t{1} << 20;
-  if (ext.run_entries <= 0 && budget < kMinSortBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--memory-limit ",
-        HumanBytes(static_cast<double>(options.memory_limit)),
-        " is too small for this import: the process already holds ",
-        HumanBytes(static_cast<double>(held)),
-        " (the program, and the labels and splits of ", n,
-        " nodes), and sorting edges needs at least ",
-        HumanBytes(static_cast<double>(node_bits + kOutOfCoreReserveBytes +
-                                       kMinSortBytes)),
-        " more"));
-  }
+  ASSIGN_OR_RETURN(datasets_internal::ExternalCsrOptions ext,
+                   datasets_internal::ImportOutOfCoreOptions(
+                       options.out_of_core, n, csr, dir));
   ASSIGN_OR_RETURN(
       std::unique_ptr<datasets_internal::ExternalCsrBuilder> builder,
       datasets_internal::ExternalCsrBuilder::Create(n, ext));
@@ -359,16 +333,8 @@ absl::StatusOr<datasets_internal::CsrResult> BuildCsrOutOfCore(
         absl::StrCat(edges_path, ": the graph has no edges"));
   }
   ASSIGN_OR_RETURN(datasets_internal::CsrResult result, builder->Finish(dir));
-  const datasets_internal::ExternalCsrStats& stats = builder->stats();
-  summary->notes.push_back(absl::StrCat(
-      "edges: CSR built out of core under --memory-limit ",
-      HumanBytes(static_cast<double>(options.memory_limit)), " (",
-      HumanBytes(static_cast<double>(stats.entries_per_run) * 8),
-      " sort buffer): ", stats.runs, " sorted run", stats.runs == 1 ? "" : "s",
-      ", ", stats.merge_passes, " merge pass",
-      stats.merge_passes == 1 ? "" : "es", ", up to ",
-      HumanBytes(static_cast<double>(stats.peak_temp_bytes)),
-      " of temporary files"));
+  summary->notes.push_back(
+      datasets_internal::OutOfCoreNote(options.out_of_core, builder->stats()));
   return result;
 }
 
@@ -427,7 +393,7 @@ absl::StatusOr<BuildSummary> ImportEdgeList(
       datasets_internal::CsrOptionsFor(options.edges);
   std::unique_ptr<StagingDir> staging;
   datasets_internal::CsrResult result;
-  if (options.memory_limit > 0) {
+  if (options.out_of_core.memory_limit > 0) {
     ASSIGN_OR_RETURN(staging, StagingDir::Create(out_dir));
     ASSIGN_OR_RETURN(result, BuildCsrOutOfCore(
                                  options, edges_path, npy ? &*npy : nullptr, n,

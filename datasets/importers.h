@@ -48,6 +48,24 @@ struct EdgeOptions {
       false;  // Otherwise (u, u) edges are dropped and counted.
 };
 
+// Building the CSR out of core (`dataset import --memory-limit`), for edge
+// lists larger than memory: edges are read in chunks, sorted into runs on
+// disk in the output's staging directory and merged
+// (datasets/internal/external_csr.h). The output, the summary's counts and
+// every error are the in-memory import's; the summary notes the runs. Labels,
+// splits and N bits per node stay in memory, features are streamed. Too small
+// a limit for what the process already holds is an error saying so; so is a
+// graph of more than 2^32 nodes.
+struct OutOfCoreOptions {
+  // Nonzero: build out of core so that the process's resident memory stays
+  // under about this many bytes.
+  int64_t memory_limit = 0;
+  // Tests: entries per sorted run and per merge read buffer, replacing what
+  // memory_limit allows (0: from it).
+  int64_t run_entries = 0;
+  int64_t read_buffer_entries = 0;
+};
+
 struct OgbImportOptions {
   std::string input_dir;  // Holds raw/ and split/.
   // Which split/<name>/ to use (`dataset import --split-name`); empty: the
@@ -60,6 +78,9 @@ struct OgbImportOptions {
   std::string name;  // Dataset name; empty: the input directory's name.
   bool allow_nonfinite = false;  // Keep NaN/infinite features (see above).
   uint64_t seed = 0;  // Of the negatives an edge split does not give.
+  // Out of core for the node-property layout; refused with edge features
+  // (raw/edge-feat.csv) or a link prediction split, both built in memory.
+  OutOfCoreOptions out_of_core;
 };
 
 // Reads raw/num-node-list.csv, raw/num-edge-list.csv, raw/edge.csv ("src,dst"),
@@ -129,19 +150,7 @@ struct EdgeListImportOptions {
   EdgeOptions edges;
   std::string name;              // Empty: the edge file's base name.
   bool allow_nonfinite = false;  // Keep NaN/infinite features (see above).
-  // Nonzero (`dataset import --memory-limit`): build the CSR out of core so
-  // that the process's resident memory stays under about this many bytes.
-  // Edges are read in chunks, sorted into runs on disk in the output's
-  // staging directory and merged (datasets/internal/external_csr.h); the
-  // output, the summary's counts and every error are the in-memory import's.
-  // Labels, splits and N bits per node stay in memory; features are streamed.
-  // Too small a limit for the labels and splits is an error saying so; so
-  // is a graph of more than 2^32 nodes.
-  int64_t memory_limit = 0;
-  // Tests: entries per sorted run and per merge read buffer of the
-  // out-of-core build, replacing what memory_limit allows (0: from it).
-  int64_t external_run_entries = 0;
-  int64_t external_read_buffer_entries = 0;
+  OutOfCoreOptions out_of_core;
 };
 
 absl::StatusOr<BuildSummary> ImportEdgeList(

@@ -22,6 +22,7 @@
 #include "datasets/importers.h"
 #include "datasets/internal/csr_builder.h"
 #include "datasets/internal/dataset_dir.h"
+#include "datasets/internal/external_csr.h"
 #include "datasets/internal/import_util.h"
 #include "datasets/internal/text_readers.h"
 
@@ -222,6 +223,32 @@ absl::StatusOr<BuildSummary> ImportOgbGraph(const OgbImportOptions& options,
                                    labels, *options.class_split, &summary.notes,
                                    &summary.warnings, label_path));
     }
+    const datasets_internal::CsrOptions csr =
+        datasets_internal::CsrOptionsFor(options.edges);
+    if (options.out_of_core.memory_limit > 0) {
+      ASSIGN_OR_RETURN(datasets_internal::ExternalCsrOptions ext,
+                       datasets_internal::ImportOutOfCoreOptions(
+                           options.out_of_core, n, csr, dir));
+      ASSIGN_OR_RETURN(
+          std::unique_ptr<datasets_internal::ExternalCsrBuilder> builder,
+          datasets_internal::ExternalCsrBuilder::Create(n, ext));
+      RETURN_IF_ERROR(datasets_internal::ForEachEdgeText(
+          edge_path, datasets_internal::EdgeSeparator::kComma, n,
+          [&](NodeId s, NodeId d) { return builder->Add(s, d); }));
+      if (builder->edges_added() != m) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(edge_path, ": has ", builder->edges_added(),
+                         " edges but ", count_path, " says ", m));
+      }
+      if (m == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(edge_path, ": the graph has no edges"));
+      }
+      ASSIGN_OR_RETURN(result, builder->Finish(dir));
+      summary.notes.push_back(datasets_internal::OutOfCoreNote(
+          options.out_of_core, builder->stats()));
+      return datasets_internal::WriteLabelsAndSplits(dir, labels, splits);
+    }
     // The count is only a hint (the file is checked against it below).
     src.reserve(std::min<int64_t>(m, int64_t{1} << 28));
     dst.reserve(std::min<int64_t>(m, int64_t{1} << 28));
@@ -244,8 +271,6 @@ absl::StatusOr<BuildSummary> ImportOgbGraph(const OgbImportOptions& options,
                            options.allow_nonfinite, &cancel, &edge_nonfinite));
       edge_dim = rows.dim;
     }
-    const datasets_internal::CsrOptions csr =
-        datasets_internal::CsrOptionsFor(options.edges);
     std::vector<int64_t> origins;
     ASSIGN_OR_RETURN(result, datasets_internal::WriteCsr(
                                  n, std::move(src), std::move(dst), csr, dir,
@@ -341,6 +366,18 @@ absl::StatusOr<BuildSummary> ImportOgb(const OgbImportOptions& options,
                                        const std::string& out_dir) {
   bool edge_split = false;
   ASSIGN_OR_RETURN(OgbInputs in, FindOgbInputs(options, &edge_split));
+  if (options.out_of_core.memory_limit > 0 && edge_split) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--memory-limit: ", in.split_dir,
+        " is a link prediction split, which is applied in memory; import "
+        "without --memory-limit"));
+  }
+  if (options.out_of_core.memory_limit > 0 && !in.edge_features.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--memory-limit: ", in.edge_features,
+        ": edge features follow their edges into the CSR in memory; import "
+        "without --memory-limit"));
+  }
   if (!edge_split) return ImportOgbGraph(options, in, out_dir);
   // A link prediction split: the pairs first (bad ones fail fast), then the
   // whole graph under a temporary name, then the split dataset at out_dir

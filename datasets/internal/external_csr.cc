@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "common/file_util.h"
 #include "common/npy.h"
+#include "common/peak_rss.h"
 #include "common/progress.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
@@ -554,6 +555,48 @@ absl::StatusOr<CsrResult> ExternalCsrBuilder::Finish(const std::string& dir) {
   std::error_code ec;
   fs::remove_all(options_.temp_dir, ec);
   return result;
+}
+
+absl::StatusOr<ExternalCsrOptions> ImportOutOfCoreOptions(
+    const OutOfCoreOptions& limit, int64_t num_nodes, const CsrOptions& csr,
+    const std::string& dir) {
+  // Kept beside the sort buffer: read and write buffers, a feature pass's
+  // chunks (12 MiB for float64), allocator slack.
+  constexpr int64_t kReserveBytes = int64_t{32} << 20;
+  constexpr int64_t kMinSortBytes = int64_t{1} << 20;
+  const int64_t held = ResidentBytes();
+  const int64_t node_bits = (num_nodes + 7) / 8;
+  ExternalCsrOptions options;
+  options.csr = csr;
+  options.memory_bytes = limit.memory_limit - held - node_bits - kReserveBytes;
+  options.run_entries = limit.run_entries;
+  options.read_buffer_entries = limit.read_buffer_entries;
+  options.temp_dir = JoinPath(dir, ".csr-runs");
+  if (options.run_entries <= 0 && options.memory_bytes < kMinSortBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--memory-limit ", HumanBytes(static_cast<double>(limit.memory_limit)),
+        " is too small for this import: the process already holds ",
+        HumanBytes(static_cast<double>(held)),
+        " (the program, and the labels and splits of ", num_nodes,
+        " nodes), and sorting edges needs at least ",
+        HumanBytes(
+            static_cast<double>(node_bits + kReserveBytes + kMinSortBytes)),
+        " more"));
+  }
+  return options;
+}
+
+std::string OutOfCoreNote(const OutOfCoreOptions& limit,
+                          const ExternalCsrStats& stats) {
+  return absl::StrCat(
+      "edges: CSR built out of core under --memory-limit ",
+      HumanBytes(static_cast<double>(limit.memory_limit)), " (",
+      HumanBytes(static_cast<double>(stats.entries_per_run * kEntryBytes)),
+      " sort buffer): ", stats.runs, " sorted run", stats.runs == 1 ? "" : "s",
+      ", ", stats.merge_passes, " merge pass",
+      stats.merge_passes == 1 ? "" : "es", ", up to ",
+      HumanBytes(static_cast<double>(stats.peak_temp_bytes)),
+      " of temporary files");
 }
 
 }  // namespace shardgnn::datasets_internal

@@ -30,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/types.h"
+#include "datasets/importers.h"
 #include "datasets/internal/csr_builder.h"
 
 namespace shardgnn::datasets_internal {
@@ -102,6 +103,19 @@ class ExternalCsrBuilder {
   int64_t self_loops_dropped_ = 0;
   ExternalCsrStats stats_;
 };
+
+// The options of an import's out-of-core build under `limit`: the sort buffer
+// is what limit.memory_limit leaves beside the process's resident memory now
+// (the program, labels, splits), N bits and a reserve for I/O buffers; runs go
+// to `dir`/.csr-runs. An error naming --memory-limit when less than 1 MiB is
+// left (unless the test sizes are set).
+absl::StatusOr<ExternalCsrOptions> ImportOutOfCoreOptions(
+    const OutOfCoreOptions& limit, int64_t num_nodes, const CsrOptions& csr,
+    const std::string& dir);
+
+// The summary note of an out-of-core build.
+std::string OutOfCoreNote(const OutOfCoreOptions& limit,
+                          const ExternalCsrStats& stats);
 
 }  // namespace shardgnn::datasets_internal
 

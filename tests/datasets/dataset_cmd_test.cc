@@ -190,6 +190,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         ForeignFlag{"OgbSplit", "ogb", "--input {OGB} --split 0.5,0.25,0.25",
                     "--format ogb does not take --split (edgelist only)"},
+        ForeignFlag{"LinqsMemoryLimit", "linqs",
+                    "--input {LINQS} --memory-limit 1G",
+                    "--format linqs does not take --memory-limit (ogb, "
+                    "edgelist only)"},
         ForeignFlag{"OgbSplitHint", "ogb", "--input {OGB} --split 0.5,0.2,0.3",
                     "choose one with --split-name"},
         ForeignFlag{"OgbSeed", "ogb", "--input {OGB} --seed 3",
@@ -390,6 +394,54 @@ TEST(DatasetCmdTest, BadInputIsOneErrorLineAndNoOutput) {
   EXPECT_FALSE(std::filesystem::exists(tmp.Sub("out")));
   for (const std::string& name : testing::Entries(tmp.path())) {
     EXPECT_THAT(name, ::testing::Not(HasSubstr("partial"))) << name;
+  }
+}
+
+// --memory-limit builds the same dataset out of core (byte for byte) and says
+// so; a malformed limit, or one with --edge-split (which splits in memory), is
+// one error line before any work.
+TEST(DatasetCmdTest, MemoryLimitImportsTheSameDatasetOutOfCore) {
+  testing::TempDir tmp;
+  ASSERT_EQ(Shardgnn(tmp,
+                     "-q dataset generate --nodes 50 --avg-degree 4 "
+                     "--features 3 --classes 2 --out " +
+                         tmp.Sub("gen"))
+                .exit_code,
+            0);
+  std::string edges;
+  for (int i = 0; i < 200; ++i) {
+    edges +=
+        std::to_string(i * 7 % 50) + " " + std::to_string(i * 13 % 47) + "\n";
+  }
+  testing::WriteText(tmp.Sub("in/g.txt"), edges);
+  const std::string inputs = "-q dataset import --format edgelist --edges " +
+                             tmp.Sub("in/g.txt") + " --features " +
+                             tmp.Sub("gen/features.npy") + " --labels " +
+                             tmp.Sub("gen/labels.npy") + " --undirected";
+  CommandResult mem = Shardgnn(tmp, inputs + " --out " + tmp.Sub("mem"));
+  ASSERT_EQ(mem.exit_code, 0) << mem.err;
+  CommandResult ext =
+      Shardgnn(tmp, inputs + " --memory-limit 1GiB --out " + tmp.Sub("ext"));
+  ASSERT_EQ(ext.exit_code, 0) << ext.err;
+  EXPECT_THAT(ext.out, HasSubstr("CSR built out of core under --memory-limit "
+                                 "1.0 GiB"));
+  int compared = 0;
+  for (const std::string& name : testing::Entries(tmp.Sub("mem"))) {
+    EXPECT_EQ(ReadFileToString(tmp.Sub("mem/" + name)).value_or("mem"),
+              ReadFileToString(tmp.Sub("ext/" + name)).value_or("ext"))
+        << name;
+    ++compared;
+  }
+  EXPECT_GE(compared, 8);  // Arrays, splits, manifest.
+  for (const char* flags : {" --memory-limit 12Q", " --memory-limit 0",
+                            " --memory-limit 1G --edge-split 0.8,0.1,0.1"}) {
+    CommandResult bad =
+        Shardgnn(tmp, inputs + flags + " --out " + tmp.Sub("bad"));
+    EXPECT_EQ(bad.exit_code, 1) << flags;
+    EXPECT_THAT(bad.err, StartsWith("shardgnn: error: --memory-limit"))
+        << flags;
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+    EXPECT_FALSE(std::filesystem::exists(tmp.Sub("bad")));
   }
 }
 

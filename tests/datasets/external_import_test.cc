@@ -73,9 +73,9 @@ class ExternalImportTest : public ::testing::Test {
   // Runs of 32 entries read 4 at a time (a fan-in of 4): about 50-100 runs
   // and several merge passes for 1500 edges.
   static EdgeListImportOptions OutOfCore(EdgeListImportOptions options) {
-    options.memory_limit = int64_t{1} << 40;
-    options.external_run_entries = 32;
-    options.external_read_buffer_entries = 4;
+    options.out_of_core.memory_limit = int64_t{1} << 40;
+    options.out_of_core.run_entries = 32;
+    options.out_of_core.read_buffer_entries = 4;
     return options;
   }
 
@@ -210,11 +210,68 @@ TEST_F(ExternalImportTest, NoEdgesFailsTheSame) {
 
 TEST_F(ExternalImportTest, ALimitBelowWhatTheProcessHoldsIsRefused) {
   EdgeListImportOptions options = Options("in/g.txt");
-  options.memory_limit = 1 << 20;
+  options.out_of_core.memory_limit = 1 << 20;
   absl::StatusOr<BuildSummary> s = ImportEdgeList(options, tmp_.Sub("out"));
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.status().message()),
               HasSubstr("--memory-limit 1.0 MiB is too small"));
+  EXPECT_THAT(testing::Entries(tmp_.path()), ElementsAre("in"));
+}
+
+// The OGB raw layout (bundled Cora-ML: split/ of random nodes; Cora: the
+// public split) out of core equals the in-memory import, both directions.
+TEST_F(ExternalImportTest, OgbFolderEqualsInMemory) {
+  for (const char* graph : {"cora-ml", "cora/ogb-planetoid"}) {
+    for (bool undirected : {false, true}) {
+      SCOPED_TRACE(std::string(graph) + (undirected ? " undirected" : ""));
+      OgbImportOptions options;
+      options.input_dir = testing::SourcePath(std::string("datasets/") + graph);
+      options.edges.undirected = undirected;
+      ASSERT_OK_AND_ASSIGN(BuildSummary mem,
+                           ImportOgb(options, tmp_.Sub("mem")));
+      options.out_of_core.memory_limit = int64_t{1} << 40;
+      options.out_of_core.run_entries = 256;
+      options.out_of_core.read_buffer_entries = 4;
+      ASSERT_OK_AND_ASSIGN(BuildSummary ext,
+                           ImportOgb(options, tmp_.Sub("ext")));
+      int compared = 0;
+      for (const std::string& file : testing::Entries(tmp_.Sub("mem"))) {
+        EXPECT_EQ(FileBytes(tmp_.Sub("mem/" + file)),
+                  FileBytes(tmp_.Sub("ext/" + file)))
+            << file;
+        ++compared;
+      }
+      EXPECT_GE(compared, 8);
+      EXPECT_EQ(testing::Entries(tmp_.Sub("ext")).size(),
+                static_cast<size_t>(compared));
+      EXPECT_EQ(ext.duplicate_edges_dropped, mem.duplicate_edges_dropped);
+      EXPECT_EQ(ext.reciprocated_edges, mem.reciprocated_edges);
+      EXPECT_EQ(ext.warnings, mem.warnings);
+      ASSERT_EQ(ext.notes.size(), mem.notes.size() + 1);
+      EXPECT_THAT(ext.notes.back(), HasSubstr("merge passes"));
+      std::filesystem::remove_all(tmp_.Sub("mem"));
+      std::filesystem::remove_all(tmp_.Sub("ext"));
+    }
+  }
+}
+
+// What the OGB out-of-core build cannot do is refused before any work.
+TEST_F(ExternalImportTest, OgbEdgeFeaturesAreRefusedOutOfCore) {
+  const std::string in = tmp_.Sub("in/ogb");
+  testing::WriteText(in + "/raw/num-node-list.csv", "3\n");
+  testing::WriteText(in + "/raw/num-edge-list.csv", "2\n");
+  testing::WriteText(in + "/raw/edge.csv", "0,1\n1,2\n");
+  testing::WriteText(in + "/raw/edge-feat.csv", "0.5\n0.25\n");
+  testing::WriteText(in + "/raw/node-feat.csv", "1,0\n0,1\n1,1\n");
+  testing::WriteText(in + "/raw/node-label.csv", "0\n1\n0\n");
+  OgbImportOptions options;
+  options.input_dir = in;
+  options.class_split = ClassSplitOptions{1, 0, 0};
+  options.out_of_core.memory_limit = int64_t{1} << 40;
+  absl::StatusOr<BuildSummary> s = ImportOgb(options, tmp_.Sub("out"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()),
+              HasSubstr("edge-feat.csv: edge features follow their edges"));
   EXPECT_THAT(testing::Entries(tmp_.path()), ElementsAre("in"));
 }
 
