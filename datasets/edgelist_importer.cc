@@ -321,6 +321,9 @@ absl::StatusOr<datasets_internal::CsrResult> BuildCsrOutOfCore(
   ASSIGN_OR_RETURN(datasets_internal::ExternalCsrOptions ext,
                    datasets_internal::ImportOutOfCoreOptions(
                        options.out_of_core, n, csr, dir));
+  if (npy != nullptr) {
+    ext.max_entries = npy->num_edges * (csr.undirected ? 2 : 1);
+  }
   ASSIGN_OR_RETURN(
       std::unique_ptr<datasets_internal::ExternalCsrBuilder> builder,
       datasets_internal::ExternalCsrBuilder::Create(n, ext));

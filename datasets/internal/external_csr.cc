@@ -35,6 +35,8 @@ NodeId Col(Entry e) { return static_cast<NodeId>(e & 0xffffffffu); }
 // A merge reads each run through a buffer of this many entries (1 MiB)
 // unless the options say otherwise.
 constexpr int64_t kReadBufferEntries = int64_t{1} << 17;
+// Runs open at once in a merge (file descriptors).
+constexpr int64_t kMaxFanIn = 256;
 // A run buffer of at least this many entries is sorted in csr.threads
 // slices.
 constexpr size_t kParallelSortEntries = size_t{1} << 16;
@@ -240,7 +242,14 @@ ExternalCsrBuilder::ExternalCsrBuilder(int64_t num_nodes,
     : num_nodes_(num_nodes),
       options_(options),
       run_entries_(run_entries),
-      read_buffer_entries_(read_buffer_entries) {
+      read_buffer_entries_(read_buffer_entries),
+      // Half the budget reads runs; the other half buffers a directed
+      // graph's transposed entries.
+      fan_in_(std::clamp<int64_t>(run_entries / 2 / read_buffer_entries, 2,
+                                  kMaxFanIn)),
+      reserve_entries_(options.max_entries > 0
+                           ? std::min(run_entries, options.max_entries + 2)
+                           : run_entries) {
   stats_.entries_per_run = run_entries;
 }
 
@@ -267,7 +276,7 @@ absl::Status ExternalCsrBuilder::Add(NodeId src, NodeId dst) {
   ++edges_added_;
   // Reserved once, to the budget, so growth never doubles past it (pages are
   // touched only as entries arrive).
-  if (buffer_.capacity() == 0) buffer_.reserve(run_entries_);
+  if (buffer_.capacity() == 0) buffer_.reserve(reserve_entries_);
   if (src == dst) {
     if (!options_.csr.keep_self_loops) {
       ++self_loops_dropped_;
@@ -393,17 +402,17 @@ absl::StatusOr<CsrResult> ExternalCsrBuilder::Finish(const std::string& dir) {
   std::vector<Entry>().swap(buffer_);
   stats_.runs = static_cast<int64_t>(runs_.size());
   const int64_t n = num_nodes_;
-  // Half the budget reads runs; the other half buffers transposed entries.
-  const int64_t fan_in =
-      std::max<int64_t>(2, run_entries_ / 2 / read_buffer_entries_);
-  RETURN_IF_ERROR(MergeDown(&runs_, fan_in));
+  RETURN_IF_ERROR(MergeDown(&runs_, fan_in_));
 
   CsrResult result;
   result.self_loops_dropped = self_loops_dropped_;
   result.without_neighbors.assign(n, false);
   const bool directed = !options_.csr.undirected;
   std::vector<Entry> transposed;
-  if (directed) transposed.reserve(std::max<int64_t>(1, run_entries_ / 2));
+  if (directed) {
+    transposed.reserve(
+        std::max<int64_t>(1, std::min(run_entries_ / 2, reserve_entries_)));
+  }
   std::vector<std::string> transposed_runs;
   const std::string raw_path = NewTempPath("indices");
   int64_t loops = 0;
@@ -482,7 +491,7 @@ absl::StatusOr<CsrResult> ExternalCsrBuilder::Finish(const std::string& dir) {
   if (directed) {
     RETURN_IF_ERROR(FlushRun(&transposed, &transposed_runs));
     std::vector<Entry>().swap(transposed);
-    RETURN_IF_ERROR(MergeDown(&transposed_runs, fan_in));
+    RETURN_IF_ERROR(MergeDown(&transposed_runs, fan_in_));
   }
 
   // Copy the raw indices into indices.npy; for a directed graph, join each
@@ -569,6 +578,13 @@ absl::StatusOr<ExternalCsrOptions> ImportOutOfCoreOptions(
   ExternalCsrOptions options;
   options.csr = csr;
   options.memory_bytes = limit.memory_limit - held - node_bits - kReserveBytes;
+  // A limit beyond the machine's memory would reserve a buffer the kernel
+  // may refuse: what the machine has is the limit then.
+  const int64_t physical = PhysicalMemoryBytes();
+  if (physical > 0) {
+    options.memory_bytes = std::min(
+        options.memory_bytes, physical - held - node_bits - kReserveBytes);
+  }
   options.run_entries = limit.run_entries;
   options.read_buffer_entries = limit.read_buffer_entries;
   options.temp_dir = JoinPath(dir, ".csr-runs");

@@ -44,6 +44,10 @@ struct ExternalCsrOptions {
   // memory_bytes (tiny values force many runs and merge passes).
   int64_t run_entries = 0;
   int64_t read_buffer_entries = 0;
+  // A bound on the entries the edges make, if known (an edge .npy's edges,
+  // twice for undirected); the sort buffer is not reserved beyond it. 0:
+  // unknown.
+  int64_t max_entries = 0;
   // Where the runs go (created; removed by Finish and by the destructor).
   std::string temp_dir;
 };
@@ -93,7 +97,9 @@ class ExternalCsrBuilder {
   const ExternalCsrOptions options_;
   const int64_t run_entries_;
   const int64_t read_buffer_entries_;
-  std::vector<uint64_t> buffer_;  // row << 32 | column.
+  const int64_t fan_in_;           // Runs one merge pass reads at once.
+  const int64_t reserve_entries_;  // Of buffer_, once.
+  std::vector<uint64_t> buffer_;   // row << 32 | column.
   std::vector<std::string> runs_;
   int64_t edges_added_ = 0;
   int64_t next_temp_ = 0;
