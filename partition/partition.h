@@ -12,7 +12,8 @@
 // three balance constraints (nodes, train nodes, adjacency entries), by a
 // streaming partitioner under the same constraints (restreaming FENNEL: a few
 // sequential passes over the CSR, no copy of the graph, no 32-bit limit), or
-// by a seeded balanced random deal. Then nodes are relabelled so that part p
+// by a seeded balanced random deal, or given by the caller (PT-Scotch on MPI
+// ranks: partition/distributed/distributed_partition.h). Then nodes are relabelled so that part p
 // owns [node_ranges[p], node_ranges[p+1]), ordered by part and then original
 // ID, and each part's shard is bulk-loaded. The directory is built under a
 // temporary name and renamed when complete: a failure leaves nothing behind.
@@ -21,7 +22,9 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -30,11 +33,20 @@
 
 namespace shardgnn {
 
-enum class PartitionMethod { kMetis, kRandom, kStream };
+enum class PartitionMethod { kMetis, kRandom, kStream, kPtScotch };
 
-// "metis", "random", "stream".
+// "metis", "random", "stream", "ptscotch".
 const char* PartitionMethodName(PartitionMethod method);
 absl::StatusOr<PartitionMethod> ParsePartitionMethod(absl::string_view name);
+
+// An assignment computed before the pipeline runs (PartitionMethod::kPtScotch:
+// by PT-Scotch on the MPI ranks of `shardgnn partition --distributed`).
+struct PrecomputedAssignment {
+  std::vector<int32_t> part;  // [N], values in [0, K).
+  double symmetrize_seconds = 0;  // Reading slices, symmetrizing.
+  double assign_seconds = 0;      // Partitioning and gathering.
+  std::vector<std::string> warnings;
+};
 
 struct PartitionOptions {
   int num_parts = 2;
@@ -51,9 +63,13 @@ struct PartitionOptions {
   // Compare the dataset's files with its manifest checksums on load.
   bool verify_checksums = true;
   // Largest node count / adjacency length METIS can index (its idx_t is
-  // 32-bit here). Above it, partitioning falls back to random and says so.
+  // 32-bit here). Above it, partitioning falls back to the stream and says
+  // so.
   // Lowered only by tests.
   int64_t metis_index_limit = std::numeric_limits<int32_t>::max();
+  // Required by kPtScotch (and read by no other method): its assignment,
+  // checked against the dataset (size N, parts in [0, K), none empty).
+  std::shared_ptr<const PrecomputedAssignment> precomputed;
 };
 
 // Wall seconds per stage and the process's peak RSS (bytes) at the end of

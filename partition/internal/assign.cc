@@ -134,6 +134,29 @@ int64_t EmptyParts(const std::vector<int32_t>& part, int k) {
   return std::count(used.begin(), used.end(), 0);
 }
 
+Assignment AssignByStream(Assignment result, const Dataset& dataset,
+                          const PartitionOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const int k = options.num_parts;
+  StreamAssignOptions stream;
+  stream.num_parts = k;
+  stream.passes = options.stream_passes;
+  stream.tolerance = options.imbalance_tolerance;
+  result.part = StreamAssignment(dataset, stream);
+  result.assign_seconds = SecondsSince(start);
+  const int64_t empty = EmptyParts(result.part, k);
+  if (empty > 0) {
+    // A part without nodes serves nothing and trains nothing; the random
+    // assignment fills every part (k <= n).
+    return FallBackToRandom(
+        std::move(result), dataset, options,
+        absl::StrCat("the stream left ", empty, " of ", k, " parts empty (",
+                     dataset.num_nodes(), " nodes are too few for ", k,
+                     " parts)"));
+  }
+  return result;
+}
+
 }  // namespace
 
 absl::StatusOr<MetisGraph> SymmetrizeForMetis(
@@ -266,32 +289,19 @@ absl::StatusOr<Assignment> AssignParts(
     return result;
   }
   if (options.method == PartitionMethod::kStream) {
-    StreamAssignOptions stream;
-    stream.num_parts = k;
-    stream.passes = options.stream_passes;
-    stream.tolerance = options.imbalance_tolerance;
-    result.part = StreamAssignment(dataset, stream);
-    result.assign_seconds = SecondsSince(start);
-    const int64_t empty = EmptyParts(result.part, k);
-    if (empty > 0) {
-      // A part without nodes serves nothing and trains nothing; the random
-      // assignment fills every part (k <= n).
-      return FallBackToRandom(
-          std::move(result), dataset, options,
-          absl::StrCat("the stream left ", empty, " of ", k, " parts empty (",
-                       n, " nodes are too few for ", k, " parts)"));
-    }
-    return result;
+    return AssignByStream(std::move(result), dataset, options);
   }
 
   absl::StatusOr<MetisGraph> graph = SymmetrizeForMetis(
       dataset.indptr, dataset.indices, options.metis_index_limit);
   result.symmetrize_seconds = SecondsSince(start);
-  // METIS cannot be used, or its result is of no use: the balanced random
-  // assignment instead, with a warning saying why.
+  // A graph METIS cannot index: the stream, which has no such limit, with a
+  // warning saying why.
   if (absl::IsOutOfRange(graph.status())) {
-    return FallBackToRandom(std::move(result), dataset, options,
-                            std::string(graph.status().message()));
+    result.warnings.push_back(absl::StrCat(graph.status().message(),
+                                           "; fell back to --method stream"));
+    result.method = PartitionMethod::kStream;
+    return AssignByStream(std::move(result), dataset, options);
   }
   if (!graph.ok()) return graph.status();
 

@@ -262,7 +262,7 @@ TEST_F(PartitionTest, EmptyMetisPartsFallBackToRandomWithAWarning) {
   EXPECT_GT(fell_back, 0) << "no graph here made METIS leave a part empty";
 }
 
-TEST_F(PartitionTest, FallsBackToRandomWhenMetisIndexWouldOverflow) {
+TEST_F(PartitionTest, FallsBackToTheStreamWhenMetisIndexWouldOverflow) {
   Dataset d = ClusteredGraph(4, 50, 6);
   TempDir tmp;
   PartitionOptions options;
@@ -270,10 +270,13 @@ TEST_F(PartitionTest, FallsBackToRandomWhenMetisIndexWouldOverflow) {
   options.metis_index_limit = d.num_nodes() + 10;  // Fewer than the edges.
   ASSERT_OK_AND_ASSIGN(PartitionManifest m,
                        PartitionInMemory(d, tmp.Sub("p"), options));
-  EXPECT_EQ(m.method, "random");
+  EXPECT_EQ(m.method, "stream");
   EXPECT_EQ(m.requested_method, "metis");
   ASSERT_EQ(m.warnings.size(), 1u);
   EXPECT_THAT(m.warnings[0], HasSubstr("32-bit idx_t"));
+  EXPECT_THAT(m.warnings[0], HasSubstr("fell back to --method stream"));
+  // The stream keeps the clusters far better than a random deal's 50%.
+  EXPECT_LT(m.edge_cut_fraction, 0.3);
   EXPECT_THAT(PartitionSummary(m), HasSubstr("warning:"));
   CheckPartition(d, tmp.Sub("p"), m);
 }
