@@ -9,9 +9,11 @@
 //                   as .npy files
 //
 // Every input may be plain text or gzip (detected from the bytes). Edges are
-// parsed straight into int64 arrays and turned into CSR by counting sort; OGB
-// feature rows are streamed into features.npy as they are read, so an
-// ogbn-products-sized input is never held as text or as a whole feature matrix.
+// parsed straight into int64 arrays and turned into CSR by counting sort (or,
+// for an edge list or OGB folder larger than memory, sorted on disk under a
+// memory limit: OutOfCoreOptions); OGB feature rows are streamed into
+// features.npy as they are read, so an ogbn-products-sized input is never held
+// as text or as a whole feature matrix.
 // An input edge "src dst" means messages flow src -> dst: it is stored in dst's
 // CSR row (the neighbors dst aggregates from); with `undirected` also in src's.
 // Rows come out sorted; duplicate edges are always removed and self-loops
