@@ -1,10 +1,7 @@
 #include "datasets/internal/external_csr.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <queue>
 #include <thread>
 #include <utility>
 
@@ -16,6 +13,7 @@
 #include "common/progress.h"
 #include "common/status.h"
 #include "datasets/dataset.h"
+#include "datasets/internal/run_files.h"
 
 namespace shardgnn::datasets_internal {
 namespace {
@@ -40,141 +38,7 @@ constexpr int64_t kMaxFanIn = 256;
 // A run buffer of at least this many entries is sorted in csr.threads
 // slices.
 constexpr size_t kParallelSortEntries = size_t{1} << 16;
-// stdio buffer of every temporary file written.
-constexpr size_t kWriteBufferBytes = size_t{1} << 20;
 constexpr int64_t kProgressEvery = int64_t{1} << 16;
-
-absl::Status IoError(const std::string& what, const std::string& path) {
-  return absl::ResourceExhaustedError(
-      absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
-}
-
-// A temporary file of fixed-size records written through a stdio buffer.
-class TempWriter {
- public:
-  static absl::StatusOr<std::unique_ptr<TempWriter>> Open(std::string path) {
-    FILE* f = std::fopen(path.c_str(), "wb");
-    if (f == nullptr) return IoError("creating", path);
-    auto w = std::unique_ptr<TempWriter>(new TempWriter(std::move(path), f));
-    std::setvbuf(f, nullptr, _IOFBF, kWriteBufferBytes);
-    return w;
-  }
-  ~TempWriter() {
-    if (file_ != nullptr) std::fclose(file_);
-  }
-  absl::Status Write(const void* data, size_t bytes) {
-    if (std::fwrite(data, 1, bytes, file_) != bytes) {
-      return IoError("writing", path_);
-    }
-    bytes_ += static_cast<int64_t>(bytes);
-    return absl::OkStatus();
-  }
-  absl::Status Close() {
-    FILE* f = file_;
-    file_ = nullptr;
-    if (std::fclose(f) != 0) return IoError("writing", path_);
-    return absl::OkStatus();
-  }
-  int64_t bytes() const { return bytes_; }
-
- private:
-  TempWriter(std::string path, FILE* f) : path_(std::move(path)), file_(f) {}
-  std::string path_;
-  FILE* file_;
-  int64_t bytes_ = 0;
-};
-
-// Reads a file of T records, `buffer` records at a time, from byte `offset`.
-template <typename T>
-class TempReader {
- public:
-  static absl::StatusOr<std::unique_ptr<TempReader>> Open(
-      const std::string& path, int64_t buffer, int64_t offset = 0) {
-    FILE* f = std::fopen(path.c_str(), "rb");
-    if (f == nullptr) return IoError("opening", path);
-    auto r = std::unique_ptr<TempReader>(new TempReader(path, f, buffer));
-    if (offset != 0 && std::fseek(f, offset, SEEK_SET) != 0) {
-      return IoError("reading", path);
-    }
-    return r;
-  }
-  ~TempReader() { std::fclose(file_); }
-
-  // The next record into *out; false at the end or on an error (status()).
-  bool Next(T* out) {
-    if (pos_ == end_) {
-      if (!status_.ok()) return false;
-      end_ = std::fread(buffer_.data(), sizeof(T), buffer_.size(), file_);
-      pos_ = 0;
-      if (end_ == 0) {
-        if (std::ferror(file_)) status_ = IoError("reading", path_);
-        return false;
-      }
-    }
-    *out = buffer_[pos_++];
-    return true;
-  }
-  const absl::Status& status() const { return status_; }
-
- private:
-  TempReader(std::string path, FILE* f, int64_t buffer)
-      : path_(std::move(path)), file_(f), buffer_(buffer) {}
-  std::string path_;
-  FILE* file_;
-  std::vector<T> buffer_;
-  size_t pos_ = 0;
-  size_t end_ = 0;
-  absl::Status status_;
-};
-
-// The entries of several sorted runs in (row, col) order, duplicates
-// included.
-class RunMerger {
- public:
-  static absl::StatusOr<std::unique_ptr<RunMerger>> Open(
-      const std::vector<std::string>& runs, int64_t buffer) {
-    auto m = std::unique_ptr<RunMerger>(new RunMerger());
-    for (const std::string& run : runs) {
-      ASSIGN_OR_RETURN(std::unique_ptr<TempReader<Entry>> r,
-                       TempReader<Entry>::Open(run, buffer));
-      m->readers_.push_back(std::move(r));
-      Entry e;
-      if (m->readers_.back()->Next(&e)) {
-        m->heap_.push({e, m->readers_.size() - 1});
-      }
-      RETURN_IF_ERROR(m->readers_.back()->status());
-    }
-    return m;
-  }
-
-  bool Next(Entry* out) {
-    if (heap_.empty()) return false;
-    const Head head = heap_.top();
-    heap_.pop();
-    *out = head.entry;
-    Entry e;
-    if (readers_[head.run]->Next(&e)) heap_.push({e, head.run});
-    return true;
-  }
-  absl::Status status() const {
-    for (const auto& r : readers_) RETURN_IF_ERROR(r->status());
-    return absl::OkStatus();
-  }
-
- private:
-  struct Head {
-    Entry entry;
-    size_t run;
-  };
-  struct After {
-    bool operator()(const Head& a, const Head& b) const {
-      return b.entry < a.entry;
-    }
-  };
-  RunMerger() = default;
-  std::vector<std::unique_ptr<TempReader<Entry>>> readers_;
-  std::priority_queue<Head, std::vector<Head>, After> heap_;
-};
 
 // Buffered writes of int64 values to an NpyWriter.
 class BufferedNpy {
