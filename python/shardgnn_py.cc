@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -434,29 +435,39 @@ class NeighborLoader {
   }
 
   int64_t size() const { return loader_->steps_per_epoch(); }
-  void set_epoch(int64_t epoch) { epoch_ = epoch; }
+  void set_epoch(int64_t epoch) {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mu_);
+    epoch_ = epoch;
+  }
 
   NeighborLoader& Iter() {
     py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mu_);
     loader_->StartEpoch(epoch_);
     started_ = true;
     return *this;
   }
 
+  // Safe from several Python threads at once: each call takes the next batch
+  // of the epoch (the loader has one consumer; the lock is taken with the GIL
+  // released, so a waiting thread never holds it).
   Batch Next() {
-    if (!started_) throw py::stop_iteration();
     MiniBatch batch;
-    absl::StatusOr<bool> more;
+    absl::StatusOr<bool> more = false;
     {
       py::gil_scoped_release release;
-      more = loader_->Next(&batch);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (started_) {
+        more = loader_->Next(&batch);
+        if (more.ok() && !*more) {
+          started_ = false;
+          ++epoch_;  // The next pass is the next epoch unless set_epoch says.
+        }
+      }
     }
     if (!more.ok()) Raise(more.status());
-    if (!*more) {
-      started_ = false;
-      ++epoch_;  // The next pass is the next epoch unless set_epoch says.
-      throw py::stop_iteration();
-    }
+    if (!*more) throw py::stop_iteration();
     return ToBatch(std::move(batch));
   }
 
@@ -464,6 +475,7 @@ class NeighborLoader {
   std::shared_ptr<Graph> graph_;
   std::unique_ptr<NeighborSampler> sampler_;
   std::unique_ptr<PrefetchLoader> loader_;
+  std::mutex mu_;  // Guards loader_'s epoch and batches, epoch_, started_.
   int64_t epoch_ = 0;
   bool started_ = false;
 };

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -207,6 +208,41 @@ class InMemoryTest(BatchChecks, unittest.TestCase):
                                       np.sort(self.arrays.splits["train"]))
         # Shuffled: not in the split's order.
         self.assertFalse(np.array_equal(seeds, self.arrays.splits["train"]))
+
+    def test_two_threads_share_one_epoch(self):
+        # Two threads pulling from one loader: every batch goes to one of
+        # them, and together they see each train node exactly once.
+        loader = shardgnn.NeighborLoader(self.graph, self.train, FANOUTS,
+                                         batch_size=BATCH, seed=5)
+        iterator = iter(loader)
+        seen = [[], []]
+        errors = []
+
+        # next(), not `for`: a for loop would call iter(), which starts the
+        # next epoch.
+        def pull(k):
+            try:
+                while True:
+                    try:
+                        batch = next(iterator)
+                    except StopIteration:
+                        return
+                    self.check_batch(self.arrays, batch, FANOUTS)
+                    seen[k].append(batch.n_id[:batch.batch_size].numpy().copy())
+            except Exception as e:  # Reported by the main thread.
+                errors.append(e)
+
+        threads = [threading.Thread(target=pull, args=(k,)) for k in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+            self.assertFalse(t.is_alive(), "a thread is stuck in the loader")
+        self.assertEqual(errors, [])
+        self.assertEqual(len(seen[0]) + len(seen[1]), len(loader))
+        seeds = np.concatenate(seen[0] + seen[1])
+        np.testing.assert_array_equal(np.sort(seeds),
+                                      np.sort(self.arrays.splits["train"]))
 
     def test_no_shuffle_keeps_the_order_and_steps_pad(self):
         valid = self.graph.split("valid")
