@@ -1,12 +1,16 @@
 // `shardgnn partition`: METIS (or streaming, or random) partitioning of a
-// canonical dataset into one RocksDB shard per part plus partition.json.
+// canonical dataset into one RocksDB shard per part plus partition.json;
+// with --distributed, PT-Scotch on the MPI ranks of `mpirun -np R shardgnn
+// partition --distributed ...`.
 #include <cstdio>
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "datasets/dataset.h"
+#include "partition/distributed/distributed_partition.h"
 #include "partition/partition.h"
 
 namespace shardgnn::cli {
@@ -22,6 +26,7 @@ void AddPartitionCommand(CLI::App& app, absl::Status* result) {
     double imbalance = 1.05;
     int stream_passes = 10;
     bool skip_checksums = false;
+    bool distributed = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -52,7 +57,37 @@ void AddPartitionCommand(CLI::App& app, absl::Status* result) {
       ->capture_default_str();
   cmd->add_flag("--skip-checksums", flags->skip_checksums,
                 "Do not verify the dataset files against manifest.json");
-  cmd->callback([flags, result] {
+  CLI::Option* method_option = cmd->get_option("--method");
+  cmd->add_flag("--distributed", flags->distributed,
+                "Partition with PT-Scotch on the MPI ranks of `mpirun -np R "
+                "shardgnn partition --distributed ...` (each rank reads its "
+                "slice of the graph; rank 0 writes the partition)");
+  cmd->callback([flags, result, method_option] {
+    if (flags->distributed) {
+      if (method_option->count() > 0 &&
+          absl::AsciiStrToLower(flags->method) != "ptscotch") {
+        *result = absl::InvalidArgumentError(
+            absl::StrCat("--distributed partitions with PT-Scotch; --method ",
+                         flags->method, " does not apply"));
+        return;
+      }
+      PartitionOptions options;
+      options.num_parts = flags->parts;
+      options.method = PartitionMethod::kPtScotch;
+      options.seed = flags->seed;
+      options.num_threads = flags->threads;
+      options.imbalance_tolerance = flags->imbalance;
+      options.verify_checksums = !flags->skip_checksums;
+      DistributedPartitionResult run =
+          PartitionDistributed(flags->dataset, flags->out, options);
+      if (run.status.ok() && run.rank == 0) {
+        std::printf("%s  output: %s\n",
+                    PartitionSummary(run.manifest, &run.timing).c_str(),
+                    flags->out.c_str());
+      }
+      *result = run.status;
+      return;
+    }
     absl::StatusOr<PartitionMethod> method =
         ParsePartitionMethod(flags->method);
     if (!method.ok()) {

@@ -27,6 +27,8 @@ const char* PartitionMethodName(PartitionMethod method) {
       return "random";
     case PartitionMethod::kStream:
       return "stream";
+    case PartitionMethod::kPtScotch:
+      return "ptscotch";
   }
   return "unknown";
 }
@@ -36,6 +38,7 @@ absl::StatusOr<PartitionMethod> ParsePartitionMethod(absl::string_view name) {
   if (lower == "metis") return PartitionMethod::kMetis;
   if (lower == "random") return PartitionMethod::kRandom;
   if (lower == "stream") return PartitionMethod::kStream;
+  if (lower == "ptscotch") return PartitionMethod::kPtScotch;
   return absl::InvalidArgumentError(
       absl::StrCat("unknown partition method '", name,
                    "' (expected metis, stream or random)"));
@@ -110,6 +113,46 @@ std::string PartitionId(const PartitionManifest& m,
   HashArray(&sum, "node_ranges", m.node_ranges);
   HashArray(&sum, "orig_ids", orig_ids);
   return sum.Hex();
+}
+
+// kPtScotch: the caller's assignment, checked against the dataset.
+absl::StatusOr<Assignment> GivenAssignment(const Dataset& dataset,
+                                           const PartitionOptions& options) {
+  const PrecomputedAssignment* given = options.precomputed.get();
+  if (given == nullptr) {
+    return absl::InvalidArgumentError(
+        "method ptscotch partitions on MPI ranks: run `mpirun -np R shardgnn "
+        "partition --distributed ...`");
+  }
+  const int64_t n = dataset.num_nodes();
+  const int k = options.num_parts;
+  if (static_cast<int64_t>(given->part.size()) != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the given assignment has ", given->part.size(),
+                     " entries for ", n, " nodes"));
+  }
+  std::vector<int64_t> sizes(static_cast<size_t>(k), 0);
+  for (int64_t v = 0; v < n; ++v) {
+    const int32_t p = given->part[v];
+    if (p < 0 || p >= k) {
+      return absl::InternalError(
+          absl::StrCat("node ", v, " was assigned to part ", p, " of ", k));
+    }
+    ++sizes[p];
+  }
+  const int64_t empty = std::count(sizes.begin(), sizes.end(), 0);
+  if (empty > 0) {
+    return absl::InternalError(absl::StrCat("the assignment leaves ", empty,
+                                            " of ", k, " parts empty (", n,
+                                            " nodes)"));
+  }
+  Assignment result;
+  result.method = PartitionMethod::kPtScotch;
+  result.part = given->part;
+  result.warnings = given->warnings;
+  result.symmetrize_seconds = given->symmetrize_seconds;
+  result.assign_seconds = given->assign_seconds;
+  return result;
 }
 
 }  // namespace
@@ -192,7 +235,9 @@ absl::StatusOr<PartitionManifest> RunPartition(const Dataset& dataset,
                    StagingDir::Create(out_dir));
 
   ASSIGN_OR_RETURN(partition_internal::Assignment assignment,
-                   AssignParts(dataset, options, hooks.release_topology));
+                   options.method == PartitionMethod::kPtScotch
+                       ? GivenAssignment(dataset, options)
+                       : AssignParts(dataset, options, hooks.release_topology));
   timing->symmetrize_seconds = assignment.symmetrize_seconds;
   timing->assign_seconds = assignment.assign_seconds;
   timing->peak_rss_after_assign = PeakRssBytes();

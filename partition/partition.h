@@ -13,10 +13,11 @@
 // streaming partitioner under the same constraints (restreaming FENNEL: a few
 // sequential passes over the CSR, no copy of the graph, no 32-bit limit), or
 // by a seeded balanced random deal, or given by the caller (PT-Scotch on MPI
-// ranks: partition/distributed/distributed_partition.h). Then nodes are relabelled so that part p
-// owns [node_ranges[p], node_ranges[p+1]), ordered by part and then original
-// ID, and each part's shard is bulk-loaded. The directory is built under a
-// temporary name and renamed when complete: a failure leaves nothing behind.
+// ranks: partition/distributed/distributed_partition.h). Then nodes are
+// relabelled so that part p owns [node_ranges[p], node_ranges[p+1]), ordered by
+// part and then original ID, and each part's shard is bulk-loaded. The
+// directory is built under a temporary name and renamed when complete: a
+// failure leaves nothing behind.
 #ifndef SHARDGNN_PARTITION_PARTITION_H_
 #define SHARDGNN_PARTITION_PARTITION_H_
 
@@ -42,7 +43,7 @@ absl::StatusOr<PartitionMethod> ParsePartitionMethod(absl::string_view name);
 // An assignment computed before the pipeline runs (PartitionMethod::kPtScotch:
 // by PT-Scotch on the MPI ranks of `shardgnn partition --distributed`).
 struct PrecomputedAssignment {
-  std::vector<int32_t> part;  // [N], values in [0, K).
+  std::vector<int32_t> part;      // [N], values in [0, K).
   double symmetrize_seconds = 0;  // Reading slices, symmetrizing.
   double assign_seconds = 0;      // Partitioning and gathering.
   std::vector<std::string> warnings;

@@ -17,6 +17,8 @@ SHARDGNN_PACKAGES=(
   prometheus-cpp-dev  # `shardgnn serve --metrics-listen` (Prometheus metrics over HTTP)
   openssl     # the tests make TLS certificates with it
   iproute2  # ip netns, for the multi-host tests
+  # `shardgnn partition --distributed`: PT-Scotch on MPI ranks, run with mpirun
+  libptscotch-dev libopenmpi-dev openmpi-bin
   # The Python package (build/python/shardgnn) and model scripts: Debian's torch
   # is the trainer's LibTorch release.
   pybind11-dev python3-dev python3-torch python3-numpy
