@@ -113,6 +113,74 @@ int64_t EdgeCut(const Dataset& d, const std::vector<int32_t>& part) {
   return cut;
 }
 
+// Moves nodes out of parts over a cap while that lowers the total overload
+// (the sum over parts and constraints of load past the cap, as a fraction of
+// the cap): a node of an overloaded part that weighs on a constraint over
+// its cap goes to the part with most of its neighbors among those where the
+// move lowers the total. So a part over its node cap can hand light nodes to
+// one over its edge cap, which hands back heavy ones, where no single move
+// fits under every cap. The first sweep takes only moves that cut no more
+// edges than they save; later sweeps take any. Returns the nodes moved.
+int64_t RepairBalance(const Dataset& d, const Constraints& constraints,
+                      const std::vector<double>& cap, int k,
+                      std::vector<int32_t>* part) {
+  const int64_t n = d.num_nodes();
+  const int nc = constraints.count();
+  std::vector<int64_t> load(static_cast<size_t>(k) * nc, 0);
+  for (int64_t v = 0; v < n; ++v) {
+    constraints.Weights(v, [&](int c, int64_t w) {
+      load[static_cast<size_t>((*part)[v]) * nc + c] += w;
+    });
+  }
+  auto overload = [&](int c, int64_t l) {
+    return std::max(0.0, static_cast<double>(l) - cap[c]) / cap[c];
+  };
+  std::vector<int64_t> neighbors(k, 0);
+  std::vector<std::pair<int, int64_t>> weights;
+  int64_t moved = 0;
+  for (int sweep = 0; sweep < 4; ++sweep) {
+    int64_t moved_now = 0;
+    for (int64_t v = 0; v < n; ++v) {
+      const int p = (*part)[v];
+      const int64_t* lp = load.data() + static_cast<size_t>(p) * nc;
+      weights.clear();
+      double relief = 0;  // What leaving p takes off the total.
+      constraints.Weights(v, [&](int c, int64_t w) {
+        weights.emplace_back(c, w);
+        relief += overload(c, lp[c]) - overload(c, lp[c] - w);
+      });
+      if (relief <= 0) continue;
+      std::fill(neighbors.begin(), neighbors.end(), 0);
+      for (int64_t e = d.indptr[v]; e < d.indptr[v + 1]; ++e) {
+        ++neighbors[(*part)[d.indices[e]]];
+      }
+      int best = -1;
+      for (int q = 0; q < k; ++q) {
+        if (q == p) continue;
+        const int64_t* lq = load.data() + static_cast<size_t>(q) * nc;
+        double added = 0;
+        for (const auto& [c, w] : weights) {
+          added += overload(c, lq[c] + w) - overload(c, lq[c]);
+        }
+        if (added >= relief * (1 - 1e-9)) continue;
+        if (best < 0 || neighbors[q] > neighbors[best]) best = q;
+      }
+      if (best < 0 || (sweep == 0 && neighbors[best] < neighbors[p])) {
+        continue;
+      }
+      for (const auto& [c, w] : weights) {
+        load[static_cast<size_t>(p) * nc + c] -= w;
+        load[static_cast<size_t>(best) * nc + c] += w;
+      }
+      (*part)[v] = best;
+      ++moved_now;
+    }
+    moved += moved_now;
+    if (moved_now == 0 && sweep > 0) break;
+  }
+  return moved;
+}
+
 }  // namespace
 
 std::vector<int32_t> StreamAssignment(const Dataset& dataset,
@@ -129,11 +197,11 @@ std::vector<int32_t> StreamAssignment(const Dataset& dataset,
   const int nc = constraints.count();
   const std::vector<int64_t>& totals = constraints.totals();
   // Per constraint: one part's cap, and the factor that turns a load into
-  // nodes (n / total / constraints), so that x_p is in nodes.
+  // nodes (n / total), so that x_p is in nodes.
   std::vector<double> cap(nc), to_nodes(nc);
   for (int c = 0; c < nc; ++c) {
     cap[c] = options.tolerance * static_cast<double>(totals[c]) / k;
-    to_nodes[c] = totals[c] > 0 ? static_cast<double>(n) / totals[c] / nc : 0;
+    to_nodes[c] = totals[c] > 0 ? static_cast<double>(n) / totals[c] : 0;
   }
   const double m = static_cast<double>(dataset.indptr[n]) / 2;
   const double gamma = 1.5;
@@ -218,9 +286,9 @@ std::vector<int32_t> StreamAssignment(const Dataset& dataset,
       }
       part[static_cast<size_t>(v)] = best;
       int64_t* l = load.data() + static_cast<size_t>(best) * nc;
-      for (const auto& [c, w] : weights) {
-        l[c] += w;
-        size[best] += w * to_nodes[c];
+      for (const auto& [c, w] : weights) l[c] += w;
+      for (int c = 0; c < nc; ++c) {
+        size[best] = std::max(size[best], l[c] * to_nodes[c]);
       }
       for (int32_t p : touched) neighbors[p] = 0;
       touched.clear();
@@ -240,6 +308,12 @@ std::vector<int32_t> StreamAssignment(const Dataset& dataset,
     }
     passes_without_gain = gain ? 0 : passes_without_gain + 1;
     if (passes_without_gain == 2) break;
+  }
+  const int64_t moved = RepairBalance(dataset, constraints, cap, k, &best_part);
+  if (stats != nullptr) {
+    stats->balance_moves = moved;
+    stats->cut_after_repair =
+        moved > 0 ? EdgeCut(dataset, best_part) : best_cut;
   }
   return best_part;
 }
