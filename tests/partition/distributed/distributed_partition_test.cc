@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "common/file_util.h"
 #include "datasets/dataset.h"
+#include "datasets/importers.h"
 #include "partition/partition.h"
 #include "partition/partition_book.h"
 #include "tests/partition/graph_fixture.h"
@@ -164,6 +165,24 @@ TEST_F(DistributedPartitionTest, DirectedGraphIsSymmetrizedAcrossRanks) {
   EXPECT_LT(m.edge_cut, RandomCut(d, 3) / 3) << m.edge_cut;
   EXPECT_THAT(last_err_, HasSubstr("reverse entries exchanged"));
   EXPECT_THAT(last_err_, Not(HasSubstr(" 0 reverse entries exchanged")));
+}
+
+TEST_F(DistributedPartitionTest, BundledCoraOnTwoRanks) {
+  // The real graph, imported directed (citations one way): 2708 nodes.
+  OgbImportOptions options;
+  options.input_dir = testing::SourcePath("datasets/cora/ogb-planetoid");
+  options.name = "cora";
+  const std::string cora_dir = tmp_.Sub("cora");
+  ASSERT_OK(ImportOgb(options, cora_dir).status());
+  ASSERT_OK_AND_ASSIGN(Dataset cora, LoadDataset(cora_dir));
+  const PartitionManifest m = PartitionOnTwoRanks(cora, 4);
+  ASSERT_EQ(m.num_parts, 4);
+  EXPECT_EQ(m.num_nodes, 2708);
+  EXPECT_LE(m.balance.at("nodes").Imbalance(), 1.10);
+  // Cora's citation communities: METIS cuts 6% of the edges into 4 parts
+  // (PT-Scotch 7%), a random deal three quarters.
+  EXPECT_LT(m.edge_cut, RandomCut(cora, 4) / 5) << m.edge_cut;
+  EXPECT_THAT(last_err_, HasSubstr("5278 reverse entries exchanged"));
 }
 
 TEST_F(DistributedPartitionTest, ExistingOutputFailsOnEveryRank) {
