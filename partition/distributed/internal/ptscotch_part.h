@@ -25,7 +25,10 @@ struct PtScotchOptions {
 // this rank (every rank passes its own; the slices cover [0, num_nodes) in
 // rank order) into `num_parts` parts with SCOTCH_dgraphPart under a
 // SCOTCH_STRATBALANCE strategy, every vertex of weight 1 (PT-Scotch balances
-// one weight per vertex). Returns the part of each of this rank's rows.
+// one weight per vertex), in a deterministic Scotch context running the
+// host's hardware threads divided among the ranks on it: the same input, seed,
+// rank count and threads per rank give the same parts. Returns the part of
+// each of this rank's rows.
 // `slice` is freed once PT-Scotch has its own copy. Fails on every rank with
 // the same status if any rank fails, or if N or the entry count exceeds
 // SCOTCH_Num (32-bit in Debian's default build).
