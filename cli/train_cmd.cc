@@ -508,7 +508,11 @@ absl::Status RunTrain(const TrainFlags& flags) {
     ASSIGN_OR_RETURN(train, remote->FetchSplit("train"));
     ASSIGN_OR_RETURN(valid, remote->FetchSplit("valid"));
     ASSIGN_OR_RETURN(test, remote->FetchSplit("test"));
-    splits.train = Chunk(train, dist.rank, dist.world_size);
+    // With shares every trainer cuts its part of each step from the whole
+    // train split (TrainOptions::shares).
+    options.world_size = dist.world_size;
+    splits.train =
+        options.shares() ? train : Chunk(train, dist.rank, dist.world_size);
     splits.valid = Chunk(valid, dist.rank, dist.world_size);
     splits.test = Chunk(test, dist.rank, dist.world_size);
     // Every rank runs the same number of steps: as many as the largest chunk

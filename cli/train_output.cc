@@ -50,6 +50,8 @@ nlohmann::ordered_json EpochJson(const EpochStats& s) {
   if (s.server_cpu_seconds >= 0) j["server_cpu_seconds"] = s.server_cpu_seconds;
   j["cpu_seconds"] = s.cpu_seconds;
   j["sampler_threads"] = s.sampler_threads;
+  j["share"] = s.share;  // This rank's part of the epoch's train seeds.
+  j["seeds_per_second"] = s.seeds_per_second;
   if (!s.sampler_threads_change.empty())
     j["sampler_threads_change"] = s.sampler_threads_change;
   if (s.embedding_rows_pulled > 0) {

@@ -117,6 +117,14 @@ void AddTrainingFlags(CLI::App* cmd, TrainingFlags* f) {
          "machine's cores shared among its trainers: LOCAL_WORLD_SIZE, "
          "or under `run` the trainers it starts)")
       ->capture_default_str();
+  cmd->add_option(
+         "--shares", f->shares,
+         "Each trainer's part of a step's train seeds: equal (each trains "
+         "its own part of the train split), speed (every trainer draws from "
+         "the whole split; the parts follow the trainers' measured speeds, "
+         "re-measured every epoch, for clusters whose machines differ) or a "
+         "weight per trainer, e.g. 2,2,1")
+      ->capture_default_str();
   cmd->add_option("--cache-mb", f->cache_mb,
                   "Feature cache per trainer in MiB (0 = none)")
       ->capture_default_str();
@@ -222,6 +230,8 @@ std::vector<std::string> TrainingArgs(const TrainingFlags& f) {
                                    std::to_string(f.cache_mb),
                                    "--cache-policy",
                                    f.cache_policy,
+                                   "--shares",
+                                   f.shares,
                                    "--feature-norm",
                                    f.feature_norm,
                                    "--checkpoint-every",
@@ -510,6 +520,20 @@ absl::StatusOr<TrainOptions> ToTrainOptions(const TrainingFlags& f) {
         "among its trainers)");
   if (f.lr == 0 || (f.lr < 0 && f.lr != -1))
     return absl::InvalidArgumentError("--lr must be positive");
+  if (f.shares == "speed") {
+    options.adapt_shares = true;
+  } else if (f.shares != "equal") {
+    for (absl::string_view part : absl::StrSplit(f.shares, ',')) {
+      double weight = 0;
+      if (!absl::SimpleAtod(part, &weight) || !(weight > 0) || weight > 1e6) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--shares '", f.shares,
+            "': expected equal, speed or positive weights, one per trainer "
+            "(e.g. 2,2,1)"));
+      }
+      options.share_weights.push_back(std::llround(weight * 1000));
+    }
+  }
   if (f.feature_norm != "auto" && !ParseFeatureNorm(f.feature_norm).ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--feature-norm '", f.feature_norm,

@@ -54,7 +54,11 @@ struct TrainingFlags {
   int prefetch = 4;  // Batches sampled ahead of the trainer.
   // Background sampling threads per trainer; 0 = chosen from measurement.
   int sampler_threads = 0;
-  int threads = 0;       // Compute threads; 0 = the cores / LOCAL_WORLD_SIZE.
+  int threads = 0;  // Compute threads; 0 = the cores / LOCAL_WORLD_SIZE.
+  // Each trainer's part of a step's seeds (TrainOptions::share_weights /
+  // adapt_shares): "equal" (each its own part of the train split), "speed"
+  // (measured, after every epoch) or one weight per trainer ("2,2,1").
+  std::string shares = "equal";
   int64_t cache_mb = 0;  // Feature cache per trainer.
   std::string cache_policy = "static";
   std::string feature_norm = "auto";  // auto, none, row, standardize.

@@ -92,7 +92,10 @@ void PrefetchLoader::StartEpoch(int64_t epoch) {
   }
   // A changed number of threads (set_workers): start them anew.
   if (workers_.size() != workers) Stop();
-  // No worker makes a batch now: the epoch's order and seed can change.
+  // No worker makes a batch now: the epoch's order, seed and shares can
+  // change.
+  shares_ = next_shares_;
+  share_rank_ = next_share_rank_;
   order_.assign(seeds_.begin(), seeds_.end());
   if (options_.shuffle) {
     uint64_t state =
@@ -124,7 +127,86 @@ void PrefetchLoader::set_workers(int workers) {
   options_.workers = std::max(1, workers);
 }
 
+std::vector<int64_t> ShareSizes(int64_t items,
+                                absl::Span<const int64_t> weights) {
+  const auto ranks = static_cast<int64_t>(weights.size());
+  std::vector<int64_t> sizes(weights.size(), 0);
+  if (ranks == 0) return sizes;
+  // One item each first (while there are enough), the rest by weight.
+  const int64_t floor = items >= ranks ? 1 : 0;
+  const int64_t rest = items - floor * ranks;
+  int64_t total = 0;
+  for (int64_t w : weights) total += w;
+  // Exact in 128 bits: rest (< 2^40) times a weight (< 2^40 in practice).
+  std::vector<std::pair<__int128, int64_t>> remainders;
+  int64_t given = 0;
+  for (int64_t r = 0; r < ranks; ++r) {
+    const __int128 product = static_cast<__int128>(rest) * weights[r];
+    sizes[r] = floor + static_cast<int64_t>(product / total);
+    given += sizes[r];
+    remainders.emplace_back(-(product % total), r);
+  }
+  std::sort(remainders.begin(), remainders.end());
+  for (int64_t k = 0; given < items; ++k, ++given)
+    ++sizes[remainders[static_cast<size_t>(k % ranks)].second];
+  return sizes;
+}
+
+absl::Status PrefetchLoader::SetShares(std::vector<int64_t> weights, int rank) {
+  if (!weights.empty()) {
+    if (rank < 0 || rank >= static_cast<int>(weights.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "loader: rank ", rank, " has no share among ", weights.size()));
+    }
+    for (int64_t w : weights) {
+      if (w < 1 || w > (int64_t{1} << 40))
+        return absl::InvalidArgumentError(
+            absl::StrCat("loader: share weight ", w, " is not in [1, 2^40]"));
+    }
+    if (seeds_.size() < weights.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("loader: ", seeds_.size(), " items cannot be shared by ",
+                       weights.size(), " ranks"));
+    }
+  }
+  next_shares_ = std::move(weights);
+  next_share_rank_ = rank;
+  return absl::OkStatus();
+}
+
+int64_t PrefetchLoader::GlobalBatchItems(int64_t index) const {
+  const auto n = static_cast<int64_t>(order_.size());
+  const int64_t b = options_.batch_size;
+  if (options_.balanced && options_.steps_per_epoch == 0)
+    return (index + 1) * n / steps_ - index * n / steps_;
+  const int64_t begin = index * b;
+  if (begin + b <= n || (begin < n && steps_ <= (n + b - 1) / b))
+    return std::min(n, begin + b) - begin;
+  return std::min(b, n);
+}
+
+BatchShare PrefetchLoader::ShareOf(int64_t index) const {
+  BatchShare share;
+  share.global_items = GlobalBatchItems(index);
+  share.items = shares_.empty()
+                    ? share.global_items
+                    : ShareSizes(share.global_items,
+                                 shares_)[static_cast<size_t>(share_rank_)];
+  return share;
+}
+
 std::vector<int64_t> PrefetchLoader::BatchSeeds(int64_t index) const {
+  std::vector<int64_t> out = GlobalBatchSeeds(index);
+  if (shares_.empty()) return out;
+  const std::vector<int64_t> sizes =
+      ShareSizes(static_cast<int64_t>(out.size()), shares_);
+  int64_t begin = 0;
+  for (int r = 0; r < share_rank_; ++r) begin += sizes[static_cast<size_t>(r)];
+  const int64_t end = begin + sizes[static_cast<size_t>(share_rank_)];
+  return std::vector<int64_t>(out.begin() + begin, out.begin() + end);
+}
+
+std::vector<int64_t> PrefetchLoader::GlobalBatchSeeds(int64_t index) const {
   const auto n = static_cast<int64_t>(order_.size());
   const int64_t b = options_.batch_size;
   const int64_t begin = index * b;

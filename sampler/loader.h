@@ -16,6 +16,13 @@
 // steps): with more steps than the seeds fill, the order wraps around (pad);
 // with fewer, the rest of the epoch is skipped (trim).
 //
+// Shares (SetShares, data-parallel ranks with unequal speeds): every rank
+// holds all the items and the same options; batch i is cut from the epoch's
+// global batch i (the batch a lone loader with these options makes), rank r
+// taking the r-th of ShareSizes(its items, weights) consecutive slices. The
+// ranks' batches of a step are then disjoint and together the global batch,
+// whatever the weights; the sample seed is the global batch's.
+//
 // Up to `prefetch` finished batches wait in a bounded buffer; with prefetch 0
 // Next() samples on the caller's thread. The first error a background thread
 // meets is kept and returned by every later Next() (never a hang: the sources'
@@ -80,6 +87,19 @@ struct LoaderStats {
 // The number of batches an epoch has for `num_seeds` seeds with these options.
 int64_t StepsPerEpoch(int64_t num_seeds, const LoaderOptions& options);
 
+// Cuts `items` into weights.size() slice sizes that sum to `items`, each
+// proportional to its weight (largest remainders break the rounding, lower
+// index first), and at least 1 while items >= weights.size(). Weights are
+// positive.
+std::vector<int64_t> ShareSizes(int64_t items,
+                                absl::Span<const int64_t> weights);
+
+// A rank's batch within its step's global batch (SetShares).
+struct BatchShare {
+  int64_t items = 0;         // This rank's.
+  int64_t global_items = 0;  // The step's, over all ranks.
+};
+
 // Makes the batch of `items` sampled with `batch_seed` into *out (reusing its
 // buffers). Called from several threads at once: it must be thread-safe.
 using BatchFn = std::function<absl::Status(
@@ -118,6 +138,15 @@ class PrefetchLoader {
   // test pass: common/large_buffer.h); a later epoch makes them again.
   void ReleaseBuffers();
 
+  // From the next StartEpoch on, this loader's batches are rank `rank`'s
+  // slices of the global batches (see the top of this file); weights, one
+  // per rank, positive. INVALID_ARGUMENT for bad weights or rank, or fewer
+  // items than ranks. Empty weights: whole batches again.
+  absl::Status SetShares(std::vector<int64_t> weights, int rank);
+  // Batch `index` of the current epoch: this rank's items and the global
+  // batch's (equal without shares).
+  BatchShare ShareOf(int64_t index) const;
+
   int64_t steps_per_epoch() const { return steps_; }
   // The background threads from the next StartEpoch on (at least 1); the
   // batches are the same whatever the number.
@@ -128,8 +157,12 @@ class PrefetchLoader {
  private:
   PrefetchLoader(BatchFn make_batch, std::vector<int64_t> items,
                  LoaderOptions options);
-  // The items of batch `index` of the current epoch.
+  // The items of batch `index` of the current epoch: the global batch's,
+  // then this rank's slice of them.
+  std::vector<int64_t> GlobalBatchSeeds(int64_t index) const;
   std::vector<int64_t> BatchSeeds(int64_t index) const;
+  // The global batch's size (GlobalBatchSeeds(index).size()).
+  int64_t GlobalBatchItems(int64_t index) const;
   void Work();
   // Keeps `batch`'s buffers in spare_ for a later batch (if it holds any and
   // the pool is not full).
@@ -142,6 +175,12 @@ class PrefetchLoader {
 
   std::vector<int64_t> order_;  // The current epoch's order; written only while
                                 // no worker makes a batch.
+  // SetShares' weights and rank, and the current epoch's (copied at
+  // StartEpoch, read by the workers).
+  std::vector<int64_t> next_shares_;
+  int next_share_rank_ = 0;
+  std::vector<int64_t> shares_;
+  int share_rank_ = 0;
   uint64_t epoch_seed_ = 0;
   int64_t consumed_ =
       0;  // Batches handed out this epoch (consumer thread only).

@@ -135,7 +135,9 @@ class Run {
     ASSIGN_OR_RETURN(train_sampler_,
                      NeighborSampler::Create(&source_, train_sampling));
     LoaderOptions loading;
-    loading.batch_size = options_.batch_size;
+    // With shares every rank iterates over the global batches.
+    loading.batch_size =
+        options_.batch_size * (options_.shares() ? options_.world_size : 1);
     // 0: as many as the task's items need.
     loading.steps_per_epoch = options_.steps_per_epoch;
     loading.prefetch = options_.prefetch;
@@ -143,6 +145,12 @@ class Run {
     loading.shuffle_seed = MixSeed(options_.seed, kShuffleStream);
     loading.sample_seed = MixSeed(options_.seed, kTrainSampleStream);
     ASSIGN_OR_RETURN(loader_, task_->MakeLoader(train_sampler_.get(), loading));
+    if (options_.shares()) {
+      share_weights_ = options_.share_weights;
+      if (share_weights_.empty())
+        share_weights_.assign(static_cast<size_t>(options_.world_size), 1);
+      RETURN_IF_ERROR(loader_->SetShares(share_weights_, options_.rank));
+    }
     // Validation runs every epoch and only ranks the epochs: by default it
     // samples as training does. The test runs once: twice the fanouts.
     SamplerOptions valid_sampling = train_sampling;
@@ -315,6 +323,8 @@ class Run {
       const double cpu_start = CpuSeconds();
       ASSIGN_OR_RETURN(EpochStats stats, TrainEpoch(epoch));
       if (options_.prefetch > 0) TuneSamplerThreads(&tuner, &stats);
+      if (options_.adapt_shares && options_.shares())
+        RETURN_IF_ERROR(AdaptShares(stats));
       if (!std::isfinite(stats.loss)) {
         return absl::FailedPreconditionError(absl::StrCat(
             "training diverged in epoch ", epoch, ": the loss is ", stats.loss,
@@ -530,6 +540,24 @@ class Run {
     RetireCpuCachedBlocks();
   }
 
+  // The next epochs' shares from this epoch's speeds (TrainOptions::
+  // adapt_shares): every rank fills its own slot of a zeroed vector, so the
+  // sum is exact and the same on every rank, and so are the weights.
+  absl::Status AdaptShares(const EpochStats& stats) {
+    if (sync_ == nullptr) return absl::OkStatus();  // One rank: nothing to cut.
+    std::vector<double> speeds(static_cast<size_t>(options_.world_size), 0.0);
+    speeds[static_cast<size_t>(options_.rank)] = stats.seeds_per_second;
+    RETURN_IF_ERROR(sync_->AllreduceSum(absl::MakeSpan(speeds)));
+    const double fastest = *std::max_element(speeds.begin(), speeds.end());
+    if (!(fastest > 0)) return absl::OkStatus();  // Nothing measured.
+    constexpr double kScale = 1 << 20;
+    for (size_t r = 0; r < speeds.size(); ++r) {
+      share_weights_[r] =
+          std::llround(kScale * std::max(speeds[r] / fastest, 1.0 / 8));
+    }
+    return loader_->SetShares(share_weights_, options_.rank);
+  }
+
   // Starts the training loader on `epoch`'s batches, once, and keeps its
   // figures then: the epoch's sampling is counted from them.
   void StartLoaderEpoch(int epoch) {
@@ -564,10 +592,14 @@ class Run {
     start.loader = loader_epoch_start_;
     if (rows_ != nullptr) start.rows = rows_->rows()->stats();
     MiniBatch batch;
+    int64_t seeds = 0, global_seeds = 0;
     while (true) {
       const auto t0 = Clock::now();
       ASSIGN_OR_RETURN(bool more, loader_->Next(&batch));
       if (!more) break;
+      const BatchShare share = loader_->ShareOf(stats.steps);
+      seeds += share.items;
+      global_seeds += share.global_items;
       StepStats step;
       step.epoch = epoch;
       step.steps = loader_->steps_per_epoch();
@@ -586,6 +618,11 @@ class Run {
     }
     loader_->Pause();  // Its threads stay for the next epoch.
     FinishEpochStats(start, figures, &stats);
+    stats.share =
+        global_seeds > 0 ? static_cast<double>(seeds) / global_seeds : 1.0;
+    if (!options_.shares()) stats.share /= options_.world_size;
+    stats.seeds_per_second =
+        seeds / std::max(1e-9, stats.epoch_seconds - stats.sync_seconds);
     return stats;
   }
 
@@ -601,8 +638,15 @@ class Run {
     torch::Tensor loss = task_->Loss(*model_, batch, figures);
     step->loss = std::numeric_limits<double>::quiet_NaN();
     if (loss.defined()) {
-      loss.backward();
       const double value = loss.item<double>();
+      if (options_.shares()) {
+        // The ranks' gradients are averaged: weighted by this rank's part
+        // of the global batch, their mean is the global batch's mean loss's.
+        const BatchShare share = loader_->ShareOf(stats->steps);
+        loss = loss * (static_cast<double>(share.items) * options_.world_size /
+                       static_cast<double>(share.global_items));
+      }
+      loss.backward();
       step->loss = value;
       if (!std::isfinite(value)) diverged = value;
     }
@@ -751,6 +795,8 @@ class Run {
   const TrainSplits& splits_;
   const TrainOptions& options_;
   GradientSync* sync_;
+  // The loader's share weights (TrainOptions::shares()), one per rank.
+  std::vector<int64_t> share_weights_;
   std::unique_ptr<NeighborSampler> train_sampler_;
   std::unique_ptr<PrefetchLoader> loader_;
   int loader_epoch_ = 0;            // The epoch the loader was started on.

@@ -204,6 +204,11 @@ struct EpochStats {
   double sync_seconds = 0.0;
   double eval_seconds = 0.0;
   double epoch_seconds = 0.0;
+  // This rank's part of the epoch's train seeds (TrainOptions::shares():
+  // its weight over all ranks'; 1 / world_size otherwise) and its speed,
+  // seeds per second of the epoch's time outside the gradient allreduce.
+  double share = 1.0;
+  double seeds_per_second = 0.0;
   int64_t sampled_edges = 0;
   // Minor page faults of the whole process (every thread: compute, sampler
   // threads, receive paths) while the epoch's training steps ran, and while
@@ -368,6 +373,24 @@ struct TrainOptions {
   std::function<void(int epoch, double loss, double seconds)> on_pretrain_epoch;
   int rank = 0;
   int world_size = 1;
+  // Data-parallel shares of each step's seeds (node tasks, world_size > 1).
+  // Unset (no weights, not adapted): every rank trains on its own part of
+  // the train split (TrainSplits::train), batch_size seeds a step. Set:
+  // every rank's TrainSplits::train is the whole train split, in the same
+  // order, and each step's global batch of batch_size * world_size seeds is
+  // cut among the ranks by weight (sampler/loader.h SetShares):
+  // `share_weights` (one per rank, positive) at first, equal if empty; with
+  // adapt_shares, after every epoch, the weights follow the ranks' measured
+  // speeds (seeds per second of the epoch's time outside the gradient
+  // allreduce; a rank gets at least an eighth of the fastest one's weight).
+  // Each rank's loss is weighted by its part of the global batch, so that
+  // the averaged gradient is the global batch's mean loss's gradient
+  // whatever the shares. A resumed run starts again from share_weights.
+  std::vector<int64_t> share_weights;
+  bool adapt_shares = false;
+  bool shares() const {
+    return world_size > 1 && (adapt_shares || !share_weights.empty());
+  }
   std::string scratch_dir;
   // If set, the kept parameters are written there at the end, by name, in the
   // format of Python's torch.save (model.pt; trainer/model_config.h).

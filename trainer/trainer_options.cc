@@ -397,6 +397,25 @@ absl::Status CheckTrainOptions(const GraphSource& source,
     return absl::InvalidArgumentError(absl::StrCat(
         "rank ", options.rank, " is not in a world of ", options.world_size));
   }
+  if (!options.share_weights.empty() &&
+      static_cast<int>(options.share_weights.size()) != options.world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.share_weights.size(), " share weights for ",
+                     options.world_size, " ranks: give one per rank"));
+  }
+  for (int64_t w : options.share_weights) {
+    if (w < 1)
+      return absl::InvalidArgumentError("share weights must be positive");
+  }
+  if (options.shares() && options.task != TaskKind::kNode) {
+    return absl::InvalidArgumentError(
+        "shares of the batch (--shares) are for node tasks only");
+  }
+  if (options.shares() && options.embeddings != nullptr) {
+    return absl::InvalidArgumentError(
+        "shares of the batch (--shares) cannot go with learned embeddings "
+        "(--learn-embeddings) yet");
+  }
   const FeatureTransform& f = options.model.features;
   if (f.norm == FeatureNorm::kStandardize &&
       (static_cast<int64_t>(f.shift.size()) != source.feature_dim() ||

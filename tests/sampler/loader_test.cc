@@ -337,6 +337,88 @@ TEST(LoaderThreadsTest, APausedEpochStartsOverWhole) {
   EXPECT_EQ(paused.Epoch(3), fresh.Epoch(3));
 }
 
+// The global IDs of seed k's sampled neighbors (the last block's
+// destination k), sorted.
+std::vector<NodeId> SeedNeighbors(const MiniBatch& batch, size_t k) {
+  const Block& last = batch.blocks.back();
+  std::vector<NodeId> out;
+  for (int64_t e = last.indptr[k]; e < last.indptr[k + 1]; ++e)
+    out.push_back(batch.input_nodes[static_cast<size_t>(last.indices[e])]);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Shares (SetShares): the ranks' batches of every step are consecutive
+// slices of the lone loader's batch, sized by weight, sampled alike (each
+// node's neighbors depend only on the batch seed and the node).
+TEST_F(LoaderTest, SharesCutEveryGlobalBatchByWeight) {
+  LoaderOptions options;
+  options.batch_size = 64;  // 250 seeds: 3 full batches and one of 58.
+  options.prefetch = 2;
+  options.shuffle_seed = 3;
+  options.sample_seed = 4;
+  ASSERT_OK_AND_ASSIGN(auto lone,
+                       PrefetchLoader::Create(sampler_.get(), seeds_, options));
+  const std::vector<int64_t> weights = {1, 3, 2};
+  std::vector<std::vector<MiniBatch>> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_OK_AND_ASSIGN(
+        auto loader, PrefetchLoader::Create(sampler_.get(), seeds_, options));
+    ASSERT_OK(loader->SetShares(weights, r));
+    ranks.push_back(Epoch(*loader, 2));
+    EXPECT_EQ(loader->ShareOf(3).global_items, 58);
+    EXPECT_EQ(loader->ShareOf(0).items, ShareSizes(64, weights)[r]);
+  }
+  const std::vector<MiniBatch> whole = Epoch(*lone, 2);
+  ASSERT_EQ(whole.size(), 4u);
+  for (size_t i = 0; i < whole.size(); ++i) {
+    const std::vector<int64_t> sizes =
+        ShareSizes(static_cast<int64_t>(whole[i].seeds.size()), weights);
+    std::vector<NodeId> joined;
+    for (int r = 0; r < 3; ++r) {
+      const MiniBatch& part = ranks[static_cast<size_t>(r)][i];
+      ASSERT_EQ(static_cast<int64_t>(part.seeds.size()), sizes[r]);
+      joined.insert(joined.end(), part.seeds.begin(), part.seeds.end());
+      // Each seed's first-hop sample is the lone batch's.
+      const size_t offset = joined.size() - part.seeds.size();
+      for (size_t k = 0; k < part.seeds.size(); ++k) {
+        EXPECT_EQ(SeedNeighbors(part, k), SeedNeighbors(whole[i], offset + k));
+      }
+    }
+    EXPECT_EQ(joined, whole[i].seeds) << "step " << i;
+  }
+  // Empty weights: whole batches again, from the next epoch.
+  ASSERT_OK_AND_ASSIGN(auto loader,
+                       PrefetchLoader::Create(sampler_.get(), seeds_, options));
+  ASSERT_OK(loader->SetShares(weights, 1));
+  ASSERT_OK(loader->SetShares({}, 0));
+  EXPECT_EQ(Epoch(*loader, 2)[0].seeds, whole[0].seeds);
+}
+
+TEST(ShareSizesTest, ProportionalSummingToTheBatchAndNeverEmpty) {
+  EXPECT_EQ(ShareSizes(64, {1, 3, 2}), (std::vector<int64_t>{11, 32, 21}));
+  EXPECT_EQ(ShareSizes(10, {1, 1, 1}), (std::vector<int64_t>{4, 3, 3}));
+  // Every rank gets a seed while there are enough, however small its weight.
+  EXPECT_EQ(ShareSizes(4, {1, 1000, 1000, 1000}),
+            (std::vector<int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(ShareSizes(2, {1, 1, 1}), (std::vector<int64_t>{1, 1, 0}));
+  for (int64_t items : {4, 7, 100, 1023, 4096}) {
+    const std::vector<int64_t> sizes = ShareSizes(items, {5, 1, 9, 2});
+    EXPECT_EQ(std::accumulate(sizes.begin(), sizes.end(), int64_t{0}), items);
+    for (int64_t s : sizes) EXPECT_GE(s, 1);
+  }
+}
+
+TEST_F(LoaderTest, SharesRejectBadWeightsAndRanks) {
+  ASSERT_OK_AND_ASSIGN(auto loader,
+                       PrefetchLoader::Create(sampler_.get(), seeds_, {}));
+  EXPECT_FALSE(loader->SetShares({1, 2}, 2).ok());
+  EXPECT_FALSE(loader->SetShares({1, 2}, -1).ok());
+  EXPECT_FALSE(loader->SetShares({1, 0}, 0).ok());
+  std::vector<int64_t> many(seeds_.size() + 1, 1);
+  EXPECT_FALSE(loader->SetShares(many, 0).ok());
+}
+
 TEST(LoaderOptionsTest, RejectsBadOptions) {
   testing::TestGraph graph(10, 2, 1);
   auto source = InMemoryGraphSource::Create(graph.arrays());

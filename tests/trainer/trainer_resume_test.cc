@@ -7,23 +7,21 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "sampler/graph_source.h"
-#include "tests/testing/ports.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/trainer/sbm_graph.h"
 #include "tests/trainer/trainer_fixture.h"
-#include "trainer/c10d_gradient_sync.h"
-#include "trainer/distributed.h"
+#include "tests/trainer/two_ranks.h"
 #include "trainer/trainer.h"
 
 namespace shardgnn {
 namespace {
 
+using ::shardgnn::testing::RunTwoRanks;
 using ::shardgnn::testing::SbmGraph;
 using ::shardgnn::testing::TempDir;
 using ::shardgnn::testing::TrainerTest;
@@ -168,28 +166,6 @@ TEST_F(TrainerTest, ResumeRefusesChangedSettingsUnlessAllowed) {
   ASSERT_OK_AND_ASSIGN(TrainResult resumed,
                        Train(*source_, graph_.splits, options));
   EXPECT_EQ(resumed.resumed_from_epoch, 1);
-}
-
-// Runs body(rank, sync) for ranks 0 and 1 on two threads, joined by a real
-// c10d process group (Gloo over loopback) that fails after `timeout`.
-void RunTwoRanks(std::chrono::seconds timeout,
-                 const std::function<void(int, GradientSync*)>& body) {
-  const int port = testing::PickFreePort();
-  auto rank_main = [&](int rank) {
-    DistributedOptions dist;
-    dist.rank = rank;
-    dist.world_size = 2;
-    dist.master_port = port;
-    dist.timeout = timeout;
-    absl::StatusOr<std::unique_ptr<ProcessGroup>> group =
-        ProcessGroup::Connect(dist);
-    ASSERT_OK(group);
-    C10dGradientSync sync(group->get());
-    body(rank, &sync);
-  };
-  std::thread other(rank_main, 1);
-  rank_main(0);
-  other.join();
 }
 
 // Rank r's half of `train` (a last odd node is left out).

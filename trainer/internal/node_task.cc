@@ -136,7 +136,7 @@ class NodeTask : public Task {
     if (loading.steps_per_epoch == 0) {
       loading.steps_per_epoch =
           StepsPerEpoch(static_cast<int64_t>(c_.splits->train.size()),
-                        o.batch_size, o.min_steps_per_epoch);
+                        loading.batch_size, o.min_steps_per_epoch);
     }
     return PrefetchLoader::Create(sampler, c_.splits->train, loading);
   }
