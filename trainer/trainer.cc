@@ -540,20 +540,32 @@ class Run {
     RetireCpuCachedBlocks();
   }
 
-  // The next epochs' shares from this epoch's speeds (TrainOptions::
+  // The next epochs' shares from the ranks' speeds (TrainOptions::
   // adapt_shares): every rank fills its own slot of a zeroed vector, so the
-  // sum is exact and the same on every rank, and so are the weights.
+  // sum is exact and the same on every rank, and so are the weights. A
+  // rank's speed is the mean of its last measurement and the speed before
+  // (one epoch's figure swings by 10-15% on a loaded or throttled machine);
+  // speeds within 10% of the fastest's keep equal shares, where the noise
+  // would cost more than the cut gains.
   absl::Status AdaptShares(const EpochStats& stats) {
     if (sync_ == nullptr) return absl::OkStatus();  // One rank: nothing to cut.
-    std::vector<double> speeds(static_cast<size_t>(options_.world_size), 0.0);
-    speeds[static_cast<size_t>(options_.rank)] = stats.seeds_per_second;
-    RETURN_IF_ERROR(sync_->AllreduceSum(absl::MakeSpan(speeds)));
-    const double fastest = *std::max_element(speeds.begin(), speeds.end());
-    if (!(fastest > 0)) return absl::OkStatus();  // Nothing measured.
+    std::vector<double> measured(static_cast<size_t>(options_.world_size), 0.0);
+    measured[static_cast<size_t>(options_.rank)] = stats.seeds_per_second;
+    RETURN_IF_ERROR(sync_->AllreduceSum(absl::MakeSpan(measured)));
+    if (speeds_.empty()) speeds_.assign(measured.size(), 0.0);
+    for (size_t r = 0; r < measured.size(); ++r) {
+      speeds_[r] =
+          speeds_[r] > 0 ? (speeds_[r] + measured[r]) / 2 : measured[r];
+    }
+    const auto [slowest, fastest] =
+        std::minmax_element(speeds_.begin(), speeds_.end());
+    if (!(*slowest > 0)) return absl::OkStatus();  // Nothing measured.
     constexpr double kScale = 1 << 20;
-    for (size_t r = 0; r < speeds.size(); ++r) {
+    for (size_t r = 0; r < speeds_.size(); ++r) {
       share_weights_[r] =
-          std::llround(kScale * std::max(speeds[r] / fastest, 1.0 / 8));
+          *slowest >= 0.9 * *fastest
+              ? 1
+              : std::llround(kScale * std::max(speeds_[r] / *fastest, 1.0 / 8));
     }
     return loader_->SetShares(share_weights_, options_.rank);
   }
@@ -795,8 +807,10 @@ class Run {
   const TrainSplits& splits_;
   const TrainOptions& options_;
   GradientSync* sync_;
-  // The loader's share weights (TrainOptions::shares()), one per rank.
+  // The loader's share weights (TrainOptions::shares()), one per rank, and
+  // the ranks' smoothed speeds (seeds per second; AdaptShares).
   std::vector<int64_t> share_weights_;
+  std::vector<double> speeds_;
   std::unique_ptr<NeighborSampler> train_sampler_;
   std::unique_ptr<PrefetchLoader> loader_;
   int loader_epoch_ = 0;            // The epoch the loader was started on.

@@ -382,7 +382,9 @@ struct TrainOptions {
   // `share_weights` (one per rank, positive) at first, equal if empty; with
   // adapt_shares, after every epoch, the weights follow the ranks' measured
   // speeds (seeds per second of the epoch's time outside the gradient
-  // allreduce; a rank gets at least an eighth of the fastest one's weight).
+  // allreduce, averaged with the speed before; a rank gets at least an
+  // eighth of the fastest one's weight, and speeds within 10% of the
+  // fastest's keep equal weights).
   // Each rank's loss is weighted by its part of the global batch, so that
   // the averaged gradient is the global batch's mean loss's gradient
   // whatever the shares. A resumed run starts again from share_weights.

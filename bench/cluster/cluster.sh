@@ -9,6 +9,7 @@
 #   cluster.sh up     [--name ID] [--hosts N] [--cpus C] [--mem SIZE] [--link RATE[:DELAY]]
 #   cluster.sh status [--name ID]
 #   cluster.sh exec   [--name ID] [--host I] -- COMMAND...
+#   cluster.sh cpus   [--name ID] --host I --cpus C   (one host's quota, while up)
 #   cluster.sh run    [--name ID] --partition DIR [--server-hosts S] [--trainer-hosts T]
 #                     [--colocate] [--trainers-per-host K] [--out DIR] [--shardgnn BIN]
 #                     [up's flags] [-- LAUNCH FLAGS...]
@@ -59,6 +60,14 @@ host_ns() { echo "${base}-h$1"; }
 host_address() { echo "${SUBNET}.$1"; }
 # Whether $1 is a whole number from $2 to $3.
 in_range() { [[ "$1" =~ ^[0-9]{1,6}$ ]] && (($1 >= $2 && $1 <= $3)); }
+
+check_cpus() {
+  if ! [[ "$1" =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v c="$1" 'BEGIN { exit !(c >= 0.01) }'; then
+    die "--cpus '$1': give a number of CPUs, 0.01 or more (1.5)"
+  fi
+}
+# The CFS quota (us per CPU_PERIOD_US) of $1 CPUs.
+quota_of() { awk -v c="$1" -v p="${CPU_PERIOD_US}" 'BEGIN { printf "%d", c * p }'; }
 
 # --- Cgroups: v1 (cpu and memory hierarchies) or v2 (one unified tree) --------
 
@@ -116,7 +125,7 @@ host_cgroups() {
 
 make_host_cgroups() {
   local i=$1 cpus=$2 mem_bytes=$3 dir quota
-  quota=$(awk -v c="${cpus}" -v p="${CPU_PERIOD_US}" 'BEGIN { printf "%d", c * p }')
+  quota=$(quota_of "${cpus}")
   if [[ "${cg_mode}" == v1 ]]; then
     local cpu_dir mem_dir
     read -r cpu_dir mem_dir <<<"$(host_cgroups "${i}")"
@@ -213,10 +222,7 @@ is_up() { [[ -f "${state}/cluster.env" ]] && "${IP}" netns list | grep -q "^${sw
 cmd_up() {
   local hosts=$1 cpus=$2 mem=$3 link=$4 mem_bytes i
   in_range "${hosts}" 1 "${MAX_HOSTS}" || die "--hosts '${hosts}': give 1 to ${MAX_HOSTS}"
-  if ! [[ "${cpus}" =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
-    ! awk -v c="${cpus}" 'BEGIN { exit !(c >= 0.01) }'; then
-    die "--cpus '${cpus}': give a number of CPUs, 0.01 or more (1.5)"
-  fi
+  check_cpus "${cpus}"
   mem_bytes=$(numfmt --from=iec "${mem}" 2>/dev/null) || mem_bytes=0
   ((mem_bytes >= 64 * 1024 * 1024)) || die "--mem '${mem}': give a size of at least 64M (512M, 2G)"
   parse_link "${link}"
@@ -430,6 +436,23 @@ cmd_status() {
   done
 }
 
+# Sets host $1's CPU quota to $2 CPUs on a running cluster (a slow machine).
+cmd_cpus() {
+  # Not named cpus: load_env sets the cluster's own.
+  local host=$1 host_cpus=$2 quota cpu_dir
+  load_env
+  in_range "${host}" 1 "${hosts}" || die "cpus: --host must be 1 to ${hosts}"
+  check_cpus "${host_cpus}"
+  quota=$(quota_of "${host_cpus}")
+  if [[ "${cg_mode}" == v1 ]]; then
+    read -r cpu_dir _ <<<"$(host_cgroups "${host}")"
+    echo "${quota}" >"${cpu_dir}/cpu.cfs_quota_us"
+  else
+    echo "${quota} ${CPU_PERIOD_US}" >"$(host_cgroups "${host}")/cpu.max"
+  fi
+  log "h${host}: ${host_cpus} CPUs (${quota} us per ${CPU_PERIOD_US} us)"
+}
+
 cmd_exec() {
   local host=$1
   shift
@@ -620,11 +643,12 @@ main() {
       ;;
     status) cmd_status ;;
     exec) cmd_exec "${host}" "${rest[@]}" ;;
+    cpus) cmd_cpus "${host}" "${cpus}" ;;
     run)
       cmd_run "${partition}" "${servers}" "${trainers}" "${colocate}" "${per_host}" "${out}" \
         "${binary}" "${cpus}" "${mem}" "${link}" "${rest[@]}"
       ;;
-    *) die "unknown command '${command}': up, down, status, exec or run" ;;
+    *) die "unknown command '${command}': up, down, status, exec, cpus or run" ;;
   esac
 }
 

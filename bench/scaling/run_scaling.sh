@@ -64,20 +64,11 @@ cluster="${repo}/bench/cluster/cluster.sh"
 # A run interrupted here leaves no cluster behind.
 trap '"${cluster}" down --name "${name}" >/dev/null 2>&1 || true; stop_jobs' EXIT
 
-dataset="${work}/sbm-${nodes}"
-partition="${work}/sbm-${nodes}-p${servers}"
 mkdir -p "${work}/logs" "${work}/runs"
-if [[ ! -f "${dataset}/manifest.json" ]]; then
-  log "generating ${dataset}"
-  "${shardgnn}" dataset generate --kind sbm --nodes "${nodes}" --avg-degree 20 \
-    --features 128 --classes 16 --split 0.2,0.02,0.02 --out "${dataset}" \
-    >"${work}/logs/generate.log" 2>&1
-fi
-if [[ ! -f "${partition}/partition.json" ]]; then
-  log "partitioning into ${servers} parts"
-  "${shardgnn}" partition --dataset "${dataset}" --parts "${servers}" \
-    --out "${partition}" >"${work}/logs/partition.log" 2>&1
-fi
+# shellcheck source=SCRIPTDIR/scaling_graph.sh
+source "${repo}/bench/scaling/scaling_graph.sh"
+make_scaling_graph "${work}" "${nodes}" "${servers}"
+partition="${scaling_partition}"
 
 results="${work}/results-${mode}.jsonl"
 : >"${results}"

@@ -188,6 +188,14 @@ echo "50 MB to h1 in ${elapsed} s"
   fail "50 MB at 1 Gbit/s took ${elapsed} s: the link is not shaped"
 "${cluster}" status --name "${id}" >"${work}/status.txt"
 grep -q "^h2 10.78.0.2 " "${work}/status.txt" || fail "status: $(cat "${work}/status.txt")"
+# A slower machine: h2's quota halved while up, h1's left; then back.
+"${cluster}" cpus --name "${id}" --host 2 --cpus 0.5 2>/dev/null
+"${cluster}" status --name "${id}" >"${work}/status.txt"
+# (v1 prints quota/period, v2 cpu.max's "quota period".)
+for want in "h1 .* cpu 100000[/ ]100000 us" "h2 .* cpu 50000[/ ]100000 us"; do
+  grep -Eq "^${want}" "${work}/status.txt" || fail "cpus --host 2 --cpus 0.5: no '${want}' in $(cat "${work}/status.txt")"
+done
+"${cluster}" cpus --name "${id}" --host 2 --cpus 1 2>/dev/null
 "${cluster}" run --name "${id}" --partition "${work}/cora-2" --out "${work}/run-a" \
   -- --epochs 2 >"${work}/a.log" 2>&1 || fail "the run failed:"$'\n'"$(tail -30 "${work}/a.log")"
 for line in "ready on 10.78.0.1:" "\[h1 server 0\]" "\[h1 server 1\]" "\[h2 trainer 0\] epoch   2/2" \
