@@ -32,6 +32,7 @@
 #include "trainer/internal/pretrain_rows.h"
 #include "trainer/internal/resume_settings.h"
 #include "trainer/internal/script_model.h"
+#include "trainer/internal/share_weights.h"
 #include "trainer/internal/task.h"
 
 namespace shardgnn {
@@ -146,10 +147,11 @@ class Run {
     loading.sample_seed = MixSeed(options_.seed, kTrainSampleStream);
     ASSIGN_OR_RETURN(loader_, task_->MakeLoader(train_sampler_.get(), loading));
     if (options_.shares()) {
-      share_weights_ = options_.share_weights;
-      if (share_weights_.empty())
-        share_weights_.assign(static_cast<size_t>(options_.world_size), 1);
-      RETURN_IF_ERROR(loader_->SetShares(share_weights_, options_.rank));
+      std::vector<int64_t> weights = options_.share_weights;
+      if (weights.empty())
+        weights.assign(static_cast<size_t>(options_.world_size), 1);
+      shares_ = std::make_unique<internal::ShareWeights>(std::move(weights));
+      RETURN_IF_ERROR(loader_->SetShares(shares_->weights(), options_.rank));
     }
     // Validation runs every epoch and only ranks the epochs: by default it
     // samples as training does. The test runs once: twice the fanouts.
@@ -541,33 +543,16 @@ class Run {
   }
 
   // The next epochs' shares from the ranks' speeds (TrainOptions::
-  // adapt_shares): every rank fills its own slot of a zeroed vector, so the
-  // sum is exact and the same on every rank, and so are the weights. A
-  // rank's speed is the mean of its last measurement and the speed before
-  // (one epoch's figure swings by 10-15% on a loaded or throttled machine);
-  // speeds within 10% of the fastest's keep equal shares, where the noise
-  // would cost more than the cut gains.
+  // adapt_shares; internal/share_weights.h): every rank fills its own slot
+  // of a zeroed vector, so the sum is exact and the same on every rank, and
+  // so are the weights.
   absl::Status AdaptShares(const EpochStats& stats) {
     if (sync_ == nullptr) return absl::OkStatus();  // One rank: nothing to cut.
     std::vector<double> measured(static_cast<size_t>(options_.world_size), 0.0);
     measured[static_cast<size_t>(options_.rank)] = stats.seeds_per_second;
     RETURN_IF_ERROR(sync_->AllreduceSum(absl::MakeSpan(measured)));
-    if (speeds_.empty()) speeds_.assign(measured.size(), 0.0);
-    for (size_t r = 0; r < measured.size(); ++r) {
-      speeds_[r] =
-          speeds_[r] > 0 ? (speeds_[r] + measured[r]) / 2 : measured[r];
-    }
-    const auto [slowest, fastest] =
-        std::minmax_element(speeds_.begin(), speeds_.end());
-    if (!(*slowest > 0)) return absl::OkStatus();  // Nothing measured.
-    constexpr double kScale = 1 << 20;
-    for (size_t r = 0; r < speeds_.size(); ++r) {
-      share_weights_[r] =
-          *slowest >= 0.9 * *fastest
-              ? 1
-              : std::llround(kScale * std::max(speeds_[r] / *fastest, 1.0 / 8));
-    }
-    return loader_->SetShares(share_weights_, options_.rank);
+    shares_->Update(measured);
+    return loader_->SetShares(shares_->weights(), options_.rank);
   }
 
   // Starts the training loader on `epoch`'s batches, once, and keeps its
@@ -807,10 +792,8 @@ class Run {
   const TrainSplits& splits_;
   const TrainOptions& options_;
   GradientSync* sync_;
-  // The loader's share weights (TrainOptions::shares()), one per rank, and
-  // the ranks' smoothed speeds (seeds per second; AdaptShares).
-  std::vector<int64_t> share_weights_;
-  std::vector<double> speeds_;
+  // The loader's share weights (TrainOptions::shares(); null otherwise).
+  std::unique_ptr<internal::ShareWeights> shares_;
   std::unique_ptr<NeighborSampler> train_sampler_;
   std::unique_ptr<PrefetchLoader> loader_;
   int loader_epoch_ = 0;            // The epoch the loader was started on.
