@@ -4,7 +4,8 @@
 // In order: reads the cluster file (cli/cluster_file.h) and checks that it
 // fits the partition; on every host (at once) makes the remote work dir and
 // copies partition.json (and a link task's edges_*.npy) and the parts it
-// serves with rsync, skipping a part
+// serves with rsync (and --model-script's module to the trainers' hosts),
+// skipping a part
 // whose copy there is already of the same content (a stamp holding the part's
 // content checksum from partition.json, written after a complete copy; the
 // server checks the shard against the manifest when it starts); copies a
@@ -244,6 +245,11 @@ class Launcher {
           "more");
     }
     RETURN_IF_ERROR(ToTrainOptions(flags_.training).status());
+    if (!flags_.training.model_script.empty() &&
+        !fs::is_regular_file(flags_.training.model_script)) {
+      return absl::NotFoundError(absl::StrCat(
+          "--model-script ", flags_.training.model_script, ": no such file"));
+    }
     if (flags_.training.resume) {
       return absl::InvalidArgumentError(
           "launch starts a fresh run on the hosts; --resume is not supported");
@@ -271,6 +277,7 @@ class Launcher {
     part_dir_ = JoinPath("partitions", manifest_.partition_id);
     pid_dir_ = JoinPath(run_dir_, ".pids");
     token_file_ = JoinPath(run_dir_, ".auth-token");
+    model_script_file_ = JoinPath(run_dir_, ".model-script.pt");
     InstallRunSignalHandlers();
     return absl::OkStatus();
   }
@@ -353,6 +360,14 @@ class Launcher {
                   {token_->path(),
                    absl::StrCat(h.ssh, ":", JoinPath(h.work_dir, token_file_))},
                   "copy");
+      // The user's module goes to the trainers' hosts with the run.
+      if (h.trainers > 0 && !flags_.training.model_script.empty()) {
+        batch.Rsync(i,
+                    {flags_.training.model_script,
+                     absl::StrCat(h.ssh, ":",
+                                  JoinPath(h.work_dir, model_script_file_))},
+                    "copy");
+      }
     }
     RETURN_IF_ERROR(batch.Run("copying with rsync").status());
     for (size_t i = 0; i < hosts_.size(); ++i) {
@@ -477,7 +492,10 @@ class Launcher {
                         "--auth-token-file",
                         token_file_};
         for (auto& a : TrainingArgs(flags_.training)) {
-          process.argv.push_back(a);
+          // The module copied to the host, relative to its work dir.
+          const bool script =
+              !process.argv.empty() && process.argv.back() == "--model-script";
+          process.argv.push_back(script ? model_script_file_ : a);
         }
         ASSIGN_OR_RETURN(
             auto trainer,
@@ -523,7 +541,8 @@ class Launcher {
     batch.Rsync(
         rank0_host_,
         {"--exclude=/.pids", "--exclude=/.auth-token", "--exclude=/checkpoints",
-         "--exclude=/.scratch-*", "--exclude=/config.toml",
+         "--exclude=/.scratch-*", "--exclude=/.model-script.pt",
+         "--exclude=/config.toml",
          absl::StrCat(first.ssh, ":", JoinPath(first.work_dir, run_dir_), "/"),
          absl::StrCat(out_dir_, "/")},
         "copy");
@@ -542,6 +561,12 @@ class Launcher {
       summary["launch"] = {{"cluster_file", spec_.path},
                            {"remote_run_dir", run_dir_},
                            {"hosts", hosts}};
+      // The user's module, not the copy the trainers read.
+      if (!flags_.training.model_script.empty() &&
+          summary["model"].is_object()) {
+        summary["model"]["script"] =
+            fs::absolute(flags_.training.model_script).string();
+      }
       RETURN_IF_ERROR(WriteFileAtomic(summary_path, summary.dump(2) + "\n"));
     }
     absl::Status report = WriteRunReport(out_dir_);
@@ -560,9 +585,10 @@ class Launcher {
   const ClusterSpec& spec_;
   PartitionManifest manifest_;
   std::vector<Host> hosts_;
-  std::string out_dir_;                                    // Here.
-  std::unique_ptr<GeneratedToken> token_;                  // Here.
-  std::string run_dir_, part_dir_, pid_dir_, token_file_;  // Remote.
+  std::string out_dir_;                    // Here.
+  std::unique_ptr<GeneratedToken> token_;  // Here.
+  // Remote, relative to each host's work dir.
+  std::string run_dir_, part_dir_, pid_dir_, token_file_, model_script_file_;
   Supervisor supervisor_;
   std::vector<Subprocess*> remote_;  // Every long-running ssh, to stop.
   std::vector<std::string> addresses_;

@@ -393,6 +393,62 @@ TEST_F(LaunchTest, KilledServerFailsTheLaunchNamingItsHost) {
   ExpectNoRemoteShardgnn();
 }
 
+// --model-script: the module reaches every trainer's host with the run
+// (the trainers there read the copy in the remote run directory), the run
+// trains it, and summary.json names the user's file.
+TEST_F(LaunchTest, TheModelScriptGoesToEveryTrainersHost) {
+  const std::string module = dir_.Sub("gin.pt");
+  ASSERT_EQ(std::system(
+                absl::StrCat(
+                    "/usr/bin/python3 ", SHARDGNN_MAKE_MODEL_PY,
+                    " --model gin --in-dim 1433 --classes 7 --ops-library none",
+                    " --out ", module, " >/dev/null 2>&1")
+                    .c_str()),
+            0)
+      << "make_model.py failed (Debian's python3-torch?)";
+  cluster_ = WriteCluster();
+  const std::string out = dir_.Sub("run");
+  std::vector<std::string> args = LaunchArgs(out);
+  args.insert(args.end(), {"--model-script", module});
+  Finished run = RunShardgnn(args, InSwitch());
+  ASSERT_EQ(run.exit_status, 0) << run.output;
+  const std::string original = ReadFile(module);
+  for (int i = 1; i <= kHosts; ++i) {
+    int copies = 0;
+    for (const auto& entry :
+         fs::directory_iterator(dir_.Sub(absl::StrCat("work-h", i, "/runs")))) {
+      const fs::path copy = entry.path() / ".model-script.pt";
+      if (!fs::exists(copy)) continue;
+      ++copies;
+      EXPECT_EQ(ReadFile(copy.string()), original) << copy;
+      // The trainer there read the copy.
+      EXPECT_THAT(run.output,
+                  HasSubstr(absl::StrCat("model script ", "runs/",
+                                         entry.path().filename().string(),
+                                         "/.model-script.pt")));
+    }
+    EXPECT_EQ(copies, 1) << "host h" << i;
+  }
+  EXPECT_FALSE(fs::exists(out + "/.model-script.pt"));
+  auto summary = nlohmann::json::parse(std::ifstream(out + "/summary.json"),
+                                       nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(summary.is_object()) << run.output;
+  EXPECT_EQ(summary["model"]["kind"], "script");
+  EXPECT_EQ(summary["model"]["script"], module);
+  EXPECT_TRUE(fs::exists(out + "/model_script.pt"));
+  ExpectNoRemoteShardgnn();
+
+  // A module that is not there is one error line, before any host is
+  // contacted.
+  args = LaunchArgs(dir_.Sub("run2"));
+  args.insert(args.end(), {"--model-script", dir_.Sub("missing.pt")});
+  Finished missing = RunShardgnn(args, InSwitch());
+  EXPECT_NE(missing.exit_status, 0);
+  EXPECT_THAT(
+      LastErrorLine(missing.output),
+      HasSubstr("--model-script " + dir_.Sub("missing.pt") + ": no such file"));
+}
+
 // Ctrl-C (SIGINT) to the launcher mid-run stops every remote process.
 TEST_F(LaunchTest, InterruptStopsEveryRemoteProcess) {
   cluster_ = WriteCluster();
