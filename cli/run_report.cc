@@ -667,11 +667,15 @@ absl::StatusOr<std::string> ComparisonReportHtml(
     };
     if (summary.contains("model") && summary["model"].is_object()) {
       const Json& m = summary["model"];
-      row.emplace_back("model",
-                       absl::StrFormat("%s, %d layers, hidden %d",
-                                       m.value("kind", std::string("?")),
-                                       static_cast<int>(Get(m, "layers", 0)),
-                                       static_cast<int>(Get(m, "hidden", 0))));
+      const std::string kind = m.value("kind", std::string("?"));
+      std::string text = absl::StrFormat("%s, %d layers", kind,
+                                         static_cast<int>(Get(m, "layers", 0)));
+      if (kind != "script") {
+        absl::StrAppend(&text,
+                        absl::StrFormat(", hidden %d",
+                                        static_cast<int>(Get(m, "hidden", 0))));
+      }
+      row.emplace_back("model", text);
     }
     const double test = Get(summary, link ? "test_auc" : "test_acc");
     row.emplace_back(link ? "test auc" : "test acc",

@@ -328,7 +328,12 @@ nlohmann::ordered_json SummaryJson(const TrainResult& result,
                       {"average_decay", options.average_decay},
                       {"batch_size", options.batch_size},
                       {"feature_norm", FeatureNormName(m.features.norm)}};
-  if (m.kind == ModelKind::kScript) summary["model"]["script"] = m.script_path;
+  if (m.kind == ModelKind::kScript) {
+    // The module's widths and dropout are its own.
+    summary["model"]["script"] = m.script_path;
+    for (const char* unused : {"hidden", "heads", "dropout"})
+      summary["model"].erase(unused);
+  }
   summary["checkpoints"] = {{"every_epochs", training.checkpoint_every},
                             {"seconds", result.checkpoint_seconds},
                             {"bytes_per_trainer", result.checkpoint_bytes}};

@@ -132,6 +132,9 @@ TEST_F(ModelScriptTest, GinTrainsCoraDistributedAndInferenceReadsIt) {
   EXPECT_EQ(summary["world_size"], 2);
   EXPECT_EQ(summary["model"]["kind"], "script");
   EXPECT_EQ(summary["model"]["script"], gin);
+  // The module's widths and dropout are its own: not the flags' defaults.
+  for (const char* key : {"hidden", "heads", "dropout"})
+    EXPECT_FALSE(summary["model"].contains(key)) << key;
   // Seven classes: chance is about 0.14.
   EXPECT_GT(summary["test_acc"].get<double>(), 0.70) << summary.dump(1);
 
