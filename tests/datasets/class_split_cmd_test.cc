@@ -3,7 +3,6 @@
 // real binary as a child process.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -17,30 +16,21 @@
 #include "common/npy.h"
 #include "datasets/dataset.h"
 #include "tests/datasets/test_files.h"
+#include "tests/testing/shell_command.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
 namespace shardgnn {
 namespace {
 
+using testing::CommandResult;
+
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
 CommandResult Shardgnn(const testing::TempDir& tmp, const std::string& args) {
-  std::string command = testing::ShardgnnBinary() + " -q " + args + " >" +
-                        tmp.Sub("stdout.txt") + " 2>" + tmp.Sub("stderr.txt");
-  int status = std::system(command.c_str());
-  CommandResult run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = ReadFileToString(tmp.Sub("stdout.txt")).value_or("");
-  run.err = ReadFileToString(tmp.Sub("stderr.txt")).value_or("");
-  return run;
+  return testing::RunShellCommand(tmp,
+                                  testing::ShardgnnBinary() + " -q " + args);
 }
 
 std::string CoraMlImport(const testing::TempDir& tmp, const std::string& out,

@@ -3,7 +3,6 @@
 // checked against the dataset as partition_test checks METIS's partitions.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -19,6 +18,7 @@
 #include "partition/partition_book.h"
 #include "tests/partition/graph_fixture.h"
 #include "tests/partition/partition_checks.h"
+#include "tests/testing/shell_command.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -27,12 +27,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using testing::CommandResult;
 
 // `mpirun -np <ranks> shardgnn <args>` (or the binary alone with ranks = 0),
 // killed after two minutes. Root in a container needs --allow-run-as-root;
@@ -47,14 +42,8 @@ CommandResult Shardgnn(const testing::TempDir& tmp, int ranks,
                " --oversubscribe --bind-to none --mca btl self,vader "
                "--tag-output ";
   }
-  command += testing::ShardgnnBinary() + " " + args + " >" +
-             tmp.Sub("stdout.txt") + " 2>" + tmp.Sub("stderr.txt");
-  int status = std::system(command.c_str());
-  CommandResult run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = ReadFileToString(tmp.Sub("stdout.txt")).value_or("");
-  run.err = ReadFileToString(tmp.Sub("stderr.txt")).value_or("");
-  return run;
+  return testing::RunShellCommand(
+      tmp, command + testing::ShardgnnBinary() + " " + args);
 }
 
 // Lines of `text` containing `needle`.
