@@ -10,6 +10,7 @@
 #   cluster.sh status [--name ID]
 #   cluster.sh exec   [--name ID] [--host I] -- COMMAND...
 #   cluster.sh cpus   [--name ID] --host I --cpus C   (one host's quota, while up)
+#   cluster.sh stall  [--name ID] --host I --seconds S (stops every process of host I for S seconds)
 #   cluster.sh run    [--name ID] --partition DIR [--server-hosts S] [--trainer-hosts T]
 #                     [--colocate] [--trainers-per-host K] [--out DIR] [--shardgnn BIN]
 #                     [up's flags] [-- LAUNCH FLAGS...]
@@ -453,6 +454,23 @@ cmd_cpus() {
   log "h${host}: ${host_cpus} CPUs (${quota} us per ${CPU_PERIOD_US} us)"
 }
 
+# Stops every process of host $1 (SIGSTOP) for $2 seconds, then lets them
+# go on (SIGCONT): a machine that stalls (swapping, a hypervisor's pause).
+cmd_stall() {
+  local host=$1 seconds=$2 pids
+  load_env
+  in_range "${host}" 1 "${hosts}" || die "stall: --host must be 1 to ${hosts}"
+  [[ "${seconds}" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "stall: --seconds '${seconds}': give a number"
+  pids=$(member_pids "$(host_ns "${host}")")
+  [[ -n "${pids}" ]] || die "stall: host ${host} runs no process"
+  # shellcheck disable=SC2086  # One pid a word.
+  kill -STOP ${pids} 2>/dev/null || true
+  sleep "${seconds}"
+  # shellcheck disable=SC2086
+  kill -CONT ${pids} 2>/dev/null || true
+  log "h${host}: $(wc -w <<<"${pids}") processes stopped for ${seconds} s"
+}
+
 cmd_exec() {
   local host=$1
   shift
@@ -606,12 +624,12 @@ main() {
   shift
   case "${command}" in -h | --help | help) usage ;; esac
   local hosts=2 cpus=1 mem=2G link="" all=0 host="" partition="" servers=1 trainers=1
-  local colocate=0 per_host=1 out="" binary="${SHARDGNN:-${REPO}/build/cli/shardgnn}"
+  local colocate=0 per_host=1 out="" seconds=1 binary="${SHARDGNN:-${REPO}/build/cli/shardgnn}"
   local -a rest=()
   while [[ $# -gt 0 ]]; do
     case "$1" in
       --name | --hosts | --cpus | --mem | --link | --host | --partition | --server-hosts | \
-        --trainer-hosts | --trainers-per-host | --out | --shardgnn)
+        --trainer-hosts | --trainers-per-host | --out | --shardgnn | --seconds)
         [[ $# -ge 2 ]] || die "$1 needs a value"
         ;;&
       --name) id=$2 ;;
@@ -626,6 +644,7 @@ main() {
       --trainers-per-host) per_host=$2 ;;
       --out) out=$2 ;;
       --shardgnn) binary=$2 ;;
+      --seconds) seconds=$2 ;;
       --colocate) colocate=1 ;;
       --all) all=1 ;;
       --) shift; rest=("$@"); break ;;
@@ -644,11 +663,12 @@ main() {
     status) cmd_status ;;
     exec) cmd_exec "${host}" "${rest[@]}" ;;
     cpus) cmd_cpus "${host}" "${cpus}" ;;
+    stall) cmd_stall "${host}" "${seconds}" ;;
     run)
       cmd_run "${partition}" "${servers}" "${trainers}" "${colocate}" "${per_host}" "${out}" \
         "${binary}" "${cpus}" "${mem}" "${link}" "${rest[@]}"
       ;;
-    *) die "unknown command '${command}': up, down, status, exec, cpus or run" ;;
+    *) die "unknown command '${command}': up, down, status, exec, cpus, stall or run" ;;
   esac
 }
 

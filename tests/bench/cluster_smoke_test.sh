@@ -196,6 +196,20 @@ for want in "h1 .* cpu 100000[/ ]100000 us" "h2 .* cpu 50000[/ ]100000 us"; do
   grep -Eq "^${want}" "${work}/status.txt" || fail "cpus --host 2 --cpus 0.5: no '${want}' in $(cat "${work}/status.txt")"
 done
 "${cluster}" cpus --name "${id}" --host 2 --cpus 1 2>/dev/null
+# A stalling machine: every process of h2 stopped for 2 s, then running again.
+"${cluster}" stall --name "${id}" --host 2 --seconds 2 2>/dev/null &
+staller=$!
+sleep 1
+stopped=0
+for pid in $(ip netns pids "${name}-h2"); do
+  grep -q "^State:.*T (stopped)" "/proc/${pid}/status" || fail "stall: pid ${pid} of h2 is not stopped: $(grep State "/proc/${pid}/status")"
+  stopped=$((stopped + 1))
+done
+((stopped > 0)) || fail "stall: h2 has no process to stop"
+wait "${staller}" || fail "cluster.sh stall failed"
+for pid in $(ip netns pids "${name}-h2"); do
+  grep -q "^State:.*T (stopped)" "/proc/${pid}/status" && fail "stall: pid ${pid} of h2 still stopped after it"
+done
 "${cluster}" run --name "${id}" --partition "${work}/cora-2" --out "${work}/run-a" \
   -- --epochs 2 >"${work}/a.log" 2>&1 || fail "the run failed:"$'\n'"$(tail -30 "${work}/a.log")"
 for line in "ready on 10.78.0.1:" "\[h1 server 0\]" "\[h1 server 1\]" "\[h2 trainer 0\] epoch   2/2" \
