@@ -497,6 +497,26 @@ TEST_F(RunTest, SubmitsTwiceToRunningServersAndChecksThePartition) {
   }
 }
 
+// --shares reaches every trainer: with weights 1,3 rank 0 takes a quarter of
+// every step's seeds (metrics.jsonl, rank 0's), and the run still learns.
+TEST_F(RunTest, SharesGiveEachTrainerItsPartOfEveryBatch) {
+  const std::string out = dir_.Sub("run");
+  std::vector<std::string> args = RunArgs(out, "5");
+  args.insert(args.end(), {"--shares", "1,3"});
+  Finished run = RunShardgnn(args);
+  ASSERT_EQ(run.exit_status, 0) << run.output;
+  std::ifstream metrics(out + "/metrics.jsonl");
+  int epochs = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto epoch = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_TRUE(epoch.is_object()) << line;
+    EXPECT_NEAR(epoch["share"].get<double>(), 0.25, 0.01) << line;
+    ++epochs;
+  }
+  EXPECT_EQ(epochs, 5);
+  EXPECT_GT(ReportedTestAccuracy(run.output), 0.5) << run.output;
+}
+
 struct BadFlag {
   std::string name;  // Test name suffix.
   std::vector<std::string> args;
@@ -532,6 +552,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"Parts", {"--parts", "0"}, "--parts"},
         BadFlag{"Epochs", {"--epochs", "0"}, "--epochs"},
         BadFlag{"Method", {"--method", "bogus"}, "method 'bogus'"},
+        BadFlag{"Shares", {"--shares", "1,fast"}, "--shares '1,fast'"},
+        BadFlag{"ZeroShare", {"--shares", "0,1"}, "--shares '0,1'"},
         // What the flag parser refuses is one line too.
         BadFlag{"NotANumber", {"--epochs", "many"}, "--epochs = many"},
         BadFlag{"UnknownFlag", {"--bogus"}, "--bogus"},
