@@ -244,7 +244,17 @@ class Launcher {
           "--timeout and --peer-timeout must be positive, --server-wait 0 or "
           "more");
     }
-    RETURN_IF_ERROR(ToTrainOptions(flags_.training).status());
+    ASSIGN_OR_RETURN(const TrainOptions options,
+                     ToTrainOptions(flags_.training));
+    if (!options.share_weights.empty() &&
+        static_cast<int>(options.share_weights.size()) !=
+            spec_.TotalTrainers()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--shares '", flags_.training.shares, "' gives ",
+                       options.share_weights.size(), " weights for the ",
+                       spec_.TotalTrainers(), " trainers of ", spec_.path,
+                       ": give one per trainer"));
+    }
     if (!flags_.training.model_script.empty() &&
         !fs::is_regular_file(flags_.training.model_script)) {
       return absl::NotFoundError(absl::StrCat(

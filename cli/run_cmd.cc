@@ -217,6 +217,13 @@ absl::Status RunPipeline(const RunFlags& flags) {
         "--resume needs --out, the directory of the run to continue");
   ASSIGN_OR_RETURN(const TrainOptions train_options,
                    ToTrainOptions(flags.training));
+  if (!train_options.share_weights.empty() &&
+      static_cast<int>(train_options.share_weights.size()) != flags.trainers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--shares '", flags.training.shares, "' gives ",
+                     train_options.share_weights.size(), " weights for ",
+                     flags.trainers, " trainers: give one per trainer"));
+  }
 
   const std::string self = SelfPath();
   Supervisor supervisor;

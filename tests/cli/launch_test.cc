@@ -492,6 +492,8 @@ TEST(LaunchClusterFileTest, BadFilesAreOneErrorLine) {
        "[[host]] 1 (" + dir.Sub("cluster.toml") + ":1) has no 'ssh'"},
       {host + "parts = [0, 1]\ntrainers = 1\n[train]\nepoch = 2\n",
        "[train] has 'epoch', which is not a flag of `shardgnn train`"},
+      {host + "parts = [0, 1]\ntrainers = 1\n[train]\nshares = \"1,2\"\n",
+       "--shares '1,2' gives 2 weights for the 1 trainers of"},
   };
   for (const Case& c : cases) {
     WriteFile(dir.Sub("cluster.toml"), c.text);

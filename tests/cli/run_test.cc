@@ -554,6 +554,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"Method", {"--method", "bogus"}, "method 'bogus'"},
         BadFlag{"Shares", {"--shares", "1,fast"}, "--shares '1,fast'"},
         BadFlag{"ZeroShare", {"--shares", "0,1"}, "--shares '0,1'"},
+        BadFlag{"SharesPerTrainer",
+                {"--trainers", "2", "--shares", "1,2,3"},
+                "gives 3 weights for 2 trainers"},
         // What the flag parser refuses is one line too.
         BadFlag{"NotANumber", {"--epochs", "many"}, "--epochs = many"},
         BadFlag{"UnknownFlag", {"--bogus"}, "--bogus"},
