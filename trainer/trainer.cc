@@ -604,7 +604,7 @@ class Run {
       for (const Block& block : batch.blocks)
         step.sampled_edges += block.num_edges();
       step.examples = CountExamples(batch);
-      RETURN_IF_ERROR(TrainStep(epoch, batch, &figures, &stats, &step));
+      RETURN_IF_ERROR(TrainStep(epoch, batch, share, &figures, &stats, &step));
       ++stats.steps;
       step.step = stats.steps;
       stats.sample_seconds += step.wait_seconds;
@@ -623,9 +623,10 @@ class Run {
     return stats;
   }
 
-  // One optimizer step on `batch`: its loss's gradients, averaged over the
-  // ranks, then the step, the average and the learned rows' push.
-  absl::Status TrainStep(int epoch, MiniBatch& batch,
+  // One optimizer step on `batch` (this rank's `share` of its step): its
+  // loss's gradients, averaged over the ranks, then the step, the average
+  // and the learned rows' push.
+  absl::Status TrainStep(int epoch, MiniBatch& batch, const BatchShare& share,
                          internal::StepFigures* figures,
                          const EpochStats* stats, StepStats* step) {
     const auto t0 = Clock::now();
@@ -639,7 +640,6 @@ class Run {
       if (options_.shares()) {
         // The ranks' gradients are averaged: weighted by this rank's part
         // of the global batch, their mean is the global batch's mean loss's.
-        const BatchShare share = loader_->ShareOf(stats->steps);
         loss = loss * (static_cast<double>(share.items) * options_.world_size /
                        static_cast<double>(share.global_items));
       }
