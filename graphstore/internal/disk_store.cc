@@ -115,16 +115,7 @@ class DiskStore final : public ShardStore {
             Meta().node_types[static_cast<size_t>(type)].feature_dim) *
         sizeof(float);
     if (row_bytes == 0) return absl::OkStatus();
-    return ForEachRow(shard_->feat_cf(), ids,
-                      [&](size_t i, const rocksdb::Slice& v) -> absl::Status {
-                        if (v.size() != row_bytes) {
-                          return BadRow(ids[i], kShardFeaturesCf, v.size());
-                        }
-                        std::memcpy(
-                            reinterpret_cast<char*>(out) + i * row_bytes,
-                            v.data(), row_bytes);
-                        return absl::OkStatus();
-                      });
+    return CopyFeatureRows(ids, row_bytes, out);
   }
 
   absl::Status GetFeatures(absl::Span<const NodeId> ids,
@@ -132,17 +123,7 @@ class DiskStore final : public ShardStore {
     if (Meta().typed()) return TypedFeaturesRefused(Meta());
     RETURN_IF_ERROR(CheckOwned(ids));
     const size_t row_bytes = static_cast<size_t>(Meta().feature_dim) * 4;
-    return ForEachRow(shard_->feat_cf(), ids,
-                      [&](size_t i, const rocksdb::Slice& v) -> absl::Status {
-                        if (v.size() != row_bytes)
-                          return BadRow(ids[i], "feat", v.size());
-                        if (row_bytes > 0) {
-                          std::memcpy(
-                              reinterpret_cast<char*>(out) + i * row_bytes,
-                              v.data(), row_bytes);
-                        }
-                        return absl::OkStatus();
-                      });
+    return CopyFeatureRows(ids, row_bytes, out);
   }
 
   absl::Status GetLabels(absl::Span<const NodeId> ids,
@@ -278,6 +259,24 @@ class DiskStore final : public ShardStore {
       }
     }
     return absl::OkStatus();
+  }
+
+  // Copies the feature rows of `ids` (row_bytes each, stored unaligned) to
+  // `out` in order; DATA_LOSS naming the node for a row of another size.
+  absl::Status CopyFeatureRows(absl::Span<const NodeId> ids, size_t row_bytes,
+                               float* out) const {
+    return ForEachRow(shard_->feat_cf(), ids,
+                      [&](size_t i, const rocksdb::Slice& v) -> absl::Status {
+                        if (v.size() != row_bytes) {
+                          return BadRow(ids[i], kShardFeaturesCf, v.size());
+                        }
+                        if (row_bytes > 0) {
+                          std::memcpy(
+                              reinterpret_cast<char*>(out) + i * row_bytes,
+                              v.data(), row_bytes);
+                        }
+                        return absl::OkStatus();
+                      });
   }
 
   std::unique_ptr<ShardDb> shard_;
