@@ -174,20 +174,26 @@ absl::Status PrefetchLoader::SetShares(std::vector<int64_t> weights, int rank) {
   return absl::OkStatus();
 }
 
-int64_t PrefetchLoader::GlobalBatchItems(int64_t index) const {
+PrefetchLoader::Slice PrefetchLoader::GlobalBatchSlice(int64_t index) const {
   const auto n = static_cast<int64_t>(order_.size());
   const int64_t b = options_.batch_size;
-  if (options_.balanced && options_.steps_per_epoch == 0)
-    return (index + 1) * n / steps_ - index * n / steps_;
+  if (options_.balanced && options_.steps_per_epoch == 0) {
+    // Slices of n / steps_ seeds, give or take one: no short last batch.
+    const int64_t begin = index * n / steps_;
+    return {begin, (index + 1) * n / steps_ - begin};
+  }
+  // Consecutive slices of the order (the last natural batch may be short) ...
   const int64_t begin = index * b;
   if (begin + b <= n || (begin < n && steps_ <= (n + b - 1) / b))
-    return std::min(n, begin + b) - begin;
-  return std::min(b, n);
+    return {begin, std::min(n, begin + b) - begin};
+  // ... and past its end (padding to a fixed step count) full batches that
+  // wrap around it, distinct seeds each (when n >= b).
+  return {begin, std::min(b, n)};
 }
 
 BatchShare PrefetchLoader::ShareOf(int64_t index) const {
   BatchShare share;
-  share.global_items = GlobalBatchItems(index);
+  share.global_items = GlobalBatchSlice(index).count;
   share.items = shares_.empty()
                     ? share.global_items
                     : ShareSizes(share.global_items,
@@ -208,25 +214,11 @@ std::vector<int64_t> PrefetchLoader::BatchSeeds(int64_t index) const {
 
 std::vector<int64_t> PrefetchLoader::GlobalBatchSeeds(int64_t index) const {
   const auto n = static_cast<int64_t>(order_.size());
-  const int64_t b = options_.batch_size;
-  const int64_t begin = index * b;
+  const Slice slice = GlobalBatchSlice(index);
   std::vector<int64_t> out;
-  if (options_.balanced && options_.steps_per_epoch == 0) {
-    // Slices of n / steps_ seeds, give or take one: no short last batch.
-    out.assign(order_.begin() + index * n / steps_,
-               order_.begin() + (index + 1) * n / steps_);
-    return out;
-  }
-  // Consecutive slices of the order (the last natural batch may be short) ...
-  if (begin + b <= n || (begin < n && steps_ <= (n + b - 1) / b)) {
-    out.assign(order_.begin() + begin, order_.begin() + std::min(n, begin + b));
-    return out;
-  }
-  // ... and past its end (padding to a fixed step count) full batches that wrap
-  // around it, distinct seeds each (when n >= b).
-  out.reserve(static_cast<size_t>(std::min(b, n)));
-  for (int64_t k = 0; k < std::min(b, n); ++k)
-    out.push_back(order_[(begin + k) % n]);
+  out.reserve(static_cast<size_t>(slice.count));
+  for (int64_t k = 0; k < slice.count; ++k)
+    out.push_back(order_[static_cast<size_t>((slice.begin + k) % n)]);
   return out;
 }
 

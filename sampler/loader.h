@@ -157,12 +157,17 @@ class PrefetchLoader {
  private:
   PrefetchLoader(BatchFn make_batch, std::vector<int64_t> items,
                  LoaderOptions options);
+  // Global batch `index`'s place in the epoch's order: `count` positions
+  // from `begin`, taken modulo the order's length (padding wraps around).
+  struct Slice {
+    int64_t begin = 0;
+    int64_t count = 0;
+  };
+  Slice GlobalBatchSlice(int64_t index) const;
   // The items of batch `index` of the current epoch: the global batch's,
   // then this rank's slice of them.
   std::vector<int64_t> GlobalBatchSeeds(int64_t index) const;
   std::vector<int64_t> BatchSeeds(int64_t index) const;
-  // The global batch's size (GlobalBatchSeeds(index).size()).
-  int64_t GlobalBatchItems(int64_t index) const;
   void Work();
   // Keeps `batch`'s buffers in spare_ for a later batch (if it holds any and
   // the pool is not full).
